@@ -1,0 +1,190 @@
+# commtrace: top-level build.
+#
+#   make [all]        build commrec, libcommrec.so, commanalyze, tests
+#   make check        run every test (installs missing Debian packages first)
+#   make bench        print the performance table
+#   make demo         record and analyze a bundled example
+#   make install      PREFIX=/usr/local DESTDIR=
+#   make clean
+# Variables: V=1 (show commands), ASAN=1 (analyzer, format library and tests
+# with AddressSanitizer+UBSan; the preload runtime keeps its own flags).
+#
+# Sources are found by wildcard, so adding a file needs no edit here:
+#   formats/*.c          -> build/libctformat.a (and a PIC copy for the runtime)
+#   record/common/*.c    -> shared by the launcher and the runtime
+#   record/runtime/*.c   -> build/libcommrec.so (preloaded)
+#   record/*.c           -> build/commrec
+#   analyze/*.c          -> build/commanalyze (main.c) + build/libanalyze.a
+#   tests/unit/fmt_*.c   -> unit tests linked with the format library
+#   tests/unit/rec_*.c   -> ... and record/common
+#   tests/unit/ana_*.c   -> ... and the analyzer library
+#   tests/ubench/*.c     -> tests/ubench/NAME (microbenchmarks, pthreads)
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+B := build
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+CC ?= cc
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+WARN := -Wall -Wextra
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iformats -DCT_VERSION='"$(VERSION)"'
+SAN := $(if $(filter 1,$(ASAN)),-fsanitize=address,undefined -fno-omit-frame-pointer,)
+
+# ---- optional and required libraries --------------------------------------
+have_hdr = $(shell printf '#include <$(1)>\n' | $(CC) $(2) -E -x c - >/dev/null 2>&1 && echo 1)
+
+ZSTD_CFLAGS := $(shell pkg-config --cflags libzstd 2>/dev/null)
+ZSTD_LIBS := $(or $(shell pkg-config --libs libzstd 2>/dev/null),-lzstd)
+ZYDIS_LIBS := -lZydis
+HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null)
+HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null)
+DWARF_CFLAGS := -I/usr/include/libdwarf
+DWARF_LIBS := -ldwarf -lelf -lz
+
+HAVE_HDF5 := $(call have_hdr,hdf5.h,$(HDF5_CFLAGS))
+HAVE_LIBDWARF := $(call have_hdr,libdwarf.h,$(DWARF_CFLAGS))
+HAVE_LIBPFM := $(call have_hdr,perfmon/pfmlib_perf_event.h,)
+
+FEAT_CFLAGS :=
+ANA_LIBS :=
+REC_LIBS :=
+ifeq ($(HAVE_HDF5),1)
+FEAT_CFLAGS += -DHAVE_HDF5 $(HDF5_CFLAGS)
+ANA_LIBS += $(HDF5_LIBS)
+endif
+ifeq ($(HAVE_LIBDWARF),1)
+FEAT_CFLAGS += -DHAVE_LIBDWARF $(DWARF_CFLAGS)
+ANA_LIBS += $(DWARF_LIBS)
+REC_LIBS += $(DWARF_LIBS)
+endif
+ifeq ($(HAVE_LIBPFM),1)
+FEAT_CFLAGS += -DHAVE_LIBPFM
+REC_LIBS += -lpfm
+endif
+
+CFLAGS_ALL := $(BASE_CFLAGS) $(ZSTD_CFLAGS) $(FEAT_CFLAGS) $(CFLAGS)
+# The runtime is preloaded into other programs: no sanitizers, PIC, hidden
+# symbols except the interposed ones.
+RT_CFLAGS := $(CFLAGS_ALL) -fPIC -fvisibility=hidden -Irecord/common -Irecord/runtime
+
+# ---- sources ------------------------------------------------------------------
+FMT_SRC := $(wildcard formats/*.c)
+RCOMMON_SRC := $(wildcard record/common/*.c)
+RT_SRC := $(wildcard record/runtime/*.c)
+LAUNCH_SRC := $(wildcard record/*.c)
+ANA_SRC := $(filter-out analyze/main.c,$(wildcard analyze/*.c))
+UBENCH_SRC := $(wildcard tests/ubench/*.c)
+UNIT_SRC := $(wildcard tests/unit/*_*.c)
+
+obj = $(patsubst %.c,$(B)/$(1)/%.o,$(2))
+FMT_OBJ := $(call obj,std,$(FMT_SRC))
+FMT_PIC_OBJ := $(call obj,pic,$(FMT_SRC))
+RCOMMON_OBJ := $(call obj,std,$(RCOMMON_SRC))
+RCOMMON_PIC_OBJ := $(call obj,pic,$(RCOMMON_SRC))
+RT_OBJ := $(call obj,pic,$(RT_SRC))
+LAUNCH_OBJ := $(call obj,std,$(LAUNCH_SRC))
+ANA_OBJ := $(call obj,std,$(ANA_SRC))
+UBENCH_BIN := $(UBENCH_SRC:.c=)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+
+LIBFMT := $(B)/libctformat.a
+LIBFMT_PIC := $(B)/libctformat-pic.a
+LIBRCOMMON := $(B)/librecord-common.a
+LIBANA := $(B)/libanalyze.a
+RUNTIME := $(B)/libcommrec.so
+COMMREC := $(B)/commrec
+COMMANALYZE := $(B)/commanalyze
+
+PROGRAMS := $(if $(LAUNCH_SRC),$(COMMREC)) $(if $(RT_SRC),$(RUNTIME)) \
+            $(if $(wildcard analyze/main.c),$(COMMANALYZE))
+
+.PHONY: all deps check bench demo install clean programs tests
+all: programs tests
+programs: $(PROGRAMS)
+tests: $(UNIT_BIN) $(UBENCH_BIN)
+
+# ---- rules --------------------------------------------------------------------
+$(B)/std/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS_ALL) $(SAN) -Irecord/common -Ianalyze -MMD -MP -c $< -o $@
+
+$(B)/pic/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC PIC  $<")
+	$(Q)$(CC) $(RT_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBFMT): $(FMT_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(LIBFMT_PIC): $(FMT_PIC_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(LIBRCOMMON): $(RCOMMON_OBJ) $(LIBFMT)
+	$(Q)rm -f $@ && ar rcs $@ $(RCOMMON_OBJ)
+$(LIBANA): $(ANA_OBJ) $(LIBFMT)
+	$(Q)rm -f $@ && ar rcs $@ $(ANA_OBJ)
+
+$(RUNTIME): $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(LIBFMT_PIC)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -o $@ $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(LIBFMT_PIC) \
+		$(ZSTD_LIBS) $(ZYDIS_LIBS) $(filter -lpfm,$(REC_LIBS)) -ldl -lpthread -lrt -Wl,-z,nodelete
+
+$(COMMREC): $(LAUNCH_OBJ) $(LIBRCOMMON) $(LIBFMT)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(SAN) -o $@ $(LAUNCH_OBJ) $(LIBRCOMMON) $(LIBFMT) $(ZSTD_LIBS) $(ZYDIS_LIBS) $(REC_LIBS) -lpthread -lm
+
+$(COMMANALYZE): $(B)/std/analyze/main.o $(LIBANA) $(LIBFMT)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+
+$(B)/tests/fmt_%: $(B)/std/tests/unit/fmt_%.o $(LIBFMT)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) -lpthread -lm
+$(B)/tests/rec_%: $(B)/std/tests/unit/rec_%.o $(LIBRCOMMON) $(LIBFMT)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(REC_LIBS) -lpthread -lm
+$(B)/tests/ana_%: $(B)/std/tests/unit/ana_%.o $(LIBANA) $(LIBFMT)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+
+# Microbenchmarks: plain programs, never sanitized (they are recorded).
+tests/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $< -lm
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
+
+# ---- top-level jobs -----------------------------------------------------------
+deps:
+	@scripts/deps.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@B=$(B) ASAN=$(ASAN) tests/run.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@B=$(B) tests/bench.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@B=$(B) scripts/demo.sh
+
+install: programs
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/commtrace \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/include/commtrace
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(RT_SRC),mv $(DESTDIR)$(PREFIX)/bin/libcommrec.so $(DESTDIR)$(PREFIX)/lib/commtrace/)
+	install -m 644 formats/commtrace.h $(DESTDIR)$(PREFIX)/include/commtrace/
+	install -m 644 $(LIBFMT) $(DESTDIR)$(PREFIX)/lib/commtrace/
+	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	$(if $(wildcard doc/*.5),install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/)
+
+clean:
+	rm -rf $(B) $(UBENCH_BIN)

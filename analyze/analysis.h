@@ -1,0 +1,153 @@
+/* commanalyze: the interfaces between the replay engine, the models, the
+ * event consumers and the output writers.
+ *
+ *   trace --(engine: merged records)--> model(s) --(comm_event)--> consumers
+ *                                                   (matrices, objects, lines)
+ *   consumers --(matrix_out / tables)--> writers (text, csv, json, h5, svg)
+ *
+ * One replay engine (engine.c) feeds records to any number of record
+ * consumers through a callback table, like perf's struct perf_tool.  A
+ * model is a record consumer that emits communication events. */
+#ifndef CT_ANALYSIS_H
+#define CT_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "commtrace.h"
+
+/* ---- exit status of commanalyze -------------------------------------- */
+#define EXIT_USAGE 1
+#define EXIT_BADTRACE 2
+
+/* ---- record consumers and the engine ---------------------------------- */
+
+struct record_consumer {
+	void *self;
+	/* called for every record, in global (merged) time order */
+	void (*record)(void *self, const struct ct_record *r);
+	/* called once after the last record */
+	void (*finish)(void *self);
+};
+
+/* Replays the merged stream of t into every consumer.  Shows a progress
+ * indication on stderr when stderr is a terminal and show_progress is set.
+ * Returns 0, or -1 with err filled when the trace is damaged (the consumers
+ * have seen every record before the damage, and finish() was called). */
+int replay(struct ct_trace *t, struct record_consumer *consumers, size_t n,
+           bool show_progress, struct ct_error *err);
+
+/* ---- communication events --------------------------------------------- */
+
+enum comm_via { COMM_VIA_SAMPLE = 0, COMM_VIA_WATCHPOINT = 1, COMM_VIA_EXACT = 2 };
+
+/* One detected transfer of a line to `dst` from `src`.  Matrices are kept
+ * directed: row dst (the thread that received the line: the sampling,
+ * trapping or accessing thread), column src (publisher or last writer). */
+struct comm_event {
+	uint64_t time;
+	uint32_t dst, src;          /* thread indices */
+	uint32_t dst_cpu, src_cpu;  /* UINT32_MAX when unknown */
+	uint64_t line;              /* line base address */
+	uint64_t addr, src_addr;    /* the two accesses */
+	uint8_t len, src_len;
+	uint8_t dst_kind;           /* enum ct_access_kind of dst's access */
+	uint8_t via;                /* enum comm_via */
+	bool true_sharing;          /* byte ranges overlap */
+	uint64_t ip, src_ip;        /* instruction addresses, 0 when unknown */
+	double weight;              /* estimated line transfers this event stands for */
+};
+
+struct event_consumer {
+	void *self;
+	void (*event)(void *self, const struct comm_event *ev);
+};
+
+/* ---- models ------------------------------------------------------------ */
+
+enum expiry_kind { EXPIRY_COMDETECTIVE = 0, EXPIRY_NS = 1, EXPIRY_SAMPLES = 2 };
+enum hash_kind { HASH_MOD = 0, HASH_MURMUR = 1 };
+
+/* Every knob of every model; each has a command-line option of the same
+ * name (--board-size ...) and a sweep parameter name. */
+struct model_opts {
+	enum expiry_kind expiry;
+	uint64_t expiry_value;      /* ns for EXPIRY_NS, samples for EXPIRY_SAMPLES */
+	unsigned board_size;        /* default 127 */
+	enum hash_kind hash;        /* default HASH_MOD */
+	unsigned line_size;         /* 0: the recorded one */
+	unsigned watchpoints;       /* use hits on registers < D; 0: as recorded */
+	unsigned period_multiplier; /* default 1 */
+	uint64_t window_ns;         /* window model */
+	unsigned signature_size;    /* signature model */
+	double fp_rate;             /* signature model */
+	unsigned emulate_period;    /* emulate model: every Nth access */
+};
+
+void model_opts_default(struct model_opts *o);
+
+/* What a model is told when it is created. */
+struct model_setup {
+	const struct model_opts *opts;
+	struct ct_trace *trace;     /* for metadata (line size, config); not for reading records */
+	size_t nthreads;
+	unsigned line_size;         /* resolved: option, else recorded, else 64 */
+	struct event_consumer *out; /* where events go */
+	size_t nout;
+};
+
+struct model_ops {
+	const char *name;
+	const char *summary;        /* one line for --help */
+	void *(*create)(const struct model_setup *setup);
+	void (*record)(void *self, const struct ct_record *r);
+	void (*finish)(void *self);
+	void (*destroy)(void *self);
+};
+
+const struct model_ops *model_find(const char *name);
+/* NULL-terminated list of every model */
+extern const struct model_ops *const all_models[];
+
+/* ---- matrices ---------------------------------------------------------- */
+
+struct matrix {
+	size_t n;
+	double *cell;               /* n*n, row-major: cell[row*n + col] */
+};
+
+/* ---- output writers ---------------------------------------------------- */
+
+struct attr {
+	const char *key;
+	const char *value;
+};
+
+/* One matrix ready to be written: labels for rows and columns (same order),
+ * what it counts, and attributes saying how it was made. */
+struct matrix_out {
+	const char *name;           /* e.g. "thread_all", used as dataset/file name */
+	const char *kind;           /* "all", "true", "false" */
+	const char *index;          /* "thread", "core", "socket" */
+	const char *units;          /* e.g. "estimated line transfers" */
+	size_t n;
+	const double *cell;         /* n*n row-major */
+	const char *const *labels;  /* n labels */
+	const struct attr *attrs;
+	size_t nattrs;
+};
+
+int write_matrix_text(FILE *f, const struct matrix_out *m);
+int write_matrix_csv(FILE *f, const struct matrix_out *m);
+int write_matrices_json(FILE *f, const struct matrix_out *m, size_t nm);
+int write_matrix_svg(FILE *f, const struct matrix_out *m);
+/* HDF5: one dataset per matrix, attributes on each; returns 0 or -1 (err). */
+int write_matrices_h5(const char *path, const struct matrix_out *m, size_t nm,
+                      struct ct_error *err);
+/* ComDetective's layout: files as/ts/fs (+ _core) matrices in dir. */
+int write_comdetective_csv(const char *dir, const struct matrix_out *m, size_t nm,
+                           struct ct_error *err);
+
+#endif

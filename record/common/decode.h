@@ -1,0 +1,57 @@
+/* Instruction decoding for address reconstruction (soft sampler) and for the
+ * access length and kind of precise samples (pebs, ibs).  Built on Zydis.
+ *
+ * Everything here is async-signal-safe: no allocation, no locks, no stdio;
+ * it runs in the sampling signal handler. */
+#ifndef CT_DECODE_H
+#define CT_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* General-purpose registers in x86 encoding order (rax rcx rdx rbx rsp rbp
+ * rsi rdi r8..r15), plus rip and the segment bases. */
+enum dec_gpr {
+	DEC_RAX, DEC_RCX, DEC_RDX, DEC_RBX, DEC_RSP, DEC_RBP, DEC_RSI, DEC_RDI,
+	DEC_R8, DEC_R9, DEC_R10, DEC_R11, DEC_R12, DEC_R13, DEC_R14, DEC_R15,
+	DEC_NGPR
+};
+
+struct dec_regs {
+	uint64_t gpr[DEC_NGPR];
+	uint64_t rip;
+	uint64_t fs_base, gs_base;
+};
+
+/* Fill dec_regs from a perf PERF_SAMPLE_REGS_USER dump taken with
+ * DEC_PERF_REGS_MASK (values in perf's enum perf_event_x86_regs order, one
+ * u64 per set bit, lowest bit first). */
+/* DEC_PERF_REGS_MASK: every general-purpose register and IP (decode.c). */
+void dec_regs_from_perf(struct dec_regs *r, const uint64_t *vals, uint64_t mask);
+/* Fill dec_regs from a signal context (ucontext_t *). */
+void dec_regs_from_ucontext(struct dec_regs *r, const void *uc);
+
+struct dec_access {
+	uint64_t addr;      /* effective data address */
+	uint8_t len;        /* bytes accessed */
+	uint8_t kind;       /* enum ct_access_kind */
+	uint8_t flags;      /* CT_SAMPLE_RECONSTRUCTED, CT_SAMPLE_PREV_INSN, CT_SAMPLE_FS_BASED */
+};
+
+/* Decode the one instruction in bytes[0..n) located at address ip and
+ * compute the memory access it makes with registers r (r->rip is ignored;
+ * ip is used for rip-relative operands).  Returns 0 with *a filled, or an
+ * enum ct_skip_reason: no memory operand, LEA/NOP/prefetch, gather/scatter,
+ * undecodable.  *insn_len receives the instruction length when non-NULL. */
+int dec_access_at(const uint8_t *bytes, size_t n, uint64_t ip,
+                  const struct dec_regs *r, struct dec_access *a, size_t *insn_len);
+
+/* The soft sampler's rule for a timer sample at r->rip: the instruction at
+ * rip has not executed yet, the one before it has, and a stalled load is
+ * usually the one before.  Reads the code bytes itself (safely: never faults
+ * on an unmapped page).  Prefers the previous instruction when it can be
+ * found reliably and its address registers were not overwritten by it;
+ * otherwise the instruction at rip.  Returns 0 or an enum ct_skip_reason. */
+int dec_sample_access(const struct dec_regs *r, struct dec_access *a);
+
+#endif

@@ -1,0 +1,23 @@
+#!/bin/sh
+# Check (and, as root, install) the Debian packages commtrace needs.
+# Usage: scripts/deps.sh [build|check|demo]   (what the packages are for)
+set -eu
+need="gcc make pkg-config libzstd-dev zstd libzydis-dev libpfm4-dev libdwarf-dev libelf-dev libhdf5-dev hdf5-tools python3"
+missing=""
+for p in $need; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "deps: installing:$missing" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	exit 0
+fi
+echo "deps: missing Debian packages:$missing" >&2
+echo "deps: run as root:  apt-get install -y$missing" >&2
+exit 1

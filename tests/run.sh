@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The test runner behind `make check`.
+#
+# Runs every unit test binary (build/tests/*) and every end-to-end script
+# (tests/e2e/*.sh).  Each prints one line per test case:
+#     PASS name            FAIL name: why            SKIP name: reason
+# A program that exits non-zero without printing FAIL counts as one failure.
+# The last line is the summary: "N passed, N failed, N skipped".
+# Filter with TESTS=pattern (substring of the program name).
+set -u
+cd "$(dirname "$0")/.."
+B=${B:-build}
+export CT_BUILD="$PWD/$B" CT_ROOT="$PWD"
+log_dir=$(mktemp -d "${TMPDIR:-/tmp}/commtrace-tests.XXXXXX")
+pass=0 fail=0 skip=0
+failed_names=()
+
+run_one() {
+	local name=$1; shift
+	local out="$log_dir/$(basename "$name").log"
+	local rc=0
+	"$@" >"$out" 2>&1 || rc=$?
+	local p f s
+	p=$(grep -c '^PASS ' "$out"); f=$(grep -c '^FAIL ' "$out"); s=$(grep -c '^SKIP ' "$out")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL $name: exited with status $rc" >>"$out"
+		f=1
+	fi
+	pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+	grep -E '^(FAIL|SKIP) ' "$out" | sed "s|^|  $name: |"
+	if [ "$f" -ne 0 ]; then
+		failed_names+=("$name")
+		echo "  --- output of $name (last 30 lines) ---"
+		tail -n 30 "$out" | sed 's/^/  | /'
+	fi
+	printf '%-40s %3d passed %3d failed %3d skipped\n' "$name" "$p" "$f" "$s"
+}
+
+want() { [ -z "${TESTS:-}" ] || [[ "$1" == *"$TESTS"* ]]; }
+
+for t in "$B"/tests/*; do
+	[ -x "$t" ] && [ -f "$t" ] || continue
+	want "$t" || continue
+	run_one "unit/$(basename "$t")" "$t"
+done
+for t in tests/e2e/*.sh; do
+	[ -f "$t" ] || continue
+	want "$t" || continue
+	run_one "e2e/$(basename "$t" .sh)" bash "$t"
+done
+
+rm -rf "$log_dir"
+[ ${#failed_names[@]} -eq 0 ] || echo "failed: ${failed_names[*]}"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
