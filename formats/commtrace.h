@@ -322,6 +322,27 @@ void ct_kv_init(struct ct_kv *kv, char *buf, size_t cap);
 void ct_kv_add(struct ct_kv *kv, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Value of key in key=value text (the last line for key wins), copied into
+ * out and NUL-terminated (truncated to cap-1 bytes); false if absent. */
+bool ct_kv_get(const char *text, size_t len, const char *key, char *out, size_t cap);
+
+/* ---- low-level layout (FORMAT.md), for tools, tests and fuzzers --------- */
+
+#define CT_SKIPPABLE_MAGIC 0x184D2A50u /* zstd skippable frame used for sections */
+#define CT_SECTION_MAGIC   0x43525443u /* bytes "CTRC": section header magic */
+#define CT_BLOCK_MAGIC     0x4B4C4243u /* bytes "CBLK": data block header magic */
+#define CT_SECTION_HEADER_BYTES 8      /* u32 magic, u16 kind, u16 flags */
+#define CT_HEADER_BYTES 24             /* encoded struct ct_header */
+#define CT_THREAD_INFO_BYTES 40        /* encoded struct ct_thread_info */
+#define CT_BLOCK_HEADER_BYTES 8        /* u32 magic, u32 record count */
+
+const char *ct_section_name(unsigned kind);      /* "header", ... or NULL */
+void ct_header_encode(const struct ct_header *h, uint8_t out[CT_HEADER_BYTES]);
+/* 0, or -1 if len < CT_HEADER_BYTES.  Longer bodies are accepted (growth). */
+int ct_header_decode(const void *p, size_t len, struct ct_header *h);
+void ct_thread_info_encode(const struct ct_thread_info *ti, uint8_t out[CT_THREAD_INFO_BYTES]);
+int ct_thread_info_decode(const void *p, size_t len, struct ct_thread_info *ti);
+
 /* ---- spool and join ---------------------------------------------------- */
 
 /* While recording, a spool directory holds:

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <asm/perf_regs.h>
 
 /* General-purpose registers in x86 encoding order (rax rcx rdx rbx rsp rbp
  * rsi rdi r8..r15), plus rip and the segment bases. */
@@ -23,13 +24,38 @@ struct dec_regs {
 	uint64_t fs_base, gs_base;
 };
 
-/* Fill dec_regs from a perf PERF_SAMPLE_REGS_USER dump taken with
- * DEC_PERF_REGS_MASK (values in perf's enum perf_event_x86_regs order, one
- * u64 per set bit, lowest bit first). */
-/* DEC_PERF_REGS_MASK: every general-purpose register and IP (decode.c). */
+/* perf_event_attr.sample_regs_user for the soft sampler: AX..SP, IP and
+ * R8..R15 (bits 0-8 and 16-23 of enum perf_event_x86_regs).  FLAGS and the
+ * segment registers are left out: PERF_REG_X86_FS/GS are selectors, not
+ * bases; the runtime records the fs base itself (arch_prctl/rdfsbase at
+ * thread start) and fills dec_regs.fs_base. */
+#define DEC_PERF_REG_BIT(n) (1ULL << (n))
+#define DEC_PERF_REGS_MASK ( \
+	DEC_PERF_REG_BIT(PERF_REG_X86_AX) | DEC_PERF_REG_BIT(PERF_REG_X86_BX) | \
+	DEC_PERF_REG_BIT(PERF_REG_X86_CX) | DEC_PERF_REG_BIT(PERF_REG_X86_DX) | \
+	DEC_PERF_REG_BIT(PERF_REG_X86_SI) | DEC_PERF_REG_BIT(PERF_REG_X86_DI) | \
+	DEC_PERF_REG_BIT(PERF_REG_X86_BP) | DEC_PERF_REG_BIT(PERF_REG_X86_SP) | \
+	DEC_PERF_REG_BIT(PERF_REG_X86_IP) | \
+	DEC_PERF_REG_BIT(PERF_REG_X86_R8) | DEC_PERF_REG_BIT(PERF_REG_X86_R9) | \
+	DEC_PERF_REG_BIT(PERF_REG_X86_R10) | DEC_PERF_REG_BIT(PERF_REG_X86_R11) | \
+	DEC_PERF_REG_BIT(PERF_REG_X86_R12) | DEC_PERF_REG_BIT(PERF_REG_X86_R13) | \
+	DEC_PERF_REG_BIT(PERF_REG_X86_R14) | DEC_PERF_REG_BIT(PERF_REG_X86_R15))
+
+/* Fill dec_regs from a perf PERF_SAMPLE_REGS_USER dump taken with mask
+ * (normally DEC_PERF_REGS_MASK; values in perf's enum perf_event_x86_regs
+ * order, one u64 per set bit, lowest bit first).  Registers missing from
+ * mask are set to 0; extra bits in mask are skipped over correctly.
+ * fs_base and gs_base are left untouched (the caller fills them). */
 void dec_regs_from_perf(struct dec_regs *r, const uint64_t *vals, uint64_t mask);
-/* Fill dec_regs from a signal context (ucontext_t *). */
+/* Fill dec_regs from a signal context (ucontext_t *): the 16 GPRs and rip.
+ * fs_base and gs_base are left untouched (the caller fills them). */
 void dec_regs_from_ucontext(struct dec_regs *r, const void *uc);
+
+/* Optional: initialise the shared decoder and cache the process id used by
+ * the safe code reader.  Async-signal-safe and idempotent.  Must be called
+ * again in the child after fork() (the cached pid would name the parent);
+ * without any call everything still works, lazily. */
+void dec_init(void);
 
 struct dec_access {
 	uint64_t addr;      /* effective data address */
@@ -42,7 +68,11 @@ struct dec_access {
  * compute the memory access it makes with registers r (r->rip is ignored;
  * ip is used for rip-relative operands).  Returns 0 with *a filled, or an
  * enum ct_skip_reason: no memory operand, LEA/NOP/prefetch, gather/scatter,
- * undecodable.  *insn_len receives the instruction length when non-NULL. */
+ * undecodable.  *insn_len receives the instruction length when non-NULL
+ * (also on a skip, 0 when undecodable).  a->flags gets only
+ * CT_SAMPLE_FS_BASED; the caller adds EXACT/RECONSTRUCTED.  The registers are
+ * taken as the state *before* the instruction executes.  Rules:
+ * record/common/decode-notes.md. */
 int dec_access_at(const uint8_t *bytes, size_t n, uint64_t ip,
                   const struct dec_regs *r, struct dec_access *a, size_t *insn_len);
 

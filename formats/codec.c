@@ -1,0 +1,435 @@
+/* Record codec: one struct ct_record <-> bytes (FORMAT.md, "Records").
+ *
+ * Every record is a type byte, the time as a zigzag varint delta from the
+ * previous record of the frame, then its fields.  Code addresses are zigzag
+ * deltas from the previous code address (c->ip), data addresses from the
+ * previous data address (c->addr).  No allocation, no libc calls that are
+ * not async-signal-safe. */
+#include <string.h>
+
+#include "commtrace.h"
+
+/* ---- varints --------------------------------------------------------------- */
+
+static inline uint8_t *put_v(uint8_t *o, uint64_t v)
+{
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	return o;
+}
+
+static inline uint64_t zz(uint64_t d)   /* d is a two's complement delta */
+{
+	return (d << 1) ^ (uint64_t)((int64_t)d >> 63);
+}
+
+static inline uint64_t unzz(uint64_t v)
+{
+	return (v >> 1) ^ (0 - (v & 1));
+}
+
+static inline uint8_t *put_zz(uint8_t *o, uint64_t now, uint64_t prev)
+{
+	return put_v(o, zz(now - prev));
+}
+
+/* Decoder state: a cursor that fails (ok = 0) instead of reading past end. */
+struct rd {
+	const uint8_t *p, *end;
+	int ok;
+};
+
+static inline uint64_t get_v(struct rd *r)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		if (r->p >= r->end) {
+			r->ok = 0;
+			return 0;
+		}
+		uint8_t b = *r->p++;
+		if (shift == 63 && b > 1) {         /* more than 64 bits */
+			r->ok = 0;
+			return 0;
+		}
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->ok = 0;                                  /* 11th byte: overlong */
+	return 0;
+}
+
+static inline uint32_t get_v32(struct rd *r)
+{
+	uint64_t v = get_v(r);
+	if (v > UINT32_MAX)
+		r->ok = 0;
+	return (uint32_t)v;
+}
+
+static inline uint8_t get_u8(struct rd *r)
+{
+	if (r->p >= r->end) {
+		r->ok = 0;
+		return 0;
+	}
+	return *r->p++;
+}
+
+static inline uint64_t get_zz(struct rd *r, uint64_t prev)
+{
+	return prev + unzz(get_v(r));
+}
+
+/* ---- codec ------------------------------------------------------------------ */
+
+void ct_codec_reset(struct ct_codec *c)
+{
+	memset(c, 0, sizeof *c);
+}
+
+/* SAMPLE presence byte (FORMAT.md) */
+#define SP_CPU      0x01
+#define SP_PERIOD   0x02
+#define SP_LENKIND  0x04
+#define SP_FLAGS    0x08
+#define SP_DATA_SRC 0x10
+#define SP_WEIGHT   0x20
+#define SP_KNOWN    0x3f
+
+#define ALLOC_OLD_ADDR 0x80    /* ALLOC kind byte: old_addr follows */
+
+size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out)
+{
+	uint8_t *o = out;
+	if (r->type == 0 || r->type > CT_REC_TYPE_MAX)
+		return 0;             /* unknown type: nothing written, state kept */
+	*o++ = r->type;
+	o = put_zz(o, r->time, c->time);
+	c->time = r->time;
+
+	switch (r->type) {
+	case CT_REC_SAMPLE: {
+		const struct ct_sample *s = &r->u.sample;
+		uint8_t pres = 0;
+		if (s->cpu != c->cpu) pres |= SP_CPU;
+		if (s->period != c->period) pres |= SP_PERIOD;
+		if (s->len != c->len || s->kind != c->kind) pres |= SP_LENKIND;
+		if (s->flags != c->flags) pres |= SP_FLAGS;
+		if (s->data_src) pres |= SP_DATA_SRC;
+		if (s->weight) pres |= SP_WEIGHT;
+		*o++ = pres;
+		o = put_zz(o, s->ip, c->ip);
+		o = put_zz(o, s->addr, c->addr);
+		c->ip = s->ip;
+		c->addr = s->addr;
+		if (pres & SP_CPU) { o = put_v(o, s->cpu); c->cpu = s->cpu; }
+		if (pres & SP_PERIOD) { o = put_v(o, s->period); c->period = s->period; }
+		if (pres & SP_LENKIND) {
+			*o++ = s->len;
+			*o++ = s->kind;
+			c->len = s->len;
+			c->kind = s->kind;
+		}
+		if (pres & SP_FLAGS) { *o++ = s->flags; c->flags = s->flags; }
+		if (pres & SP_DATA_SRC) o = put_v(o, s->data_src);
+		if (pres & SP_WEIGHT) o = put_v(o, s->weight);
+		break;
+	}
+	case CT_REC_WP_ARM: {
+		const struct ct_wp_arm *a = &r->u.arm;
+		unsigned n = a->nwp > CT_WP_MAX ? CT_WP_MAX : a->nwp;
+		o = put_v(o, a->publisher);
+		o = put_zz(o, a->pub_time, r->time);
+		o = put_zz(o, a->pub_addr, c->addr);
+		c->addr = a->pub_addr;
+		*o++ = a->pub_len;
+		*o++ = (uint8_t)n;
+		for (unsigned i = 0; i < n; i++) {
+			o = put_zz(o, a->wp_addr[i], c->addr);
+			c->addr = a->wp_addr[i];
+			*o++ = a->wp_len[i];
+		}
+		break;
+	}
+	case CT_REC_WP_HIT: {
+		const struct ct_wp_hit *h = &r->u.hit;
+		o = put_zz(o, h->ip, c->ip);
+		o = put_zz(o, h->addr, c->addr);
+		c->ip = h->ip;
+		c->addr = h->addr;
+		o = put_v(o, h->cpu);
+		*o++ = h->reg;
+		*o++ = h->len;
+		*o++ = h->kind;
+		break;
+	}
+	case CT_REC_ALLOC: {
+		const struct ct_alloc *a = &r->u.alloc;
+		o = put_zz(o, a->addr, c->addr);
+		c->addr = a->addr;
+		o = put_v(o, a->size);
+		o = put_v(o, a->callsite);
+		*o++ = (uint8_t)((a->kind & 0x7f) | (a->old_addr ? ALLOC_OLD_ADDR : 0));
+		if (a->old_addr)
+			o = put_zz(o, a->old_addr, a->addr);
+		break;
+	}
+	case CT_REC_FREE:
+		o = put_zz(o, r->u.free.addr, c->addr);
+		c->addr = r->u.free.addr;
+		o = put_v(o, r->u.free.size);
+		*o++ = r->u.free.kind;
+		break;
+	case CT_REC_CALLSITE: {
+		const struct ct_callsite *cs = &r->u.callsite;
+		unsigned d = cs->depth > CT_CALLSITE_MAX_DEPTH ? CT_CALLSITE_MAX_DEPTH : cs->depth;
+		o = put_v(o, cs->id);
+		*o++ = (uint8_t)d;
+		for (unsigned i = 0; i < d; i++)
+			o = i ? put_zz(o, cs->pc[i], cs->pc[i - 1]) : put_v(o, cs->pc[0]);
+		break;
+	}
+	case CT_REC_THREAD_START: {
+		const struct ct_thread_start *t = &r->u.start;
+		o = put_v(o, t->stack_lo);
+		o = put_zz(o, t->stack_hi, t->stack_lo);
+		o = put_v(o, t->fs_base);
+		o = put_v(o, t->tls_lo);
+		o = put_zz(o, t->tls_hi, t->tls_lo);
+		break;
+	}
+	case CT_REC_THREAD_END:
+		o = put_v(o, zz((uint64_t)(int64_t)r->u.end.status));
+		break;
+	case CT_REC_MARKER: {
+		size_t n = strnlen(r->u.marker.name, CT_MARKER_NAME_MAX);
+		*o++ = r->u.marker.kind;
+		*o++ = (uint8_t)n;
+		memcpy(o, r->u.marker.name, n);
+		o += n;
+		break;
+	}
+	case CT_REC_LOST:
+		*o++ = r->u.lost.reason;
+		o = put_v(o, r->u.lost.count);
+		break;
+	case CT_REC_SKIPPED:
+		*o++ = r->u.skipped.reason;
+		o = put_v(o, r->u.skipped.count);
+		break;
+	case CT_REC_FUNC_ENTER:
+		o = put_zz(o, r->u.func.addr, c->ip);
+		c->ip = r->u.func.addr;
+		break;
+	case CT_REC_FUNC_EXIT:
+		o = put_v(o, r->u.func.addr);
+		break;
+	}
+	return (size_t)(o - out);
+}
+
+size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end,
+                        struct ct_record *r)
+{
+	struct rd d = { p, end, 1 };
+	struct ct_codec n = *c;       /* committed only on success */
+	uint32_t thread = r->thread;
+
+	if (p >= end)
+		return 0;
+	memset(r, 0, sizeof *r);
+	r->thread = thread;
+	r->type = get_u8(&d);
+	r->time = get_zz(&d, n.time);
+	n.time = r->time;
+
+	switch (r->type) {
+	case CT_REC_SAMPLE: {
+		struct ct_sample *s = &r->u.sample;
+		uint8_t pres = get_u8(&d);
+		if (pres & ~SP_KNOWN)
+			return 0;
+		s->ip = n.ip = get_zz(&d, n.ip);
+		s->addr = n.addr = get_zz(&d, n.addr);
+		if (pres & SP_CPU) n.cpu = get_v32(&d);
+		if (pres & SP_PERIOD) n.period = get_v(&d);
+		if (pres & SP_LENKIND) {
+			n.len = get_u8(&d);
+			n.kind = get_u8(&d);
+		}
+		if (pres & SP_FLAGS) n.flags = get_u8(&d);
+		if (pres & SP_DATA_SRC) s->data_src = get_v(&d);
+		if (pres & SP_WEIGHT) s->weight = get_v32(&d);
+		s->cpu = n.cpu;
+		s->period = n.period;
+		s->len = n.len;
+		s->kind = n.kind;
+		s->flags = n.flags;
+		break;
+	}
+	case CT_REC_WP_ARM: {
+		struct ct_wp_arm *a = &r->u.arm;
+		a->publisher = get_v32(&d);
+		a->pub_time = get_zz(&d, r->time);
+		a->pub_addr = n.addr = get_zz(&d, n.addr);
+		a->pub_len = get_u8(&d);
+		a->nwp = get_u8(&d);
+		if (a->nwp > CT_WP_MAX)
+			return 0;
+		for (unsigned i = 0; i < a->nwp && d.ok; i++) {
+			a->wp_addr[i] = n.addr = get_zz(&d, n.addr);
+			a->wp_len[i] = get_u8(&d);
+		}
+		break;
+	}
+	case CT_REC_WP_HIT: {
+		struct ct_wp_hit *h = &r->u.hit;
+		h->ip = n.ip = get_zz(&d, n.ip);
+		h->addr = n.addr = get_zz(&d, n.addr);
+		h->cpu = get_v32(&d);
+		h->reg = get_u8(&d);
+		h->len = get_u8(&d);
+		h->kind = get_u8(&d);
+		break;
+	}
+	case CT_REC_ALLOC: {
+		struct ct_alloc *a = &r->u.alloc;
+		a->addr = n.addr = get_zz(&d, n.addr);
+		a->size = get_v(&d);
+		a->callsite = get_v32(&d);
+		uint8_t k = get_u8(&d);
+		a->kind = k & 0x7f;
+		if (k & ALLOC_OLD_ADDR) {
+			a->old_addr = get_zz(&d, a->addr);
+			if (a->old_addr == 0)      /* not canonical: would not round-trip */
+				return 0;
+		}
+		break;
+	}
+	case CT_REC_FREE:
+		r->u.free.addr = n.addr = get_zz(&d, n.addr);
+		r->u.free.size = get_v(&d);
+		r->u.free.kind = get_u8(&d);
+		break;
+	case CT_REC_CALLSITE: {
+		struct ct_callsite *cs = &r->u.callsite;
+		cs->id = get_v32(&d);
+		cs->depth = get_u8(&d);
+		if (cs->depth > CT_CALLSITE_MAX_DEPTH)
+			return 0;
+		for (unsigned i = 0; i < cs->depth && d.ok; i++)
+			cs->pc[i] = i ? get_zz(&d, cs->pc[i - 1]) : get_v(&d);
+		break;
+	}
+	case CT_REC_THREAD_START: {
+		struct ct_thread_start *t = &r->u.start;
+		t->stack_lo = get_v(&d);
+		t->stack_hi = get_zz(&d, t->stack_lo);
+		t->fs_base = get_v(&d);
+		t->tls_lo = get_v(&d);
+		t->tls_hi = get_zz(&d, t->tls_lo);
+		break;
+	}
+	case CT_REC_THREAD_END: {
+		int64_t st = (int64_t)unzz(get_v(&d));
+		if (st < INT32_MIN || st > INT32_MAX)
+			return 0;
+		r->u.end.status = (int32_t)st;
+		break;
+	}
+	case CT_REC_MARKER: {
+		r->u.marker.kind = get_u8(&d);
+		uint8_t len = get_u8(&d);
+		if (!d.ok || len > CT_MARKER_NAME_MAX || (size_t)(d.end - d.p) < len)
+			return 0;
+		if (memchr(d.p, 0, len))
+			return 0;
+		memcpy(r->u.marker.name, d.p, len);
+		r->u.marker.name[len] = 0;
+		d.p += len;
+		break;
+	}
+	case CT_REC_LOST:
+		r->u.lost.reason = get_u8(&d);
+		r->u.lost.count = get_v(&d);
+		break;
+	case CT_REC_SKIPPED:
+		r->u.skipped.reason = get_u8(&d);
+		r->u.skipped.count = get_v(&d);
+		break;
+	case CT_REC_FUNC_ENTER:
+		r->u.func.addr = n.ip = get_zz(&d, n.ip);
+		break;
+	case CT_REC_FUNC_EXIT:
+		r->u.func.addr = get_v(&d);
+		break;
+	default:
+		return 0;
+	}
+	if (!d.ok)
+		return 0;
+	*c = n;
+	return (size_t)(d.p - p);
+}
+
+/* ---- fixed-layout structures (little-endian, FORMAT.md) ------------------- */
+
+static void put16(uint8_t *o, uint16_t v) { o[0] = (uint8_t)v; o[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *o, uint32_t v) { put16(o, (uint16_t)v); put16(o + 2, (uint16_t)(v >> 16)); }
+static void put64(uint8_t *o, uint64_t v) { put32(o, (uint32_t)v); put32(o + 4, (uint32_t)(v >> 32)); }
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t get32(const uint8_t *p) { return get16(p) | (uint32_t)get16(p + 2) << 16; }
+static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+void ct_header_encode(const struct ct_header *h, uint8_t out[CT_HEADER_BYTES])
+{
+	put16(out + 0, h->version);
+	put16(out + 2, h->min_version);
+	put32(out + 4, 0);
+	put64(out + 8, h->features);
+	put64(out + 16, h->created_ns);
+}
+
+int ct_header_decode(const void *vp, size_t len, struct ct_header *h)
+{
+	const uint8_t *p = vp;
+	if (len < CT_HEADER_BYTES)
+		return -1;
+	memset(h, 0, sizeof *h);
+	h->version = get16(p + 0);
+	h->min_version = get16(p + 2);
+	h->features = get64(p + 8);
+	h->created_ns = get64(p + 16);
+	return 0;
+}
+
+void ct_thread_info_encode(const struct ct_thread_info *ti, uint8_t out[CT_THREAD_INFO_BYTES])
+{
+	put32(out + 0, ti->index);
+	put32(out + 4, ti->parent);
+	put32(out + 8, (uint32_t)ti->tid);
+	put32(out + 12, (uint32_t)ti->pid);
+	put64(out + 16, ti->start_ns);
+	memset(out + 24, 0, 16);
+	memcpy(out + 24, ti->name, strnlen(ti->name, 15));
+}
+
+int ct_thread_info_decode(const void *vp, size_t len, struct ct_thread_info *ti)
+{
+	const uint8_t *p = vp;
+	if (len < CT_THREAD_INFO_BYTES)
+		return -1;
+	memset(ti, 0, sizeof *ti);
+	ti->index = get32(p + 0);
+	ti->parent = get32(p + 4);
+	ti->tid = (int32_t)get32(p + 8);
+	ti->pid = (int32_t)get32(p + 12);
+	ti->start_ns = get64(p + 16);
+	memcpy(ti->name, p + 24, 15);   /* name[15] stays NUL */
+	return 0;
+}
