@@ -34,7 +34,8 @@ endif
 
 WARN := -Wall -Wextra
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Iformats -DCT_VERSION='"$(VERSION)"'
-SAN := $(if $(filter 1,$(ASAN)),-fsanitize=address,undefined -fno-omit-frame-pointer,)
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer
+SAN := $(if $(filter 1,$(ASAN)),$(SANFLAGS),)
 
 # ---- optional and required libraries --------------------------------------
 have_hdr = $(shell printf '#include <$(1)>\n' | $(CC) $(2) -E -x c - >/dev/null 2>&1 && echo 1)

@@ -1,0 +1,329 @@
+/* SVG heatmap writer.
+ *
+ * Row i is drawn top to bottom, column j left to right; row labels on the
+ * left, column labels under the matrix.  Axis titles come from the
+ * attributes "row_axis" and "col_axis" when present; otherwise a symmetric
+ * matrix gets the index ("thread", "core", ...) on both axes and a directed
+ * one "receiver <index>" (rows) and "sender <index>" (columns).
+ *
+ * Size: cells are floor(768 / n) pixels, between 3 and 40, so the matrix is
+ * at most about 768 pixels wide from 2 to 256 rows.  Tick labels use a font
+ * of 0.6 cell (8 to 12 px); when cells are smaller than a line of text only
+ * every k-th label is shown, k the smallest power of two that leaves room.
+ * Column labels are turned upright when they do not fit across k cells.
+ *
+ * Colours: a linear scale from the smallest to the largest non-zero finite
+ * value through a viridis-like ramp (dark blue-violet -> teal -> green ->
+ * yellow), interpolated linearly in RGB between nine control points; the
+ * legend is a gradient bar with the same stops, labelled with the minimum,
+ * middle and maximum values.  Zero cells are light grey (#ebebeb), so they
+ * stand apart from the darkest colour of the ramp; non-finite cells are
+ * drawn like zero cells and counted in a note.
+ *
+ * Up to 64 rows every cell is one <rect> with a <title> tooltip (visible
+ * when the SVG is opened in a browser); above, a grey background is drawn
+ * and non-zero cells of the same colour that touch along a row are merged
+ * into one rect, which keeps a 256 x 256 picture small. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "out_util.h"
+
+#define ZERO_FILL "#ebebeb"
+#define EACH_CELL_MAX 64
+
+static const unsigned char ramp[][3] = {
+	{ 68, 1, 84 },   { 72, 40, 120 }, { 62, 73, 137 },  { 49, 104, 142 }, { 38, 130, 142 },
+	{ 31, 158, 137 }, { 53, 183, 121 }, { 110, 206, 88 }, { 253, 231, 37 },
+};
+#define NRAMP (sizeof ramp / sizeof ramp[0])
+
+static void colour(double t, char out[8])
+{
+	if (!(t >= 0))
+		t = 0;
+	if (t > 1)
+		t = 1;
+	double x = t * (double)(NRAMP - 1);
+	size_t k = (size_t)x;
+	if (k >= NRAMP - 1)
+		k = NRAMP - 2;
+	double u = x - (double)k;
+	int rgb[3];
+	for (int c = 0; c < 3; c++)
+		rgb[c] = (int)lround(ramp[k][c] + u * (ramp[k + 1][c] - ramp[k][c]));
+	snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+/* Number of characters of s (UTF-8 code points), for width estimates. */
+static size_t nchars(const char *s)
+{
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		unsigned cp;
+		p += out_utf8_next(p, &cp);
+		n++;
+	}
+	return n;
+}
+
+static void text(FILE *f, double x, double y, double size, const char *anchor,
+                 const char *extra, const char *s)
+{
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" text-anchor=\"%s\"%s%s>", x, y,
+	        size, anchor, extra ? " " : "", extra ? extra : "");
+	out_xml_text(f, s);
+	fputs("</text>\n", f);
+}
+
+static const char *nz(const char *s, const char *dflt)
+{
+	return s && *s ? s : dflt;
+}
+
+int write_matrix_svg(FILE *f, const struct matrix_out *m)
+{
+	size_t n = m->n;
+	char lb[32], num[48], col[8];
+
+	/* value range over non-zero finite cells */
+	double lo = INFINITY, hi = -INFINITY;
+	size_t nonfinite = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++) {
+			double v = out_cell(m, i, j);
+			if (!isfinite(v))
+				nonfinite++;
+			else if (v != 0) {
+				if (v < lo) lo = v;
+				if (v > hi) hi = v;
+			}
+		}
+	bool anyval = lo <= hi;
+
+	const char *idx = nz(m->index, "thread");
+	char rtitle[200], ctitle[200];
+	const char *ra = out_attr(m, "row_axis"), *ca = out_attr(m, "col_axis");
+	if (ra && ca) {
+		snprintf(rtitle, sizeof rtitle, "%s", ra);
+		snprintf(ctitle, sizeof ctitle, "%s", ca);
+	} else if (out_is_symmetric(m)) {
+		snprintf(rtitle, sizeof rtitle, "%s", idx);
+		snprintf(ctitle, sizeof ctitle, "%s", idx);
+	} else {
+		snprintf(rtitle, sizeof rtitle, "receiver %s (row)", idx);
+		snprintf(ctitle, sizeof ctitle, "sender %s (column)", idx);
+	}
+
+	/* geometry */
+	double cell = n ? floor(768.0 / (double)n) : 0;
+	if (cell > 40) cell = 40;
+	if (cell < 3) cell = 3;
+	{
+		/* a tiny matrix must still be as long as its axis titles */
+		size_t tl = nchars(rtitle) > nchars(ctitle) ? nchars(rtitle) : nchars(ctitle);
+		double need = (double)tl * 12 * 0.6 + 10;
+		if (n && cell * (double)n < need)
+			cell = ceil(need / (double)n);
+	}
+	double fs = cell * 0.6;
+	if (fs < 8) fs = 8;
+	if (fs > 12) fs = 12;
+	size_t k = 1;
+	while (cell * (double)k < fs * 1.25)
+		k *= 2;
+	double cw = fs * 0.6; /* average character width */
+	size_t maxl = 0;
+	for (size_t i = 0; i < n; i += k) {
+		size_t l = nchars(out_label(m, i, lb, sizeof lb));
+		if (l > maxl) maxl = l;
+	}
+	if (maxl > 24) maxl = 24;
+	double lw = (double)maxl * cw;
+	bool upright = lw > cell * (double)k - 2;
+
+	const double margin = 12, tfs = 16, sfs = 11, afs = 12;
+	double S = (double)n * cell;
+	double y0 = margin + tfs + 6 + sfs + 14;
+	double x0 = margin + afs + 8 + lw + 6;
+	double colh = upright ? lw + 6 : fs + 6;
+	double legx = x0 + S + 28, legw = 16;
+	double legh = S < 160 ? 160 : (S > 400 ? 400 : S);
+
+	char title[600];
+	snprintf(title, sizeof title, "%s%s%s%s%s%s%s", nz(m->name, "matrix"),
+	         m->kind && *m->kind ? ": " : "", m->kind && *m->kind ? m->kind : "",
+	         m->kind && *m->kind ? " sharing" : "",
+	         m->index && *m->index ? (m->kind && *m->kind ? ", by " : ": by ") : "",
+	         m->index && *m->index ? m->index : "", "");
+	double legtext = 0;
+	if (anyval) {
+		const double vals[3] = { lo, (lo + hi) / 2, hi };
+		for (int q = 0; q < 3; q++) {
+			out_fmt_compact(num, sizeof num, vals[q]);
+			if (strlen(num) * 6.6 > legtext) legtext = (double)strlen(num) * 6.6;
+		}
+	}
+	if (legtext < 60) legtext = 60;
+	double W = legx + legw + 6 + legtext + margin;
+	double tw = (double)nchars(title) * tfs * 0.6 + 2 * margin;
+	if (W < tw) W = tw;
+	double Hm = y0 + S + colh + afs + 12;
+	double Hl = anyval ? y0 + legh + 40 : y0 + 20;
+	double H = (Hm > Hl ? Hm : Hl) + margin;
+	if (nonfinite) H += 16;
+
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+	           "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n",
+	        W, H, W, H);
+	fputs("<title>", f);
+	out_xml_text(f, title);
+	fputs("</title>\n<desc>", f);
+	out_xml_text(f, nz(m->units, ""));
+	for (size_t a = 0; m->attrs && a < m->nattrs; a++) {
+		if (!m->attrs[a].key)
+			continue;
+		fputs("; ", f);
+		out_xml_text(f, m->attrs[a].key);
+		fputs("=", f);
+		out_xml_text(f, nz(m->attrs[a].value, ""));
+	}
+	fputs("</desc>\n", f);
+	fputs("<defs><linearGradient id=\"ramp\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">", f);
+	for (size_t s = 0; s < NRAMP; s++) {
+		colour((double)s / (double)(NRAMP - 1), col);
+		fprintf(f, "<stop offset=\"%.4f\" stop-color=\"%s\"/>", (double)s / (double)(NRAMP - 1), col);
+	}
+	fputs("</linearGradient></defs>\n", f);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", W, H);
+
+	text(f, margin, margin + tfs, tfs, "start", "font-weight=\"bold\"", title);
+	text(f, margin, margin + tfs + 6 + sfs, sfs, "start", "fill=\"#444444\"", nz(m->units, ""));
+
+	if (n == 0) {
+		text(f, margin, y0 + 20, afs, "start", NULL, "(empty matrix)");
+		fputs("</svg>\n", f);
+		return out_finish(f);
+	}
+
+	/* cells */
+	double span = hi - lo;
+	fprintf(f, "<g class=\"cells\"%s>\n",
+	        cell >= 12 ? " stroke=\"#ffffff\" stroke-width=\"1\"" : " shape-rendering=\"crispEdges\"");
+	if (n > EACH_CELL_MAX)
+		fprintf(f, "<rect class=\"zero\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
+		        x0, y0, S, S, ZERO_FILL);
+	for (size_t i = 0; i < n; i++) {
+		double y = y0 + (double)i * cell;
+		if (n <= EACH_CELL_MAX) {
+			char rl[32], cl[32];
+			const char *rlab = out_label(m, i, rl, sizeof rl);
+			for (size_t j = 0; j < n; j++) {
+				double v = out_cell(m, i, j);
+				bool val = isfinite(v) && v != 0;
+				if (val)
+					colour(span > 0 ? (v - lo) / span : 1, col);
+				fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
+				        x0 + (double)j * cell, y, cell, cell, val ? col : ZERO_FILL);
+				out_xml_text(f, rlab);
+				fputs(" \xe2\x86\x90 ", f); /* left arrow: row receives from column */
+				out_xml_text(f, out_label(m, j, cl, sizeof cl));
+				out_fmt_exact(num, sizeof num, v);
+				fprintf(f, ": %s</title></rect>\n", num);
+			}
+		} else {
+			size_t j = 0;
+			while (j < n) {
+				double v = out_cell(m, i, j);
+				if (!isfinite(v) || v == 0) {
+					j++;
+					continue;
+				}
+				colour(span > 0 ? (v - lo) / span : 1, col);
+				size_t e = j + 1;
+				while (e < n) {
+					double u = out_cell(m, i, e);
+					char c2[8];
+					if (!isfinite(u) || u == 0)
+						break;
+					colour(span > 0 ? (u - lo) / span : 1, c2);
+					if (strcmp(c2, col))
+						break;
+					e++;
+				}
+				fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
+				        x0 + (double)j * cell, y, (double)(e - j) * cell, cell, col);
+				j = e;
+			}
+		}
+		if (ferror(f))
+			return -1;
+	}
+	fputs("</g>\n", f);
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+	           "stroke=\"#999999\" stroke-width=\"1\"/>\n", x0 - 0.5, y0 - 0.5, S + 1, S + 1);
+
+	/* tick labels: rows on the left, columns below */
+	fprintf(f, "<g class=\"labels\" fill=\"#222222\">\n");
+	for (size_t i = 0; i < n; i += k) {
+		char buf[128];
+		const char *l = out_label(m, i, lb, sizeof lb);
+		snprintf(buf, sizeof buf, "%s", l);
+		if (nchars(buf) > 24) {
+			/* cut at 23 characters, on a character boundary, and mark it */
+			size_t o = 0, c = 0;
+			unsigned cp;
+			while (buf[o] && c < 23)
+				o += out_utf8_next((const unsigned char *)buf + o, &cp), c++;
+			snprintf(buf + o, sizeof buf - o, "~");
+		}
+		double yc = y0 + ((double)i + 0.5) * cell, xc = x0 + ((double)i + 0.5) * cell;
+		text(f, x0 - 4, yc, fs, "end", "dy=\"0.35em\"", buf);
+		if (upright) {
+			char tr[96];
+			snprintf(tr, sizeof tr, "dy=\"0.35em\" transform=\"rotate(-90 %.1f %.1f)\"", xc, y0 + S + 4);
+			text(f, xc, y0 + S + 4, fs, "end", tr, buf);
+		} else {
+			text(f, xc, y0 + S + 4 + fs, fs, "middle", NULL, buf);
+		}
+	}
+	fputs("</g>\n", f);
+
+	/* axis titles */
+	{
+		char tr[96];
+		double ry = y0 + S / 2, rx = margin + afs;
+		snprintf(tr, sizeof tr, "font-weight=\"bold\" transform=\"rotate(-90 %.1f %.1f)\"", rx, ry);
+		text(f, rx, ry, afs, "middle", tr, rtitle);
+		text(f, x0 + S / 2, y0 + S + colh + afs + 2, afs, "middle", "font-weight=\"bold\"", ctitle);
+	}
+
+	/* legend */
+	if (anyval) {
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#ramp)\" "
+		           "stroke=\"#999999\" stroke-width=\"0.5\"/>\n", legx, y0, legw, legh);
+		/* max at the top, middle, min at the bottom (one label when equal) */
+		const double vals[3] = { hi, (lo + hi) / 2, lo };
+		for (int q = 0; q < (lo < hi ? 3 : 1); q++) {
+			out_fmt_compact(num, sizeof num, vals[q]);
+			double ly = y0 + legh * (double)q / 2.0;
+			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444444\"/>\n",
+			        legx + legw, ly, legx + legw + 3, ly);
+			text(f, legx + legw + 5, ly, 11, "start", "dy=\"0.35em\"", num);
+		}
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"10\" fill=\"%s\" "
+		           "stroke=\"#999999\" stroke-width=\"0.5\"/>\n", legx, y0 + legh + 14, legw, ZERO_FILL);
+		text(f, legx + legw + 5, y0 + legh + 19, 11, "start", "dy=\"0.35em\"", "0");
+	} else {
+		text(f, legx, y0 + 12, 11, "start", NULL, "all cells 0");
+	}
+	if (nonfinite) {
+		char s[96];
+		snprintf(s, sizeof s, "%zu non-finite cell%s drawn as 0", nonfinite, nonfinite == 1 ? "" : "s");
+		text(f, margin, H - margin, 11, "start", "fill=\"#aa0000\"", s);
+	}
+	fputs("</svg>\n", f);
+	return out_finish(f);
+}

@@ -1,0 +1,230 @@
+/* Helpers shared by the output writers: see out_util.h. */
+#include "out_util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void out_fmt_exact(char *buf, size_t len, double v)
+{
+	if (isnan(v)) {
+		snprintf(buf, len, "nan");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, len, v < 0 ? "-inf" : "inf");
+		return;
+	}
+	if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+		snprintf(buf, len, "%.0f", v);
+		return;
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+void out_fmt_compact(char *buf, size_t len, double v)
+{
+	if (!isfinite(v) || v == 0 || fabs(v) < 999.5 || fabs(v) >= 1e15) {
+		if (v == 0)
+			snprintf(buf, len, "0");
+		else
+			snprintf(buf, len, "%.3g", v);
+		return;
+	}
+	char digits[32];
+	snprintf(digits, sizeof digits, "%.0f", fabs(v));
+	size_t nd = strlen(digits), o = 0;
+	char tmp[48];
+	if (v < 0)
+		tmp[o++] = '-';
+	for (size_t i = 0; i < nd; i++) {
+		if (i > 0 && (nd - i) % 3 == 0)
+			tmp[o++] = ',';
+		tmp[o++] = digits[i];
+	}
+	tmp[o] = 0;
+	snprintf(buf, len, "%s", tmp);
+}
+
+const char *out_label(const struct matrix_out *m, size_t i, char *buf, size_t len)
+{
+	if (m->labels && m->labels[i])
+		return m->labels[i];
+	snprintf(buf, len, "%zu", i);
+	return buf;
+}
+
+const char *out_attr(const struct matrix_out *m, const char *key)
+{
+	if (!m->attrs)
+		return NULL;
+	for (size_t i = 0; i < m->nattrs; i++)
+		if (m->attrs[i].key && !strcmp(m->attrs[i].key, key))
+			return m->attrs[i].value;
+	return NULL;
+}
+
+bool out_is_symmetric(const struct matrix_out *m)
+{
+	const char *a = out_attr(m, "symmetric");
+	if (a) {
+		if (!strcasecmp(a, "yes") || !strcasecmp(a, "true") || !strcmp(a, "1"))
+			return true;
+		if (!strcasecmp(a, "no") || !strcasecmp(a, "false") || !strcmp(a, "0"))
+			return false;
+	}
+	if (!m->cell)
+		return true;
+	for (size_t i = 0; i < m->n; i++)
+		for (size_t j = i + 1; j < m->n; j++) {
+			double x = m->cell[i * m->n + j], y = m->cell[j * m->n + i];
+			if (x != y && !(isnan(x) && isnan(y)))
+				return false;
+		}
+	return true;
+}
+
+size_t out_utf8_next(const unsigned char *s, unsigned *cp)
+{
+	unsigned c = s[0];
+	size_t n;
+	unsigned min;
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	} else if ((c & 0xE0) == 0xC0) {
+		n = 2, min = 0x80, c &= 0x1F;
+	} else if ((c & 0xF0) == 0xE0) {
+		n = 3, min = 0x800, c &= 0x0F;
+	} else if ((c & 0xF8) == 0xF0) {
+		n = 4, min = 0x10000, c &= 0x07;
+	} else {
+		*cp = 0xFFFD;
+		return 1;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80) {
+			*cp = 0xFFFD;
+			return 1;
+		}
+		c = (c << 6) | (s[i] & 0x3F);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
+		*cp = 0xFFFD;
+		return 1;
+	}
+	*cp = c;
+	return n;
+}
+
+int out_csv_field(FILE *f, const char *s)
+{
+	if (!s)
+		return 0;
+	if (!strpbrk(s, ",\"\r\n"))
+		return fputs(s, f);
+	if (putc('"', f) == EOF)
+		return -1;
+	for (; *s; s++) {
+		if (*s == '"' && putc('"', f) == EOF)
+			return -1;
+		if (putc(*s, f) == EOF)
+			return -1;
+	}
+	return putc('"', f) == EOF ? -1 : 0;
+}
+
+/* Writes code point cp as UTF-8. */
+static int put_utf8(FILE *f, unsigned cp)
+{
+	char b[4];
+	int n;
+	if (cp < 0x80)
+		b[0] = (char)cp, n = 1;
+	else if (cp < 0x800)
+		b[0] = (char)(0xC0 | (cp >> 6)), b[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+	else if (cp < 0x10000)
+		b[0] = (char)(0xE0 | (cp >> 12)), b[1] = (char)(0x80 | ((cp >> 6) & 0x3F)),
+		b[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
+	else
+		b[0] = (char)(0xF0 | (cp >> 18)), b[1] = (char)(0x80 | ((cp >> 12) & 0x3F)),
+		b[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), b[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
+	return fwrite(b, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
+}
+
+int out_json_string(FILE *f, const char *s)
+{
+	if (!s)
+		return fputs("null", f);
+	if (putc('"', f) == EOF)
+		return -1;
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned cp;
+		p += out_utf8_next(p, &cp);
+		int rc;
+		switch (cp) {
+		case '"': rc = fputs("\\\"", f); break;
+		case '\\': rc = fputs("\\\\", f); break;
+		case '\n': rc = fputs("\\n", f); break;
+		case '\r': rc = fputs("\\r", f); break;
+		case '\t': rc = fputs("\\t", f); break;
+		default:
+			if (cp < 0x20 || cp == 0x7F)
+				rc = fprintf(f, "\\u%04x", cp);
+			else
+				rc = put_utf8(f, cp);
+		}
+		if (rc < 0)
+			return -1;
+	}
+	return putc('"', f) == EOF ? -1 : 0;
+}
+
+int out_xml_text(FILE *f, const char *s)
+{
+	if (!s)
+		return 0;
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned cp;
+		p += out_utf8_next(p, &cp);
+		int rc;
+		switch (cp) {
+		case '&': rc = fputs("&amp;", f); break;
+		case '<': rc = fputs("&lt;", f); break;
+		case '>': rc = fputs("&gt;", f); break;
+		case '"': rc = fputs("&quot;", f); break;
+		case '\'': rc = fputs("&apos;", f); break;
+		default:
+			/* XML 1.0 forbids most control characters, even escaped */
+			if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE || cp == 0xFFFF)
+				cp = 0xFFFD;
+			if (cp == '\t' || cp == '\n' || cp == '\r')
+				rc = fprintf(f, "&#%u;", cp);
+			else
+				rc = put_utf8(f, cp);
+		}
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int out_finish(FILE *f)
+{
+	if (fflush(f) != 0)
+		return -1;
+	if (ferror(f)) {
+		if (errno == 0)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* Helpers shared by the output writers (out_*.c): number formatting,
+ * string escaping for CSV/JSON/XML, attribute look-up. */
+#ifndef CT_OUT_UTIL_H
+#define CT_OUT_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "analysis.h"
+
+/* Shortest decimal form that reads back to exactly v (tries %.15g..%.17g);
+ * integral values below 2^53 as plain integers.  "nan", "inf", "-inf" for
+ * non-finite values (callers that must not emit them check first). */
+void out_fmt_exact(char *buf, size_t len, double v);
+
+/* Compact, human-oriented form (text report and SVG legend):
+ *   |v| >= 999.5        rounded integer with thousands grouping: 1,234,567
+ *   otherwise           %.3g: 0.333, 12.5, 999 (1e-05 for tiny values)
+ * Exact zero is "0". */
+void out_fmt_compact(char *buf, size_t len, double v);
+
+/* Label i of m, never NULL: the given one, or the index when m->labels or
+ * m->labels[i] is NULL. buf must hold at least 24 bytes. */
+const char *out_label(const struct matrix_out *m, size_t i, char *buf, size_t len);
+
+/* Cell (i, j) of m; 0 when m->cell is NULL. */
+static inline double out_cell(const struct matrix_out *m, size_t i, size_t j)
+{
+	return m->cell ? m->cell[i * m->n + j] : 0.0;
+}
+
+/* Finishes a FILE writer: 0, or -1 with errno from the failing write. */
+int out_finish(FILE *f);
+
+/* Value of attribute key, or NULL. */
+const char *out_attr(const struct matrix_out *m, const char *key);
+
+/* Is the matrix meant to be read as symmetric?  The attribute "symmetric"
+ * decides when present ("yes"/"true"/"1" or "no"/"false"/"0"); otherwise
+ * true when every cell equals its mirror. */
+bool out_is_symmetric(const struct matrix_out *m);
+
+/* Decodes one UTF-8 character at s (s[0] != 0).  Returns its length and sets
+ * *cp, or returns 1 with *cp = 0xFFFD for an invalid or truncated sequence. */
+size_t out_utf8_next(const unsigned char *s, unsigned *cp);
+
+/* Writers of escaped strings; return <0 on I/O error like fputs. */
+int out_csv_field(FILE *f, const char *s);   /* RFC 4180 quoting when needed */
+int out_json_string(FILE *f, const char *s); /* with the quotes; NULL -> null */
+int out_xml_text(FILE *f, const char *s);    /* text or attribute content */
+
+#endif
