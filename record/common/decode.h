@@ -51,11 +51,16 @@ void dec_regs_from_perf(struct dec_regs *r, const uint64_t *vals, uint64_t mask)
  * fs_base and gs_base are left untouched (the caller fills them). */
 void dec_regs_from_ucontext(struct dec_regs *r, const void *uc);
 
-/* Optional: initialise the shared decoder and cache the process id used by
- * the safe code reader.  Async-signal-safe and idempotent.  Must be called
- * again in the child after fork() (the cached pid would name the parent);
- * without any call everything still works, lazily. */
+/* Optional: initialise the shared decoder up front (otherwise the first
+ * decode does it, lock-free).  Async-signal-safe, idempotent; nothing needs
+ * redoing after fork(). */
 void dec_init(void);
+
+/* Whether the safe code reader works here: process_vm_readv on the process
+ * itself, which some seccomp profiles (old container defaults) forbid.
+ * Returns 0, or the errno (EPERM, ENOSYS, ...); without it every soft sample
+ * would be skipped as CT_SKIP_UNREADABLE_IP.  For commrec --list-samplers. */
+int dec_check_reader(void);
 
 struct dec_access {
 	uint64_t addr;      /* effective data address */
@@ -79,9 +84,14 @@ int dec_access_at(const uint8_t *bytes, size_t n, uint64_t ip,
 /* The soft sampler's rule for a timer sample at r->rip: the instruction at
  * rip has not executed yet, the one before it has, and a stalled load is
  * usually the one before.  Reads the code bytes itself (safely: never faults
- * on an unmapped page).  Prefers the previous instruction when it can be
- * found reliably and its address registers were not overwritten by it;
- * otherwise the instruction at rip.  Returns 0 or an enum ct_skip_reason. */
+ * on an unmapped or unreadable page).  Prefers the previous instruction when
+ * forward decoding from 32 bytes back finds it unambiguously, it falls
+ * through to rip, and it did not overwrite its own address registers (r is
+ * the state after it); flags CT_SAMPLE_RECONSTRUCTED | CT_SAMPLE_PREV_INSN.
+ * Otherwise the instruction at rip: CT_SAMPLE_RECONSTRUCTED.  r->fs_base and
+ * r->gs_base must be filled for fs:/gs: operands.  Returns 0 or an enum
+ * ct_skip_reason (also CT_SKIP_UNREADABLE_IP, CT_SKIP_KERNEL).  errno is
+ * preserved.  Rules and measured accuracy: decode-notes.md. */
 int dec_sample_access(const struct dec_regs *r, struct dec_access *a);
 
 #endif

@@ -1,0 +1,670 @@
+/* Instruction decoding for address reconstruction: see decode.h and
+ * decode-notes.md for the rules.  Async-signal-safe: no allocation, no
+ * locks, no stdio; errno is preserved. */
+#include "decode.h"
+#include "commtrace.h"
+
+#include <errno.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <sys/uio.h>
+#include <Zydis/Zydis.h>
+
+/* ---- decoder ---------------------------------------------------------------- */
+
+/* The decoder is a small plain struct; ZydisDecoderInit only fills it in.  One
+ * shared copy is published with a compare-and-swap; a caller that loses the
+ * race (or comes while another initialises) uses a private copy on its
+ * stack, so no one ever waits. */
+struct decoders {
+	ZydisDecoder full;     /* operands and all */
+	ZydisDecoder minimal;  /* lengths only: the synchronisation chains */
+};
+static struct decoders g_dec;
+static int g_dec_state; /* 0 none, 1 being initialised, 2 ready */
+
+static void decoder_init(struct decoders *d)
+{
+	ZydisDecoderInit(&d->full, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	d->minimal = d->full;
+	ZydisDecoderEnableMode(&d->minimal, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+}
+
+static const struct decoders *decoders(struct decoders *local)
+{
+	int st = __atomic_load_n(&g_dec_state, __ATOMIC_ACQUIRE);
+	if (st == 2)
+		return &g_dec;
+	if (st == 0) {
+		int zero = 0;
+		if (__atomic_compare_exchange_n(&g_dec_state, &zero, 1, 0,
+		                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			decoder_init(&g_dec);
+			__atomic_store_n(&g_dec_state, 2, __ATOMIC_RELEASE);
+			return &g_dec;
+		}
+	}
+	decoder_init(local);
+	return local;
+}
+
+void dec_init(void)
+{
+	struct decoders local;
+	(void)decoders(&local);
+}
+
+/* ---- registers ------------------------------------------------------------------ */
+
+void dec_regs_from_perf(struct dec_regs *r, const uint64_t *vals, uint64_t mask)
+{
+	/* perf order -> dec_gpr; -1 for IP, -2 for registers we do not keep */
+	static const signed char map[PERF_REG_X86_64_MAX] = {
+		[PERF_REG_X86_AX] = DEC_RAX, [PERF_REG_X86_BX] = DEC_RBX,
+		[PERF_REG_X86_CX] = DEC_RCX, [PERF_REG_X86_DX] = DEC_RDX,
+		[PERF_REG_X86_SI] = DEC_RSI, [PERF_REG_X86_DI] = DEC_RDI,
+		[PERF_REG_X86_BP] = DEC_RBP, [PERF_REG_X86_SP] = DEC_RSP,
+		[PERF_REG_X86_IP] = -1, [PERF_REG_X86_FLAGS] = -2,
+		[PERF_REG_X86_CS] = -2, [PERF_REG_X86_SS] = -2,
+		[PERF_REG_X86_DS] = -2, [PERF_REG_X86_ES] = -2,
+		[PERF_REG_X86_FS] = -2, [PERF_REG_X86_GS] = -2,
+		[PERF_REG_X86_R8] = DEC_R8, [PERF_REG_X86_R9] = DEC_R9,
+		[PERF_REG_X86_R10] = DEC_R10, [PERF_REG_X86_R11] = DEC_R11,
+		[PERF_REG_X86_R12] = DEC_R12, [PERF_REG_X86_R13] = DEC_R13,
+		[PERF_REG_X86_R14] = DEC_R14, [PERF_REG_X86_R15] = DEC_R15,
+	};
+	size_t k = 0;
+	for (int i = 0; i < DEC_NGPR; i++)
+		r->gpr[i] = 0;
+	r->rip = 0;
+	for (unsigned bit = 0; bit < 64; bit++) {
+		if (!(mask & (1ULL << bit)))
+			continue;
+		uint64_t v = vals[k++];
+		if (bit >= PERF_REG_X86_64_MAX)
+			continue; /* XMM halves etc.: consumed, not kept */
+		int d = map[bit];
+		if (d >= 0)
+			r->gpr[d] = v;
+		else if (d == -1)
+			r->rip = v;
+	}
+}
+
+void dec_regs_from_ucontext(struct dec_regs *r, const void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	const greg_t *g = uc->uc_mcontext.gregs;
+	r->gpr[DEC_RAX] = (uint64_t)g[REG_RAX];
+	r->gpr[DEC_RCX] = (uint64_t)g[REG_RCX];
+	r->gpr[DEC_RDX] = (uint64_t)g[REG_RDX];
+	r->gpr[DEC_RBX] = (uint64_t)g[REG_RBX];
+	r->gpr[DEC_RSP] = (uint64_t)g[REG_RSP];
+	r->gpr[DEC_RBP] = (uint64_t)g[REG_RBP];
+	r->gpr[DEC_RSI] = (uint64_t)g[REG_RSI];
+	r->gpr[DEC_RDI] = (uint64_t)g[REG_RDI];
+	r->gpr[DEC_R8] = (uint64_t)g[REG_R8];
+	r->gpr[DEC_R9] = (uint64_t)g[REG_R9];
+	r->gpr[DEC_R10] = (uint64_t)g[REG_R10];
+	r->gpr[DEC_R11] = (uint64_t)g[REG_R11];
+	r->gpr[DEC_R12] = (uint64_t)g[REG_R12];
+	r->gpr[DEC_R13] = (uint64_t)g[REG_R13];
+	r->gpr[DEC_R14] = (uint64_t)g[REG_R14];
+	r->gpr[DEC_R15] = (uint64_t)g[REG_R15];
+	r->rip = (uint64_t)g[REG_RIP];
+}
+
+/* dec_gpr index of a general-purpose register of any width (al, ax, eax,
+ * rax, ...), -1 for rip/eip, -2 for none, -3 for anything else. */
+static int gpr_index(ZydisRegister reg)
+{
+	if (reg == ZYDIS_REGISTER_NONE)
+		return -2;
+	if (reg >= ZYDIS_REGISTER_RAX && reg <= ZYDIS_REGISTER_R15)
+		return (int)(reg - ZYDIS_REGISTER_RAX);
+	if (reg == ZYDIS_REGISTER_RIP || reg == ZYDIS_REGISTER_EIP)
+		return -1;
+	ZydisRegister big = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg);
+	if (big >= ZYDIS_REGISTER_RAX && big <= ZYDIS_REGISTER_R15)
+		return (int)(big - ZYDIS_REGISTER_RAX);
+	return -3;
+}
+
+/* Value of an address register (64- or 32-bit GPR, rip/eip, none). */
+static int addr_reg_value(ZydisRegister reg, const struct dec_regs *r,
+                          uint64_t next_ip, uint64_t *v)
+{
+	if (reg == ZYDIS_REGISTER_NONE) { *v = 0; return 0; }
+	if (reg >= ZYDIS_REGISTER_RAX && reg <= ZYDIS_REGISTER_R15) {
+		*v = r->gpr[reg - ZYDIS_REGISTER_RAX];
+		return 0;
+	}
+	if (reg >= ZYDIS_REGISTER_EAX && reg <= ZYDIS_REGISTER_R15D) {
+		*v = (uint32_t)r->gpr[reg - ZYDIS_REGISTER_EAX];
+		return 0;
+	}
+	if (reg == ZYDIS_REGISTER_RIP) { *v = next_ip; return 0; }
+	if (reg == ZYDIS_REGISTER_EIP) { *v = (uint32_t)next_ip; return 0; }
+	return -1;
+}
+
+/* ---- one instruction ------------------------------------------------------------ */
+
+static int is_hint(const ZydisDecodedInstruction *in)
+{
+	switch (in->meta.category) {
+	case ZYDIS_CATEGORY_NOP:
+	case ZYDIS_CATEGORY_WIDENOP:
+	case ZYDIS_CATEGORY_PREFETCH:
+	case ZYDIS_CATEGORY_PREFETCHWT1:
+		return 1;
+	default:
+		break;
+	}
+	switch (in->mnemonic) {
+	case ZYDIS_MNEMONIC_NOP:
+	case ZYDIS_MNEMONIC_PREFETCH: case ZYDIS_MNEMONIC_PREFETCHNTA:
+	case ZYDIS_MNEMONIC_PREFETCHT0: case ZYDIS_MNEMONIC_PREFETCHT1:
+	case ZYDIS_MNEMONIC_PREFETCHT2: case ZYDIS_MNEMONIC_PREFETCHW:
+	case ZYDIS_MNEMONIC_PREFETCHWT1:
+	case ZYDIS_MNEMONIC_CLFLUSH: case ZYDIS_MNEMONIC_CLFLUSHOPT:
+	case ZYDIS_MNEMONIC_CLWB: case ZYDIS_MNEMONIC_CLDEMOTE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A hidden operand addressed by rsp: the stack slot of push/pop/call/ret. */
+static int is_stack_op(const ZydisDecodedOperand *op)
+{
+	return op->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+	       (op->mem.base == ZYDIS_REGISTER_RSP || op->mem.base == ZYDIS_REGISTER_ESP);
+}
+
+struct analysis {
+	const ZydisDecodedOperand *op;  /* chosen memory operand */
+	int stack;                      /* op is the implicit stack slot */
+	int xlat;                       /* index is al (xlat) */
+	int bitreg;                     /* bt* with register offset: operand index */
+};
+
+/* Pick the memory operand.  Returns 0 or a skip reason. */
+static int pick_operand(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                        struct analysis *an)
+{
+	int best = -1, best_score = 0, saw_agen = 0, saw_vsib = 0;
+	memset(an, 0, sizeof *an);
+	an->bitreg = -1;
+	for (int i = 0; i < in->operand_count; i++) {
+		const ZydisDecodedOperand *op = &ops[i];
+		if (op->type != ZYDIS_OPERAND_TYPE_MEMORY)
+			continue;
+		switch (op->mem.type) {
+		case ZYDIS_MEMOP_TYPE_MEM:
+			break;
+		case ZYDIS_MEMOP_TYPE_VSIB:
+			saw_vsib = 1;
+			continue;
+		default: /* AGEN (lea), MIB (bndldx/bndstx) */
+			saw_agen = 1;
+			continue;
+		}
+		if (!op->actions)
+			continue;
+		int score = is_stack_op(op) ? 1
+		          : op->visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT ? 3 : 2;
+		if (score > best_score) {
+			best = i;
+			best_score = score;
+		}
+	}
+	if (saw_vsib)
+		return CT_SKIP_GATHER_SCATTER;
+	if (best < 0)
+		return saw_agen ? CT_SKIP_LEA_NOP : CT_SKIP_NO_MEMORY_OPERAND;
+	if (is_hint(in))
+		return CT_SKIP_LEA_NOP;
+	an->op = &ops[best];
+	an->stack = best_score == 1;
+	an->xlat = in->mnemonic == ZYDIS_MNEMONIC_XLAT;
+	switch (in->mnemonic) {
+	case ZYDIS_MNEMONIC_BT: case ZYDIS_MNEMONIC_BTS:
+	case ZYDIS_MNEMONIC_BTR: case ZYDIS_MNEMONIC_BTC:
+		for (int i = 0; i < in->operand_count_visible; i++)
+			if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER)
+				an->bitreg = i;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static unsigned op_bytes(const ZydisDecodedOperand *op)
+{
+	unsigned b = op->size / 8u;
+	if (!b)
+		b = op->element_size / 8u;
+	if (!b)
+		b = 1;
+	return b > 255 ? 255 : b;
+}
+
+/* Effective address and kind of the picked operand with registers r taken
+ * as the state before the instruction. */
+static int compute(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                   const struct analysis *an, uint64_t ip, const struct dec_regs *r,
+                   struct dec_access *a)
+{
+	const ZydisDecodedOperand *op = an->op;
+	uint64_t next_ip = ip + in->length, base, index, addr;
+	unsigned bytes = op->size / 8u;
+
+	if (addr_reg_value(op->mem.base, r, next_ip, &base) ||
+	    addr_reg_value(op->mem.index, r, next_ip, &index))
+		return CT_SKIP_DECODE_FAILED;
+	if (an->xlat)
+		index = r->gpr[DEC_RAX] & 0xff;
+	addr = base + index * (op->mem.scale ? op->mem.scale : 1) + (uint64_t)op->mem.disp.value;
+	if (an->stack && (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+		addr -= bytes; /* push/call/enter: the slot below rsp */
+	else if (op->mem.base == ZYDIS_REGISTER_RSP && in->mnemonic == ZYDIS_MNEMONIC_POP &&
+	         !an->stack)
+		addr += bytes; /* pop [rsp+d]: address computed after the increment */
+	if (an->bitreg >= 0 && bytes) {
+		/* bt m, reg: the bit offset is signed and may leave the operand */
+		const ZydisDecodedOperand *ro = &ops[an->bitreg];
+		int gi = gpr_index(ro->reg.value);
+		if (gi < 0)
+			return CT_SKIP_DECODE_FAILED;
+		int64_t off = (int64_t)r->gpr[gi];
+		if (ro->size == 32)
+			off = (int32_t)off;
+		else if (ro->size == 16)
+			off = (int16_t)off;
+		int64_t bits = (int64_t)bytes * 8;
+		int64_t q = off >= 0 ? off / bits : -((-off + bits - 1) / bits);
+		addr += (uint64_t)(q * (int64_t)bytes);
+	}
+	if (in->address_width == 32)
+		addr = (uint32_t)addr;
+	a->flags = 0;
+	if (op->mem.segment == ZYDIS_REGISTER_FS) {
+		addr += r->fs_base;
+		a->flags |= CT_SAMPLE_FS_BASED;
+	} else if (op->mem.segment == ZYDIS_REGISTER_GS) {
+		addr += r->gs_base;
+		a->flags |= CT_SAMPLE_FS_BASED;
+	}
+	a->addr = addr;
+	a->len = (uint8_t)op_bytes(op);
+	if (op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE)
+		a->kind = (in->attributes & ZYDIS_ATTRIB_HAS_LOCK) || in->mnemonic == ZYDIS_MNEMONIC_XCHG
+		        ? CT_ACCESS_ATOMIC : CT_ACCESS_STORE;
+	else
+		a->kind = CT_ACCESS_LOAD;
+	return 0;
+}
+
+int dec_access_at(const uint8_t *bytes, size_t n, uint64_t ip,
+                  const struct dec_regs *r, struct dec_access *a, size_t *insn_len)
+{
+	struct decoders local;
+	const ZydisDecoder *d = &decoders(&local)->full;
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	struct analysis an;
+	int rc;
+
+	if (insn_len)
+		*insn_len = 0;
+	if (!bytes || !n || !ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, bytes, n, &in, ops)))
+		return CT_SKIP_DECODE_FAILED;
+	if (insn_len)
+		*insn_len = in.length;
+	if ((rc = pick_operand(&in, ops, &an)))
+		return rc;
+	return compute(&in, ops, &an, ip, r, a);
+}
+
+/* ---- the previous instruction ------------------------------------------------------ */
+
+/* Registers before an instruction that has executed, from the registers
+ * after it, for the address registers of its memory operand.  Returns 0 or
+ * -1 when the address can no longer be computed (the instruction wrote one of
+ * its own address registers in a way we cannot undo). */
+static int undo_regs(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                     const struct analysis *an, const struct dec_regs *after,
+                     struct dec_regs *before)
+{
+	const ZydisDecodedOperand *op = an->op;
+	int bi = gpr_index(op->mem.base), xi = gpr_index(op->mem.index);
+	int ai = an->xlat ? DEC_RAX : -9; /* xlat also reads al */
+	int ri = an->bitreg >= 0 ? gpr_index(ops[an->bitreg].reg.value) : -9;
+
+	*before = *after;
+	for (int i = 0; i < in->operand_count; i++) {
+		const ZydisDecodedOperand *o = &ops[i];
+		if (o->type != ZYDIS_OPERAND_TYPE_REGISTER ||
+		    !(o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			continue;
+		int g = gpr_index(o->reg.value);
+		if (g < 0)
+			continue; /* flags, vector registers, ... */
+		if (g != bi && g != xi && g != ai && g != ri)
+			continue;
+		if (g == DEC_RSP && g == bi && g != xi && g != ri &&
+		    o->visibility != ZYDIS_OPERAND_VISIBILITY_EXPLICIT && /* not pop rsp */
+		    (in->meta.category == ZYDIS_CATEGORY_PUSH ||
+		     in->meta.category == ZYDIS_CATEGORY_POP)) {
+			/* push moved rsp down by the slot size, pop up */
+			uint64_t sz = op->size / 8u;
+			if (in->meta.category == ZYDIS_CATEGORY_PUSH)
+				before->gpr[DEC_RSP] = after->gpr[DEC_RSP] + sz;
+			else
+				before->gpr[DEC_RSP] = after->gpr[DEC_RSP] - sz;
+			continue;
+		}
+		if (in->mnemonic == ZYDIS_MNEMONIC_LEAVE && g == DEC_RBP && bi == DEC_RBP) {
+			/* leave: rsp = rbp + 8 afterwards, the load was at the old rbp */
+			before->gpr[DEC_RBP] = after->gpr[DEC_RSP] - 8;
+			continue;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+static int is_fallthrough(const ZydisDecodedInstruction *in)
+{
+	if (in->meta.branch_type != ZYDIS_BRANCH_TYPE_NONE)
+		return 0; /* jmp/jcc/call/ret/loop: did not just fall into rip */
+	switch (in->meta.category) {
+	case ZYDIS_CATEGORY_CALL: case ZYDIS_CATEGORY_RET:
+	case ZYDIS_CATEGORY_UNCOND_BR: case ZYDIS_CATEGORY_COND_BR:
+	case ZYDIS_CATEGORY_INTERRUPT: case ZYDIS_CATEGORY_SYSCALL:
+	case ZYDIS_CATEGORY_SYSRET: case ZYDIS_CATEGORY_SYSTEM:
+		return 0;
+	default:
+		break;
+	}
+	switch (in->mnemonic) {
+	case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2:
+	case ZYDIS_MNEMONIC_HLT: case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_ENTER:
+		return 0;
+	default:
+		return !(in->attributes & ZYDIS_ATTRIB_IS_PRIVILEGED);
+	}
+}
+
+#define DEC_BACK 32   /* bytes read before rip: the synchronisation window */
+#define DEC_AHEAD 15  /* bytes read from rip on: the longest instruction */
+#define DEC_STARTS 8  /* decoding chains start at rip-32 .. rip-25 */
+
+/* Where the instruction ending exactly at rip starts, found by forward
+ * synchronisation (decode-notes.md, "Previous instruction"): x86 cannot be
+ * decoded backwards, but linear decoding started at almost any byte falls
+ * into step with the real instruction boundaries within a few instructions.
+ * Chains are started at DEC_STARTS consecutive bytes at the far end of the
+ * window (from code[from]); each decodes forward using only the bytes before
+ * rip.  Chains that land exactly on rip name the instruction before it; all
+ * of them must name the same one.  Chains that overshoot rip or hit
+ * undecodable bytes abstain.  Memoised: once a chain reaches an offset
+ * another chain has walked, it shares that chain's outcome, so all chains
+ * together cost about one pass over the window plus a decode or two each.
+ * Returns the offset in code[] of the previous instruction, or -1. */
+static int prev_start(const ZydisDecoder *d, const uint8_t *code, int from)
+{
+	signed char memo[DEC_BACK]; /* -2 unknown, -1 abstains, else landing start */
+	int walk[DEC_BACK];
+	int consensus = -1;
+
+	memset(memo, -2, sizeof memo);
+	for (int s = from; s < from + DEC_STARTS && s < DEC_BACK; s++) {
+		int n = 0, o = s, res;
+		for (;;) {
+			if (memo[o] != -2) {
+				res = memo[o];
+				break;
+			}
+			walk[n++] = o;
+			ZydisDecodedInstruction in;
+			if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(d, NULL, code + o,
+			                                                (ZyanUSize)(DEC_BACK - o), &in))) {
+				res = -1; /* undecodable, or runs past rip */
+				break;
+			}
+			if (o + in.length == DEC_BACK) {
+				res = o;
+				break;
+			}
+			o += in.length;
+		}
+		while (n)
+			memo[walk[--n]] = (signed char)res;
+		if (res < 0)
+			continue;
+		if (consensus >= 0 && consensus != res)
+			return -1; /* two readings of the bytes before rip: ambiguous */
+		consensus = res;
+	}
+	return consensus;
+}
+
+/* Memo of prev_start() results.  The result is a pure function of the
+ * window bytes (and of where the readable part starts), so an entry is
+ * keyed by the window itself: a hit needs the same 32 bytes, which also
+ * makes it immune to code being replaced (JIT, dlclose+dlopen).  Hot loops
+ * are sampled at the same few rips over and over; a hit saves the ~16
+ * length decodes.  Lock-free: a sequence counter per entry, odd while it is
+ * written; readers that see it change treat the entry as a miss, writers
+ * that find it odd (another thread, or a handler they interrupted) skip. */
+#define DEC_MEMO 512
+struct prev_memo {
+	uint32_t seq;
+	uint32_t meta;             /* from | (result + 1) << 8 | 1 << 16 (valid) */
+	uint64_t w[DEC_BACK / 8];
+};
+static struct prev_memo g_memo[DEC_MEMO];
+
+static struct prev_memo *memo_slot(uint64_t rip)
+{
+	uint64_t h = rip * 0x9e3779b97f4a7c15ULL;
+	return &g_memo[(h >> 40) % DEC_MEMO];
+}
+
+static int memo_get(uint64_t rip, const uint64_t *w, int from, int *res)
+{
+	struct prev_memo *m = memo_slot(rip);
+	uint32_t s1 = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+	if (s1 & 1)
+		return 0;
+	uint32_t meta = __atomic_load_n(&m->meta, __ATOMIC_RELAXED);
+	int same = (meta & 0x100ffu) == (0x10000u | (uint32_t)from);
+	for (int i = 0; i < DEC_BACK / 8; i++)
+		same &= __atomic_load_n(&m->w[i], __ATOMIC_RELAXED) == w[i];
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&m->seq, __ATOMIC_RELAXED) != s1 || !same)
+		return 0;
+	*res = (int)((meta >> 8) & 0xff) - 1;
+	return 1;
+}
+
+static void memo_put(uint64_t rip, const uint64_t *w, int from, int res)
+{
+	struct prev_memo *m = memo_slot(rip);
+	uint32_t s = __atomic_load_n(&m->seq, __ATOMIC_RELAXED);
+	if ((s & 1) || !__atomic_compare_exchange_n(&m->seq, &s, s + 1, 0,
+	                                            __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	for (int i = 0; i < DEC_BACK / 8; i++)
+		__atomic_store_n(&m->w[i], w[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&m->meta, (uint32_t)from | (uint32_t)(res + 1) << 8 | 1u << 16,
+	                 __ATOMIC_RELAXED);
+	__atomic_store_n(&m->seq, s + 2, __ATOMIC_RELEASE);
+}
+
+/* The access of the instruction at code[off..DEC_BACK), executed just before
+ * rip, computed from the registers after it.  Returns 0 or -1. */
+static int prev_access(const ZydisDecoder *d, const uint8_t *code, int off,
+                       const struct dec_regs *r, struct dec_access *a)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	struct analysis an;
+	struct dec_regs before;
+	int len = DEC_BACK - off;
+
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + off, (ZyanUSize)len, &in, ops)) ||
+	    in.length != len || !is_fallthrough(&in) || pick_operand(&in, ops, &an) ||
+	    undo_regs(&in, ops, &an, r, &before) ||
+	    compute(&in, ops, &an, r->rip - (uint64_t)len, &before, a))
+		return -1;
+	return 0;
+}
+
+/* ---- reading code safely ------------------------------------------------------------ */
+
+#define DEC_PAGE 4096u
+#define DEC_PAGE_CACHE 256
+
+static const uint8_t dec_check_reader_probe[16] = { 1 };
+
+/* Pages that process_vm_readv has read successfully (page number + 1, 0 =
+ * empty), direct-mapped, racy by design (relaxed atomics: a lost update
+ * only costs one more syscall).  Only rip's own page is ever read directly,
+ * and only when it is in here: the thread was executing in that page when
+ * it was interrupted, so it is still mapped unless the program is about to
+ * crash on its own, and it was readable when validated (execute-only pages
+ * never get in).  Bytes on any other page always go through the syscall. */
+static uint64_t g_pages[DEC_PAGE_CACHE];
+
+static int page_known(uint64_t page)
+{
+	uint64_t pn = page / DEC_PAGE;
+	return __atomic_load_n(&g_pages[pn % DEC_PAGE_CACHE], __ATOMIC_RELAXED) == pn + 1;
+}
+
+static void page_learn(uint64_t page)
+{
+	uint64_t pn = page / DEC_PAGE;
+	__atomic_store_n(&g_pages[pn % DEC_PAGE_CACHE], pn + 1, __ATOMIC_RELAXED);
+}
+
+/* Read [addr, addr+len) (within one page) without faulting:
+ * process_vm_readv on ourselves returns EFAULT instead of crashing.
+ * Returns 1 when every byte was read. */
+static int syscall_read(uint8_t *buf, uint64_t addr, size_t len)
+{
+	struct iovec loc = { buf, len }, rem = { (void *)(uintptr_t)addr, len };
+	/* getpid() every time (no cache): correct after fork, and this path is
+	 * taken once per new page */
+	return process_vm_readv(getpid(), &loc, 1, &rem, 1, 0) == (ssize_t)len;
+}
+
+int dec_check_reader(void)
+{
+	int saved = errno, rc = 0;
+	uint8_t b[16];
+	if (!syscall_read(b, (uint64_t)(uintptr_t)dec_check_reader_probe, sizeof b))
+		rc = errno ? errno : EIO;
+	errno = saved;
+	return rc;
+}
+
+/* Code bytes around rip into code[DEC_BACK + DEC_AHEAD], code[DEC_BACK] at
+ * rip.  Sets *from (first valid byte) and returns the number of valid bytes
+ * from rip on (0: rip unreadable). */
+static size_t read_code(uint8_t *code, uint64_t rip, int *from)
+{
+	uint64_t page = rip & ~(uint64_t)(DEC_PAGE - 1);
+	uint64_t lo = rip - DEC_BACK, hi = rip + DEC_AHEAD;
+	uint64_t plo = lo > page ? lo : page;              /* rip's page part */
+	uint64_t phi = hi < page + DEC_PAGE ? hi : page + DEC_PAGE;
+	uint8_t *dst = code + (plo - lo);
+
+	if (page_known(page)) {
+		memcpy(dst, (const void *)(uintptr_t)plo, (size_t)(phi - plo));
+	} else {
+		if (!syscall_read(dst, plo, (size_t)(phi - plo)))
+			return 0;
+		page_learn(page);
+	}
+	*from = (int)(plo - lo);
+	size_t ahead = (size_t)(phi - rip);
+	/* the rare straddling cases: the neighbour page through the syscall
+	 * only; failing there just loses those bytes */
+	if (lo < page && syscall_read(code, lo, (size_t)(page - lo)))
+		*from = 0;
+	if (hi > phi && syscall_read(code + (phi - lo), phi, (size_t)(hi - phi)))
+		ahead = DEC_AHEAD;
+	return ahead;
+}
+
+int dec_sample_access(const struct dec_regs *r, struct dec_access *a)
+{
+	int saved = errno;
+	union {
+		uint8_t b[DEC_BACK + DEC_AHEAD];
+		uint64_t w[(DEC_BACK + DEC_AHEAD + 7) / 8];
+	} buf;
+	uint8_t *code = buf.b;
+	uint64_t rip = r->rip;
+	int have_from = DEC_BACK; /* first valid byte of code[] */
+	size_t ahead;
+	int rc;
+
+	if ((int64_t)rip < 0) {
+		errno = saved;
+		return CT_SKIP_KERNEL;
+	}
+	if (rip < DEC_PAGE) {
+		errno = saved;
+		return CT_SKIP_UNREADABLE_IP;
+	}
+	memset(code, 0, DEC_BACK); /* the unreadable part is part of the memo key */
+	ahead = read_code(code, rip, &have_from);
+	if (!ahead) {
+		errno = saved;
+		return CT_SKIP_UNREADABLE_IP;
+	}
+
+	struct decoders local;
+	const struct decoders *ds = decoders(&local);
+	const ZydisDecoder *d = &ds->full;
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	struct analysis an;
+
+	/* an endbr64/endbr32 at rip marks a branch target: what precedes it in
+	 * memory (padding, the end of another function) did not just run */
+	static const uint8_t endbr[3] = { 0xf3, 0x0f, 0x1e };
+	int target = ahead >= 4 && !memcmp(code + DEC_BACK, endbr, sizeof endbr) &&
+	             (code[DEC_BACK + 3] == 0xfa || code[DEC_BACK + 3] == 0xfb);
+	if (!target && have_from < DEC_BACK) {
+		int off;
+		if (!memo_get(rip, buf.w, have_from, &off)) {
+			off = prev_start(&ds->minimal, code, have_from);
+			memo_put(rip, buf.w, have_from, off);
+		}
+		if (off >= 0 && !prev_access(d, code, off, r, a)) {
+			a->flags |= CT_SAMPLE_RECONSTRUCTED | CT_SAMPLE_PREV_INSN;
+			errno = saved;
+			return 0;
+		}
+	}
+	int at_rip_ok = ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + DEC_BACK, ahead, &in, ops));
+	if (!at_rip_ok) {
+		errno = saved;
+		return CT_SKIP_DECODE_FAILED;
+	}
+	rc = pick_operand(&in, ops, &an);
+	if (!rc)
+		rc = compute(&in, ops, &an, rip, r, a);
+	if (!rc)
+		a->flags |= CT_SAMPLE_RECONSTRUCTED;
+	errno = saved;
+	return rc;
+}
