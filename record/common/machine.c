@@ -199,7 +199,7 @@ static void read_nodes(struct machine *m, const char *root)
 	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		char *end, rel[128], text[4096];
+		char *end, rel[PATH_MAX], text[4096];
 		if (strncmp(e->d_name, "node", 4) || !isdigit((unsigned char)e->d_name[4]))
 			continue;
 		long node = strtol(e->d_name + 4, &end, 10);

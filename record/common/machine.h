@@ -31,7 +31,7 @@ struct machine_cpu {
 struct machine {
 	char cpu_model[128];     /* "model name" ("" if unknown) */
 	char cpu_vendor[32];     /* "vendor_id" ("" if unknown) */
-	char arch[32];           /* uname machine when root is "/", else "" */
+	char arch[72];           /* uname machine when root is "/", else "" */
 	char kernel[128];        /* kernel release ("" if unknown) */
 	char hostname[128];      /* ("" if unknown) */
 	int nproc;               /* online cpus */

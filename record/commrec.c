@@ -1,0 +1,194 @@
+/* commrec: record a program's memory communication into a trace.
+ *
+ *   commrec [options] [--] PROGRAM [ARGS...]
+ *
+ * The steps, in order: options; the output must not exist (-f); find the
+ * program (127/126 like a shell); choose the sampler (--sampler auto: pebs,
+ * ibs, soft); find the runtime; make OUTPUT.spool/ and write meta.zst in it;
+ * run the program with the runtime preloaded; add build-ids to the maps;
+ * join the spool into OUTPUT; remove the spool; one line of totals.  See
+ * doc/commrec.1. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "buildid.h"
+#include "commrec.h"
+#include "commtrace.h"
+#include "machine.h"
+
+/* Why the runtime may not have loaded into the program at path. */
+static void explain_no_runtime(const char *path, char *why, size_t cap)
+{
+	struct stat st;
+	struct elf_kind k;
+	if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) && getuid() != 0) {
+		snprintf(why, cap, "%s is set-user-ID or set-group-ID: the dynamic loader ignores "
+		         "LD_PRELOAD for it", path);
+		return;
+	}
+	if (elf_kind_read(path, &k) == 0 && k.is_elf && !k.has_interp) {
+		snprintf(why, cap, "%s is statically linked: LD_PRELOAD cannot load the runtime "
+		         "into it; link it dynamically", path);
+		return;
+	}
+	snprintf(why, cap, "the runtime did not start in %s (statically linked? set-user-ID? "
+	         "LD_PRELOAD removed by a wrapper script? killed before it started?)", path);
+}
+
+static void warn_before_run(const char *path)
+{
+	char why[512];
+	struct stat st;
+	struct elf_kind k;
+	bool suspicious = (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) &&
+	                   getuid() != 0) ||
+	                  (elf_kind_read(path, &k) == 0 && k.is_elf && !k.has_interp);
+	if (suspicious) {
+		explain_no_runtime(path, why, sizeof why);
+		rec_warn("warning: nothing will be recorded: %s", why);
+	}
+}
+
+static const char *signame(int sig)
+{
+	const char *s = sigdescr_np(sig);
+	return s ? s : "unknown signal";
+}
+
+int main(int argc, char **argv)
+{
+	struct rec_opts o;
+	bool list = false;
+	int r = rec_parse_options(&o, argc, argv, &list);
+	if (r < 0)
+		return REC_EXIT_FAILED;
+	if (r > 0)
+		return 0;
+	if (list) {
+		rec_list_samplers();
+		return 0;
+	}
+
+	struct stat st;
+	if (lstat(o.output, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			rec_err("%s is a directory: give a file name with -o", o.output);
+			return REC_EXIT_FAILED;
+		}
+		if (!o.force) {
+			rec_err("%s exists: use -f to overwrite it, or -o to write another file", o.output);
+			return REC_EXIT_FAILED;
+		}
+	}
+
+	/* The spool: OUTPUT.spool/ beside the output. */
+	char spool_rel[PATH_MAX], spool[PATH_MAX];
+	if ((size_t)snprintf(spool_rel, sizeof spool_rel, "%s.spool", o.output) >= sizeof spool_rel) {
+		rec_err("output file name too long");
+		return REC_EXIT_FAILED;
+	}
+	if (lstat(spool_rel, &st) == 0 && !o.force) {
+		rec_err("%s exists (left by an earlier recording? commanalyze can read it): "
+		        "remove it, or use -f", spool_rel);
+		return REC_EXIT_FAILED;
+	}
+
+	char prog[PATH_MAX];
+	r = rec_find_program(o.argv[0], prog, sizeof prog);
+	if (r)
+		return r;
+	if (rec_choose_sampler(&o) < 0)
+		return REC_EXIT_FAILED;
+	if (o.line_size) {
+		o.line_size_used = o.line_size;
+	} else {
+		struct machine m;
+		machine_read(&m, "/");
+		o.line_size_used = m.line_size;
+		o.line_size_from_sysfs = m.line_size_known;
+		machine_free(&m);
+	}
+
+	char runtime[PATH_MAX];
+	if (rec_find_runtime(runtime, sizeof runtime) < 0)
+		return REC_EXIT_FAILED;
+	rec_info(1, "runtime: %s", runtime);
+
+	if (lstat(spool_rel, &st) == 0) {
+		if (!S_ISDIR(st.st_mode) || rec_remove_spool(spool_rel) < 0) {
+			rec_err("cannot remove %s: remove it by hand", spool_rel);
+			return REC_EXIT_FAILED;
+		}
+	}
+	if (mkdir(spool_rel, 0755) < 0) {
+		rec_err("cannot create %s: %s", spool_rel, strerror(errno));
+		return REC_EXIT_FAILED;
+	}
+	if (!realpath(spool_rel, spool)) {
+		rec_err("%s: %s", spool_rel, strerror(errno));
+		rmdir(spool_rel);
+		return REC_EXIT_FAILED;
+	}
+	rec_info(1, "spool: %s", spool);
+	if (rec_write_meta(&o, spool) < 0) {
+		rec_remove_spool(spool);
+		return REC_EXIT_FAILED;
+	}
+
+	warn_before_run(prog);
+	struct rec_run run;
+	if (rec_run_program(&o, prog, spool, runtime, &run) < 0) {
+		rec_remove_spool(spool);
+		return REC_EXIT_FAILED;
+	}
+	if (run.exec_errno) {
+		rec_err("cannot run %s: %s", prog, strerror(run.exec_errno));
+		rec_remove_spool(spool);
+		return run.exec_errno == ENOENT ? REC_EXIT_NOTFOUND : REC_EXIT_NOEXEC;
+	}
+
+	int status = 0;
+	if (WIFEXITED(run.status)) {
+		status = WEXITSTATUS(run.status);
+		rec_info(1, "%s exited with status %d after %.3f s", o.argv[0], status,
+		         (double)(run.end_ns - run.start_ns) / 1e9);
+	} else if (WIFSIGNALED(run.status)) {
+		int sig = WTERMSIG(run.status);
+		status = 128 + sig;
+		rec_warn("%s was killed by signal %d (%s)%s: the trace is marked incomplete", o.argv[0],
+		         sig, signame(sig), WCOREDUMP(run.status) ? ", core dumped" : "");
+	}
+
+	int nthreads = rec_spool_threads(spool);
+	if (nthreads <= 0) {
+		char why[512];
+		explain_no_runtime(prog, why, sizeof why);
+		rec_err("the program ran (exit status %d) but nothing was recorded: %s", status, why);
+		if (o.keep_spool)
+			rec_err("spool kept in %s", spool_rel);
+		else
+			rec_remove_spool(spool);
+		return REC_EXIT_FAILED;
+	}
+	rec_info(1, "%d thread file%s in the spool", nthreads, nthreads == 1 ? "" : "s");
+
+	int nmaps = rec_add_buildids(spool);
+	rec_info(1, "build-ids added to %d maps file%s", nmaps, nmaps == 1 ? "" : "s");
+
+	if (rec_join(&o, spool, &run) < 0) {
+		rec_err("the spool is kept in %s: commanalyze can read it as it is", spool_rel);
+		return REC_EXIT_FAILED;
+	}
+	if (!o.keep_spool && rec_remove_spool(spool) < 0)
+		rec_warn("could not remove %s", spool_rel);
+	if (o.verbose >= 0)
+		rec_report(&o);
+	return status;
+}

@@ -1,0 +1,105 @@
+/* commrec, the launcher: shared declarations of the record/ *.c files.
+ *
+ *   commrec.c   main: the steps of a recording, in order
+ *   options.c   command line -> struct rec_opts, --help, --version
+ *   sampler.c   which samplers work here, --list-samplers, the choice for auto
+ *   meta.c      meta.zst in the spool: HEADER, MACHINE, CONFIG, CMDLINE
+ *   launch.c    runtime lookup, environment, fork/exec, signal forwarding, wait
+ *   finish.c    build-ids into maps-PID.txt, ct_join, the SUMMARY, the last line
+ */
+#ifndef COMMREC_H
+#define COMMREC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rtconfig.h"
+
+/* Exit statuses of commrec itself (otherwise it returns the program's). */
+#define REC_EXIT_FAILED CT_EXIT_RECORD_FAILED  /* 125: could not record */
+#define REC_EXIT_NOEXEC 126                    /* program found but not executable */
+#define REC_EXIT_NOTFOUND 127                  /* program not found */
+
+#define REC_MAX_EVENTS 16
+
+struct rec_opts {
+	const char *output;          /* -o (default "trace.zst") */
+	bool force;                  /* -f */
+	const char *sampler;         /* -s as given: auto pebs ibs soft inst */
+	uint64_t period;             /* -c, 0 = default of the sampler */
+	const char *events[REC_MAX_EVENTS]; /* -e NAME[@PERIOD] */
+	int nevents;
+	int watchpoints;             /* -w, -1 = as many as the machine gives */
+	int board_size;              /* -b */
+	int line_size;               /* --line-size, 0 = from sysfs */
+	bool no_alloc;               /* --no-alloc */
+	bool full;                   /* --full (inst) */
+	bool keep_spool;             /* --keep-spool */
+	int verbose;                 /* -q: -1, default 0, -v: 1, -vv: 2 */
+	char **argv;                 /* the program and its arguments */
+	int argc;
+	/* what the launcher decided */
+	const char *sampler_used;    /* resolved: pebs ibs soft inst */
+	char sampler_reason[1024];
+	int wp_available;            /* debug registers usable here, 0..4 */
+	int wp_used;                 /* watchpoints passed to the runtime */
+	int line_size_used;
+	bool line_size_from_sysfs;
+	uint64_t period_used;
+	const char *period_unit;     /* "us-cpu" or "events" */
+	char events_joined[1024];    /* comma list for COMMTRACE_EVENTS */
+};
+
+/* options.c: 0 ok, 1 done (--help, --version, --list-samplers printed; exit
+ * 0), -1 usage error (message printed; exit REC_EXIT_FAILED). */
+int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samplers);
+
+/* Messages on stderr, prefixed "commrec: ". */
+extern int rec_verbose;
+void rec_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void rec_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));  /* not with -q */
+void rec_info(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* sampler.c */
+bool rec_sampler_works(const char *name, char *why, size_t cap);
+int rec_probe_watchpoints(int want);         /* debug registers that open here, <= want */
+void rec_list_samplers(void);
+/* Fill o->sampler_used, sampler_reason, period_used, period_unit and
+ * wp_available; 0 or -1 with a message printed. */
+int rec_choose_sampler(struct rec_opts *o);
+
+/* meta.c: write SPOOL/meta.zst; 0 or -1 with a message printed. */
+int rec_write_meta(const struct rec_opts *o, const char *spool);
+
+/* launch.c */
+/* Resolve the program like execvp: 0 with the path in out, else the exit
+ * status (126/127) after printing why. */
+int rec_find_program(const char *name, char *out, size_t cap);
+/* Path of libcommrec.so, 0 or -1 with a message. */
+int rec_find_runtime(char *out, size_t cap);
+struct rec_run {
+	int status;                  /* waitpid status */
+	uint64_t start_ns, end_ns;   /* CLOCK_MONOTONIC */
+	int exec_errno;              /* exec failed in the child: errno, else 0 */
+	int pid;
+};
+/* fork, set up the environment, exec, forward signals, wait. 0 or -1. */
+int rec_run_program(const struct rec_opts *o, const char *path, const char *spool,
+                    const char *runtime, struct rec_run *run);
+
+/* finish.c */
+/* Number of thread files in the spool. */
+int rec_spool_threads(const char *spool);
+/* Rewrite every maps-PID.txt with build-ids; the number of files done. */
+int rec_add_buildids(const char *spool);
+/* Join to o->output with the summary; 0 or -1 with a message printed. */
+int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *run);
+/* The one line "commrec: wrote ..." (reads the trace back). */
+void rec_report(const struct rec_opts *o);
+/* Remove the spool directory (only the files a spool holds). 0 or -1. */
+int rec_remove_spool(const char *spool);
+
+uint64_t rec_now_ns(void);
+
+#endif

@@ -1,0 +1,300 @@
+/* After the program: build-ids into the spool's maps files, the join with
+ * the SUMMARY keys, the line of totals, removing the spool. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "buildid.h"
+#include "commrec.h"
+#include "commtrace.h"
+
+#ifndef CT_VERSION
+#define CT_VERSION "0.0.0"
+#endif
+
+static bool is_thread_file(const char *name)
+{
+	return !strncmp(name, "thread-", 7) && strlen(name) > 11 &&
+	       !strcmp(name + strlen(name) - 4, ".zst");
+}
+
+int rec_spool_threads(const char *spool)
+{
+	DIR *d = opendir(spool);
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += is_thread_file(e->d_name);
+	closedir(d);
+	return n;
+}
+
+/* ---- build-ids ---------------------------------------------------------- */
+
+/* One cache of path -> build-id hex for all maps files (a few hundred
+ * distinct files at most; a linear list is enough). */
+struct bid_cache {
+	struct bid_entry {
+		char *path;
+		char hex[2 * BUILDID_MAX + 1];  /* "" if none */
+	} *v;
+	size_t n, cap;
+};
+
+static const char *bid_lookup(struct bid_cache *c, const char *path)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->v[i].path, path))
+			return c->v[i].hex;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		struct bid_entry *v = realloc(c->v, cap * sizeof *v);
+		if (!v)
+			return "";
+		c->v = v;
+		c->cap = cap;
+	}
+	struct bid_entry *e = &c->v[c->n];
+	e->path = strdup(path);
+	if (!e->path)
+		return "";
+	uint8_t id[BUILDID_MAX];
+	int len = buildid_read(path, id);
+	buildid_hex(id, len > 0 ? len : 0, e->hex);
+	c->n++;
+	return e->hex;
+}
+
+/* The runtime writes maps-PID.txt lines as
+ *     start-end perms offset buildid [path]
+ * with buildid "-" (record/runtime/rt_maps.c).  Field i of line (0-based):
+ * its start, and its length in *len; NULL if the line has fewer fields. */
+static const char *field(const char *line, int i, size_t *len)
+{
+	const char *p = line;
+	for (int k = 0;; k++) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return NULL;
+		const char *start = p;
+		while (*p && *p != ' ')
+			p++;
+		if (k == i) {
+			*len = (size_t)(p - start);
+			return start;
+		}
+	}
+}
+
+/* Rewrite one maps file: the "-" build-id of every line that maps an ELF
+ * file with a build-id note becomes its hex.  0 or -1. */
+static int enrich_maps(const char *path, struct bid_cache *cache)
+{
+	FILE *in = fopen(path, "re");
+	if (!in)
+		return -1;
+	char tmp[PATH_MAX + 8];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *out = fopen(tmp, "we");
+	if (!out) {
+		fclose(in);
+		return -1;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, in)) > 0) {
+		if (line[len - 1] == '\n')
+			line[--len] = '\0';
+		size_t blen = 0;
+		const char *bid = field(line, 3, &blen);
+		const char *name = bid ? bid + blen : NULL;
+		while (name && *name == ' ')
+			name++;
+		const char *hex = "";
+		if (bid && blen == 1 && *bid == '-' && name && *name == '/') {
+			/* " (deleted)" files are gone: no build-id to read. */
+			size_t nlen = strlen(name);
+			if (nlen < 10 || strcmp(name + nlen - 10, " (deleted)"))
+				hex = bid_lookup(cache, name);
+		}
+		if (*hex)
+			fprintf(out, "%.*s%s%s\n", (int)(bid - line), line, hex, bid + 1);
+		else
+			fprintf(out, "%s\n", line);
+	}
+	free(line);
+	bool bad = ferror(in);
+	fclose(in);
+	if (fclose(out) != 0 || bad || rename(tmp, path) < 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int rec_add_buildids(const char *spool)
+{
+	DIR *d = opendir(spool);
+	if (!d)
+		return 0;
+	struct bid_cache cache = {0};
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (strncmp(e->d_name, "maps-", 5) || l < 10 || strcmp(e->d_name + l - 4, ".txt"))
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s", spool, e->d_name);
+		/* keep the mtime: the join picks the newest maps file by it */
+		struct stat st;
+		bool have = stat(path, &st) == 0;
+		if (enrich_maps(path, &cache) == 0) {
+			n++;
+			if (have) {
+				struct timespec ts[2] = {st.st_atim, st.st_mtim};
+				utimensat(AT_FDCWD, path, ts, 0);
+			}
+		} else {
+			rec_warn("could not add build-ids to %s: %s", path, strerror(errno));
+		}
+	}
+	closedir(d);
+	for (size_t i = 0; i < cache.n; i++)
+		free(cache.v[i].path);
+	free(cache.v);
+	return n;
+}
+
+/* ---- join ----------------------------------------------------------------- */
+
+int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *run)
+{
+	char summary[1024];
+	struct ct_kv kv;
+	int exit_status = 0, exit_signal = 0;
+	if (WIFEXITED(run->status))
+		exit_status = WEXITSTATUS(run->status);
+	else if (WIFSIGNALED(run->status)) {
+		exit_signal = WTERMSIG(run->status);
+		exit_status = 128 + exit_signal;
+	}
+	ct_kv_init(&kv, summary, sizeof summary);
+	ct_kv_add(&kv, "exit_status", "%d", exit_status);
+	ct_kv_add(&kv, "exit_signal", "%d", exit_signal);
+	ct_kv_add(&kv, "recording", "%s", exit_signal ? "incomplete" : "complete");
+	ct_kv_add(&kv, "duration_ns", "%llu", (unsigned long long)(run->end_ns - run->start_ns));
+	ct_kv_add(&kv, "commrec_version", "%s", CT_VERSION);
+	if (kv.overflow || kv.len >= sizeof summary) {
+		rec_err("internal error: summary too long");
+		return -1;
+	}
+	summary[kv.len] = '\0';
+
+	struct ct_error err = {{0}};
+	uint64_t t0 = rec_now_ns();
+	rec_info(1, "joining %s into %s", spool, o->output);
+	if (ct_join(spool, o->output, NULL, 0, summary, &err) < 0) {
+		rec_err("cannot write %s: %s", o->output, err.msg[0] ? err.msg : "join failed");
+		return -1;
+	}
+	rec_info(1, "joined in %.3f s", (double)(rec_now_ns() - t0) / 1e9);
+	return 0;
+}
+
+/* ---- the last line ------------------------------------------------------------ */
+
+/* Decoding every record to count samples costs about a second per 20
+ * million records: beyond this, the line gives the record count instead. */
+#define COUNT_RECORDS_MAX 20000000ull
+
+void rec_report(const struct rec_opts *o)
+{
+	struct stat st;
+	unsigned long long kib = stat(o->output, &st) == 0 ? ((unsigned long long)st.st_size + 1023) / 1024 : 0;
+	struct ct_error err = {{0}};
+	struct ct_trace *t = ct_trace_open(o->output, &err);
+	if (!t) {
+		rec_warn("wrote %s (%llu KiB), but cannot read it back: %s", o->output, kib, err.msg);
+		return;
+	}
+	size_t nthreads = ct_trace_nthreads(t);
+	char buf[64];
+	unsigned long long records = 0, lost = 0, samples = 0, hits = 0;
+	if (ct_trace_meta(t, CT_SEC_SUMMARY, "records", buf, sizeof buf))
+		records = strtoull(buf, NULL, 10);
+	if (ct_trace_meta(t, CT_SEC_SUMMARY, "lost", buf, sizeof buf))
+		lost = strtoull(buf, NULL, 10);
+	bool counted = records <= COUNT_RECORDS_MAX;
+	for (size_t i = 0; counted && i < nthreads; i++) {
+		struct ct_cursor *c = ct_cursor_thread(t, i);
+		if (!c) {
+			counted = false;
+			break;
+		}
+		struct ct_record r;
+		int rc;
+		while ((rc = ct_cursor_next(c, &r, &err)) > 0) {
+			samples += r.type == CT_REC_SAMPLE;
+			hits += r.type == CT_REC_WP_HIT;
+		}
+		ct_cursor_free(c);
+	}
+	char lost_txt[64] = "";
+	if (lost)
+		snprintf(lost_txt, sizeof lost_txt, ", %llu lost", lost);
+	if (counted)
+		fprintf(stderr, "commrec: wrote %s (%zu thread%s, %llu samples, %llu watchpoint hits%s, "
+		        "%llu KiB)\n", o->output, nthreads, nthreads == 1 ? "" : "s", samples, hits,
+		        lost_txt, kib);
+	else
+		fprintf(stderr, "commrec: wrote %s (%zu thread%s, %llu records%s, %llu KiB)\n", o->output,
+		        nthreads, nthreads == 1 ? "" : "s", records, lost_txt, kib);
+	ct_trace_close(t);
+}
+
+/* ---- spool removal ---------------------------------------------------------- */
+
+/* Only what a spool holds: meta.zst, thread-*.zst, maps-*.txt, *.tmp. */
+static bool spool_file(const char *name)
+{
+	size_t l = strlen(name);
+	return !strcmp(name, "meta.zst") || is_thread_file(name) ||
+	       (!strncmp(name, "maps-", 5) && l > 9 && !strcmp(name + l - 4, ".txt")) ||
+	       (l > 4 && !strcmp(name + l - 4, ".tmp"));
+}
+
+int rec_remove_spool(const char *spool)
+{
+	DIR *d = opendir(spool);
+	if (!d)
+		return errno == ENOENT ? 0 : -1;
+	struct dirent *e;
+	int rc = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!spool_file(e->d_name)) {
+			rec_warn("%s/%s is not a spool file: left alone", spool, e->d_name);
+			rc = -1;
+			continue;
+		}
+		if (unlinkat(dirfd(d), e->d_name, 0) < 0)
+			rc = -1;
+	}
+	closedir(d);
+	if (rmdir(spool) < 0)
+		rc = -1;
+	return rc;
+}

@@ -1,0 +1,274 @@
+/* commrec's command line: options -> struct rec_opts, --help, --version,
+ * and the message helpers. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commrec.h"
+#include "commtrace.h"
+
+#ifndef CT_VERSION
+#define CT_VERSION "0.0.0"
+#endif
+
+int rec_verbose;
+
+static void vmsg(const char *fmt, va_list ap)
+{
+	char buf[2048];
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	fprintf(stderr, "commrec: %s\n", buf);
+}
+
+void rec_err(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void rec_warn(const char *fmt, ...)
+{
+	if (rec_verbose < 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void rec_info(int level, const char *fmt, ...)
+{
+	if (rec_verbose < level)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: commrec [options] [--] PROGRAM [ARGS...]\n"
+"Record how the threads of PROGRAM communicate through memory into a trace\n"
+"file for commanalyze.\n"
+"\n"
+"  -o, --output FILE       trace file to write (default trace.zst)\n"
+"  -f, --force             overwrite FILE (and a leftover FILE.spool/)\n"
+"  -s, --sampler NAME      auto|pebs|ibs|soft|inst (default auto: pebs, then\n"
+"                          ibs, then soft; see --list-samplers)\n"
+"  -c, --period N          soft: CPU microseconds between samples of a thread\n"
+"                          (default %d); pebs, ibs: events per sample\n"
+"                          (default %d); inst: accesses per sample\n"
+"  -e, --event NAME[@N]    pebs: libpfm4 event to sample (repeatable)\n"
+"  -w, --watchpoints N     debug registers per thread, 0..%d (default: all the\n"
+"                          machine gives; 0 disables watchpoints)\n"
+"  -b, --board-size N      bulletin board entries (default %d)\n"
+"      --line-size N       cache line size in bytes (default: from sysfs,\n"
+"                          else 64)\n"
+"      --no-alloc          do not record allocations\n"
+"      --full              inst: record every access, not a sample\n"
+"      --keep-spool        keep FILE.spool/ after joining\n"
+"  -q, --quiet             print only errors\n"
+"  -v, --verbose           say what is being done (repeat for more)\n"
+"      --list-samplers     which samplers work on this machine, and why not\n"
+"  -h, --help              this text\n"
+"  -V, --version           version\n"
+"\n"
+"Exit status: the program's own; 128+N if it was killed by signal N;\n"
+"%d if commrec could not record (bad option, no sampler, runtime not\n"
+"loaded, join failed); 126 if PROGRAM is not executable; 127 if not found.\n"
+"See commrec(1).\n",
+		1000, 500000, CT_WP_MAX, 127, REC_EXIT_FAILED);
+}
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try 'commrec --help' for more information.\n");
+	return -1;
+}
+
+/* Decimal integer in [lo, hi]; false if not. */
+static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end || errno || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+enum {
+	OPT_LINE_SIZE = 256, OPT_NO_ALLOC, OPT_FULL, OPT_KEEP_SPOOL, OPT_LIST_SAMPLERS,
+};
+
+static const struct option long_opts[] = {
+	{"output", required_argument, NULL, 'o'},
+	{"force", no_argument, NULL, 'f'},
+	{"sampler", required_argument, NULL, 's'},
+	{"period", required_argument, NULL, 'c'},
+	{"event", required_argument, NULL, 'e'},
+	{"watchpoints", required_argument, NULL, 'w'},
+	{"board-size", required_argument, NULL, 'b'},
+	{"line-size", required_argument, NULL, OPT_LINE_SIZE},
+	{"no-alloc", no_argument, NULL, OPT_NO_ALLOC},
+	{"full", no_argument, NULL, OPT_FULL},
+	{"keep-spool", no_argument, NULL, OPT_KEEP_SPOOL},
+	{"quiet", no_argument, NULL, 'q'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"list-samplers", no_argument, NULL, OPT_LIST_SAMPLERS},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+static bool known_sampler(const char *s)
+{
+	static const char *const names[] = {"auto", "pebs", "ibs", "soft", "inst"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(s, names[i]))
+			return true;
+	return false;
+}
+
+/* NAME[@PERIOD]: a non-empty name of [A-Za-z0-9_.:=,-] without commas (they
+ * separate events in COMMTRACE_EVENTS), an optional positive period. */
+static bool valid_event(const char *s)
+{
+	const char *at = strchr(s, '@');
+	size_t nlen = at ? (size_t)(at - s) : strlen(s);
+	if (!nlen)
+		return false;
+	for (size_t i = 0; i < nlen; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == ':' || c == '=' || c == '-'))
+			return false;
+	}
+	uint64_t p;
+	return !at || parse_u64(at + 1, 1, UINT64_MAX, &p);
+}
+
+int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samplers)
+{
+	memset(o, 0, sizeof *o);
+	o->output = "trace.zst";
+	o->sampler = "auto";
+	o->watchpoints = -1;
+	o->board_size = 127;
+	*list_samplers = false;
+	uint64_t v;
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	/* '+': stop at the program name, so its own options are left alone. */
+	while ((c = getopt_long(argc, argv, "+:o:fs:c:e:w:b:qvhV", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!*optarg)
+				return bad("empty output file name");
+			o->output = optarg;
+			break;
+		case 'f':
+			o->force = true;
+			break;
+		case 's':
+			if (!known_sampler(optarg))
+				return bad("unknown sampler '%s': expected auto, pebs, ibs, soft or inst",
+				           optarg);
+			o->sampler = optarg;
+			break;
+		case 'c':
+			if (!parse_u64(optarg, 1, UINT64_C(1) << 48, &v))
+				return bad("invalid period '%s': expected a positive integer", optarg);
+			o->period = v;
+			break;
+		case 'e':
+			if (!valid_event(optarg))
+				return bad("invalid event '%s': expected NAME or NAME@PERIOD", optarg);
+			if (o->nevents == REC_MAX_EVENTS)
+				return bad("too many events (at most %d)", REC_MAX_EVENTS);
+			o->events[o->nevents++] = optarg;
+			break;
+		case 'w':
+			if (!parse_u64(optarg, 0, CT_WP_MAX, &v))
+				return bad("invalid number of watchpoints '%s': expected 0..%d", optarg,
+				           CT_WP_MAX);
+			o->watchpoints = (int)v;
+			break;
+		case 'b':
+			if (!parse_u64(optarg, 1, 1u << 20, &v))
+				return bad("invalid board size '%s': expected 1..%u", optarg, 1u << 20);
+			o->board_size = (int)v;
+			break;
+		case OPT_LINE_SIZE:
+			if (!parse_u64(optarg, 8, 4096, &v) || (v & (v - 1)))
+				return bad("invalid line size '%s': expected a power of two in 8..4096",
+				           optarg);
+			o->line_size = (int)v;
+			break;
+		case OPT_NO_ALLOC:
+			o->no_alloc = true;
+			break;
+		case OPT_FULL:
+			o->full = true;
+			break;
+		case OPT_KEEP_SPOOL:
+			o->keep_spool = true;
+			break;
+		case 'q':
+			o->verbose = -1;
+			break;
+		case 'v':
+			o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
+			break;
+		case OPT_LIST_SAMPLERS:
+			*list_samplers = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		case 'V':
+			printf("commrec (commtrace) %s, trace format %d\n", CT_VERSION, CT_FORMAT_VERSION);
+			return 1;
+		case ':':
+			if (optopt && optopt < 256)
+				return bad("option '-%c' needs a value", optopt);
+			return bad("option '%s' needs a value", argv[optind - 1]);
+		default:
+			if (optopt && optopt < 256)
+				return bad("unknown option '-%c'", optopt);
+			return bad("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	rec_verbose = o->verbose;
+	if (*list_samplers)
+		return 0;
+	if (optind >= argc)
+		return bad("no program to record: commrec [options] [--] PROGRAM [ARGS...]");
+	if (!argv[optind][0])
+		return bad("empty program name");
+	o->argv = argv + optind;
+	o->argc = argc - optind;
+	if (o->full && strcmp(o->sampler, "inst"))
+		return bad("--full records every access: it needs --sampler inst");
+	if (o->nevents && strcmp(o->sampler, "auto") && strcmp(o->sampler, "pebs"))
+		return bad("--event chooses PMU events for the pebs sampler, not %s", o->sampler);
+	return 0;
+}
