@@ -78,6 +78,7 @@ RT_CFLAGS := $(CFLAGS_ALL) -fPIC -fvisibility=hidden -Irecord/common -Irecord/ru
 FMT_SRC := $(wildcard formats/*.c)
 RCOMMON_SRC := $(wildcard record/common/*.c)
 RT_SRC := $(wildcard record/runtime/*.c)
+INST_SRC := $(wildcard record/inst/*.c)
 LAUNCH_SRC := $(wildcard record/*.c)
 ANA_SRC := $(filter-out analyze/main.c,$(wildcard analyze/*.c))
 UBENCH_SRC := $(wildcard tests/ubench/*.c)
@@ -89,6 +90,7 @@ FMT_PIC_OBJ := $(call obj,pic,$(FMT_SRC))
 RCOMMON_OBJ := $(call obj,std,$(RCOMMON_SRC))
 RCOMMON_PIC_OBJ := $(call obj,pic,$(RCOMMON_SRC))
 RT_OBJ := $(call obj,pic,$(RT_SRC))
+INST_OBJ := $(call obj,pic,$(INST_SRC))
 LAUNCH_OBJ := $(call obj,std,$(LAUNCH_SRC))
 ANA_OBJ := $(call obj,std,$(ANA_SRC))
 UBENCH_BIN := $(UBENCH_SRC:.c=)
@@ -99,10 +101,13 @@ LIBFMT_PIC := $(B)/libctformat-pic.a
 LIBRCOMMON := $(B)/librecord-common.a
 LIBANA := $(B)/libanalyze.a
 RUNTIME := $(B)/libcommrec.so
+INST_RT := $(B)/libcommrec-inst.so
+INST_RT_A := $(B)/libcommrec-inst.a
 COMMREC := $(B)/commrec
 COMMANALYZE := $(B)/commanalyze
 
 PROGRAMS := $(if $(LAUNCH_SRC),$(COMMREC)) $(if $(RT_SRC),$(RUNTIME)) \
+            $(if $(INST_SRC),$(INST_RT) $(INST_RT_A)) \
             $(if $(wildcard analyze/main.c),$(COMMANALYZE))
 
 .PHONY: all deps check bench demo install clean programs tests
@@ -134,6 +139,17 @@ $(RUNTIME): $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(LIBFMT_PIC)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(LIBFMT_PIC) \
 		$(ZSTD_LIBS) $(ZYDIS_LIBS) $(filter -lpfm,$(REC_LIBS)) -ldl -lpthread -lrt -Wl,-z,nodelete
+
+# The inst runtime: the same runtime plus the compiler-instrumentation entry
+# points (__tsan_*) and libc bulk-copy interceptors; linked into programs
+# built with commrec-cc instead of being preloaded.
+RT_LIBS := $(ZSTD_LIBS) $(ZYDIS_LIBS) $(filter -lpfm,$(REC_LIBS)) -ldl -lpthread -lrt
+$(INST_RT): $(INST_OBJ) $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(LIBFMT_PIC)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,libcommrec-inst.so -o $@ $(INST_OBJ) $(RT_OBJ) $(RCOMMON_PIC_OBJ) \
+		$(LIBFMT_PIC) $(RT_LIBS) -Wl,-z,nodelete
+$(INST_RT_A): $(INST_OBJ) $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(FMT_PIC_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(COMMREC): $(LAUNCH_OBJ) $(LIBRCOMMON) $(LIBFMT)
 	@$(if $(Q),echo "  LD      $@")
