@@ -1,0 +1,56 @@
+/* exitcode: exit() called by a thread other than the main one, while the
+ * main thread waits in pthread_join and a second worker still computes.
+ * Prints "exitcode: thread 0 calls exit(N)" and, from an atexit handler,
+ * "exitcode: atexit ran"; the process exit status is N. */
+#include "ubench.h"
+
+static uint64_t code = 7, iters = 5000000;
+static _Atomic int spin = 1;
+static struct ub_slot shared;
+
+static void at_exit_handler(void)
+{
+	printf("exitcode: atexit ran\n");
+	fflush(stdout);
+}
+
+static void *spinner(void *arg)
+{
+	(void)arg;
+	struct ub_rng r;
+	ub_rng_seed(&r, 11, 1);
+	while (atomic_load_explicit(&spin, memory_order_relaxed))
+		shared.w[1] = ub_next(&r);
+	return NULL;
+}
+
+static void *exiter(void *arg)
+{
+	(void)arg;
+	struct ub_rng r;
+	ub_rng_seed(&r, 11, 0);
+	for (uint64_t i = 0; i < iters; i++)
+		shared.w[0] = ub_next(&r);
+	printf("exitcode: thread 0 calls exit(%d)\n", (int)code);
+	exit((int)code);
+}
+
+int main(int argc, char **argv)
+{
+	const struct ub_opt opts[] = {
+		{ 'x', "N", "exit status", UB_UINT, &code, 0, 255, NULL },
+		UB_OPT_ITERS(&iters),
+	};
+	const struct ub_cli cli = { "exitcode",
+		"A non-main thread calls exit(N) while main waits in pthread_join.",
+		opts, sizeof opts / sizeof opts[0] };
+	ub_parse(&cli, argc, argv);
+	atexit(at_exit_handler);
+	pthread_t a, b;
+	if (pthread_create(&a, NULL, exiter, NULL) || pthread_create(&b, NULL, spinner, NULL)) {
+		perror("pthread_create");
+		return 1;
+	}
+	pthread_join(a, NULL);
+	return 100;   /* not reached: thread 0 exits the process */
+}
