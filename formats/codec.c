@@ -93,13 +93,58 @@ void ct_codec_reset(struct ct_codec *c)
 }
 
 /* SAMPLE presence byte (FORMAT.md) */
-#define SP_CPU      0x01
-#define SP_PERIOD   0x02
-#define SP_LENKIND  0x04
-#define SP_FLAGS    0x08
-#define SP_DATA_SRC 0x10
-#define SP_WEIGHT   0x20
-#define SP_KNOWN    0x3f
+#define SP_EXT        0x01u /* an extension byte follows */
+#define SP_LEN        0x02u /* len changed: u8 follows */
+#define SP_KIND_SHIFT 2    /* bits 2-3: kind 0..2, or 3: kind byte follows */
+#define SP_KIND_ESCAPE 3u
+#define SP_ADDR_SHIFT 4    /* bits 4-5: delta base of addr (0 = most recent) */
+#define SP_IP_HIT     0x40u /* ip equals a recent ip: its slot index follows */
+#define SP_RESERVED   0x80
+#define IP_SLOTS      8
+/* SAMPLE extension byte */
+#define SX_CPU      0x01   /* cpu changed: varint follows */
+#define SX_PERIOD   0x02   /* period changed: varint follows */
+#define SX_FLAGS    0x04   /* flags changed: u8 follows */
+#define SX_DATA_SRC 0x08   /* data_src != 0: varint follows */
+#define SX_WEIGHT   0x10   /* weight != 0: varint follows */
+#define SX_KNOWN    0x1f
+
+/* Delta bases: slot 0 is *cur, slots 1..3 are old[0..2]. */
+static inline uint64_t slot_get(uint64_t cur, const uint64_t *old, unsigned k)
+{
+	return k ? old[k - 1] : cur;
+}
+
+/* After using slot k for value v: v moves to the front, slot k is dropped
+ * (slot k of a table of n is the last one when k = n - 1). */
+static inline void slot_use(uint64_t *cur, uint64_t *old, unsigned k, uint64_t v)
+{
+	if (k) {
+		for (unsigned j = k - 1; j > 0; j--)
+			old[j] = old[j - 1];
+		old[0] = *cur;
+	}
+	*cur = v;
+}
+
+static inline unsigned vlen(uint64_t x)
+{
+	return 1 + (unsigned)(63 - __builtin_clzll(x | 1)) / 7;
+}
+
+/* The slot whose delta is shortest (the lowest on ties). */
+static inline unsigned slot_best(uint64_t cur, const uint64_t *old, uint64_t v)
+{
+	unsigned best = 0, bl = vlen(zz(v - cur));
+	for (unsigned k = 1; k < 4 && bl > 1; k++) {
+		unsigned l = vlen(zz(v - old[k - 1]));
+		if (l < bl) {
+			bl = l;
+			best = k;
+		}
+	}
+	return best;
+}
 
 #define ALLOC_OLD_ADDR 0x80    /* ALLOC kind byte: old_addr follows */
 
@@ -115,29 +160,40 @@ size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *
 	switch (r->type) {
 	case CT_REC_SAMPLE: {
 		const struct ct_sample *s = &r->u.sample;
-		uint8_t pres = 0;
-		if (s->cpu != c->cpu) pres |= SP_CPU;
-		if (s->period != c->period) pres |= SP_PERIOD;
-		if (s->len != c->len || s->kind != c->kind) pres |= SP_LENKIND;
-		if (s->flags != c->flags) pres |= SP_FLAGS;
-		if (s->data_src) pres |= SP_DATA_SRC;
-		if (s->weight) pres |= SP_WEIGHT;
+		uint8_t ext = 0;
+		if (s->cpu != c->cpu) ext |= SX_CPU;
+		if (s->period != c->period) ext |= SX_PERIOD;
+		if (s->flags != c->flags) ext |= SX_FLAGS;
+		if (s->data_src) ext |= SX_DATA_SRC;
+		if (s->weight) ext |= SX_WEIGHT;
+		unsigned ka = slot_best(c->addr, c->addr_old, s->addr);
+		unsigned ki = 0;
+		while (ki < IP_SLOTS && slot_get(c->ip, c->ip_old, ki) != s->ip)
+			ki++;
+		uint8_t pres = (uint8_t)((ext ? SP_EXT : 0) | (s->len != c->len ? SP_LEN : 0) |
+			(s->kind < SP_KIND_ESCAPE ? s->kind : SP_KIND_ESCAPE) << SP_KIND_SHIFT |
+			ka << SP_ADDR_SHIFT | (ki < IP_SLOTS ? SP_IP_HIT : 0));
 		*o++ = pres;
-		o = put_zz(o, s->ip, c->ip);
-		o = put_zz(o, s->addr, c->addr);
-		c->ip = s->ip;
-		c->addr = s->addr;
-		if (pres & SP_CPU) { o = put_v(o, s->cpu); c->cpu = s->cpu; }
-		if (pres & SP_PERIOD) { o = put_v(o, s->period); c->period = s->period; }
-		if (pres & SP_LENKIND) {
-			*o++ = s->len;
-			*o++ = s->kind;
-			c->len = s->len;
-			c->kind = s->kind;
+		if (ki < IP_SLOTS) {
+			*o++ = (uint8_t)ki;
+		} else {
+			o = put_zz(o, s->ip, c->ip);
+			ki = IP_SLOTS - 1;
 		}
-		if (pres & SP_FLAGS) { *o++ = s->flags; c->flags = s->flags; }
-		if (pres & SP_DATA_SRC) o = put_v(o, s->data_src);
-		if (pres & SP_WEIGHT) o = put_v(o, s->weight);
+		o = put_zz(o, s->addr, slot_get(c->addr, c->addr_old, ka));
+		slot_use(&c->ip, c->ip_old, ki, s->ip);
+		slot_use(&c->addr, c->addr_old, ka, s->addr);
+		if (pres & SP_LEN) { *o++ = s->len; c->len = s->len; }
+		if (s->kind >= SP_KIND_ESCAPE) *o++ = s->kind;
+		c->kind = s->kind;
+		if (ext) {
+			*o++ = ext;
+			if (ext & SX_CPU) { o = put_v(o, s->cpu); c->cpu = s->cpu; }
+			if (ext & SX_PERIOD) { o = put_v(o, s->period); c->period = s->period; }
+			if (ext & SX_FLAGS) { *o++ = s->flags; c->flags = s->flags; }
+			if (ext & SX_DATA_SRC) o = put_v(o, s->data_src);
+			if (ext & SX_WEIGHT) o = put_v(o, s->weight);
+		}
 		break;
 	}
 	case CT_REC_WP_ARM: {
@@ -242,29 +298,50 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 
 	if (p >= end)
 		return 0;
-	memset(r, 0, sizeof *r);
 	r->thread = thread;
 	r->type = get_u8(&d);
 	r->time = get_zz(&d, n.time);
 	n.time = r->time;
 
+	/* Only the member of the union that the type uses is written (all of
+	 * it, zeros where the encoding leaves a field out). */
 	switch (r->type) {
 	case CT_REC_SAMPLE: {
 		struct ct_sample *s = &r->u.sample;
+		memset(s, 0, sizeof *s);
 		uint8_t pres = get_u8(&d);
-		if (pres & ~SP_KNOWN)
+		unsigned ka = (pres >> SP_ADDR_SHIFT) & 3, ki;
+		if (pres & SP_RESERVED)
 			return 0;
-		s->ip = n.ip = get_zz(&d, n.ip);
-		s->addr = n.addr = get_zz(&d, n.addr);
-		if (pres & SP_CPU) n.cpu = get_v32(&d);
-		if (pres & SP_PERIOD) n.period = get_v(&d);
-		if (pres & SP_LENKIND) {
-			n.len = get_u8(&d);
-			n.kind = get_u8(&d);
+		if (pres & SP_IP_HIT) {
+			ki = get_u8(&d);
+			if (ki >= IP_SLOTS)
+				return 0;
+			s->ip = slot_get(n.ip, n.ip_old, ki);
+		} else {
+			s->ip = get_zz(&d, n.ip);
+			ki = IP_SLOTS - 1;
 		}
-		if (pres & SP_FLAGS) n.flags = get_u8(&d);
-		if (pres & SP_DATA_SRC) s->data_src = get_v(&d);
-		if (pres & SP_WEIGHT) s->weight = get_v32(&d);
+		s->addr = get_zz(&d, slot_get(n.addr, n.addr_old, ka));
+		slot_use(&n.ip, n.ip_old, ki, s->ip);
+		slot_use(&n.addr, n.addr_old, ka, s->addr);
+		if (pres & SP_LEN) n.len = get_u8(&d);
+		n.kind = (pres >> SP_KIND_SHIFT) & 3;
+		if (n.kind == SP_KIND_ESCAPE) {
+			n.kind = get_u8(&d);
+			if (n.kind < SP_KIND_ESCAPE)     /* not canonical */
+				return 0;
+		}
+		if (pres & SP_EXT) {
+			uint8_t ext = get_u8(&d);
+			if (ext & ~SX_KNOWN)
+				return 0;
+			if (ext & SX_CPU) n.cpu = get_v32(&d);
+			if (ext & SX_PERIOD) n.period = get_v(&d);
+			if (ext & SX_FLAGS) n.flags = get_u8(&d);
+			if (ext & SX_DATA_SRC) s->data_src = get_v(&d);
+			if (ext & SX_WEIGHT) s->weight = get_v32(&d);
+		}
 		s->cpu = n.cpu;
 		s->period = n.period;
 		s->len = n.len;
@@ -274,6 +351,7 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 	}
 	case CT_REC_WP_ARM: {
 		struct ct_wp_arm *a = &r->u.arm;
+		memset(a, 0, sizeof *a);
 		a->publisher = get_v32(&d);
 		a->pub_time = get_zz(&d, r->time);
 		a->pub_addr = n.addr = get_zz(&d, n.addr);
@@ -289,6 +367,7 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 	}
 	case CT_REC_WP_HIT: {
 		struct ct_wp_hit *h = &r->u.hit;
+		memset(h, 0, sizeof *h);
 		h->ip = n.ip = get_zz(&d, n.ip);
 		h->addr = n.addr = get_zz(&d, n.addr);
 		h->cpu = get_v32(&d);
@@ -299,6 +378,7 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 	}
 	case CT_REC_ALLOC: {
 		struct ct_alloc *a = &r->u.alloc;
+		memset(a, 0, sizeof *a);
 		a->addr = n.addr = get_zz(&d, n.addr);
 		a->size = get_v(&d);
 		a->callsite = get_v32(&d);
@@ -312,12 +392,14 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 		break;
 	}
 	case CT_REC_FREE:
+		memset(&r->u.free, 0, sizeof r->u.free);
 		r->u.free.addr = n.addr = get_zz(&d, n.addr);
 		r->u.free.size = get_v(&d);
 		r->u.free.kind = get_u8(&d);
 		break;
 	case CT_REC_CALLSITE: {
 		struct ct_callsite *cs = &r->u.callsite;
+		memset(cs, 0, sizeof *cs);
 		cs->id = get_v32(&d);
 		cs->depth = get_u8(&d);
 		if (cs->depth > CT_CALLSITE_MAX_DEPTH)
@@ -328,6 +410,7 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 	}
 	case CT_REC_THREAD_START: {
 		struct ct_thread_start *t = &r->u.start;
+		memset(t, 0, sizeof *t);
 		t->stack_lo = get_v(&d);
 		t->stack_hi = get_zz(&d, t->stack_lo);
 		t->fs_base = get_v(&d);
@@ -336,6 +419,7 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 		break;
 	}
 	case CT_REC_THREAD_END: {
+		memset(&r->u.end, 0, sizeof r->u.end);
 		int64_t st = (int64_t)unzz(get_v(&d));
 		if (st < INT32_MIN || st > INT32_MAX)
 			return 0;
@@ -343,6 +427,7 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 		break;
 	}
 	case CT_REC_MARKER: {
+		memset(&r->u.marker, 0, sizeof r->u.marker);
 		r->u.marker.kind = get_u8(&d);
 		uint8_t len = get_u8(&d);
 		if (!d.ok || len > CT_MARKER_NAME_MAX || (size_t)(d.end - d.p) < len)
@@ -355,17 +440,21 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 		break;
 	}
 	case CT_REC_LOST:
+		memset(&r->u.lost, 0, sizeof r->u.lost);
 		r->u.lost.reason = get_u8(&d);
 		r->u.lost.count = get_v(&d);
 		break;
 	case CT_REC_SKIPPED:
+		memset(&r->u.skipped, 0, sizeof r->u.skipped);
 		r->u.skipped.reason = get_u8(&d);
 		r->u.skipped.count = get_v(&d);
 		break;
 	case CT_REC_FUNC_ENTER:
+		memset(&r->u.func, 0, sizeof r->u.func);
 		r->u.func.addr = n.ip = get_zz(&d, n.ip);
 		break;
 	case CT_REC_FUNC_EXIT:
+		memset(&r->u.func, 0, sizeof r->u.func);
 		r->u.func.addr = get_v(&d);
 		break;
 	default:

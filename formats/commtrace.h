@@ -1,6 +1,6 @@
 /* commtrace trace format: the one library that writes and reads traces.
  *
- * Both record/ and analyze/ include this header and link libcommtrace-format.a;
+ * Both record/ and analyze/ include this header and link libctformat.a;
  * neither has any other way to touch a trace.  The byte layout is specified in
  * formats/FORMAT.md; this header is its C face.
  *
@@ -222,12 +222,15 @@ const char *ct_skip_reason_name(unsigned reason);
 
 /* ---- codec ------------------------------------------------------------- */
 
-/* Delta state, reset at the start of every frame. */
+/* Delta state, reset at the start of every frame.  ip and addr are the most
+ * recent code and data addresses; ip_old and addr_old the ones before them
+ * (most recent first), which SAMPLE records may refer to (FORMAT.md). */
 struct ct_codec {
 	uint64_t time, ip, addr;
 	uint64_t period;
 	uint32_t cpu;
 	uint8_t len, kind, flags;
+	uint64_t ip_old[7], addr_old[3];
 };
 
 #define CT_RECORD_MAX_BYTES 256  /* an encoded record never exceeds this */
@@ -237,7 +240,10 @@ void ct_codec_reset(struct ct_codec *c);
  * Async-signal-safe, no allocation. */
 size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out);
 /* Decode one record from [p, end); returns bytes consumed, 0 on malformed
- * input (never reads past end). r->thread is left unchanged. */
+ * input (never reads past end; the codec state is then unchanged).
+ * r->thread is left unchanged; r->type, r->time and the whole union member
+ * of that type are written (fields the encoding leaves out are 0); the
+ * bytes of the other union members are not touched. */
 size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end,
                         struct ct_record *r);
 
@@ -373,9 +379,15 @@ struct ct_trace;
 
 /* Opens a trace.zst file or a spool directory.  NULL with err filled on
  * failure: missing file, empty file, wrong magic, version too new, unknown
- * required feature, damaged structure before the first thread. */
+ * required feature, bad HEADER section.  Damaged structure after the header
+ * is not fatal: indexing stops there and ct_trace_damage() says where. */
 struct ct_trace *ct_trace_open(const char *path, struct ct_error *err);
 void ct_trace_close(struct ct_trace *t);
+/* The same for a joined trace already in memory (fuzzers, tests, pipes):
+ * buf must stay valid until ct_trace_close; name stands for the file name
+ * in messages. */
+struct ct_trace *ct_trace_open_mem(const void *buf, size_t len, const char *name,
+                                   struct ct_error *err);
 
 const char *ct_trace_path(const struct ct_trace *t);
 const struct ct_header *ct_trace_header(const struct ct_trace *t);
@@ -399,7 +411,9 @@ bool ct_trace_meta(const struct ct_trace *t, enum ct_section kind, const char *k
                    char *out, size_t cap);
 
 /* Cursors.  ct_cursor_next returns 1 with a record, 0 at the end, -1 on
- * damaged data (err filled; the records before it were delivered). */
+ * damaged data (err filled; the records before it were delivered; it keeps
+ * returning -1).  An open trace is not modified by reading: several cursors
+ * may read it at once, from different threads (one cursor per thread). */
 struct ct_cursor;
 struct ct_cursor *ct_cursor_thread(struct ct_trace *t, size_t i);
 /* All threads merged in (time, thread index, stream order) order, with one

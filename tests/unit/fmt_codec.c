@@ -1,0 +1,538 @@
+/* Record codec: every record type round-trips exactly, edge values
+ * included; malformed bytes are refused without reading past the end. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "commtrace.h"
+
+static struct ct_record recs[64];
+static size_t nrecs;
+
+static struct ct_record *add(uint8_t type, uint64_t time)
+{
+	struct ct_record *r = &recs[nrecs++];
+	memset(r, 0, sizeof *r);
+	r->type = type;
+	r->time = time;
+	return r;
+}
+
+static void build(void)
+{
+	struct ct_record *r;
+	nrecs = 0;
+	r = add(CT_REC_SAMPLE, 1000);
+	r->u.sample = (struct ct_sample){ .ip = 0x401000, .addr = 0x7fff0000, .period = 10007,
+		.cpu = 3, .len = 8, .kind = CT_ACCESS_STORE, .flags = CT_SAMPLE_EXACT };
+	r = add(CT_REC_SAMPLE, 999);                       /* time goes back */
+	r->u.sample = (struct ct_sample){ .ip = 0x400000, .addr = 0x1000, .period = 10007,
+		.cpu = 3, .len = 8, .kind = CT_ACCESS_STORE, .flags = CT_SAMPLE_EXACT };
+	r = add(CT_REC_SAMPLE, UINT64_MAX);
+	r->u.sample = (struct ct_sample){ .ip = UINT64_MAX, .addr = UINT64_MAX, .period = UINT64_MAX,
+		.data_src = UINT64_MAX, .weight = UINT32_MAX, .cpu = UINT32_MAX, .len = 255, .kind = 255,
+		.flags = 0xff };
+	r = add(CT_REC_SAMPLE, 0);
+	r->u.sample = (struct ct_sample){ 0 };
+	r = add(CT_REC_SAMPLE, 5);
+	r->u.sample = (struct ct_sample){ .ip = 1, .addr = UINT64_MAX - 1, .period = 1, .data_src = 0x1234,
+		.cpu = 0, .len = 1, .kind = CT_ACCESS_ATOMIC, .flags = CT_SAMPLE_RECONSTRUCTED | CT_SAMPLE_PREV_INSN };
+	r = add(CT_REC_WP_ARM, 6);
+	r->u.arm = (struct ct_wp_arm){ .pub_time = 1, .pub_addr = 0x601040, .publisher = 7, .pub_len = 4,
+		.nwp = CT_WP_MAX, .wp_len = { 1, 2, 4, 8 },
+		.wp_addr = { 0x601040, 0x601048, 0, UINT64_MAX } };
+	r = add(CT_REC_WP_ARM, 7);
+	r->u.arm = (struct ct_wp_arm){ .pub_time = UINT64_MAX, .pub_addr = 0, .publisher = UINT32_MAX,
+		.nwp = 1, .wp_len = { 8 }, .wp_addr = { 0x10 } };
+	r = add(CT_REC_WP_HIT, 8);
+	r->u.hit = (struct ct_wp_hit){ .ip = 0x401234, .addr = 0x601048, .cpu = 2, .reg = 1, .len = 8,
+		.kind = CT_ACCESS_LOAD };
+	r = add(CT_REC_WP_HIT, 8);
+	r->u.hit = (struct ct_wp_hit){ .ip = 0, .addr = UINT64_MAX, .cpu = UINT32_MAX, .reg = 255,
+		.len = 255, .kind = 255 };
+	r = add(CT_REC_CALLSITE, 9);
+	r->u.callsite.id = UINT32_MAX;
+	r->u.callsite.depth = CT_CALLSITE_MAX_DEPTH;
+	for (int i = 0; i < CT_CALLSITE_MAX_DEPTH; i++)
+		r->u.callsite.pc[i] = i & 1 ? UINT64_MAX - (uint64_t)i : 0x400000 + 16 * (uint64_t)i;
+	r = add(CT_REC_CALLSITE, 9);
+	r->u.callsite.id = 0;
+	r->u.callsite.depth = 1;
+	r->u.callsite.pc[0] = UINT64_MAX;
+	r = add(CT_REC_ALLOC, 10);
+	r->u.alloc = (struct ct_alloc){ .addr = 0x5555000, .size = 4096, .callsite = 1,
+		.kind = CT_ALLOC_MALLOC };
+	r = add(CT_REC_ALLOC, 11);
+	r->u.alloc = (struct ct_alloc){ .addr = UINT64_MAX, .size = UINT64_MAX, .old_addr = 1,
+		.callsite = UINT32_MAX, .kind = CT_ALLOC_REALLOC };
+	r = add(CT_REC_ALLOC, 11);
+	r->u.alloc = (struct ct_alloc){ .addr = 0, .size = 0, .old_addr = UINT64_MAX,
+		.kind = CT_ALLOC_MMAP };
+	r = add(CT_REC_FREE, 12);
+	r->u.free = (struct ct_free){ .addr = 0x5555000, .size = 0, .kind = 0 };
+	r = add(CT_REC_FREE, 12);
+	r->u.free = (struct ct_free){ .addr = UINT64_MAX, .size = UINT64_MAX, .kind = 1 };
+	r = add(CT_REC_THREAD_START, 13);
+	r->u.start = (struct ct_thread_start){ .stack_lo = 0x7f0000000000, .stack_hi = 0x7f0000800000,
+		.fs_base = 0x7f0000900000, .tls_lo = UINT64_MAX, .tls_hi = 0 };
+	r = add(CT_REC_THREAD_END, 14);
+	r->u.end.status = INT32_MIN;
+	r = add(CT_REC_THREAD_END, 14);
+	r->u.end.status = INT32_MAX;
+	r = add(CT_REC_THREAD_END, 14);
+	r->u.end.status = -1;
+	r = add(CT_REC_MARKER, 15);
+	r->u.marker.kind = CT_MARK_REGION_BEGIN;
+	memset(r->u.marker.name, 'x', CT_MARKER_NAME_MAX);  /* 63 chars, NUL after */
+	r->u.marker.name[0] = 'A';
+	r->u.marker.name[CT_MARKER_NAME_MAX - 1] = 'Z';
+	r = add(CT_REC_MARKER, 15);
+	r->u.marker.kind = CT_MARK_PHASE;                  /* empty name */
+	r = add(CT_REC_LOST, 16);
+	r->u.lost = (struct ct_lost){ .reason = CT_LOST_BUFFER_FULL, .count = UINT64_MAX };
+	r = add(CT_REC_SKIPPED, 17);
+	r->u.skipped = (struct ct_skipped){ .reason = CT_SKIP_KERNEL, .count = 42 };
+	r = add(CT_REC_FUNC_ENTER, 18);
+	r->u.func.addr = 0x401000;
+	r = add(CT_REC_FUNC_EXIT, 19);
+	r->u.func.addr = 0;
+	r = add(CT_REC_FUNC_ENTER, 20);
+	r->u.func.addr = 0;
+	r = add(CT_REC_FUNC_EXIT, 21);
+	r->u.func.addr = UINT64_MAX;
+	r = add(CT_REC_SAMPLE, 0);                       /* after everything: state reused */
+	r->u.sample = (struct ct_sample){ .ip = 0x401000, .addr = 0x7fff0000, .period = 10007,
+		.cpu = 3, .len = 8, .kind = CT_ACCESS_STORE, .flags = CT_SAMPLE_EXACT, .weight = 77 };
+}
+
+static uint8_t buf[64 * CT_RECORD_MAX_BYTES];
+static size_t buflen, ends[64];
+
+static void encode_all(void)
+{
+	struct ct_codec c;
+	ct_codec_reset(&c);
+	buflen = 0;
+	for (size_t i = 0; i < nrecs; i++) {
+		size_t n = ct_encode_record(&c, &recs[i], buf + buflen);
+		CHECK(n > 0 && n <= CT_RECORD_MAX_BYTES);
+		buflen += n;
+		ends[i] = buflen;
+	}
+}
+
+static void test_roundtrip_every_type(void)
+{
+	bool seen[CT_REC_TYPE_MAX + 1] = { 0 };
+	build();
+	encode_all();
+	struct ct_codec c;
+	ct_codec_reset(&c);
+	const uint8_t *p = buf, *end = buf + buflen;
+	for (size_t i = 0; i < nrecs; i++) {
+		struct ct_record r;
+		memset(&r, 0, sizeof r);
+		r.thread = 1234;
+		size_t n = ct_decode_record(&c, p, end, &r);
+		CHECK_EQ_U(n, ends[i] - (size_t)(p - buf));
+		CHECK_EQ_U(r.thread, 1234);            /* left unchanged */
+		r.thread = 0;
+		if (memcmp(&r, &recs[i], sizeof r)) {
+			printf("record %zu (%s) differs\n", i, ct_rec_type_name(recs[i].type));
+			CHECK(!"record round-trips");
+		}
+		seen[r.type] = true;
+		p += n;
+	}
+	CHECK(p == end);
+	for (int t = 1; t <= CT_REC_TYPE_MAX; t++)
+		CHECK(seen[t]);
+}
+
+/* Decoding any prefix of a valid record fails cleanly; run under ASAN with
+ * the bytes copied to an exact-size heap buffer so any over-read shows. */
+static void test_truncated_records(void)
+{
+	build();
+	encode_all();
+	size_t start = 0;
+	for (size_t i = 0; i < nrecs; i++) {
+		/* decode state as it is before record i */
+		struct ct_codec c;
+		ct_codec_reset(&c);
+		struct ct_record r;
+		const uint8_t *p = buf;
+		for (size_t k = 0; k < i; k++)
+			p += ct_decode_record(&c, p, buf + buflen, &r);
+		CHECK(p == buf + start);
+		size_t len = ends[i] - start;
+		for (size_t cut = 0; cut < len; cut++) {
+			uint8_t *h = malloc(cut ? cut : 1);
+			memcpy(h, buf + start, cut);
+			struct ct_codec c2 = c;
+			CHECK_EQ_U(ct_decode_record(&c2, h, h + cut, &r), 0);
+			CHECK(!memcmp(&c2, &c, sizeof c));   /* state untouched on failure */
+			free(h);
+		}
+		start = ends[i];
+	}
+}
+
+static size_t dec1(const uint8_t *b, size_t n)
+{
+	struct ct_codec c;
+	struct ct_record r;
+	ct_codec_reset(&c);
+	uint8_t *h = malloc(n ? n : 1);
+	memcpy(h, b, n);
+	size_t got = ct_decode_record(&c, h, h + n, &r);
+	free(h);
+	return got;
+}
+
+static void test_malformed_records(void)
+{
+	/* unknown types */
+	CHECK_EQ_U(dec1((const uint8_t[]){ 0, 0 }, 2), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_TYPE_MAX + 1, 0, 0, 0 }, 4), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ 0xff, 0, 0, 0 }, 4), 0);
+	/* overlong varint: 11 continuation bytes; 10th byte > 1 */
+	uint8_t ol[16] = { CT_REC_LOST };
+	memset(ol + 1, 0x80, 11);
+	ol[12] = 0;
+	CHECK_EQ_U(dec1(ol, 13), 0);
+	uint8_t ov[12] = { CT_REC_LOST, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 1 };
+	CHECK_EQ_U(dec1(ov, 12), 0);
+	/* the largest valid varint is accepted */
+	uint8_t mx[13] = { CT_REC_LOST, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1, 0 };
+	CHECK_EQ_U(dec1(mx, 13), 13);
+	/* callsite depth too large */
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_CALLSITE, 0, 1, CT_CALLSITE_MAX_DEPTH + 1, 0, 0, 0, 0, 0, 0, 0,
+	                                   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, 22), 0);
+	/* marker name too long, or with a NUL inside */
+	uint8_t mk[80] = { CT_REC_MARKER, 0, 0, CT_MARKER_NAME_MAX + 1 };
+	memset(mk + 4, 'a', 70);
+	CHECK_EQ_U(dec1(mk, 80), 0);
+	mk[3] = 3;
+	CHECK_EQ_U(dec1(mk, 7), 7);
+	mk[5] = 0;
+	CHECK_EQ_U(dec1(mk, 7), 0);
+	/* sample kind escape (presence bits 2-3 = 3) with a kind that fits the bits */
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x0c, 0, 0, 1 }, 6), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x0c, 0, 0, 3 }, 6), 6);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x38, 0, 0 }, 5), 5);
+	/* reserved presence bit 7; ip slot index out of range */
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x80, 0, 0 }, 5), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x40, 7, 0 }, 5), 5);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x40, 8, 0 }, 5), 0);
+	/* sample extension byte with reserved bits */
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x01, 0, 0, 0x20 }, 6), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x01, 0, 0, 0x00 }, 6), 6);
+	/* nwp > CT_WP_MAX */
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_WP_ARM, 0, 0, 0, 0, 8, CT_WP_MAX + 1, 0, 8, 0, 8, 0, 8,
+	                                   0, 8, 0, 8 }, 17), 0);
+	/* u32 field above UINT32_MAX (cpu of a hit) */
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_WP_HIT, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0 }, 12), 0);
+	/* thread end status outside int32 */
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_THREAD_END, 0, 0x80, 0x80, 0x80, 0x80, 0x10 }, 7), 0);
+	/* empty input */
+	CHECK_EQ_U(dec1((const uint8_t[]){ 0 }, 0), 0);
+	/* encoder refuses unknown types without writing state */
+	struct ct_codec c;
+	struct ct_record r = { .type = 0, .time = 5 };
+	ct_codec_reset(&c);
+	CHECK_EQ_U(ct_encode_record(&c, &r, buf), 0);
+	r.type = CT_REC_TYPE_MAX + 1;
+	CHECK_EQ_U(ct_encode_record(&c, &r, buf), 0);
+	CHECK_EQ_U(c.time, 0);
+}
+
+/* Random records (within the codec's documented ranges) round-trip. */
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static uint64_t rval(void)
+{
+	switch (rnd() % 4) {
+	case 0: return rnd();
+	case 1: return rnd() & 0xff;
+	case 2: return UINT64_MAX - (rnd() & 3);
+	default: return 0x400000 + (rnd() & 0xfffff);
+	}
+}
+
+static void random_record(struct ct_record *r)
+{
+	memset(r, 0, sizeof *r);
+	r->type = (uint8_t)(1 + rnd() % CT_REC_TYPE_MAX);
+	r->time = rval();
+	switch (r->type) {
+	case CT_REC_SAMPLE:
+		r->u.sample = (struct ct_sample){ rval(), rval(), rval(), rval(), (uint32_t)rval(),
+			(uint32_t)rval(), (uint8_t)rnd(), (uint8_t)rnd(), (uint8_t)rnd() };
+		break;
+	case CT_REC_WP_ARM:
+		r->u.arm.pub_time = rval();
+		r->u.arm.pub_addr = rval();
+		r->u.arm.publisher = (uint32_t)rval();
+		r->u.arm.pub_len = (uint8_t)rnd();
+		r->u.arm.nwp = (uint8_t)(rnd() % (CT_WP_MAX + 1));
+		for (int i = 0; i < r->u.arm.nwp; i++) {
+			r->u.arm.wp_addr[i] = rval();
+			r->u.arm.wp_len[i] = (uint8_t)rnd();
+		}
+		break;
+	case CT_REC_WP_HIT:
+		r->u.hit = (struct ct_wp_hit){ rval(), rval(), (uint32_t)rval(), (uint8_t)rnd(),
+			(uint8_t)rnd(), (uint8_t)rnd() };
+		break;
+	case CT_REC_ALLOC:
+		r->u.alloc = (struct ct_alloc){ rval(), rval(), rnd() & 1 ? rval() : 0, (uint32_t)rval(),
+			(uint8_t)(rnd() & 0x7f) };
+		break;
+	case CT_REC_FREE:
+		r->u.free = (struct ct_free){ rval(), rval(), (uint8_t)rnd() };
+		break;
+	case CT_REC_CALLSITE:
+		r->u.callsite.id = (uint32_t)rval();
+		r->u.callsite.depth = (uint8_t)(rnd() % (CT_CALLSITE_MAX_DEPTH + 1));
+		for (int i = 0; i < r->u.callsite.depth; i++)
+			r->u.callsite.pc[i] = rval();
+		break;
+	case CT_REC_THREAD_START:
+		r->u.start = (struct ct_thread_start){ rval(), rval(), rval(), rval(), rval() };
+		break;
+	case CT_REC_THREAD_END:
+		r->u.end.status = (int32_t)rnd();
+		break;
+	case CT_REC_MARKER: {
+		r->u.marker.kind = (uint8_t)rnd();
+		int n = (int)(rnd() % (CT_MARKER_NAME_MAX + 1));
+		for (int i = 0; i < n; i++)
+			r->u.marker.name[i] = (char)(1 + rnd() % 255);
+		break;
+	}
+	case CT_REC_LOST:
+		r->u.lost = (struct ct_lost){ (uint8_t)rnd(), rval() };
+		break;
+	case CT_REC_SKIPPED:
+		r->u.skipped = (struct ct_skipped){ (uint8_t)rnd(), rval() };
+		break;
+	default:
+		r->u.func.addr = rval();
+	}
+}
+
+static void test_random_roundtrip(void)
+{
+	static uint8_t big[4096 * CT_RECORD_MAX_BYTES];
+	static struct ct_record in[4096];
+	struct ct_codec c;
+	size_t len = 0;
+	ct_codec_reset(&c);
+	for (int i = 0; i < 4096; i++) {
+		random_record(&in[i]);
+		size_t n = ct_encode_record(&c, &in[i], big + len);
+		CHECK(n > 0 && n <= CT_RECORD_MAX_BYTES);
+		len += n;
+	}
+	ct_codec_reset(&c);
+	const uint8_t *p = big;
+	for (int i = 0; i < 4096; i++) {
+		struct ct_record r;
+		memset(&r, 0, sizeof r);             /* the decoder writes one union member */
+		size_t n = ct_decode_record(&c, p, big + len, &r);
+		CHECK(n > 0);
+		if (!n)
+			return;
+		r.thread = 0;
+		CHECK(!memcmp(&r, &in[i], sizeof r));
+		p += n;
+	}
+	CHECK(p == big + len);
+}
+
+/* Samples drawing ips and addresses from small sets exercise the recent-ip
+ * table (hits, misses, evictions) and the data address slots. */
+static void test_slots_roundtrip(void)
+{
+	enum { N = 20000 };
+	static uint8_t big[N * 40];
+	static struct ct_record in[N];
+	uint64_t ips[12], bases[6];
+	for (int i = 0; i < 12; i++)
+		ips[i] = i == 11 ? UINT64_MAX : 0x401000 + rnd() % 0x1000;
+	for (int i = 0; i < 6; i++)
+		bases[i] = rnd();
+	struct ct_codec c;
+	size_t len = 0;
+	ct_codec_reset(&c);
+	for (int i = 0; i < N; i++) {
+		memset(&in[i], 0, sizeof in[i]);
+		in[i].type = CT_REC_SAMPLE;
+		in[i].time = (uint64_t)i * 1000;
+		in[i].u.sample.ip = ips[rnd() % (i < N / 2 ? 6 : 12)];
+		in[i].u.sample.addr = bases[rnd() % 6] + (rnd() & 0xfff);
+		in[i].u.sample.len = 8;
+		len += ct_encode_record(&c, &in[i], big + len);
+	}
+	ct_codec_reset(&c);
+	const uint8_t *p = big;
+	for (int i = 0; i < N; i++) {
+		struct ct_record r;
+		memset(&r, 0, sizeof r);
+		size_t n = ct_decode_record(&c, p, big + len, &r);
+		CHECK(n > 0 && !memcmp(&r, &in[i], sizeof r));
+		if (check_case_failed) {
+			printf("at record %d\n", i);
+			return;
+		}
+		p += n;
+	}
+	printf("small sets: %.2f raw bytes per sample\n", (double)len / N);
+}
+
+/* A full trace of every access (period 1, same cpu, small steps) costs a
+ * few raw bytes per record. */
+static void test_full_trace_raw_size(void)
+{
+	struct ct_codec c;
+	struct ct_record r = { .type = CT_REC_SAMPLE };
+	uint8_t o[CT_RECORD_MAX_BYTES];
+	size_t total = 0;
+	ct_codec_reset(&c);
+	r.u.sample = (struct ct_sample){ .ip = 0x401000, .addr = 0x7f0000001000, .period = 1, .cpu = 2,
+		.len = 8, .flags = CT_SAMPLE_EXACT };
+	for (int i = 0; i < 100000; i++) {
+		r.time += 3 + (rnd() & 7);
+		r.u.sample.ip = 0x401000 + (rnd() % 64) * 4;
+		r.u.sample.addr = 0x7f0000001000 + (uint64_t)(i % 4096) * 8 + (rnd() & 0x3f0);
+		r.u.sample.kind = (uint8_t)(i & 1);
+		total += ct_encode_record(&c, &r, o);
+	}
+	double per = (double)total / 100000;
+	printf("full trace: %.2f raw bytes per access\n", per);
+	CHECK(per >= 4 && per <= 8);
+}
+
+/* Random bytes: the decoder consumes at most what it was given, and what
+ * it accepts encodes back to the same bytes' meaning. */
+static void test_random_bytes(void)
+{
+	unsigned accepted = 0;
+	for (int round = 0; round < 20000; round++) {
+		size_t n = 1 + rnd() % 40;
+		uint8_t *b = malloc(n);
+		for (size_t i = 0; i < n; i++)
+			b[i] = (uint8_t)rnd();
+		b[0] = (uint8_t)(1 + b[0] % (CT_REC_TYPE_MAX + 2));
+		struct ct_codec c, c2;
+		struct ct_record r, back;
+		memset(&r, 0, sizeof r);
+		memset(&back, 0, sizeof back);
+		ct_codec_reset(&c);
+		size_t got = ct_decode_record(&c, b, b + n, &r);
+		CHECK(got <= n);
+		if (got) {
+			uint8_t o[CT_RECORD_MAX_BYTES];
+			accepted++;
+			ct_codec_reset(&c2);
+			size_t m = ct_encode_record(&c2, &r, o);
+			ct_codec_reset(&c2);
+			CHECK(m > 0 && ct_decode_record(&c2, o, o + m, &back) == m);
+			back.thread = r.thread;
+			CHECK(!memcmp(&back, &r, sizeof r));
+		}
+		free(b);
+	}
+	CHECK(accepted > 100);
+}
+
+static void test_names(void)
+{
+	CHECK_STR(ct_rec_type_name(CT_REC_SAMPLE), "sample");
+	CHECK_STR(ct_rec_type_name(CT_REC_SKIPPED), "skipped");
+	CHECK(ct_rec_type_name(0) == NULL);
+	CHECK(ct_rec_type_name(CT_REC_TYPE_MAX + 1) == NULL);
+	for (int t = 1; t <= CT_REC_TYPE_MAX; t++)
+		CHECK_EQ_U(ct_rec_type_from_name(ct_rec_type_name((unsigned)t)), t);
+	CHECK(ct_rec_type_from_name("nope") == -1);
+	CHECK(ct_rec_type_from_name(NULL) == -1);
+	CHECK_STR(ct_access_kind_name(CT_ACCESS_ATOMIC), "atomic");
+	CHECK(ct_access_kind_name(3) == NULL);
+	CHECK_STR(ct_lost_reason_name(CT_LOST_WP_SETUP), "wp_setup");
+	CHECK(ct_lost_reason_name(0) == NULL && ct_lost_reason_name(99) == NULL);
+	CHECK_STR(ct_skip_reason_name(CT_SKIP_KERNEL), "kernel");
+	CHECK(ct_skip_reason_name(CT_SKIP_REASON_MAX + 1) == NULL);
+	CHECK_STR(ct_section_name(CT_SEC_SUMMARY), "summary");
+	CHECK(ct_section_name(CT_SEC_MAX + 1) == NULL);
+}
+
+static void test_fixed_layouts(void)
+{
+	struct ct_header h = { .version = 1, .min_version = 1, .features = 0x8000000000000021ull,
+		.created_ns = 0x0102030405060708ull }, h2;
+	uint8_t b[CT_THREAD_INFO_BYTES];
+	ct_header_encode(&h, b);
+	CHECK(b[0] == 1 && b[1] == 0 && b[2] == 1 && b[4] == 0 && b[8] == 0x21 && b[15] == 0x80 &&
+	      b[16] == 8 && b[23] == 1);
+	CHECK(ct_header_decode(b, CT_HEADER_BYTES - 1, &h2) < 0);
+	CHECK(ct_header_decode(b, CT_HEADER_BYTES, &h2) == 0);
+	CHECK(!memcmp(&h, &h2, sizeof h) || (h2.version == h.version && h2.features == h.features &&
+	      h2.created_ns == h.created_ns && h2.min_version == h.min_version));
+	struct ct_thread_info ti = { .index = 5, .parent = UINT32_MAX, .tid = -2, .pid = 1234,
+		.start_ns = 99 }, ti2;
+	memcpy(ti.name, "a-very-long-name", 16);         /* not terminated: 15 bytes kept */
+	ct_thread_info_encode(&ti, b);
+	CHECK(b[0] == 5 && b[4] == 0xff && b[8] == 0xfe && b[16] == 99 && b[24] == 'a' && b[39] == 0);
+	CHECK(ct_thread_info_decode(b, CT_THREAD_INFO_BYTES - 1, &ti2) < 0);
+	CHECK(ct_thread_info_decode(b, CT_THREAD_INFO_BYTES, &ti2) == 0);
+	CHECK_EQ_U(ti2.index, 5);
+	CHECK_EQ_U(ti2.parent, UINT32_MAX);
+	CHECK(ti2.tid == -2 && ti2.pid == 1234 && ti2.start_ns == 99);
+	CHECK_STR(ti2.name, "a-very-long-nam");
+}
+
+static void test_kv(void)
+{
+	char b[64], v[32];
+	struct ct_kv kv;
+	ct_kv_init(&kv, b, sizeof b);
+	ct_kv_add(&kv, "cpu.model", "%s", "Xeon\nFake");
+	ct_kv_add(&kv, "a=b", "%d", 42);
+	ct_kv_add(&kv, "line", "%d", 64);
+	CHECK(!kv.overflow);
+	CHECK_STR(b, "cpu.model=Xeon Fake\na_b=42\nline=64\n");
+	ct_kv_add(&kv, "line", "%d", 128);
+	CHECK(ct_kv_get(b, kv.len, "line", v, sizeof v));
+	CHECK_STR(v, "128");                               /* the last wins */
+	CHECK(ct_kv_get(b, kv.len, "cpu.model", v, 5));
+	CHECK_STR(v, "Xeon");                              /* truncated to cap */
+	CHECK(!ct_kv_get(b, kv.len, "cpu", v, sizeof v));
+	CHECK(!ct_kv_get(b, kv.len, "missing", v, sizeof v));
+	size_t before = kv.len;
+	ct_kv_add(&kv, "toolong", "%s", "0123456789012345678901234567890123456789");
+	CHECK(kv.overflow);
+	CHECK_EQ_U(kv.len, before);
+	CHECK_EQ_U(strlen(b), before);
+}
+
+int main(void)
+{
+	RUN(test_roundtrip_every_type);
+	RUN(test_truncated_records);
+	RUN(test_malformed_records);
+	RUN(test_random_roundtrip);
+	RUN(test_slots_roundtrip);
+	RUN(test_random_bytes);
+	RUN(test_full_trace_raw_size);
+	RUN(test_names);
+	RUN(test_fixed_layouts);
+	RUN(test_kv);
+	return check_summary();
+}
