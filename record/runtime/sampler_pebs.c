@@ -1,0 +1,98 @@
+/* The `pebs` sampler: Intel precise memory sampling.
+ *
+ * Two events per thread (loads and stores: MEM_INST_RETIRED.ALL_LOADS /
+ * ALL_STORES or what pmu_pebs_attrs_kinds picks for this core, or the
+ * COMMTRACE_EVENTS spec), each sampling every COMMTRACE_PERIOD events, the
+ * stores event writing into the loads event's ring (SET_OUTPUT).  The data
+ * address is the PMU's (CT_SAMPLE_EXACT); length and kind come from
+ * decoding the instruction at the precise ip (pmu_pebs_sample in
+ * record/common/pmu_sample.c).
+ *
+ * precise_ip is probed once, in process_init, on the main thread: the
+ * highest level each event opens with (pmu_open_precise steps 3 -> 2 -> 1);
+ * every thread then opens with that level. */
+#include "sampler_pmu.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pmu.h"
+#include "rtconfig.h"
+
+static struct perf_event_attr pebs_attr[PMU_CONV_MAX_EVENTS];
+static uint8_t pebs_kind[PMU_CONV_MAX_EVENTS];
+static size_t pebs_n;
+
+static int pebs_process_init(void)
+{
+	char why[512];
+	struct perf_event_attr a[PMU_CONV_MAX_EVENTS];
+	uint8_t k[PMU_CONV_MAX_EVENTS];
+	const char *spec = getenv(CT_ENV_EVENTS);
+	int n = pmu_pebs_attrs_kinds(spec && *spec ? spec : NULL, rt_pmu_period(), a, k,
+	                             PMU_CONV_MAX_EVENTS, why, sizeof why);
+	if (n <= 0) {
+		rt_log(1, "pebs: %s", why[0] ? why : "no PEBS events");
+		return -ENOENT;
+	}
+	/* Probe each event's precise_ip here, once, with the calling thread as
+	 * target; keep the events that open. */
+	int first_err = 0;
+	pebs_n = 0;
+	for (int i = 0; i < n; i++) {
+		unsigned want = a[i].precise_ip;
+		int fd = pmu_open_precise(&a[i], 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+			if (!first_err)
+				first_err = e;
+			rt_log(1, "pebs: event %d of %d (config %#llx) does not open: %s%s", i + 1, n,
+			       (unsigned long long)a[i].config, strerror(e),
+			       e == EACCES || e == EPERM ? " (perf_event_paranoid or seccomp)" : "");
+			continue;
+		}
+		close(fd);
+		rt_log(2, "pebs: event %d (config %#llx, period %llu): precise_ip %u%s", i + 1,
+		       (unsigned long long)a[i].config, (unsigned long long)a[i].sample_period,
+		       (unsigned)a[i].precise_ip, a[i].precise_ip < want ? " (lowered)" : "");
+		pebs_attr[pebs_n] = a[i];
+		pebs_kind[pebs_n] = k[i];
+		pebs_n++;
+	}
+	if (!pebs_n)
+		return -(first_err ? first_err : ENOENT);
+	rt_pmu_process_setup();
+	return 0;
+}
+
+static int pebs_thread_start(struct rt_thread *t)
+{
+	if (!pebs_n)
+		return -ENOENT;
+	return rt_pmu_thread_start(t, pebs_attr, pebs_kind, pebs_n, PMU_CONV_PEBS,
+	                           pmu_open_precise, "pebs");
+}
+
+static void pebs_thread_stop(struct rt_thread *t, int self)
+{
+	rt_pmu_thread_stop(t, self);
+}
+
+static int pebs_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
+{
+	return rt_pmu_on_signal(t, si, uc);
+}
+
+const struct sampler_ops rt_sampler_pebs = {
+	.name = "pebs",
+	.process_init = pebs_process_init,
+	.thread_start = pebs_thread_start,
+	.thread_stop = pebs_thread_stop,
+	.on_signal = pebs_on_signal,
+	/* not on the generic rt_perf path (see sampler_pmu_common.c) */
+	.fill_attr = NULL,
+	.rec_access = NULL,
+	.rec_period = NULL,
+};
