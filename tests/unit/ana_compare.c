@@ -1,0 +1,168 @@
+/* matrix_compare (analyze/compare.c) on small hand-made matrices, every
+ * value worked out by hand from the definitions in compare.h. */
+#include <math.h>
+
+#include "check.h"
+#include "compare.h"
+
+static struct matrix mk(size_t n, double *cells)
+{
+	return (struct matrix){ .n = n, .cell = cells };
+}
+
+/* Off-diagonal cells in order (0,1) (0,2) (1,0) (1,2) (2,0) (2,1):
+ *   ref 4 0 2 0 1 0   R = 7, mean 7/6
+ *   a   3 0 2 1 0 0   A = 6, mean 1   (a's diagonal 9 is ignored)
+ * a - ref: -1 0 0 1 -1 0
+ *   l1 = 3/7, excess = 1/6, missing = 2/7, ratio = 6/7
+ *   l1_shape = |1/2 - 4/7| + |1/3 - 2/7| + 1/6 + 1/7 = 1/14 + 1/21 + 1/6 + 1/7 = 3/7
+ *   pearson: sum (a-1)(r-7/6) = (2*17 + 7 + 5 + 1 + 7)/6 = 9,
+ *            sum (a-1)^2 = 8, sum (r-7/6)^2 = 462/36  ->  9 / sqrt(8 * 462/36)
+ *   top-2 of ref: (0,1), (1,0); a's 2nd largest is 2: both in -> 1
+ *   top-3 of ref adds (2,0) = 0 in a: 2/3; top-10: only 3 nonzero in ref: 2/3 */
+static void test_hand(void)
+{
+	double r[9] = { 0, 4, 0, 2, 0, 0, 1, 0, 0 };
+	double a[9] = { 9, 3, 0, 2, 0, 1, 0, 0, 0 };
+	struct matrix ma = mk(3, a), mr = mk(3, r);
+	struct matrix_cmp c;
+	CHECK(matrix_compare(&ma, &mr, &c) == 0);
+	CHECK_EQ_U(c.n, 3);
+	CHECK_NEAR(c.sum_a, 6, 1e-12);
+	CHECK_NEAR(c.sum_ref, 7, 1e-12);
+	CHECK_NEAR(c.l1, 3.0 / 7, 1e-12);
+	CHECK_NEAR(c.l1_shape, 3.0 / 7, 1e-12);
+	CHECK_NEAR(c.excess, 1.0 / 6, 1e-12);
+	CHECK_NEAR(c.missing, 2.0 / 7, 1e-12);
+	CHECK_NEAR(c.ratio, 6.0 / 7, 1e-12);
+	CHECK_NEAR(c.pearson, 9 / sqrt(8 * 462.0 / 36), 1e-12);
+	CHECK_EQ_U(c.k, 3);
+	CHECK_NEAR(c.topk_recall, 2.0 / 3, 1e-12);
+	struct matrix_cmp_opts o = { .topk = 2 };
+	CHECK(matrix_compare_opts(&ma, &mr, &o, &c) == 0);
+	CHECK_EQ_U(c.k, 2);
+	CHECK_NEAR(c.topk_recall, 1, 1e-12);
+	o.topk = 3;
+	CHECK(matrix_compare_opts(&ma, &mr, &o, &c) == 0);
+	CHECK_NEAR(c.topk_recall, 2.0 / 3, 1e-12);
+}
+
+/* Symmetric: pairs i < j of M + M^T.  ref (0,1) = 6, (0,2) = 1, (1,2) = 0;
+ * a (0,1) = 5, (0,2) = 0, (1,2) = 1.  l1 = 3/7, excess = 1/6, missing = 2/7;
+ * means 7/3 and 2: sum (a-2)(r-7/3) = (3*11 + 2*4 + 1*7)/3 = 16,
+ * sum (a-2)^2 = 14, sum (r-7/3)^2 = (121 + 16 + 49)/9 = 62/3; top-1: (0,1)
+ * in both: 1. */
+static void test_symmetric(void)
+{
+	double r[9] = { 0, 4, 0, 2, 0, 0, 1, 0, 0 };
+	double a[9] = { 0, 3, 0, 2, 0, 1, 0, 0, 0 };
+	struct matrix ma = mk(3, a), mr = mk(3, r);
+	struct matrix_cmp c;
+	struct matrix_cmp_opts o = { .topk = 1, .symmetric = true };
+	CHECK(matrix_compare_opts(&ma, &mr, &o, &c) == 0);
+	CHECK_NEAR(c.sum_a, 6, 1e-12);
+	CHECK_NEAR(c.sum_ref, 7, 1e-12);
+	CHECK_NEAR(c.l1, 3.0 / 7, 1e-12);
+	CHECK_NEAR(c.excess, 1.0 / 6, 1e-12);
+	CHECK_NEAR(c.missing, 2.0 / 7, 1e-12);
+	CHECK_NEAR(c.pearson, 16 / sqrt(14 * 62.0 / 3), 1e-12);
+	CHECK_NEAR(c.topk_recall, 1, 1e-12);
+}
+
+/* Identical matrices: no distance, correlation 1, full recall. */
+static void test_identical(void)
+{
+	double r[4] = { 0, 5, 1, 0 };
+	struct matrix m = mk(2, r);
+	struct matrix_cmp c;
+	CHECK(matrix_compare(&m, &m, &c) == 0);
+	CHECK_NEAR(c.l1, 0, 1e-12);
+	CHECK_NEAR(c.l1_shape, 0, 1e-12);
+	CHECK_NEAR(c.pearson, 1, 1e-12);
+	CHECK_NEAR(c.excess, 0, 1e-12);
+	CHECK_NEAR(c.missing, 0, 1e-12);
+	CHECK_NEAR(c.ratio, 1, 1e-12);
+	CHECK_NEAR(c.topk_recall, 1, 1e-12);
+}
+
+/* Sizes differ: a is 2x2, ref 3x3 (a's missing cells are 0).  ref (0,1) = 1,
+ * (2,1) = 3; a (0,1) = 1, (1,0) = 1.  A = 2, R = 4, l1 = (1 + 3)/4 = 1,
+ * excess = 1/2, missing = 3/4; top-1 of ref (2,1) is 0 in a: 0. */
+static void test_sizes(void)
+{
+	double a[4] = { 0, 1, 1, 0 };
+	double r[9] = { 0, 1, 0, 0, 0, 0, 0, 3, 0 };
+	struct matrix ma = mk(2, a), mr = mk(3, r);
+	struct matrix_cmp c;
+	struct matrix_cmp_opts o = { .topk = 1 };
+	CHECK(matrix_compare_opts(&ma, &mr, &o, &c) == 0);
+	CHECK_EQ_U(c.n, 3);
+	CHECK_NEAR(c.l1, 1, 1e-12);
+	CHECK_NEAR(c.excess, 0.5, 1e-12);
+	CHECK_NEAR(c.missing, 0.75, 1e-12);
+	CHECK_NEAR(c.topk_recall, 0, 1e-12);
+}
+
+/* Empty sides: both zero -> l1 0, shape 0, pearson 1, recall 1.  ref zero,
+ * a not -> l1 1, shape 2, excess 1, pearson 0, ratio 0, recall 1 (k' = 0).
+ * a zero, ref not -> l1 1, missing 1, excess 0, recall 0. */
+static void test_empty(void)
+{
+	double z[4] = { 0 }, x[4] = { 0, 2, 0, 0 };
+	struct matrix mz = mk(2, z), mx = mk(2, x);
+	struct matrix_cmp c;
+	CHECK(matrix_compare(&mz, &mz, &c) == 0);
+	CHECK_NEAR(c.l1, 0, 0);
+	CHECK_NEAR(c.l1_shape, 0, 0);
+	CHECK_NEAR(c.pearson, 1, 0);
+	CHECK_NEAR(c.topk_recall, 1, 0);
+	CHECK(matrix_compare(&mx, &mz, &c) == 0);
+	CHECK_NEAR(c.l1, 1, 0);
+	CHECK_NEAR(c.l1_shape, 2, 0);
+	CHECK_NEAR(c.excess, 1, 0);
+	CHECK_NEAR(c.pearson, 0, 0);
+	CHECK_NEAR(c.ratio, 0, 0);
+	CHECK_NEAR(c.topk_recall, 1, 0);
+	CHECK(matrix_compare(&mz, &mx, &c) == 0);
+	CHECK_NEAR(c.l1, 1, 0);
+	CHECK_NEAR(c.missing, 1, 0);
+	CHECK_NEAR(c.excess, 0, 0);
+	CHECK_NEAR(c.topk_recall, 0, 0);
+	struct matrix none = { 0, NULL };
+	CHECK(matrix_compare(&none, &none, &c) == 0);
+	CHECK_EQ_U(c.n, 0);
+	CHECK_NEAR(c.topk_recall, 1, 0);
+}
+
+/* Ties: ref's top 2 by value then index: (0,1) = 5 and (0,2) = 5 before
+ * (1,0) = 5.  a has (0,1) = 1, (0,2) = 1, (1,0) = 1: a's 2nd largest is 1,
+ * and ties at that place count: recall 1.  A scaled copy of ref has shape
+ * distance 0, correlation 1, excess 1/2 (a = 2 ref). */
+static void test_ties_scale(void)
+{
+	double r[9] = { 0, 5, 5, 5, 0, 0, 0, 0, 0 };
+	double a[9] = { 0, 1, 1, 1, 0, 0, 0, 0, 0 };
+	double s[9] = { 0, 10, 10, 10, 0, 0, 0, 0, 0 };
+	struct matrix ma = mk(3, a), mr = mk(3, r), ms = mk(3, s);
+	struct matrix_cmp c;
+	struct matrix_cmp_opts o = { .topk = 2 };
+	CHECK(matrix_compare_opts(&ma, &mr, &o, &c) == 0);
+	CHECK_NEAR(c.topk_recall, 1, 1e-12);
+	CHECK(matrix_compare(&ms, &mr, &c) == 0);
+	CHECK_NEAR(c.l1_shape, 0, 1e-12);
+	CHECK_NEAR(c.pearson, 1, 1e-12);
+	CHECK_NEAR(c.excess, 0.5, 1e-12);
+	CHECK_NEAR(c.l1, 1, 1e-12);
+	CHECK_NEAR(c.ratio, 2, 1e-12);
+}
+
+int main(void)
+{
+	RUN(test_hand);
+	RUN(test_symmetric);
+	RUN(test_identical);
+	RUN(test_sizes);
+	RUN(test_empty);
+	RUN(test_ties_scale);
+	return check_summary();
+}
