@@ -84,6 +84,7 @@ struct model_opts {
 	unsigned signature_size;    /* signature model */
 	double fp_rate;             /* signature model */
 	unsigned emulate_period;    /* emulate model: every Nth access */
+	const char *model;          /* --model name (default "comdetective") */
 };
 
 void model_opts_default(struct model_opts *o);
@@ -149,5 +150,54 @@ int write_matrices_h5(const char *path, const struct matrix_out *m, size_t nm,
 /* ComDetective's layout: files as/ts/fs (+ _core) matrices in dir. */
 int write_comdetective_csv(const char *dir, const struct matrix_out *m, size_t nm,
                            struct ct_error *err);
+
+/* ---- additions (analyzer core) ------------------------------------------- */
+
+/* model_opts.watchpoints for --watchpoints 0: use no watchpoint hits at all
+ * (0 in the struct means "as recorded"). */
+#define MODEL_WP_NONE 0xffu
+
+/* Parse one model option by name, without the leading "--" ("model",
+ * "expiry", "board-size", "hash", "line-size", "watchpoints",
+ * "period-multiplier", "window", "signature-size", "fp-rate",
+ * "emulate-period").  Returns 0 done, 1 not a model option,
+ * -1 bad value (err filled with a one-line message).  "model" sets
+ * o->model (checked with model_find). */
+int model_opts_parse(struct model_opts *o, const char *name, const char *value,
+                     char *err, size_t errcap);
+/* Canonical text of one option value (as accepted by model_opts_parse),
+ * for attributes and sweep labels; NULL if the name is unknown. */
+const char *model_opts_format(const struct model_opts *o, const char *name,
+                              char *buf, size_t cap);
+/* The option names model_opts_parse knows, NULL-terminated ("model" first). */
+extern const char *const model_opt_names[];
+/* Does option opt change what model computes? (for reports; unknown
+ * models: true) */
+bool model_opt_relevant(const char *model, const char *opt);
+
+/* The matrices consumer (matrices.c): accumulates directed thread, core and
+ * socket matrices for all/true/false events (weights summed), and counts of
+ * events by via and kind. */
+enum mx_kind { MX_ALL = 0, MX_TRUE = 1, MX_FALSE = 2 };
+enum mx_index { MX_THREAD = 0, MX_CORE = 1, MX_SOCKET = 2 };
+struct topology;
+struct matrices;
+/* topo may be NULL (then only thread matrices are kept). */
+struct matrices *matrices_create(size_t nthreads, const struct topology *topo);
+void matrices_free(struct matrices *m);
+struct event_consumer matrices_consumer(struct matrices *m);
+/* The directed matrix (row dst, column src); n is its size. */
+const struct matrix *matrices_get(const struct matrices *m, enum mx_index index,
+                                  enum mx_kind kind);
+struct mx_totals {
+	uint64_t events[3][2];      /* [via][true_sharing] */
+	double weight[3][2];
+	uint64_t unmapped_cpu;      /* events whose cpu is not in the map */
+};
+const struct mx_totals *matrices_totals(const struct matrices *m);
+/* out (n*n) = M + M^T off the diagonal, M's diagonal kept (transfers
+ * inside one core or socket are not doubled): the symmetric form written
+ * by default. */
+void matrix_symmetric(const struct matrix *m, double *out);
 
 #endif

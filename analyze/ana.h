@@ -1,0 +1,205 @@
+/* commanalyze internals shared by the commands (not by the output writers):
+ * command entry points, trace statistics, cpu topology, the period
+ * multiplier filter, the analysis pipeline and small printing helpers.
+ *
+ *   main.c         command dispatch, --help, --version
+ *   options.c      model options (model_opts_parse), their attributes
+ *   engine.c       replay(): merged cursor -> record consumers
+ *   progress.c     progress line on stderr
+ *   stats.c        per-thread record counts (info, report)
+ *   topology.c     cpu -> core/socket from the MACHINE section, line size
+ *   kfilter.c      --period-multiplier: which samples, arms and hits stay
+ *   models.c       all_models[], model_find
+ *   model_*.c      one model each
+ *   matrices.c     event consumer: thread/core/socket matrices
+ *   pipeline.c     trace + model + consumers -> replay (report, matrix)
+ *   info.c dump.c report.c cmd_matrix.c: the commands */
+#ifndef CT_ANA_H
+#define CT_ANA_H
+
+#include "analysis.h"
+
+/* ---- commands: argc/argv start after the command word; return the exit
+ * status ---------------------------------------------------------------- */
+int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_matrix(int argc, char **argv);
+/* One dump line for r (dump.c). */
+void dump_record(FILE *f, const struct ct_record *r);
+
+/* Messages on stderr, prefixed "commanalyze: ". */
+void ana_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ana_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Command-line helper: is argv[*i] the option `name` (given as "--name")?
+ * Accepts "--name VALUE" and "--name=VALUE"; sets *value and advances *i
+ * past the value.  Returns 1 matched, 0 not this option, -1 value missing
+ * (message printed). */
+int arg_value(int argc, char **argv, int *i, const char *name, const char **value);
+/* A model option at argv[*i] ("--expiry ns:5", "--expiry=ns:5"): 1 parsed
+ * (*i advanced past its value), 0 not a model option, -1 usage error
+ * (message printed). */
+int model_args(struct model_opts *o, int argc, char **argv, int *i);
+/* Parse an unsigned decimal number; false if not a number or out of range. */
+bool parse_u64(const char *s, uint64_t *out);
+
+/* Whether the trace is whole: it has an end summary and the recorder says
+ * the recording completed.  why: one line either way. (info.c) */
+bool trace_is_complete(struct ct_trace *t, char *why, size_t cap);
+
+/* ---- per-thread statistics --------------------------------------------- */
+
+struct thread_stats {
+	uint64_t records, samples, loads, stores, atomics;
+	uint64_t wp_arm, wp_hit, alloc, free, lost, skipped;
+	uint64_t first_time, last_time;   /* of its records; first_time UINT64_MAX if none */
+	uint64_t period_sum;              /* sum of sample periods */
+	bool ended;
+	int32_t end_status;
+};
+
+#define LOST_REASONS 8
+struct trace_stats {
+	size_t nthreads;
+	struct thread_stats *th;
+	uint64_t records, samples;
+	uint64_t lost_by_reason[LOST_REASONS];      /* [0]: unknown reasons */
+	uint64_t skipped_by_reason[CT_SKIP_REASON_MAX + 1];
+	uint64_t lost_total, skipped_total;
+	uint64_t first_time, last_time;
+	uint64_t bad_thread;              /* records naming a thread out of range */
+};
+
+int trace_stats_init(struct trace_stats *s, size_t nthreads);
+void trace_stats_free(struct trace_stats *s);
+struct record_consumer trace_stats_consumer(struct trace_stats *s);
+
+/* ---- cpu topology ------------------------------------------------------- */
+
+struct topology {
+	size_t ncpus;             /* entries in core[]/socket[] (cpu numbers 0..ncpus-1) */
+	uint32_t *core;           /* cpu -> core index, UINT32_MAX if unknown cpu */
+	uint32_t *socket;         /* cpu -> socket index */
+	size_t ncores, nsockets;
+	char **core_label;        /* ncores labels, "S0C3" or "cpu5" */
+	char **socket_label;      /* nsockets labels, "S0" */
+	bool identity;            /* no cpu map in MACHINE: core = cpu, socket = 0 */
+};
+
+/* Load the cpu map from the MACHINE section.  Understands the launcher's
+ * "cpu.N=core C socket S" and "cpu.N.core=C" / "cpu.N.socket=S". */
+int topology_load(struct topology *t, struct ct_trace *tr);
+void topology_free(struct topology *t);
+
+/* Line size: the option, else CONFIG line_size, else MACHINE
+ * cache_line_size, else 64.  *source says which ("option", "config",
+ * "machine", "default"). */
+unsigned resolve_line_size(const struct model_opts *o, struct ct_trace *tr,
+                           const char **source);
+
+/* ---- --period-multiplier ------------------------------------------------ */
+
+/* Keeps every Kth sample of each thread and kind (loads; stores and
+ * atomics), the watchpoint arms those samples made, and the hits of those
+ * arms. */
+struct kfilter {
+	unsigned k;
+	size_t nthreads;
+	struct kf_thread {
+		uint64_t nload, nstore;
+		bool sample_kept, arm_kept;
+	} *t;
+};
+int kfilter_init(struct kfilter *f, unsigned k, size_t nthreads);
+void kfilter_free(struct kfilter *f);
+/* true: keep the record.  Records of other types are always kept. */
+bool kfilter_keep(struct kfilter *f, const struct ct_record *r);
+
+/* ---- running an analysis ----------------------------------------------- */
+
+struct analysis {
+	const char *path;
+	struct ct_trace *trace;
+	const struct model_ops *model;
+	struct model_opts opts;
+	unsigned line_size;
+	const char *line_size_source;
+	struct topology topo;
+	struct trace_stats stats;
+	struct matrices *mx;
+	bool damaged;                 /* replay stopped at damaged data */
+	struct ct_error err;
+};
+
+/* Open path, run the model over it with the matrices consumer and the
+ * trace statistics.  Returns 0, or an exit status (message printed) when
+ * the trace cannot be opened.  A damaged trace returns 0 with a->damaged
+ * set and a->err saying where: the results cover the records before the
+ * damage; the caller shows them, then the message, and exits with
+ * EXIT_BADTRACE. */
+int analysis_run(struct analysis *a, const char *path, const struct model_opts *o,
+                 bool progress);
+
+/* More consumers on the same replay (attribution, ...).  setup() is called
+ * once the trace is open and a->line_size, a->topo and a->stats are set,
+ * before the model is created; it fills pre[] (record consumers that see
+ * each record before the model does) and events[] (event consumers besides
+ * the matrices), and returns 0 or an exit status (message printed). */
+#define ANALYSIS_HOOKS_MAX 4
+struct analysis_hooks {
+	int (*setup)(void *arg, struct analysis *a);
+	void *arg;
+	struct record_consumer pre[ANALYSIS_HOOKS_MAX];
+	size_t npre;
+	struct event_consumer events[ANALYSIS_HOOKS_MAX];
+	size_t nevents;
+};
+/* analysis_run with hooks (h may be NULL). */
+int analysis_run_hooks(struct analysis *a, const char *path, const struct model_opts *o,
+                       bool progress, struct analysis_hooks *h);
+void analysis_free(struct analysis *a);
+
+/* Attributes describing how results were made (model, options, trace,
+ * version, units); storage lives in the returned block, free with free(). */
+struct attr_set {
+	struct attr a[24];
+	size_t n;
+	char buf[2048];
+	size_t used;
+};
+void analysis_attrs(const struct analysis *a, struct attr_set *s);
+void attr_add(struct attr_set *s, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Thread indices are creation order and normally dense (0..n-1); the index
+ * space is max index + 1 (indices from THREAD_INDEX_MAX on are ignored). */
+#define THREAD_INDEX_MAX (1u << 20)
+size_t thread_space(const struct ct_trace *t);
+const struct ct_thread_info *thread_by_index(const struct ct_trace *t, size_t index);
+/* false (why: one line naming the file) when the indices are so sparse
+ * that index-space matrices would be absurd (max index >= 16 x threads +
+ * 1024, or >= THREAD_INDEX_MAX): a damaged or hostile trace. */
+bool thread_space_sane(const struct ct_trace *t, char *why, size_t cap);
+/* Thread label "T<index>(<tid>)" into buf ("T<index>" if unknown). */
+const char *thread_label(const struct ct_trace *t, size_t i, char *buf, size_t cap);
+
+/* ---- progress ------------------------------------------------------------ */
+
+struct progress {
+	bool on;
+	uint64_t total;           /* estimate, 0 if unknown */
+	uint64_t next_check;
+	uint64_t last_ns;
+	bool shown;
+};
+void progress_start(struct progress *p, struct ct_trace *t, bool want);
+void progress_update(struct progress *p, uint64_t done);
+void progress_end(struct progress *p);
+
+/* Human-readable numbers. */
+const char *fmt_count(double v, char *buf, size_t cap);   /* 1234567 -> "1.23M" */
+const char *fmt_bytes(double v, char *buf, size_t cap);   /* "1.5 MiB" */
+const char *fmt_duration(uint64_t ns, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,243 @@
+/* commanalyze matrix TRACE: communication matrices in text, CSV, JSON,
+ * HDF5 or SVG, and ComDetective's CSV layout. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana.h"
+
+static const char *const kind_names[] = { "all", "true", "false" };
+static const char *const index_names[] = { "thread", "core", "socket" };
+
+struct built {
+	struct matrix_out m;
+	double *cell;
+	char **labels;
+	size_t nlabels;
+	char name[32];
+};
+
+static void built_free(struct built *b)
+{
+	free(b->cell);
+	for (size_t i = 0; i < b->nlabels; i++)
+		free(b->labels[i]);
+	free(b->labels);
+}
+
+/* Labels of an index: T<i>(tid), the topology's core/socket labels, or
+ * cpuN / S0 for the identity map. */
+static char **make_labels(const struct analysis *a, enum mx_index index, size_t n)
+{
+	char **l = calloc(n ? n : 1, sizeof *l);
+	if (!l)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		char buf[64];
+		if (index == MX_THREAD)
+			thread_label(a->trace, i, buf, sizeof buf);
+		else if (a->topo.identity)
+			snprintf(buf, sizeof buf, index == MX_CORE ? "cpu%zu" : "S%zu", i);
+		else
+			snprintf(buf, sizeof buf, "%s",
+			         index == MX_CORE ? (i < a->topo.ncores ? a->topo.core_label[i] : "?")
+			                          : (i < a->topo.nsockets ? a->topo.socket_label[i] : "?"));
+		if (!(l[i] = strdup(buf))) {
+			for (size_t k = 0; k < i; k++)
+				free(l[k]);
+			free(l);
+			return NULL;
+		}
+	}
+	return l;
+}
+
+/* The matrix to write: directed as kept, or M + M^T. */
+static int build_matrix_out(const struct analysis *a, enum mx_index index, enum mx_kind kind,
+                     bool directed, const struct attr_set *attrs, struct built *b)
+{
+	memset(b, 0, sizeof *b);
+	const struct matrix *src = matrices_get(a->mx, index, kind);
+	size_t n = src->n;
+	b->cell = calloc(n ? n * n : 1, sizeof *b->cell);
+	b->labels = make_labels(a, index, n);
+	b->nlabels = b->labels ? n : 0;
+	if (!b->cell || !b->labels)
+		return -1;
+	if (directed)
+		memcpy(b->cell, src->cell, n * n * sizeof *b->cell);
+	else
+		matrix_symmetric(src, b->cell);
+	snprintf(b->name, sizeof b->name, "%s_%s", index_names[index], kind_names[kind]);
+	b->m = (struct matrix_out){
+		.name = b->name, .kind = kind_names[kind], .index = index_names[index],
+		.units = "estimated line transfers", .n = n, .cell = b->cell,
+		.labels = (const char *const *)b->labels, .attrs = attrs->a, .nattrs = attrs->n,
+	};
+	return 0;
+}
+
+static int lookup(const char *v, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v, names[i]))
+			return i;
+	return -1;
+}
+
+int cmd_matrix(int argc, char **argv)
+{
+	const char *path = NULL, *out = NULL, *cdir = NULL, *v;
+	int kind = MX_ALL, index = MX_THREAD, format = 0;
+	bool directed = false;
+	static const char *const formats[] = { "text", "csv", "json", "h5", "svg" };
+	struct model_opts o;
+	model_opts_default(&o);
+	for (int i = 0; i < argc; i++) {
+		int m;
+		const char *a = argv[i];
+		if ((m = arg_value(argc, argv, &i, "--kind", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			if ((kind = lookup(v, kind_names, 3)) < 0) {
+				ana_err("matrix: --kind: '%s' is not all, true or false", v);
+				return EXIT_USAGE;
+			}
+		} else if ((m = arg_value(argc, argv, &i, "--index", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			if ((index = lookup(v, index_names, 3)) < 0) {
+				ana_err("matrix: --index: '%s' is not thread, core or socket", v);
+				return EXIT_USAGE;
+			}
+		} else if ((m = arg_value(argc, argv, &i, "--format", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			if ((format = lookup(v, formats, 5)) < 0) {
+				ana_err("matrix: --format: '%s' is not text, csv, json, h5 or svg", v);
+				return EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--directed")) {
+			directed = true;
+		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
+		           (m = arg_value(argc, argv, &i, "--output", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			out = v;
+		} else if ((m = arg_value(argc, argv, &i, "--comdetective-csv", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			cdir = v;
+		} else if ((m = model_args(&o, argc, argv, &i))) {
+			if (m < 0)
+				return EXIT_USAGE;
+		} else if (a[0] == '-' && a[1]) {
+			ana_err("matrix: unknown option '%s'", a);
+			return EXIT_USAGE;
+		} else if (path) {
+			ana_err("matrix: one trace only ('%s' and '%s')", path, a);
+			return EXIT_USAGE;
+		} else {
+			path = a;
+		}
+	}
+	if (!path) {
+		ana_err("matrix: which trace? usage: commanalyze matrix TRACE [options]");
+		return EXIT_USAGE;
+	}
+	if (!strcmp(formats[format], "h5") && !out) {
+		ana_err("matrix: --format h5 needs -o FILE");
+		return EXIT_USAGE;
+	}
+
+	struct analysis an;
+	int rc = analysis_run(&an, path, &o, true);
+	if (rc) {
+		analysis_free(&an);
+		return rc;
+	}
+	if (an.topo.identity && index != MX_THREAD)
+		ana_warn("%s has no cpu map in its MACHINE section: %s matrix indexed by cpu number",
+		         path, index_names[index]);
+	if (index != MX_THREAD && matrices_totals(an.mx)->unmapped_cpu)
+		ana_warn("%llu events with a cpu outside the cpu map are not in the %s matrix",
+		         (unsigned long long)matrices_totals(an.mx)->unmapped_cpu, index_names[index]);
+
+	struct attr_set attrs;
+	analysis_attrs(&an, &attrs);
+	attr_add(&attrs, "symmetric", "%s", directed ? "no" : "yes");
+	attr_add(&attrs, "directed", "%s", directed ? "yes (row: receiving thread, column: publisher)"
+	                                            : "no (M + M^T)");
+	int status = 0;
+	struct ct_error err = {{0}};
+	if (cdir) {
+		struct built bs[6];
+		size_t nb = 0;
+		bool ok = true;
+		for (int ix = MX_THREAD; ix <= MX_CORE && ok; ix++)
+			for (int k = MX_ALL; k <= MX_FALSE && ok; k++)
+				ok = build_matrix_out(&an, ix, k, directed, &attrs, &bs[nb++]) == 0;
+		struct matrix_out mo[6];
+		for (size_t i = 0; i < nb; i++)
+			mo[i] = bs[i].m;
+		if (!ok) {
+			ana_err("out of memory");
+			status = EXIT_BADTRACE;
+		} else if (write_comdetective_csv(cdir, mo, nb, &err)) {
+			ana_err("%s", err.msg);
+			status = EXIT_BADTRACE;
+		}
+		for (size_t i = 0; i < nb; i++)
+			built_free(&bs[i]);
+		if (status || (!out && format == 0)) {
+			/* --comdetective-csv alone writes only the directory */
+			if (!status && an.damaged) {
+				fprintf(stderr, "commanalyze: %s\n", an.err.msg);
+				status = EXIT_BADTRACE;
+			}
+			analysis_free(&an);
+			return status;
+		}
+	}
+	struct built b;
+	if (build_matrix_out(&an, index, kind, directed, &attrs, &b)) {
+		built_free(&b);
+		analysis_free(&an);
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	if (format == 3) {
+		if (write_matrices_h5(out, &b.m, 1, &err)) {
+			ana_err("%s", err.msg);
+			status = EXIT_BADTRACE;
+		}
+	} else {
+		FILE *f = out ? fopen(out, "w") : stdout;
+		if (!f) {
+			ana_err("cannot write %s: %s", out, strerror(errno));
+			status = EXIT_BADTRACE;
+		} else {
+			int r;
+			switch (format) {
+			case 1: r = write_matrix_csv(f, &b.m); break;
+			case 2: r = write_matrices_json(f, &b.m, 1); break;
+			case 4: r = write_matrix_svg(f, &b.m); break;
+			default: r = write_matrix_text(f, &b.m); break;
+			}
+			if (out ? fclose(f) : fflush(f))
+				r = -1;
+			if (r) {
+				ana_err("cannot write %s: %s", out ? out : "standard output", strerror(errno));
+				status = EXIT_BADTRACE;
+			}
+		}
+	}
+	built_free(&b);
+	if (an.damaged) {
+		fprintf(stderr, "commanalyze: %s\n", an.err.msg);
+		if (!status)
+			status = EXIT_BADTRACE;
+	}
+	analysis_free(&an);
+	return status;
+}

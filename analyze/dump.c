@@ -1,0 +1,255 @@
+/* commanalyze dump TRACE: one line per record, in global time order:
+ *   TIME_NS T<thread-index> TYPE key=value ...
+ * The exact keys are listed in commanalyze(1); tests grep them. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana.h"
+
+static void put_flags(FILE *f, unsigned fl)
+{
+	static const struct { unsigned bit; const char *name; } n[] = {
+		{ CT_SAMPLE_EXACT, "exact" }, { CT_SAMPLE_RECONSTRUCTED, "reconstructed" },
+		{ CT_SAMPLE_PREV_INSN, "prev" }, { CT_SAMPLE_FS_BASED, "fs" },
+		{ CT_SAMPLE_HAS_DATA_SRC, "data_src" }, { CT_SAMPLE_HAS_WEIGHT, "weight" },
+	};
+	bool any = false;
+	for (size_t i = 0; i < sizeof n / sizeof *n; i++)
+		if (fl & n[i].bit) {
+			fprintf(f, "%s%s", any ? "," : "", n[i].name);
+			any = true;
+		}
+	if (!any)
+		fputc('-', f);
+}
+
+/* Names from the trace: printable ASCII except space and backslash as is,
+ * other bytes as \xNN, so a line always splits on spaces. */
+static void put_name(FILE *f, const char *s, size_t max)
+{
+	if (!*s)
+		fputc('-', f);
+	for (size_t i = 0; i < max && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c > 0x20 && c < 0x7f && c != '\\')
+			fputc(c, f);
+		else
+			fprintf(f, "\\x%02x", c);
+	}
+}
+
+static const char *kind_name(unsigned k)
+{
+	const char *n = ct_access_kind_name(k);
+	return n ? n : "unknown";
+}
+
+void dump_record(FILE *f, const struct ct_record *r)
+{
+	const char *type = ct_rec_type_name(r->type);
+	fprintf(f, "%" PRIu64 " T%" PRIu32 " %s", r->time, r->thread, type ? type : "unknown");
+	switch (r->type) {
+	case CT_REC_SAMPLE: {
+		const struct ct_sample *s = &r->u.sample;
+		fprintf(f, " ip=0x%" PRIx64 " addr=0x%" PRIx64 " len=%u kind=%s cpu=%" PRIu32
+		        " period=%" PRIu64 " flags=", s->ip, s->addr, s->len, kind_name(s->kind), s->cpu,
+		        s->period);
+		put_flags(f, s->flags);
+		if (s->flags & CT_SAMPLE_HAS_DATA_SRC)
+			fprintf(f, " data_src=0x%" PRIx64, s->data_src);
+		if (s->flags & CT_SAMPLE_HAS_WEIGHT)
+			fprintf(f, " weight=%" PRIu32, s->weight);
+		break;
+	}
+	case CT_REC_WP_ARM: {
+		const struct ct_wp_arm *a = &r->u.arm;
+		fprintf(f, " publisher=%" PRIu32 " pub_time=%" PRIu64 " pub_addr=0x%" PRIx64
+		        " pub_len=%u wp=", a->publisher, a->pub_time, a->pub_addr, a->pub_len);
+		unsigned n = a->nwp <= CT_WP_MAX ? a->nwp : CT_WP_MAX;
+		for (unsigned i = 0; i < n; i++)
+			fprintf(f, "%s0x%" PRIx64 ":%u", i ? "," : "", a->wp_addr[i], a->wp_len[i]);
+		if (!n)
+			fputc('-', f);
+		break;
+	}
+	case CT_REC_WP_HIT: {
+		const struct ct_wp_hit *h = &r->u.hit;
+		fprintf(f, " ip=0x%" PRIx64 " addr=0x%" PRIx64 " len=%u reg=%u cpu=%" PRIu32 " kind=%s",
+		        h->ip, h->addr, h->len, h->reg, h->cpu, kind_name(h->kind));
+		break;
+	}
+	case CT_REC_ALLOC: {
+		static const char *const kn[] = { "malloc", "calloc", "realloc", "memalign", "mmap" };
+		const struct ct_alloc *a = &r->u.alloc;
+		fprintf(f, " addr=0x%" PRIx64 " size=%" PRIu64 " kind=%s callsite=%" PRIu32, a->addr,
+		        a->size, a->kind < 5 ? kn[a->kind] : "unknown", a->callsite);
+		if (a->kind == CT_ALLOC_REALLOC)
+			fprintf(f, " old=0x%" PRIx64, a->old_addr);
+		break;
+	}
+	case CT_REC_FREE:
+		fprintf(f, " addr=0x%" PRIx64 " size=%" PRIu64 " kind=%s", r->u.free.addr,
+		        r->u.free.size, r->u.free.kind == 0 ? "free" : r->u.free.kind == 1 ? "munmap" : "unknown");
+		break;
+	case CT_REC_CALLSITE: {
+		const struct ct_callsite *c = &r->u.callsite;
+		fprintf(f, " id=%" PRIu32 " pcs=", c->id);
+		unsigned n = c->depth <= CT_CALLSITE_MAX_DEPTH ? c->depth : CT_CALLSITE_MAX_DEPTH;
+		for (unsigned i = 0; i < n; i++)
+			fprintf(f, "%s0x%" PRIx64, i ? "," : "", c->pc[i]);
+		if (!n)
+			fputc('-', f);
+		break;
+	}
+	case CT_REC_THREAD_START: {
+		const struct ct_thread_start *s = &r->u.start;
+		fprintf(f, " stack=0x%" PRIx64 "-0x%" PRIx64 " fs=0x%" PRIx64 " tls=0x%" PRIx64 "-0x%" PRIx64,
+		        s->stack_lo, s->stack_hi, s->fs_base, s->tls_lo, s->tls_hi);
+		break;
+	}
+	case CT_REC_THREAD_END:
+		fprintf(f, " status=%" PRId32, r->u.end.status);
+		break;
+	case CT_REC_MARKER: {
+		static const char *const kn[] = { "begin", "end", "phase" };
+		fprintf(f, " kind=%s name=", r->u.marker.kind < 3 ? kn[r->u.marker.kind] : "unknown");
+		put_name(f, r->u.marker.name, sizeof r->u.marker.name);
+		break;
+	}
+	case CT_REC_LOST: {
+		const char *n = ct_lost_reason_name(r->u.lost.reason);
+		if (n)
+			fprintf(f, " reason=%s", n);
+		else
+			fprintf(f, " reason=%u", r->u.lost.reason);
+		fprintf(f, " count=%" PRIu64, r->u.lost.count);
+		break;
+	}
+	case CT_REC_SKIPPED: {
+		const char *n = ct_skip_reason_name(r->u.skipped.reason);
+		if (n)
+			fprintf(f, " reason=%s", n);
+		else
+			fprintf(f, " reason=%u", r->u.skipped.reason);
+		fprintf(f, " count=%" PRIu64, r->u.skipped.count);
+		break;
+	}
+	case CT_REC_FUNC_ENTER:
+	case CT_REC_FUNC_EXIT:
+		fprintf(f, " addr=0x%" PRIx64, r->u.func.addr);
+		break;
+	default:
+		break;
+	}
+	fputc('\n', f);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	const char *path = NULL, *v;
+	uint64_t thread = UINT64_MAX, limit = UINT64_MAX;
+	uint32_t types = 0;   /* bit per type, 0: all */
+	for (int i = 0; i < argc; i++) {
+		int m;
+		if ((m = arg_value(argc, argv, &i, "--thread", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			const char *p = v[0] == 'T' ? v + 1 : v;
+			if (!parse_u64(p, &thread) || thread > UINT32_MAX) {
+				ana_err("dump: --thread: '%s' is not a thread index", v);
+				return EXIT_USAGE;
+			}
+		} else if ((m = arg_value(argc, argv, &i, "--type", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			char buf[256];
+			snprintf(buf, sizeof buf, "%s", v);
+			for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				int ty = ct_rec_type_from_name(tok);
+				if (ty < 0) {
+					ana_err("dump: --type: unknown record type '%s' (sample, wp_arm, wp_hit, "
+					        "alloc, free, callsite, thread_start, thread_end, marker, lost, "
+					        "skipped, func_enter, func_exit)", tok);
+					return EXIT_USAGE;
+				}
+				types |= 1u << ty;
+			}
+			if (!types) {
+				ana_err("dump: --type needs a record type");
+				return EXIT_USAGE;
+			}
+		} else if ((m = arg_value(argc, argv, &i, "--limit", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			if (!parse_u64(v, &limit)) {
+				ana_err("dump: --limit: '%s' is not a number", v);
+				return EXIT_USAGE;
+			}
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			ana_err("dump: unknown option '%s'", argv[i]);
+			return EXIT_USAGE;
+		} else if (path) {
+			ana_err("dump: one trace only ('%s' and '%s')", path, argv[i]);
+			return EXIT_USAGE;
+		} else {
+			path = argv[i];
+		}
+	}
+	if (!path) {
+		ana_err("dump: which trace? usage: commanalyze dump TRACE [--thread N] [--type TYPE] [--limit N]");
+		return EXIT_USAGE;
+	}
+	struct ct_error err = {{0}};
+	struct ct_trace *t = ct_trace_open(path, &err);
+	if (!t) {
+		fprintf(stderr, "commanalyze: %s\n", err.msg);
+		return EXIT_BADTRACE;
+	}
+	static char obuf[1 << 16];
+	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+	struct ct_cursor *c = thread != UINT64_MAX ? NULL : ct_cursor_merged(t);
+	if (thread != UINT64_MAX) {
+		for (size_t i = 0; i < ct_trace_nthreads(t); i++)
+			if (ct_trace_thread(t, i)->index == thread)
+				c = ct_cursor_thread(t, i);
+		if (!c) {
+			ana_err("dump: %s has no thread %" PRIu64 " (%zu threads)", path, thread,
+			        ct_trace_nthreads(t));
+			ct_trace_close(t);
+			return EXIT_USAGE;
+		}
+	}
+	if (!c) {
+		ct_trace_close(t);
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	struct ct_record r;
+	uint64_t shown = 0;
+	int rc = 0;
+	while (shown < limit && (rc = ct_cursor_next(c, &r, &err)) == 1) {
+		if (types && (r.type > 31 || !(types & (1u << r.type))))
+			continue;
+		dump_record(stdout, &r);
+		shown++;
+	}
+	ct_cursor_free(c);
+	char damage[600] = "";
+	/* damage found while indexing ends the data early: say so once the
+	 * records before it are out (not when --limit stopped first) */
+	if (rc == 0 && ct_trace_damage(t))
+		snprintf(damage, sizeof damage, "%s", ct_trace_damage(t));
+	ct_trace_close(t);
+	fflush(stdout);
+	if (rc < 0) {
+		fprintf(stderr, "commanalyze: %s\n", err.msg[0] ? err.msg : "damaged trace");
+		return EXIT_BADTRACE;
+	}
+	if (damage[0]) {
+		fprintf(stderr, "commanalyze: %s\n", damage);
+		return EXIT_BADTRACE;
+	}
+	return 0;
+}

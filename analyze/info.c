@@ -1,0 +1,245 @@
+/* commanalyze info TRACE: what the trace holds and whether it is whole. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ana.h"
+
+/* Print the key=value lines of a text section, indented, skipping the keys
+ * that start with skip_prefix (NULL: none). */
+static void print_kv_section(struct ct_trace *t, enum ct_section kind, const char *title,
+                             const char *skip_prefix)
+{
+	size_t len = 0;
+	const char *p = ct_trace_section(t, kind, &len);
+	if (!p) {
+		printf("%s: (none)\n", title);
+		return;
+	}
+	printf("%s:\n", title);
+	const char *end = p + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		size_t l = (size_t)(le - p);
+		if (l && !(skip_prefix && l > strlen(skip_prefix) &&
+		           !memcmp(p, skip_prefix, strlen(skip_prefix)))) {
+			fputs("  ", stdout);
+			for (size_t i = 0; i < l; i++)
+				putchar((unsigned char)p[i] >= 0x20 && p[i] != 0x7f ? p[i] : '?');
+			putchar('\n');
+		}
+		p = nl ? nl + 1 : end;
+	}
+}
+
+bool trace_is_complete(struct ct_trace *t, char *why, size_t cap)
+{
+	char v[64];
+	if (!ct_trace_complete(t)) {
+		snprintf(why, cap, "recording cut off: the trace has no end summary (the launcher "
+		         "did not finish: killed, crashed, or out of disk)");
+		return false;
+	}
+	if (ct_trace_meta(t, CT_SEC_SUMMARY, "recording", v, sizeof v) && strcmp(v, "complete")) {
+		char sig[16] = "";
+		ct_trace_meta(t, CT_SEC_SUMMARY, "exit_signal", sig, sizeof sig);
+		if (sig[0] && strcmp(sig, "0")) {
+			int s = atoi(sig);
+			snprintf(why, cap, "the program was killed by signal %s (%s): its last records may be missing",
+			         sig, s > 0 && s < 65 ? strsignal(s) : "?");
+		} else {
+			snprintf(why, cap, "the recorder says recording=%s", v);
+		}
+		return false;
+	}
+	snprintf(why, cap, "the recording finished and was joined");
+	return true;
+}
+
+static void print_cmdline(struct ct_trace *t)
+{
+	size_t len = 0;
+	const char *p = ct_trace_section(t, CT_SEC_CMDLINE, &len);
+	if (!p || !len) {
+		printf("command: (unknown)\n");
+		return;
+	}
+	printf("command:");
+	const char *end = p + len;
+	while (p < end) {
+		const char *z = memchr(p, 0, (size_t)(end - p));
+		size_t l = z ? (size_t)(z - p) : (size_t)(end - p);
+		bool quote = !l || strpbrk(p, " \t'\"") != NULL;
+		putchar(' ');
+		if (quote)
+			putchar('\'');
+		for (size_t i = 0; i < l; i++)
+			putchar((unsigned char)p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\'' ? p[i] : '?');
+		if (quote)
+			putchar('\'');
+		p += l + 1;
+	}
+	putchar('\n');
+}
+
+static void print_features(uint64_t f)
+{
+	static const char *const n[] = { "samples", "watchpoints", "allocs", "full", "funcs", "symbols" };
+	bool any = false;
+	for (unsigned i = 0; i < 64; i++) {
+		if (!(f & (1ull << i)))
+			continue;
+		if (i < 6)
+			printf("%s%s", any ? "," : "", n[i]);
+		else
+			printf("%sbit%u", any ? "," : "", i);
+		any = true;
+	}
+	if (!any)
+		printf("none");
+}
+
+int cmd_info(int argc, char **argv)
+{
+	const char *path = NULL;
+	for (int i = 0; i < argc; i++) {
+		if (argv[i][0] == '-' && argv[i][1]) {
+			ana_err("info: unknown option '%s'", argv[i]);
+			return EXIT_USAGE;
+		}
+		if (path) {
+			ana_err("info: one trace only ('%s' and '%s')", path, argv[i]);
+			return EXIT_USAGE;
+		}
+		path = argv[i];
+	}
+	if (!path) {
+		ana_err("info: which trace? usage: commanalyze info TRACE");
+		return EXIT_USAGE;
+	}
+	struct ct_error err = {{0}};
+	struct ct_trace *t = ct_trace_open(path, &err);
+	if (!t) {
+		fprintf(stderr, "commanalyze: %s\n", err.msg);
+		return EXIT_BADTRACE;
+	}
+	size_t n = thread_space(t);
+	struct trace_stats st;
+	if (trace_stats_init(&st, n)) {
+		ct_trace_close(t);
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	struct record_consumer rc = trace_stats_consumer(&st);
+	int bad = replay(t, &rc, 1, true, &err);
+
+	const struct ct_header *h = ct_trace_header(t);
+	char why[256], buf[64];
+	printf("trace: %s\n", ct_trace_path(t));
+	printf("format: version %u (readable by %u and later), features ", h->version,
+	       h->min_version);
+	print_features(h->features);
+	putchar('\n');
+	if (h->created_ns) {
+		time_t s = (time_t)(h->created_ns / 1000000000ull);
+		struct tm tm;
+		if (gmtime_r(&s, &tm) && strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm))
+			printf("created: %s\n", buf);
+	}
+	bool complete = trace_is_complete(t, why, sizeof why);
+	printf("complete: %s\n", complete ? "yes" : "no");
+	printf("  %s\n", why);
+	const char *dmg = ct_trace_damage(t);
+	char damage[600] = "";
+	if (dmg) {
+		printf("damage: %s\n", dmg);
+		snprintf(damage, sizeof damage, "%s", dmg);
+	}
+	print_kv_section(t, CT_SEC_MACHINE, "machine", "cpu.");
+	struct topology topo;
+	topology_load(&topo, t);
+	if (topo.identity)
+		printf("  cpu map: none (core and socket matrices use cpu numbers)\n");
+	else
+		printf("  cpu map: %zu cpus, %zu cores, %zu sockets\n", topo.ncpus, topo.ncores,
+		       topo.nsockets);
+	topology_free(&topo);
+	print_kv_section(t, CT_SEC_CONFIG, "config", NULL);
+	print_cmdline(t);
+
+	printf("threads: %zu\n", ct_trace_nthreads(t));
+	printf("  %5s %8s %6s %-15s %10s %10s %8s %8s %8s %8s %8s %8s %10s %s\n", "index", "tid",
+	       "parent", "name", "records", "samples", "wp_arm", "wp_hit", "alloc", "free", "lost",
+	       "skipped", "span", "end");
+	for (size_t i = 0; i < ct_trace_nthreads(t); i++) {
+		const struct ct_thread_info *ti = ct_trace_thread(t, i);
+		static const struct thread_stats none = { .first_time = UINT64_MAX };
+		const struct thread_stats *s = ti->index < n ? &st.th[ti->index] : &none;
+		char par[16], name[sizeof ti->name + 1], span[32], end[32];
+		if (ti->parent == UINT32_MAX)
+			snprintf(par, sizeof par, "-");
+		else
+			snprintf(par, sizeof par, "%u", ti->parent);
+		size_t k = 0;
+		for (; k < sizeof ti->name && ti->name[k]; k++)
+			name[k] = (unsigned char)ti->name[k] > 0x20 && ti->name[k] != 0x7f ? ti->name[k] : '_';
+		name[k] = 0;
+		if (!k)
+			snprintf(name, sizeof name, "-");
+		if (s->first_time == UINT64_MAX)
+			snprintf(span, sizeof span, "-");
+		else
+			fmt_duration(s->last_time - s->first_time, span, sizeof span);
+		if (s->ended)
+			snprintf(end, sizeof end, "status=%d", (int)s->end_status);
+		else
+			snprintf(end, sizeof end, "no end");
+		printf("  %5u %8d %6s %-15s %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64
+		       " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %10s %s\n",
+		       ti->index, (int)ti->tid, par, name, s->records, s->samples, s->wp_arm, s->wp_hit,
+		       s->alloc, s->free, s->lost, s->skipped, span, end);
+	}
+	if (st.first_time != UINT64_MAX)
+		printf("time span: %s (%" PRIu64 " .. %" PRIu64 " ns)\n",
+		       fmt_duration(st.last_time - st.first_time, buf, sizeof buf), st.first_time,
+		       st.last_time);
+	printf("records: %" PRIu64 ", samples: %" PRIu64 "\n", st.records, st.samples);
+	printf("lost records: %" PRIu64 "\n", st.lost_total);
+	for (unsigned r = 0; r < LOST_REASONS; r++)
+		if (st.lost_by_reason[r]) {
+			const char *nm = r ? ct_lost_reason_name(r) : NULL;
+			printf("  %-20s %" PRIu64 "\n", nm ? nm : "unknown", st.lost_by_reason[r]);
+		}
+	printf("skipped samples: %" PRIu64 "\n", st.skipped_total);
+	for (unsigned r = 0; r <= CT_SKIP_REASON_MAX; r++)
+		if (st.skipped_by_reason[r]) {
+			const char *nm = r ? ct_skip_reason_name(r) : NULL;
+			printf("  %-20s %" PRIu64 "\n", nm ? nm : "unknown", st.skipped_by_reason[r]);
+		}
+	if (st.bad_thread)
+		printf("records with an unknown thread: %" PRIu64 "\n", st.bad_thread);
+	char es[32], sig[32];
+	if (ct_trace_meta(t, CT_SEC_SUMMARY, "exit_status", es, sizeof es)) {
+		if (ct_trace_meta(t, CT_SEC_SUMMARY, "exit_signal", sig, sizeof sig) && strcmp(sig, "0"))
+			printf("exit status: %s (killed by signal %s)\n", es, sig);
+		else
+			printf("exit status: %s\n", es);
+	} else {
+		printf("exit status: unknown (no end summary)\n");
+	}
+	print_kv_section(t, CT_SEC_SUMMARY, "summary", "thread.");
+	trace_stats_free(&st);
+	ct_trace_close(t);
+	fflush(stdout);
+	if (bad) {
+		fprintf(stderr, "commanalyze: %s\n", err.msg);
+		return EXIT_BADTRACE;
+	}
+	if (damage[0]) {
+		fprintf(stderr, "commanalyze: %s\n", damage);
+		return EXIT_BADTRACE;
+	}
+	return 0;
+}

@@ -1,0 +1,276 @@
+/* The comdetective model: Algorithm 1 of the ComDetective paper (SC'19,
+ * sections 3.2-3.3) replayed offline over the merged record stream.
+ *
+ * Samples: a bulletin board of board_size entries, indexed by a hash of the
+ * line number (address / line size).  For a sample of thread T1 on line L1:
+ *   - the entry at hash(L1) matches when it holds line L1, was published by
+ *     another thread T2, after T1's t_prev, and is still recent (expiry of
+ *     its publisher): a communication T2 -> T1, true sharing when the byte
+ *     ranges overlap, weight = period x K; then t_prev(T1) = publish time;
+ *   - a store (or atomic) publishes itself when the entry is empty or
+ *     expired (TryAtomicPut: a recent entry, of any line, stays).
+ * Expiry of a board entry (the publisher's):
+ *   comdetective  age <= the time between the publisher's last two store
+ *                 samples (no expiry before its second store sample)
+ *   ns:N          age <= N
+ *   samples:N     the publisher has taken fewer than N store samples since
+ * Watchpoints are not simulated: the recorded WP_ARM / WP_HIT records are
+ * used.  A hit is a communication from the arm's publisher to the hitting
+ * thread, weight = period x K x L / (D x 8) (at least period x K), period of
+ * the sample that armed, D = registers armed (at most --watchpoints);
+ * hits on registers >= --watchpoints are ignored, and only the first
+ * counted hit of an arm counts (the runtime disarms on a trap);
+ * --watchpoints 0 ignores every hit.  A hit
+ * counts when it is recent (the watcher's expiry):
+ *   comdetective  hit time - publish time <= the watcher's interval between
+ *                 its last two samples (loads too) when it armed
+ *   ns:N          hit time - publish time <= N
+ *   samples:N     the watcher took fewer than N samples since it armed
+ * Samples, arms and hits thinned by --period-multiplier are never seen. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_common.h"
+
+#define WP_WORD_BYTES 8  /* M: bytes one debug register watches */
+
+struct cd_entry {
+	uint64_t line, addr, ip, time;
+	uint64_t pub_count;        /* publisher's store count at publication */
+	uint32_t thread, cpu;
+	uint8_t len;
+	bool valid;
+};
+
+struct cd_thread {
+	uint64_t t_prev;
+	uint64_t st_last, st_prev, nstores;  /* kept store samples */
+	uint64_t s_last, s_prev, nsamples;   /* kept samples of any kind */
+	uint64_t last_period;                /* period x K of the last kept sample */
+	uint32_t last_cpu;
+	/* the current watchpoint arm */
+	bool armed, hit_done;
+	struct ct_wp_arm arm;
+	uint64_t arm_period, arm_interval, arm_nsamples;
+};
+
+struct cd {
+	struct model_opts o;
+	unsigned line_size, line_shift;
+	size_t nthreads;
+	struct cd_entry *board;
+	struct cd_thread *t;
+	struct kfilter kf;
+	struct event_consumer *out;
+	size_t nout;
+};
+
+static uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+static void *cd_create(const struct model_setup *s)
+{
+	struct cd *cd = calloc(1, sizeof *cd);
+	if (!cd)
+		return NULL;
+	cd->o = *s->opts;
+	cd->line_size = s->line_size ? s->line_size : 64;
+	cd->line_shift = log2u(cd->line_size);
+	cd->nthreads = s->nthreads;
+	cd->out = s->out;
+	cd->nout = s->nout;
+	if (!cd->o.board_size)
+		cd->o.board_size = 127;
+	cd->board = calloc(cd->o.board_size, sizeof *cd->board);
+	cd->t = calloc(s->nthreads ? s->nthreads : 1, sizeof *cd->t);
+	if (!cd->board || !cd->t || kfilter_init(&cd->kf, cd->o.period_multiplier, s->nthreads)) {
+		free(cd->board);
+		free(cd->t);
+		free(cd);
+		return NULL;
+	}
+	for (size_t i = 0; i < s->nthreads; i++)
+		cd->t[i].last_cpu = UINT32_MAX;
+	return cd;
+}
+
+static bool entry_recent(const struct cd *cd, const struct cd_entry *e, uint64_t now)
+{
+	uint64_t age = now > e->time ? now - e->time : 0;
+	const struct cd_thread *p = &cd->t[e->thread];
+	switch (cd->o.expiry) {
+	case EXPIRY_NS:
+		return age <= cd->o.expiry_value;
+	case EXPIRY_SAMPLES:
+		return p->nstores - e->pub_count < cd->o.expiry_value;
+	case EXPIRY_COMDETECTIVE:
+	default:
+		if (p->nstores < 2)
+			return true;
+		return age <= p->st_last - p->st_prev;
+	}
+}
+
+static void cd_sample(struct cd *cd, const struct ct_record *r)
+{
+	const struct ct_sample *s = &r->u.sample;
+	struct cd_thread *th = &cd->t[r->thread];
+	bool store = s->kind != CT_ACCESS_LOAD;
+	uint64_t w = s->period * cd->kf.k;
+	th->s_prev = th->s_last;
+	th->s_last = r->time;
+	th->nsamples++;
+	if (store) {
+		th->st_prev = th->st_last;
+		th->st_last = r->time;
+		th->nstores++;
+	}
+	th->last_period = w;
+	th->last_cpu = s->cpu;
+
+	uint64_t ln = s->addr >> cd->line_shift;
+	uint64_t line = ln << cd->line_shift;
+	uint64_t h = cd->o.hash == HASH_MURMUR ? fmix64(ln) : ln;
+	struct cd_entry *e = &cd->board[h % cd->o.board_size];
+	bool recent = e->valid && entry_recent(cd, e, r->time);
+	if (recent && e->line == line && e->thread != r->thread && e->time > th->t_prev) {
+		struct comm_event ev = {
+			.time = r->time, .dst = r->thread, .src = e->thread,
+			.dst_cpu = s->cpu, .src_cpu = e->cpu, .line = line,
+			.addr = s->addr, .src_addr = e->addr, .len = s->len, .src_len = e->len,
+			.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
+			.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
+			.ip = s->ip, .src_ip = e->ip, .weight = (double)w,
+		};
+		emit(cd->out, cd->nout, &ev);
+		th->t_prev = e->time;
+	}
+	if (store && !recent) {
+		*e = (struct cd_entry){
+			.line = line, .addr = s->addr, .ip = s->ip, .time = r->time,
+			.pub_count = th->nstores, .thread = r->thread, .cpu = s->cpu,
+			.len = s->len, .valid = true,
+		};
+	}
+}
+
+static void cd_arm(struct cd *cd, const struct ct_record *r)
+{
+	const struct ct_wp_arm *a = &r->u.arm;
+	struct cd_thread *th = &cd->t[r->thread];
+	th->armed = false;
+	if (a->publisher >= cd->nthreads || a->publisher == r->thread || a->nwp < 1 ||
+	    a->nwp > CT_WP_MAX || !th->nsamples)
+		return;
+	th->armed = true;
+	th->hit_done = false;
+	th->arm = *a;
+	th->arm_period = th->last_period;
+	th->arm_interval = th->nsamples >= 2 ? th->s_last - th->s_prev : UINT64_MAX;
+	th->arm_nsamples = th->nsamples;
+}
+
+static void cd_hit(struct cd *cd, const struct ct_record *r)
+{
+	const struct ct_wp_hit *h = &r->u.hit;
+	struct cd_thread *th = &cd->t[r->thread];
+	if (!th->armed || th->hit_done || h->reg >= th->arm.nwp)
+		return;
+	unsigned d = th->arm.nwp;
+	if (cd->o.watchpoints == MODEL_WP_NONE)
+		return;
+	if (cd->o.watchpoints) {
+		if (h->reg >= cd->o.watchpoints)
+			return;
+		if (cd->o.watchpoints < d)
+			d = cd->o.watchpoints;
+	}
+	uint64_t age = r->time > th->arm.pub_time ? r->time - th->arm.pub_time : 0;
+	bool recent;
+	switch (cd->o.expiry) {
+	case EXPIRY_NS:
+		recent = age <= cd->o.expiry_value;
+		break;
+	case EXPIRY_SAMPLES:
+		recent = th->nsamples - th->arm_nsamples < cd->o.expiry_value;
+		break;
+	default:
+		recent = age <= th->arm_interval;
+		break;
+	}
+	if (!recent)
+		return;
+	double scale = (double)cd->line_size / (double)(d * WP_WORD_BYTES);
+	if (scale < 1)
+		scale = 1;
+	const struct ct_wp_arm *a = &th->arm;
+	struct comm_event ev = {
+		.time = r->time, .dst = r->thread, .src = a->publisher,
+		.dst_cpu = h->cpu, .src_cpu = cd->t[a->publisher].last_cpu,
+		.line = h->addr >> cd->line_shift << cd->line_shift,
+		.addr = h->addr, .src_addr = a->pub_addr, .len = h->len, .src_len = a->pub_len,
+		.dst_kind = h->kind, .via = COMM_VIA_WATCHPOINT,
+		.true_sharing = ranges_overlap(h->addr, h->len, a->pub_addr, a->pub_len),
+		.ip = h->ip, .src_ip = 0, .weight = (double)th->arm_period * scale,
+	};
+	emit(cd->out, cd->nout, &ev);
+	th->hit_done = true;
+}
+
+static void cd_record(void *self, const struct ct_record *r)
+{
+	struct cd *cd = self;
+	if (r->thread >= cd->nthreads)
+		return;
+	switch (r->type) {
+	case CT_REC_SAMPLE:
+	case CT_REC_WP_ARM:
+	case CT_REC_WP_HIT:
+		break;
+	default:
+		return;
+	}
+	if (cd->kf.k != 1 && !kfilter_keep(&cd->kf, r)) {
+		if (r->type == CT_REC_WP_ARM)
+			cd->t[r->thread].armed = false;
+		return;
+	}
+	if (r->type == CT_REC_SAMPLE)
+		cd_sample(cd, r);
+	else if (r->type == CT_REC_WP_ARM)
+		cd_arm(cd, r);
+	else
+		cd_hit(cd, r);
+}
+
+static void cd_finish(void *self)
+{
+	(void)self;
+}
+
+static void cd_destroy(void *self)
+{
+	struct cd *cd = self;
+	if (!cd)
+		return;
+	kfilter_free(&cd->kf);
+	free(cd->board);
+	free(cd->t);
+	free(cd);
+}
+
+const struct model_ops model_comdetective = {
+	.name = "comdetective",
+	.summary = "ComDetective's Algorithm 1 (bulletin board + recorded watchpoints), offline",
+	.create = cd_create,
+	.record = cd_record,
+	.finish = cd_finish,
+	.destroy = cd_destroy,
+};

@@ -1,0 +1,196 @@
+/* One analysis: open the trace, create the model with the matrices consumer,
+ * replay into the model and the trace statistics. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana.h"
+
+struct model_run {
+	const struct model_ops *ops;
+	void *m;
+};
+
+int analysis_run(struct analysis *a, const char *path, const struct model_opts *o,
+                 bool progress)
+{
+	return analysis_run_hooks(a, path, o, progress, NULL);
+}
+
+int analysis_run_hooks(struct analysis *a, const char *path, const struct model_opts *o,
+                       bool progress, struct analysis_hooks *h)
+{
+	memset(a, 0, sizeof *a);
+	a->path = path;
+	a->opts = *o;
+	a->model = model_find(o->model ? o->model : "comdetective");
+	if (!a->model) {
+		ana_err("unknown model '%s'", o->model);
+		return EXIT_USAGE;
+	}
+	a->trace = ct_trace_open(path, &a->err);
+	if (!a->trace) {
+		fprintf(stderr, "commanalyze: %s\n", a->err.msg);
+		return EXIT_BADTRACE;
+	}
+	size_t n = thread_space(a->trace);
+	char why[256];
+	if (!thread_space_sane(a->trace, why, sizeof why)) {
+		fprintf(stderr, "commanalyze: %s\n", why);
+		return EXIT_BADTRACE;
+	}
+	a->line_size = resolve_line_size(o, a->trace, &a->line_size_source);
+	topology_load(&a->topo, a->trace);
+	a->mx = matrices_create(n, &a->topo);
+	if (!a->mx || trace_stats_init(&a->stats, n)) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	if (h && h->setup) {
+		int st = h->setup(h->arg, a);
+		if (st)
+			return st;
+		if (h->npre > ANALYSIS_HOOKS_MAX || h->nevents > ANALYSIS_HOOKS_MAX) {
+			ana_err("internal error: too many hook consumers");
+			return EXIT_BADTRACE;
+		}
+	}
+	struct event_consumer ec[1 + ANALYSIS_HOOKS_MAX];
+	size_t nec = 0;
+	ec[nec++] = matrices_consumer(a->mx);
+	for (size_t i = 0; h && i < h->nevents; i++)
+		ec[nec++] = h->events[i];
+	struct model_setup setup = {
+		.opts = &a->opts, .trace = a->trace, .nthreads = n,
+		.line_size = a->line_size, .out = ec, .nout = nec,
+	};
+	struct model_run mr = { a->model, a->model->create(&setup) };
+	if (!mr.m) {
+		ana_err("%s: cannot create the %s model (out of memory)", path, a->model->name);
+		return EXIT_BADTRACE;
+	}
+	struct record_consumer rc[2 + ANALYSIS_HOOKS_MAX];
+	size_t nrc = 0;
+	for (size_t i = 0; h && i < h->npre; i++)
+		rc[nrc++] = h->pre[i];
+	rc[nrc++] = (struct record_consumer){ .self = mr.m, .record = mr.ops->record,
+	                                      .finish = mr.ops->finish };
+	rc[nrc++] = trace_stats_consumer(&a->stats);
+	int r = replay(a->trace, rc, nrc, progress, &a->err);
+	a->model->destroy(mr.m);
+	if (r) {
+		a->damaged = true;
+	} else if (ct_trace_damage(a->trace)) {
+		a->damaged = true;
+		snprintf(a->err.msg, sizeof a->err.msg, "%s", ct_trace_damage(a->trace));
+	}
+	return 0;
+}
+
+void analysis_free(struct analysis *a)
+{
+	matrices_free(a->mx);
+	trace_stats_free(&a->stats);
+	topology_free(&a->topo);
+	if (a->trace)
+		ct_trace_close(a->trace);
+	memset(a, 0, sizeof *a);
+}
+
+void attr_add(struct attr_set *s, const char *key, const char *fmt, ...)
+{
+	if (s->n >= sizeof s->a / sizeof *s->a || s->used >= sizeof s->buf)
+		return;
+	char *p = s->buf + s->used;
+	va_list ap;
+	va_start(ap, fmt);
+	int l = vsnprintf(p, sizeof s->buf - s->used, fmt, ap);
+	va_end(ap);
+	if (l < 0 || (size_t)l >= sizeof s->buf - s->used)
+		return;
+	s->used += (size_t)l + 1;
+	s->a[s->n].key = key;
+	s->a[s->n].value = p;
+	s->n++;
+}
+
+void analysis_attrs(const struct analysis *a, struct attr_set *s)
+{
+	memset(s, 0, sizeof *s);
+	char v[64];
+	for (size_t i = 0; model_opt_names[i]; i++) {
+		const char *name = model_opt_names[i];
+		if (!strcmp(name, "line-size"))
+			attr_add(s, name, "%u", a->line_size);
+		else
+			attr_add(s, name, "%s", model_opts_format(&a->opts, name, v, sizeof v));
+	}
+	attr_add(s, "line-size-source", "%s", a->line_size_source);
+	attr_add(s, "trace", "%s", a->path);
+	attr_add(s, "tool", "commanalyze %s", CT_VERSION);
+	attr_add(s, "units", "estimated line transfers");
+	attr_add(s, "topology", "%s", a->topo.identity ? "identity (no cpu map in the trace)"
+	                                                : "machine section");
+	if (a->damaged)
+		attr_add(s, "damaged", "%s", a->err.msg);
+}
+
+size_t thread_space(const struct ct_trace *t)
+{
+	size_t n = ct_trace_nthreads(t), max = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ct_thread_info *ti = ct_trace_thread(t, i);
+		if (ti && ti->index < THREAD_INDEX_MAX && (size_t)ti->index + 1 > max)
+			max = (size_t)ti->index + 1;
+	}
+	return max;
+}
+
+bool thread_space_sane(const struct ct_trace *t, char *why, size_t cap)
+{
+	size_t n = ct_trace_nthreads(t), space = thread_space(t), max = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ct_thread_info *ti = ct_trace_thread(t, i);
+		if (ti && ti->index > max)
+			max = ti->index;
+	}
+	if (max >= THREAD_INDEX_MAX || space > 16 * n + 1024) {
+		snprintf(why, cap, "%s: thread index %zu with only %zu threads: damaged thread "
+		         "sections (matrices would need %zu rows)", ct_trace_path(t), max, n, max + 1);
+		return false;
+	}
+	return true;
+}
+
+const struct ct_thread_info *thread_by_index(const struct ct_trace *t, size_t index)
+{
+	size_t n = ct_trace_nthreads(t);
+	const struct ct_thread_info *ti = index < n ? ct_trace_thread(t, index) : NULL;
+	if (ti && ti->index == index)
+		return ti;
+	size_t lo = 0, hi = n;   /* slots are in index order */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		ti = ct_trace_thread(t, mid);
+		if (!ti)
+			return NULL;
+		if (ti->index == index)
+			return ti;
+		if (ti->index < index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+const char *thread_label(const struct ct_trace *t, size_t i, char *buf, size_t cap)
+{
+	const struct ct_thread_info *ti = thread_by_index(t, i);
+	if (ti)
+		snprintf(buf, cap, "T%zu(%d)", i, (int)ti->tid);
+	else
+		snprintf(buf, cap, "T%zu", i);
+	return buf;
+}

@@ -1,0 +1,376 @@
+/* commanalyze [report] TRACE: the readable report, in sections (trace,
+ * model, totals, top thread pairs, cores and sockets, lost and skipped,
+ * warnings).  Later work adds sections (top objects, top lines): each
+ * section is one function taking the analysis. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana.h"
+
+#define TOP_PAIRS 10
+#define TOP_CORE_PAIRS 5
+#define FEW_SAMPLES 100       /* per thread */
+#define HIGH_LOSS 0.05
+#define HIGH_SKIP 0.20
+
+struct report {
+	struct analysis *a;
+	double total, tr, fa;     /* weights */
+	uint64_t events;
+	char warn[16][256];
+	size_t nwarn;
+};
+
+static void warn(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct report *r, const char *fmt, ...)
+{
+	if (r->nwarn >= sizeof r->warn / sizeof *r->warn)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->warn[r->nwarn++], sizeof r->warn[0], fmt, ap);
+	va_end(ap);
+}
+
+static void section(const char *title)
+{
+	printf("\n== %s ==\n", title);
+}
+
+static double pct(double a, double b)
+{
+	return b > 0 ? 100.0 * a / b : 0.0;
+}
+
+static void cmdline(struct ct_trace *t, char *out, size_t cap)
+{
+	size_t len = 0, o = 0;
+	const char *p = ct_trace_section(t, CT_SEC_CMDLINE, &len);
+	out[0] = 0;
+	if (!p)
+		return;
+	for (size_t i = 0; i < len && o + 1 < cap; i++) {
+		char c = p[i] ? p[i] : ' ';
+		out[o++] = (unsigned char)c >= 0x20 && c != 0x7f ? c : '?';
+	}
+	while (o && out[o - 1] == ' ')
+		o--;
+	out[o] = 0;
+}
+
+static void sec_trace(struct report *r)
+{
+	struct analysis *a = r->a;
+	struct ct_trace *t = a->trace;
+	char buf[512], b2[64], v[128];
+	printf("commtrace report: %s\n", a->path);
+	section("Trace");
+	cmdline(t, buf, sizeof buf);
+	printf("  %-13s %s\n", "program", buf[0] ? buf : "(unknown)");
+	size_t with = 0;
+	for (size_t i = 0; i < a->stats.nthreads; i++)
+		with += a->stats.th[i].samples > 0;
+	printf("  %-13s %zu (%zu with samples)\n", "threads", ct_trace_nthreads(t), with);
+	uint64_t dur = 0;
+	if (ct_trace_meta(t, CT_SEC_SUMMARY, "duration_ns", v, sizeof v) && parse_u64(v, &dur))
+		printf("  %-13s %s\n", "duration", fmt_duration(dur, b2, sizeof b2));
+	else if (a->stats.first_time != UINT64_MAX)
+		printf("  %-13s %s (first to last record)\n", "duration",
+		       fmt_duration(a->stats.last_time - a->stats.first_time, b2, sizeof b2));
+	char sampler[64] = "?", period[32] = "?", unit[32] = "", wp[16] = "?";
+	ct_trace_meta(t, CT_SEC_CONFIG, "sampler", sampler, sizeof sampler);
+	ct_trace_meta(t, CT_SEC_CONFIG, "period", period, sizeof period);
+	ct_trace_meta(t, CT_SEC_CONFIG, "period_unit", unit, sizeof unit);
+	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints", wp, sizeof wp);
+	printf("  %-13s %s, period %s%s%s, %s watchpoint registers\n", "sampler", sampler, period,
+	       unit[0] ? " " : "", unit, wp);
+	printf("  %-13s %u bytes (%s)\n", "line size", a->line_size, a->line_size_source);
+	bool complete = trace_is_complete(t, buf, sizeof buf);
+	printf("  %-13s %s%s%s\n", "complete", complete ? "yes" : "NO: ", complete ? "" : buf, "");
+	if (!complete)
+		warn(r, "incomplete trace: %s", buf);
+	uint64_t arms = 0, hits = 0;
+	for (size_t i = 0; i < a->stats.nthreads; i++) {
+		arms += a->stats.th[i].wp_arm;
+		hits += a->stats.th[i].wp_hit;
+	}
+	printf("  %-13s %" PRIu64 " (samples %" PRIu64 ", watchpoint arms %" PRIu64 ", hits %" PRIu64
+	       ")\n", "records", a->stats.records, a->stats.samples, arms, hits);
+	uint64_t w;
+	if (ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints", v, sizeof v) && parse_u64(v, &w)) {
+		if (w == 0)
+			warn(r, "watchpoints were off when recording: communication seen by only one "
+			        "sample side is missed (commrec -w 4)");
+		else if (a->opts.watchpoints > w && a->opts.watchpoints != MODEL_WP_NONE)
+			warn(r, "--watchpoints %u is more than the %" PRIu64 " registers recorded: hits "
+			        "are scaled as the registers actually armed", a->opts.watchpoints, w);
+		else if (!arms && a->stats.samples)
+			warn(r, "no watchpoint was armed although %" PRIu64 " registers were configured", w);
+	}
+}
+
+static void sec_model(struct report *r)
+{
+	struct analysis *a = r->a;
+	char v[64];
+	section("Model");
+	printf("  %s:", a->model->name);
+	for (size_t i = 1; model_opt_names[i]; i++) {
+		const char *n = model_opt_names[i];
+		if (!model_opt_relevant(a->model->name, n))
+			continue;
+		if (!strcmp(n, "line-size"))
+			printf(" %s=%u", n, a->line_size);
+		else
+			printf(" %s=%s", n, model_opts_format(&a->opts, n, v, sizeof v));
+	}
+	printf("\n");
+}
+
+static void sec_totals(struct report *r)
+{
+	struct analysis *a = r->a;
+	const struct mx_totals *t = matrices_totals(a->mx);
+	char b1[32], b2[32], b3[32];
+	r->events = 0;
+	r->tr = r->fa = 0;
+	for (int v = 0; v < 3; v++) {
+		r->events += t->events[v][0] + t->events[v][1];
+		r->tr += t->weight[v][1];
+		r->fa += t->weight[v][0];
+	}
+	r->total = r->tr + r->fa;
+	section("Totals");
+	printf("  %-26s %" PRIu64 " (%" PRIu64 " from samples, %" PRIu64 " from watchpoint hits)\n",
+	       "communication events", r->events, t->events[COMM_VIA_SAMPLE][0] + t->events[COMM_VIA_SAMPLE][1],
+	       t->events[COMM_VIA_WATCHPOINT][0] + t->events[COMM_VIA_WATCHPOINT][1]);
+	printf("  %-26s %s\n", "estimated line transfers", fmt_count(r->total, b1, sizeof b1));
+	printf("  %-26s %s (transfers x %u-byte line)\n", "estimated bytes",
+	       fmt_bytes(r->total * a->line_size, b2, sizeof b2), a->line_size);
+	printf("  %-26s %5.1f%%  (%s transfers)\n", "true sharing", pct(r->tr, r->total),
+	       fmt_count(r->tr, b3, sizeof b3));
+	printf("  %-26s %5.1f%%  (%s transfers)\n", "false sharing", pct(r->fa, r->total),
+	       fmt_count(r->fa, b3, sizeof b3));
+	if (!r->events && a->stats.samples)
+		warn(r, "no communication detected (try a longer --expiry, e.g. ns:1000000, or the "
+		        "window model)");
+}
+
+struct pair {
+	size_t i, j;
+	double w, tr, ij, ji;
+};
+
+static int cmp_pair_w(const void *x, const void *y)
+{
+	const struct pair *a = x, *b = y;
+	return a->w < b->w ? 1 : a->w > b->w ? -1 : 0;
+}
+
+/* Symmetric pairs (i < j) of a directed matrix, heaviest first. */
+static struct pair *top_pairs(const struct matrix *all, const struct matrix *tru, size_t *np)
+{
+	size_t n = all->n, k = 0;
+	struct pair *p = malloc((n * (n + 1) / 2 + 1) * sizeof *p);
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i; j < n; j++) {
+			double ij = all->cell[i * n + j], ji = all->cell[j * n + i];
+			double w = i == j ? ij : ij + ji;
+			if (w <= 0)
+				continue;
+			double t = i == j ? tru->cell[i * n + j]
+			                  : tru->cell[i * n + j] + tru->cell[j * n + i];
+			p[k++] = (struct pair){ i, j, w, t, ij, ji };
+		}
+	qsort(p, k, sizeof *p, cmp_pair_w);
+	*np = k;
+	return p;
+}
+
+static void sec_pairs(struct report *r)
+{
+	struct analysis *a = r->a;
+	section("Top thread pairs");
+	size_t np;
+	struct pair *p = top_pairs(matrices_get(a->mx, MX_THREAD, MX_ALL),
+	                           matrices_get(a->mx, MX_THREAD, MX_TRUE), &np);
+	if (!p || !np) {
+		printf("  (none)\n");
+		free(p);
+		return;
+	}
+	printf("  %-4s %-32s %12s %7s %7s %12s %12s\n", "rank", "pair", "transfers", "share",
+	       "true%", "a<-b", "b<-a");
+	for (size_t k = 0; k < np && k < TOP_PAIRS; k++) {
+		char la[48], lb[48], pr[100], w[32], ij[32], ji[32];
+		thread_label(a->trace, p[k].i, la, sizeof la);
+		thread_label(a->trace, p[k].j, lb, sizeof lb);
+		snprintf(pr, sizeof pr, "%s <-> %s", la, lb);
+		printf("  %-4zu %-32s %12s %6.1f%% %6.1f%% %12s %12s\n", k + 1, pr,
+		       fmt_count(p[k].w, w, sizeof w), pct(p[k].w, r->total), pct(p[k].tr, p[k].w),
+		       fmt_count(p[k].ij, ij, sizeof ij), fmt_count(p[k].ji, ji, sizeof ji));
+	}
+	if (np > TOP_PAIRS)
+		printf("  (%zu more pairs; commanalyze matrix for all)\n", np - TOP_PAIRS);
+	printf("  (a<-b: transfers to the first thread of the pair from the second)\n");
+	free(p);
+}
+
+static void sec_cores(struct report *r)
+{
+	struct analysis *a = r->a;
+	section("Cores and sockets");
+	const struct matrix *c = matrices_get(a->mx, MX_CORE, MX_ALL);
+	const struct matrix *s = matrices_get(a->mx, MX_SOCKET, MX_ALL);
+	double same_core = 0, same_socket = 0, all = 0;
+	for (size_t i = 0; i < c->n; i++)
+		for (size_t j = 0; j < c->n; j++) {
+			all += c->cell[i * c->n + j];
+			if (i == j)
+				same_core += c->cell[i * c->n + j];
+		}
+	for (size_t i = 0; i < s->n; i++)
+		same_socket += s->cell[i * s->n + i];
+	if (a->topo.identity) {
+		printf("  no cpu map in the trace: cores are cpu numbers, one socket assumed\n");
+		warn(r, "no cpu topology in the trace: core and socket figures use cpu numbers");
+	} else {
+		printf("  %zu cpus, %zu cores, %zu sockets\n", a->topo.ncpus, a->topo.ncores,
+		       a->topo.nsockets);
+	}
+	char b[32];
+	printf("  %-26s %5.1f%%  (%s)\n", "same core", pct(same_core, all),
+	       fmt_count(same_core, b, sizeof b));
+	printf("  %-26s %5.1f%%  (%s)\n", "other core, same socket", pct(same_socket - same_core, all),
+	       fmt_count(same_socket - same_core, b, sizeof b));
+	printf("  %-26s %5.1f%%  (%s)\n", "other socket", pct(all - same_socket, all),
+	       fmt_count(all - same_socket, b, sizeof b));
+	uint64_t um = matrices_totals(a->mx)->unmapped_cpu;
+	if (um) {
+		printf("  %" PRIu64 " events with an unknown cpu are left out here\n", um);
+	}
+	size_t np;
+	struct pair *p = top_pairs(c, matrices_get(a->mx, MX_CORE, MX_TRUE), &np);
+	if (p && np) {
+		printf("  top core pairs:");
+		for (size_t k = 0; k < np && k < TOP_CORE_PAIRS; k++) {
+			char la[32], lb[32];
+			if (a->topo.identity) {
+				snprintf(la, sizeof la, "cpu%zu", p[k].i);
+				snprintf(lb, sizeof lb, "cpu%zu", p[k].j);
+			} else {
+				snprintf(la, sizeof la, "%s", a->topo.core_label[p[k].i]);
+				snprintf(lb, sizeof lb, "%s", a->topo.core_label[p[k].j]);
+			}
+			printf("%s %s<->%s %.1f%%", k ? "," : "", la, lb, pct(p[k].w, all));
+		}
+		printf("\n");
+	}
+	free(p);
+}
+
+static void sec_lost(struct report *r)
+{
+	struct analysis *a = r->a;
+	const struct trace_stats *s = &a->stats;
+	section("Lost and skipped");
+	double lost_frac = (double)s->lost_total / (double)(s->records + s->lost_total ? s->records + s->lost_total : 1);
+	double skip_frac = (double)s->skipped_total /
+	                   (double)(s->samples + s->skipped_total ? s->samples + s->skipped_total : 1);
+	printf("  %-26s %" PRIu64 " (%.2f%% of records)", "lost records", s->lost_total, 100 * lost_frac);
+	for (unsigned k = 0; k < LOST_REASONS; k++)
+		if (s->lost_by_reason[k]) {
+			const char *n = k ? ct_lost_reason_name(k) : NULL;
+			printf(" %s=%" PRIu64, n ? n : "unknown", s->lost_by_reason[k]);
+		}
+	printf("\n");
+	printf("  %-26s %" PRIu64 " (%.2f%% of samples taken)", "skipped samples", s->skipped_total,
+	       100 * skip_frac);
+	for (unsigned k = 0; k <= CT_SKIP_REASON_MAX; k++)
+		if (s->skipped_by_reason[k]) {
+			const char *n = k ? ct_skip_reason_name(k) : NULL;
+			printf(" %s=%" PRIu64, n ? n : "unknown", s->skipped_by_reason[k]);
+		}
+	printf("\n");
+	if (lost_frac > HIGH_LOSS)
+		warn(r, "high loss: %.1f%% of records were lost (larger buffers, a longer period)",
+		     100 * lost_frac);
+	if (skip_frac > HIGH_SKIP)
+		warn(r, "%.1f%% of the samples taken had no usable address", 100 * skip_frac);
+	size_t few = 0, total = 0;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		if (!thread_by_index(a->trace, i))
+			continue;
+		total++;
+		few += s->th[i].samples < FEW_SAMPLES;
+	}
+	if (few)
+		warn(r, "%zu of %zu threads have fewer than %d samples: their figures are rough "
+		        "(a shorter period)", few, total, FEW_SAMPLES);
+	if (s->bad_thread)
+		warn(r, "%" PRIu64 " records name an unknown thread and were ignored", s->bad_thread);
+}
+
+static void sec_warnings(struct report *r)
+{
+	section("Warnings");
+	if (!r->nwarn)
+		printf("  none\n");
+	for (size_t i = 0; i < r->nwarn; i++)
+		printf("  - %s\n", r->warn[i]);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	const char *path = NULL;
+	struct model_opts o;
+	model_opts_default(&o);
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int m;
+		if ((m = model_args(&o, argc, argv, &i))) {
+			if (m < 0)
+				return EXIT_USAGE;
+		} else if (a[0] == '-' && a[1]) {
+			ana_err("report: unknown option '%s'", a);
+			return EXIT_USAGE;
+		} else if (path) {
+			ana_err("report: one trace only ('%s' and '%s')", path, a);
+			return EXIT_USAGE;
+		} else {
+			path = a;
+		}
+	}
+	if (!path) {
+		ana_err("report: which trace? usage: commanalyze [report] TRACE [model options]");
+		return EXIT_USAGE;
+	}
+	struct analysis an;
+	int rc = analysis_run(&an, path, &o, true);
+	if (rc) {
+		analysis_free(&an);
+		return rc;
+	}
+	struct report r = { .a = &an };
+	sec_trace(&r);
+	sec_model(&r);
+	sec_totals(&r);
+	sec_pairs(&r);
+	sec_cores(&r);
+	sec_lost(&r);
+	if (an.damaged)
+		warn(&r, "damaged trace: the figures cover the records before the damage (%s)", an.err.msg);
+	sec_warnings(&r);
+	fflush(stdout);
+	int status = 0;
+	if (an.damaged) {
+		fprintf(stderr, "commanalyze: %s\n", an.err.msg);
+		status = EXIT_BADTRACE;
+	}
+	analysis_free(&an);
+	return status;
+}

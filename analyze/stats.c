@@ -1,0 +1,84 @@
+/* Per-thread record counts, time spans, lost and skipped totals: a record
+ * consumer used by info and report. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana.h"
+
+int trace_stats_init(struct trace_stats *s, size_t nthreads)
+{
+	memset(s, 0, sizeof *s);
+	s->nthreads = nthreads;
+	s->th = calloc(nthreads ? nthreads : 1, sizeof *s->th);
+	if (!s->th)
+		return -1;
+	for (size_t i = 0; i < nthreads; i++)
+		s->th[i].first_time = UINT64_MAX;
+	s->first_time = UINT64_MAX;
+	return 0;
+}
+
+void trace_stats_free(struct trace_stats *s)
+{
+	free(s->th);
+	s->th = NULL;
+}
+
+static void stats_record(void *self, const struct ct_record *r)
+{
+	struct trace_stats *s = self;
+	s->records++;
+	if (r->time < s->first_time)
+		s->first_time = r->time;
+	if (r->time > s->last_time)
+		s->last_time = r->time;
+	if (r->thread >= s->nthreads) {
+		s->bad_thread++;
+		return;
+	}
+	struct thread_stats *t = &s->th[r->thread];
+	t->records++;
+	if (r->time < t->first_time)
+		t->first_time = r->time;
+	if (r->time > t->last_time)
+		t->last_time = r->time;
+	switch (r->type) {
+	case CT_REC_SAMPLE:
+		t->samples++;
+		s->samples++;
+		t->period_sum += r->u.sample.period;
+		if (r->u.sample.kind == CT_ACCESS_STORE)
+			t->stores++;
+		else if (r->u.sample.kind == CT_ACCESS_ATOMIC)
+			t->atomics++;
+		else
+			t->loads++;
+		break;
+	case CT_REC_WP_ARM: t->wp_arm++; break;
+	case CT_REC_WP_HIT: t->wp_hit++; break;
+	case CT_REC_ALLOC: t->alloc++; break;
+	case CT_REC_FREE: t->free++; break;
+	case CT_REC_THREAD_END:
+		t->ended = true;
+		t->end_status = r->u.end.status;
+		break;
+	case CT_REC_LOST:
+		t->lost += r->u.lost.count;
+		s->lost_total += r->u.lost.count;
+		s->lost_by_reason[r->u.lost.reason < LOST_REASONS ? r->u.lost.reason : 0] += r->u.lost.count;
+		break;
+	case CT_REC_SKIPPED:
+		t->skipped += r->u.skipped.count;
+		s->skipped_total += r->u.skipped.count;
+		s->skipped_by_reason[r->u.skipped.reason <= CT_SKIP_REASON_MAX ? r->u.skipped.reason : 0] +=
+			r->u.skipped.count;
+		break;
+	default:
+		break;
+	}
+}
+
+struct record_consumer trace_stats_consumer(struct trace_stats *s)
+{
+	return (struct record_consumer){ .self = s, .record = stats_record, .finish = NULL };
+}

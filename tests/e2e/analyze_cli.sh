@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# commanalyze's command line on hand-built traces (written by the unit test
+# helper ana_mktrace): info, dump (exact lines and filters), report, matrix,
+# usage errors (exit 1) and malformed traces (exit 2, one line naming the
+# file, never a crash).  Uses $CT_BUILD, so an ASAN build is tested by
+# pointing CT_BUILD (B=) at it.
+. "$(dirname "$0")/../lib.sh"
+
+MK="$CT_BUILD/tests/ana_mktrace"
+A="$COMMANALYZE"
+if [ ! -x "$A" ] || [ ! -x "$MK" ]; then
+	skip analyze_cli "build $A and $MK first"
+	exit 0
+fi
+G="$WORK/basic.zst"
+"$MK" "$G" basic || { fail mktrace "ana_mktrace basic failed"; done_tests; }
+"$MK" "$WORK/incomplete.zst" incomplete || fail mktrace_incomplete
+
+# run NAME EXPECTED-STATUS CMD...: stdout in $WORK/out, stderr in $WORK/err
+run() {
+	local name=$1 want=$2; shift 2
+	local rc=0
+	"$@" >"$WORK/out" 2>"$WORK/err" || rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "$name" "exit $rc, expected $want: $* ($(head -c 300 "$WORK/err"))"
+		return 1
+	fi
+	return 0
+}
+
+# ---- dump: the exact lines -------------------------------------------------
+cat >"$WORK/dump.want" <<'EOF'
+10 T0 thread_start stack=0x7ff000000000-0x7ff000800000 fs=0x7f0000001000 tls=0x7f0000000f00-0x7f0000001100
+15 T1 thread_start stack=0x7fe000000000-0x7fe000800000 fs=0x7e0000001000 tls=0x0-0x0
+20 T0 callsite id=7 pcs=0x401000,0x402abc,0x7f00deadbeef
+30 T0 alloc addr=0x10000 size=4096 kind=malloc callsite=7
+100 T0 sample ip=0x400000 addr=0x10000 len=8 kind=store cpu=0 period=1000 flags=exact
+110 T0 marker kind=begin name=solve
+120 T0 lost reason=buffer_full count=5
+130 T0 skipped reason=decode_failed count=3
+150 T0 func_enter addr=0x401100
+160 T0 func_exit addr=0x0
+200 T1 sample ip=0x400008 addr=0x10008 len=4 kind=load cpu=1 period=1000 flags=exact,data_src,weight data_src=0x68100142 weight=57
+200 T1 wp_arm publisher=0 pub_time=100 pub_addr=0x10000 pub_len=8 wp=0x10000:8,0x10008:8
+250 T1 wp_hit ip=0x401000 addr=0x10000 len=8 reg=0 cpu=1 kind=load
+300 T1 sample ip=0x400000 addr=0x10000 len=8 kind=atomic cpu=1 period=1000 flags=reconstructed,prev,fs
+400 T2 alloc addr=0x20000 size=64 kind=realloc callsite=7 old=0x10000
+410 T2 alloc addr=0x7f1000000000 size=1048576 kind=mmap callsite=0
+420 T2 free addr=0x7f1000000000 size=1048576 kind=munmap
+430 T2 marker kind=phase name=phase\x202
+500 T2 sample ip=0x400004 addr=0x10004 len=2 kind=load cpu=3 period=1000 flags=exact
+510 T2 skipped reason=kernel count=1
+900 T0 free addr=0x10000 size=0 kind=free
+990 T1 thread_end status=11
+1000 T0 thread_end status=0
+EOF
+if run dump_exact 0 "$A" dump "$G"; then
+	if diff -u "$WORK/dump.want" "$WORK/out" >"$WORK/diff"; then
+		pass dump_exact
+	else
+		fail dump_exact "$(head -20 "$WORK/diff" | tr '\n' '|')"
+	fi
+fi
+# every line: TIME T<n> TYPE key=value...
+check dump_line_shape bash -c "grep -Evq '^[0-9]+ T[0-9]+ [a-z_]+( [a-z_]+=[^ ]+)*\$' '$WORK/out' && exit 1 || exit 0"
+
+run dump_type 0 "$A" dump "$G" --type sample &&
+	check dump_type_count test "$(wc -l <"$WORK/out")" -eq 4 &&
+	check dump_type_only bash -c "! grep -v ' sample ' '$WORK/out'"
+run dump_types 0 "$A" dump "$G" --type wp_arm,wp_hit &&
+	check dump_types_count test "$(wc -l <"$WORK/out")" -eq 2
+run dump_thread 0 "$A" dump "$G" --thread 1 &&
+	check dump_thread_count test "$(wc -l <"$WORK/out")" -eq 6 &&
+	check dump_thread_only bash -c "! grep -v '^[0-9]* T1 ' '$WORK/out'"
+run dump_thread_type 0 "$A" dump "$G" --thread 2 --type=alloc &&
+	check dump_thread_type_count test "$(wc -l <"$WORK/out")" -eq 2
+run dump_limit 0 "$A" dump "$G" --limit 3 &&
+	check dump_limit_lines cmp -s "$WORK/out" <(head -n 3 "$WORK/dump.want")
+run dump_limit0 0 "$A" dump "$G" --limit 0 &&
+	check dump_limit0_empty test ! -s "$WORK/out"
+
+# ---- info -------------------------------------------------------------------
+if run info 0 "$A" info "$G"; then
+	check info_complete grep -qx 'complete: yes' "$WORK/out"
+	check info_version grep -q '^format: version 1' "$WORK/out"
+	check info_threads grep -Eq '^ +2 +1002 +1 +t2 +6 +1 ' "$WORK/out"
+	check info_lost grep -Eq '^ +buffer_full +5$' "$WORK/out"
+	check info_skipped grep -Eq '^ +decode_failed +3$' "$WORK/out"
+	check info_machine grep -q 'cpu map: 4 cpus, 4 cores, 2 sockets' "$WORK/out"
+	check info_cmdline grep -qx 'command: ./app --threads 2' "$WORK/out"
+	check info_exit grep -qx 'exit status: 0' "$WORK/out"
+fi
+if run info_incomplete 0 "$A" info "$WORK/incomplete.zst"; then
+	check info_incomplete_line grep -qx 'complete: no' "$WORK/out"
+	check info_incomplete_why grep -q 'cut off' "$WORK/out"
+fi
+
+# ---- report -------------------------------------------------------------------
+if run report 0 "$A" "$G"; then
+	for s in Trace Model Totals 'Top thread pairs' 'Cores and sockets' 'Lost and skipped' Warnings; do
+		check "report_section_${s// /_}" grep -q "^== $s ==" "$WORK/out"
+	done
+	check report_pair grep -q 'T0(1000) <-> T1(1001)' "$WORK/out"
+	check report_true grep -Eq '^ +true sharing +83\.3%' "$WORK/out"
+	check report_loss_warning grep -q 'high loss' "$WORK/out"
+fi
+run report_cmd 0 "$A" report "$G" --model window --window 1ms
+if run report_incomplete 0 "$A" report "$WORK/incomplete.zst"; then
+	check report_incomplete_warning grep -q 'incomplete trace' "$WORK/out"
+fi
+
+# ---- matrix -------------------------------------------------------------------
+# directed: [T1][T0] = 1000 (false, sample) + 4000 (true, hit: 1000*64/(2*8)),
+# [T2][T0] = 1000 (true)
+if run matrix_csv 0 "$A" matrix "$G" --format csv; then
+	check matrix_csv_sym bash -c "grep -q '^T0(1000),0,5000,1000\$' '$WORK/out' && grep -q '^T1(1001),5000,0,0\$' '$WORK/out'"
+fi
+if run matrix_directed 0 "$A" matrix "$G" --format csv --directed; then
+	check matrix_directed_rows bash -c "grep -q '^T0(1000),0,0,0\$' '$WORK/out' && grep -q '^T1(1001),5000,0,0\$' '$WORK/out'"
+fi
+if run matrix_true 0 "$A" matrix "$G" --format csv --kind true --directed; then
+	check matrix_true_cells grep -q '^T1(1001),4000,0,0$' "$WORK/out"
+fi
+if run matrix_false 0 "$A" matrix "$G" --format csv --kind=false --directed; then
+	check matrix_false_cells grep -q '^T1(1001),1000,0,0$' "$WORK/out"
+fi
+if run matrix_socket 0 "$A" matrix "$G" --format csv --index socket --directed; then
+	check matrix_socket_cells bash -c "grep -q '^S0,5000,0\$' '$WORK/out' && grep -q '^S1,1000,0\$' '$WORK/out'"
+fi
+run matrix_core 0 "$A" matrix "$G" --index core --format csv &&
+	check matrix_core_labels grep -q '^,S0C0,S0C1,S1C0,S1C1$' "$WORK/out"
+run matrix_text 0 "$A" matrix "$G"
+run matrix_json 0 "$A" matrix "$G" --format json -o "$WORK/m.json" &&
+	check matrix_json_attrs grep -q '"expiry": "comdetective"' "$WORK/m.json"
+run matrix_svg 0 "$A" matrix "$G" --format svg -o "$WORK/m.svg" &&
+	check matrix_svg_file grep -q '<svg' "$WORK/m.svg"
+run matrix_options 0 "$A" matrix "$G" --format csv --expiry ns:1000 --board-size 1 --hash murmur \
+	--line-size 128 --watchpoints 2 --period-multiplier 1
+run matrix_cd_csv 0 "$A" matrix "$G" --comdetective-csv "$WORK/cd" &&
+	check matrix_cd_files test -s "$WORK/cd/as_matrix.csv" -a -s "$WORK/cd/ts_matrix.csv" -a -s "$WORK/cd/fs_core_matrix.csv"
+if "$A" matrix "$G" --format h5 -o "$WORK/m.h5" >/dev/null 2>"$WORK/err"; then
+	check matrix_h5 test -s "$WORK/m.h5"
+elif grep -qi 'hdf5' "$WORK/err"; then
+	skip matrix_h5 "built without HDF5"
+else
+	fail matrix_h5 "$(head -c 200 "$WORK/err")"
+fi
+
+# ---- usage errors: exit 1 -----------------------------------------------------------
+run usage_none 1 "$A" && pass usage_none
+run usage_bad_option 1 "$A" --bogus && pass usage_bad_option
+run usage_info_notrace 1 "$A" info && pass usage_info_notrace
+run usage_info_option 1 "$A" info "$G" --x && pass usage_info_option
+run usage_dump_type 1 "$A" dump "$G" --type nonsense && pass usage_dump_type
+run usage_dump_limit 1 "$A" dump "$G" --limit ten && pass usage_dump_limit
+run usage_dump_thread 1 "$A" dump "$G" --thread 9 && pass usage_dump_thread
+run usage_dump_novalue 1 "$A" dump "$G" --limit && pass usage_dump_novalue
+run usage_matrix_kind 1 "$A" matrix "$G" --kind some && pass usage_matrix_kind
+run usage_matrix_index 1 "$A" matrix "$G" --index numa && pass usage_matrix_index
+run usage_matrix_h5 1 "$A" matrix "$G" --format h5 && pass usage_matrix_h5
+run usage_expiry 1 "$A" "$G" --expiry soon && pass usage_expiry
+run usage_model 1 "$A" report "$G" --model oracle && pass usage_model
+run usage_board 1 "$A" report "$G" --board-size 0 && pass usage_board
+run usage_two_traces 1 "$A" report "$G" "$G" && pass usage_two_traces
+run help 0 "$A" --help && check help_exit_status grep -q 'Exit status' "$WORK/out"
+run version 0 "$A" --version && check version_text grep -q '^commanalyze ' "$WORK/out"
+
+# ---- malformed traces: exit 2, one line naming the file -------------------------
+size=$(stat -c %s "$G")
+: >"$WORK/zero.zst"
+{ printf 'XXXX'; tail -c +5 "$G"; } >"$WORK/magic.zst"
+head -c $((size / 2)) "$G" >"$WORK/trunc.zst"
+cp "$G" "$WORK/flip.zst"
+printf '\377' | dd of="$WORK/flip.zst" bs=1 seek=$((size * 2 / 3)) conv=notrunc 2>/dev/null
+cp "$G" "$WORK/new.zst"
+# header body after the 8-byte frame header and 8-byte section header:
+# u16 version, u16 min_version -> 99, 99
+printf '\143\000\143\000' | dd of="$WORK/new.zst" bs=1 seek=16 conv=notrunc 2>/dev/null
+for bad in zero magic trunc flip new missing; do
+	f="$WORK/$bad.zst"
+	for c in info dump report matrix; do
+		rc=0
+		"$A" "$c" "$f" >"$WORK/out" 2>"$WORK/err" || rc=$?
+		n="malformed_${bad}_$c"
+		if [ "$rc" -ne 2 ]; then
+			fail "$n" "exit $rc, expected 2 ($(head -c 200 "$WORK/err"))"
+		elif [ "$(wc -l <"$WORK/err")" -ne 1 ]; then
+			fail "$n" "expected one line on stderr, got: $(tr '\n' '|' <"$WORK/err")"
+		elif ! grep -qF "$f" "$WORK/err"; then
+			fail "$n" "message does not name the file: $(cat "$WORK/err")"
+		elif [ "$bad" != missing ] && ! grep -q 'offset [0-9]' "$WORK/err"; then
+			fail "$n" "message has no offset: $(cat "$WORK/err")"
+		else
+			pass "$n"
+		fi
+	done
+done
+# a truncated trace: dump prints the records before the damage
+"$A" dump "$WORK/trunc.zst" >"$WORK/out" 2>/dev/null
+check malformed_trunc_dump_prefix bash -c "test -s '$WORK/out' && diff <(sort '$WORK/out') <(sort '$WORK/out' | grep -Fxf '$WORK/dump.want') >/dev/null"
+
+done_tests

@@ -1,0 +1,211 @@
+/* Writes hand-built traces for tests/e2e/analyze_cli.sh and for throughput
+ * measurements:
+ *   ana_mktrace OUT basic        every record type, 3 threads, cpu map, small frames
+ *   ana_mktrace OUT incomplete   the same without the end summary
+ *   ana_mktrace OUT big N        N samples over 4 threads (and arms/hits), streamed
+ * Without arguments (as tests/run.sh runs it) it checks that the basic
+ * trace reads back. */
+#include <inttypes.h>
+#include <stdarg.h>
+
+#include "ana_common.h"
+
+static void build_basic(struct tb *b)
+{
+	tb_init(b, 3);
+	tb_machine(b, "cpu_model=Test CPU\ncache_line_size=64\nnproc=4\n"
+	              "cpu.0=core 0 socket 0\ncpu.1=core 1 socket 0\n"
+	              "cpu.2=core 0 socket 1\ncpu.3=core 1 socket 1\n");
+	b->block_cap = 64;  /* a few records per frame: many frames */
+	struct ct_record *r;
+	r = tb_add(b, 0, CT_REC_THREAD_START, 10);
+	r->u.start = (struct ct_thread_start){ 0x7ff000000000, 0x7ff000800000, 0x7f0000001000,
+	                                       0x7f0000000f00, 0x7f0000001100 };
+	r = tb_add(b, 0, CT_REC_CALLSITE, 20);
+	r->u.callsite.id = 7;
+	r->u.callsite.depth = 3;
+	r->u.callsite.pc[0] = 0x401000;
+	r->u.callsite.pc[1] = 0x402abc;
+	r->u.callsite.pc[2] = 0x7f00deadbeef;
+	r = tb_add(b, 0, CT_REC_ALLOC, 30);
+	r->u.alloc = (struct ct_alloc){ .addr = 0x10000, .size = 4096, .callsite = 7,
+	                                .kind = CT_ALLOC_MALLOC };
+	tb_sample(b, 0, 100, 0x10000, 8, CT_ACCESS_STORE, 1000);
+	r = tb_add(b, 0, CT_REC_MARKER, 110);
+	r->u.marker.kind = CT_MARK_REGION_BEGIN;
+	snprintf(r->u.marker.name, sizeof r->u.marker.name, "solve");
+	r = tb_add(b, 0, CT_REC_LOST, 120);
+	r->u.lost = (struct ct_lost){ CT_LOST_BUFFER_FULL, 5 };
+	r = tb_add(b, 0, CT_REC_SKIPPED, 130);
+	r->u.skipped = (struct ct_skipped){ CT_SKIP_DECODE_FAILED, 3 };
+	r = tb_add(b, 0, CT_REC_FUNC_ENTER, 150);
+	r->u.func.addr = 0x401100;
+	r = tb_add(b, 0, CT_REC_FUNC_EXIT, 160);
+	r->u.func.addr = 0;
+	r = tb_add(b, 0, CT_REC_FREE, 900);
+	r->u.free = (struct ct_free){ .addr = 0x10000, .size = 0, .kind = 0 };
+	r = tb_add(b, 0, CT_REC_THREAD_END, 1000);
+	r->u.end.status = 0;
+
+	r = tb_add(b, 1, CT_REC_THREAD_START, 15);
+	r->u.start = (struct ct_thread_start){ 0x7fe000000000, 0x7fe000800000, 0x7e0000001000, 0, 0 };
+	r = tb_sample(b, 1, 200, 0x10008, 4, CT_ACCESS_LOAD, 1000);
+	r->u.sample.flags = CT_SAMPLE_EXACT | CT_SAMPLE_HAS_DATA_SRC | CT_SAMPLE_HAS_WEIGHT;
+	r->u.sample.data_src = 0x68100142;
+	r->u.sample.weight = 57;
+	tb_arm(b, 1, 200, 0, 100, 0x10000, 8, 2);
+	tb_hit(b, 1, 250, 0x10000, 8, 0);
+	r = tb_sample(b, 1, 300, 0x10000, 8, CT_ACCESS_ATOMIC, 1000);
+	r->u.sample.flags = CT_SAMPLE_RECONSTRUCTED | CT_SAMPLE_PREV_INSN | CT_SAMPLE_FS_BASED;
+	r = tb_add(b, 1, CT_REC_THREAD_END, 990);
+	r->u.end.status = 11;
+
+	r = tb_add(b, 2, CT_REC_ALLOC, 400);
+	r->u.alloc = (struct ct_alloc){ .addr = 0x20000, .size = 64, .old_addr = 0x10000,
+	                                .callsite = 7, .kind = CT_ALLOC_REALLOC };
+	r = tb_add(b, 2, CT_REC_ALLOC, 410);
+	r->u.alloc = (struct ct_alloc){ .addr = 0x7f1000000000, .size = 1 << 20, .callsite = 0,
+	                                .kind = CT_ALLOC_MMAP };
+	r = tb_add(b, 2, CT_REC_FREE, 420);
+	r->u.free = (struct ct_free){ .addr = 0x7f1000000000, .size = 1 << 20, .kind = 1 };
+	r = tb_add(b, 2, CT_REC_MARKER, 430);
+	r->u.marker.kind = CT_MARK_PHASE;
+	snprintf(r->u.marker.name, sizeof r->u.marker.name, "phase 2");
+	tb_sample_cpu(b, 2, 500, 0x10004, 2, CT_ACCESS_LOAD, 1000, 3);
+	r = tb_add(b, 2, CT_REC_SKIPPED, 510);
+	r->u.skipped = (struct ct_skipped){ CT_SKIP_KERNEL, 1 };
+}
+
+/* N samples, streamed (not kept in memory): 4 threads with interleaved
+ * times, each mostly on its own lines, every 16th access on one of 64
+ * shared lines, a quarter stores; an arm and a hit after every 64th
+ * sample. */
+static int write_big(const char *path, uint64_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -1;
+	struct ct_header h = { .version = CT_FORMAT_VERSION, .min_version = CT_FORMAT_MIN_READ,
+	                       .features = CT_FEAT_SAMPLES | CT_FEAT_WATCHPOINTS,
+	                       .created_ns = 1700000000000000000ull };
+	const char machine[] = "cpu.0=core 0 socket 0\ncpu.1=core 1 socket 0\n"
+	                       "cpu.2=core 0 socket 1\ncpu.3=core 1 socket 1\n";
+	const char config[] = "sampler=pebs\nperiod=10007\nperiod_unit=events\nwatchpoints=4\n"
+	                      "line_size=64\n";
+	int bad = ct_write_header(fd, &h) < 0;
+	bad |= ct_write_section(fd, CT_SEC_MACHINE, machine, sizeof machine - 1) < 0;
+	bad |= ct_write_section(fd, CT_SEC_CONFIG, config, sizeof config - 1) < 0;
+	uint64_t records = 0;
+	for (uint32_t th = 0; th < 4 && !bad; th++) {
+		struct ct_thread_info ti = { .index = th, .parent = th ? 0 : UINT32_MAX,
+		                             .tid = (int32_t)(2000 + th), .pid = 2000, .start_ns = 1 };
+		bad |= ct_write_thread_info(fd, &ti) < 0;
+		struct ct_sink sk;
+		if (ct_sink_init(&sk, fd, CT_BLOCK_DEFAULT, 1) < 0)
+			return -1;
+		uint64_t x = 88172645463325252ull + th;
+		for (uint64_t i = th; i < n && !bad; i += 4) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			uint64_t shared = 0x100000 + ((x >> 8) & 63) * 64;
+			uint64_t addr = (x & 15) == 0 ? shared + ((x >> 20) & 7) * 8
+			                              : 0x10000000ull * (th + 1) + ((x >> 8) & 0xfffff) * 8;
+			struct ct_record r = { .type = CT_REC_SAMPLE, .thread = th, .time = 1000 + i * 50 };
+			r.u.sample = (struct ct_sample){ .ip = 0x400000 + (x & 0xfff), .addr = addr,
+			                                 .period = 10007, .cpu = th, .len = 8,
+			                                 .kind = ((x >> 40) & 3) == 0 ? CT_ACCESS_STORE
+			                                                              : CT_ACCESS_LOAD,
+			                                 .flags = CT_SAMPLE_EXACT };
+			bad |= ct_sink_append(&sk, &r) < 0;
+			records++;
+			if ((i & 63) == 3) {
+				struct ct_record a = { .type = CT_REC_WP_ARM, .thread = th, .time = r.time };
+				a.u.arm.publisher = (th + 1) & 3;
+				a.u.arm.pub_time = r.time - 100;
+				a.u.arm.pub_addr = shared;
+				a.u.arm.pub_len = 8;
+				a.u.arm.nwp = 4;
+				for (int k = 0; k < 4; k++) {
+					a.u.arm.wp_addr[k] = shared + 8 * k;
+					a.u.arm.wp_len[k] = 8;
+				}
+				struct ct_record hh = { .type = CT_REC_WP_HIT, .thread = th, .time = r.time + 20 };
+				hh.u.hit = (struct ct_wp_hit){ .ip = 0x401000, .addr = shared + 8, .cpu = th,
+				                               .reg = 1, .len = 8 };
+				bad |= ct_sink_append(&sk, &a) < 0;
+				bad |= ct_sink_append(&sk, &hh) < 0;
+				records += 2;
+			}
+		}
+		bad |= ct_sink_flush(&sk) < 0;
+		ct_sink_destroy(&sk);
+	}
+	char sum[128];
+	snprintf(sum, sizeof sum, "exit_status=0\nexit_signal=0\nrecording=complete\nrecords=%llu\n",
+	         (unsigned long long)records);
+	bad |= ct_write_section(fd, CT_SEC_SUMMARY, sum, strlen(sum)) < 0;
+	bad |= close(fd) < 0;
+	return bad ? -1 : 0;
+}
+
+static void test_basic_reads_back(void)
+{
+	struct tb b;
+	build_basic(&b);
+	const char *path = tb_write(&b);
+	CHECK(path != NULL);
+	struct ct_error err = {{0}};
+	struct ct_trace *t = path ? ct_trace_open(path, &err) : NULL;
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ_U(ct_trace_nthreads(t), 3);
+		CHECK(ct_trace_complete(t));
+		CHECK(ct_trace_thread_frames(t, 0) > 1);
+		struct ct_cursor *c = ct_cursor_merged(t);
+		struct ct_record r;
+		uint64_t n = 0, last = 0;
+		bool ordered = true;
+		while (ct_cursor_next(c, &r, &err) == 1) {
+			ordered &= r.time >= last;
+			last = r.time;
+			n++;
+		}
+		CHECK(ordered);
+		size_t want = b.t[0].n + b.t[1].n + b.t[2].n;
+		CHECK_EQ_U(n, want);
+		ct_cursor_free(c);
+		ct_trace_close(t);
+	}
+	tb_free(&b);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		RUN(test_basic_reads_back);
+		return check_summary();
+	}
+	struct tb b;
+	if (!strcmp(argv[2], "basic") || !strcmp(argv[2], "incomplete")) {
+		build_basic(&b);
+		b.complete = !strcmp(argv[2], "basic");
+	} else if (!strcmp(argv[2], "big") && argc > 3) {
+		if (write_big(argv[1], strtoull(argv[3], NULL, 10)) < 0) {
+			perror(argv[1]);
+			return 1;
+		}
+		return 0;
+	} else {
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|big N\n");
+		return 1;
+	}
+	unlink(b.path);
+	snprintf(b.path, sizeof b.path, "%s", argv[1]);
+	bool ok = tb_write(&b) != NULL;
+	if (!ok)
+		perror(argv[1]);
+	b.path[0] = 0;   /* tb_free must not remove the output */
+	tb_free(&b);
+	return ok ? 0 : 1;
+}
