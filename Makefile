@@ -2,6 +2,7 @@
 #
 #   make [all]        build commrec, libcommrec.so, commanalyze, tests
 #   make check        run every test (installs missing Debian packages first)
+#   make MPI=1        also build commanalyze-mpi (needs libopenmpi-dev)
 #   make bench        print the performance table
 #   make demo         record and analyze a bundled example
 #   make install      PREFIX=/usr/local DESTDIR=
@@ -173,6 +174,22 @@ $(B)/tests/ana_%: $(B)/std/tests/unit/ana_%.o $(LIBANA) $(LIBFMT)
 tests/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $< -lm
+
+# MPI variant of the sweep (make MPI=1): commanalyze-mpi, ranks split grid
+# points and traces; needs libopenmpi-dev (or any mpicc).
+ifeq ($(MPI),1)
+MPICC ?= mpicc
+COMMANALYZE_MPI := $(B)/commanalyze-mpi
+MPI_OBJ := $(B)/mpi/analyze/sweep_mpi.o $(B)/mpi/analyze/mpi/main_mpi.o
+$(B)/mpi/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  MPICC   $<")
+	$(Q)$(MPICC) $(CFLAGS_ALL) $(SAN) -DHAVE_MPI -Irecord/common -Ianalyze -MMD -MP -c $< -o $@
+$(COMMANALYZE_MPI): $(MPI_OBJ) $(LIBANA) $(LIBFMT)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(MPICC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+programs: $(COMMANALYZE_MPI)
+endif
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 

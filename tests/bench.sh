@@ -54,11 +54,11 @@ fi
 
 # ---- replay throughput -----------------------------------------------------------
 big="$W/big.zst"
-if [ -x "$B/tests/ana_gentrace" ]; then
-	"$B/tests/ana_gentrace" --out "$big" --threads 8 --records 20000000 >/dev/null 2>&1 || true
+if [ -x "$B/tests/ana_mktrace" ]; then
+	"$B/tests/ana_mktrace" "$big" big "${BENCH_RECORDS:-20000000}" >/dev/null 2>&1 || true
 fi
 if [ -f "$big" ]; then
-	nrec=$("$ANA" info "$big" | awk '/^records:/ {print $2; exit}')
+	nrec=$("$ANA" info "$big" | awk -F'[ ,]+' '/^records:/ {print $2; exit}')
 	time_cmd replay "$ANA" matrix "$big" --format csv -o "$W/m.csv"
 	row "replay records/s (comdetective, 1 core)" \
 		"$(awk -v n="$nrec" -v s="$(cat "$W/replay.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ">= 20M"
@@ -67,9 +67,9 @@ else
 fi
 
 # ---- sweep -----------------------------------------------------------------------
-if [ -x tests/bench_sweep.sh ]; then
-	B=$B BENCH_ROW=1 tests/bench_sweep.sh "$W" | while IFS='|' read -r a b c; do row "$a" "$b" "$c"; done
-fi
+echo
+echo "sweep: one decode pass for 64 grid points against 64 separate analyses"
+B=$B tests/bench_sweep.sh
 
 # ---- exact mode --------------------------------------------------------------------
 if [ -x "$B/libcommrec-inst.so" ] || [ -f "$B/libcommrec-inst.so" ]; then

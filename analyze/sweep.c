@@ -1,0 +1,1289 @@
+/* commanalyze sweep: every point of a parameter grid from one decode pass.
+ *
+ * Pipeline (per trace): the calling thread decodes the merged record stream
+ * into batches (SWEEP_BATCH records) held in a small ring; each of the N
+ * worker threads owns a fixed subset of the points (point i goes to worker
+ * i mod N) and runs every batch, in order, through each of its points' models
+ * (point by point within a batch, for cache locality).  A batch is released
+ * when the last worker is done with it (a count per batch), so memory stays
+ * at ring x batch records whatever the grid size.  Each point sees exactly
+ * the record sequence a single `commanalyze matrix` run sees, so its
+ * matrices are the same, cell for cell, for any -j. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compare.h"
+#include "sweep.h"
+
+#define SWEEP_BATCH 4096          /* records per batch */
+#define SWEEP_SUB 128             /* records per sub-block (run_batch): 20 KB */
+#define SWEEP_RING_PER_WORKER 4
+#define SWEEP_RING_MAX 32
+#define SWEEP_RANGE_MAX 10000     /* values one range may expand to */
+
+/* ---- building ------------------------------------------------------------ */
+
+void sweep_init(struct sweep *s)
+{
+	memset(s, 0, sizeof *s);
+	model_opts_default(&s->base);
+	s->jobs = 1;
+}
+
+void sweep_mats_free(struct sweep_mats *m)
+{
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 3; k++)
+			free(m->cell[i][k]);
+	memset(m, 0, sizeof *m);
+}
+
+static void trace_info_free(struct sweep_trace *t)
+{
+	for (size_t i = 0; t->thread_labels && i < t->nthreads; i++)
+		free(t->thread_labels[i]);
+	free(t->thread_labels);
+	for (size_t i = 0; t->core_labels && i < t->ncores; i++)
+		free(t->core_labels[i]);
+	free(t->core_labels);
+	t->thread_labels = t->core_labels = NULL;
+}
+
+void sweep_free(struct sweep *s)
+{
+	for (size_t k = 0; k < s->nparams; k++) {
+		for (size_t v = 0; v < s->params[k].nvalues; v++)
+			free(s->params[k].values[v]);
+		free(s->params[k].values);
+	}
+	if (s->res)
+		for (size_t i = 0; i < s->ntraces * s->npoints; i++)
+			sweep_mats_free(&s->res[i]);
+	for (size_t t = 0; t < s->ntraces; t++)
+		trace_info_free(&s->traces[t]);
+	trace_info_free(&s->ref_info);
+	sweep_mats_free(&s->ref_mats);
+	free(s->traces);
+	free(s->res);
+	free(s->metrics);
+	free(s->opts);
+	free(s->coord);
+	memset(s, 0, sizeof *s);
+}
+
+static bool known_option(const char *name)
+{
+	for (size_t k = 0; model_opt_names[k]; k++)
+		if (!strcmp(model_opt_names[k], name))
+			return true;
+	return false;
+}
+
+/* Validate one value of parameter p and append its canonical text. */
+static int add_value(struct sweep_param *p, const char *v, char *err, size_t cap)
+{
+	struct model_opts o;
+	model_opts_default(&o);
+	char e[256], buf[128];
+	int r = model_opts_parse(&o, p->name, v, e, sizeof e);
+	if (r) {
+		snprintf(err, cap, "--param %s: %s", p->name, r < 0 ? e : "not a model option");
+		return -1;
+	}
+	const char *c = model_opts_format(&o, p->name, buf, sizeof buf);
+	if (!c)
+		c = v;
+	/* line-size: a value the user gave, never "0" */
+	for (size_t i = 0; i < p->nvalues; i++)
+		if (!strcmp(p->values[i], c)) {
+			snprintf(err, cap, "--param %s: value '%s' listed twice", p->name, c);
+			return -1;
+		}
+	if (p->nvalues >= SWEEP_MAX_POINTS) {
+		snprintf(err, cap, "--param %s: more than %d values", p->name, SWEEP_MAX_POINTS);
+		return -1;
+	}
+	char **nv = realloc(p->values, (p->nvalues + 1) * sizeof *nv);
+	if (!nv || !(nv[p->nvalues] = strdup(c))) {
+		if (nv)
+			p->values = nv;
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	p->values = nv;
+	p->nvalues++;
+	return 0;
+}
+
+/* "PREFIX A..B[:STEP|:xFACTOR]" -> values; 1 if item is not a range. */
+static int add_range(struct sweep_param *p, const char *item, char *err, size_t cap)
+{
+	const char *dots = strstr(item, "..");
+	if (!dots)
+		return 1;
+	size_t pl = (size_t)(dots - item);
+	size_t d = pl;
+	while (d > 0 && item[d - 1] >= '0' && item[d - 1] <= '9')
+		d--;
+	char prefix[64], num[32];
+	if (d == pl || d >= sizeof prefix || pl - d >= sizeof num)
+		goto bad;
+	memcpy(prefix, item, d);
+	prefix[d] = 0;
+	memcpy(num, item + d, pl - d);
+	num[pl - d] = 0;
+	uint64_t a, b, step = 1;
+	bool mul = false;
+	if (!parse_u64(num, &a))
+		goto bad;
+	const char *rest = dots + 2;
+	const char *colon = strchr(rest, ':');
+	size_t bl = colon ? (size_t)(colon - rest) : strlen(rest);
+	if (!bl || bl >= sizeof num)
+		goto bad;
+	memcpy(num, rest, bl);
+	num[bl] = 0;
+	if (!parse_u64(num, &b))
+		goto bad;
+	if (colon) {
+		const char *st = colon + 1;
+		if (*st == 'x' || *st == '*') {
+			mul = true;
+			st++;
+		}
+		if (!parse_u64(st, &step) || step < 1 || (mul && step < 2))
+			goto bad;
+	}
+	if (b < a) {
+		snprintf(err, cap, "--param %s: range '%s' runs backwards", p->name, item);
+		return -1;
+	}
+	if (mul && a == 0) {
+		snprintf(err, cap, "--param %s: range '%s' multiplies from 0", p->name, item);
+		return -1;
+	}
+	size_t count = 0;
+	for (uint64_t v = a; v <= b; count++) {
+		if (count >= SWEEP_RANGE_MAX) {
+			snprintf(err, cap, "--param %s: range '%s' has more than %d values", p->name, item,
+			         SWEEP_RANGE_MAX);
+			return -1;
+		}
+		char val[128];
+		snprintf(val, sizeof val, "%s%" PRIu64, prefix, v);
+		if (add_value(p, val, err, cap))
+			return -1;
+		uint64_t nx = mul ? v * step : v + step;
+		if (nx <= v)
+			break;  /* overflow */
+		v = nx;
+	}
+	return 0;
+bad:
+	snprintf(err, cap, "--param %s: '%s' is not a range A..B, A..B:STEP or A..B:xFACTOR",
+	         p->name, item);
+	return -1;
+}
+
+int sweep_add_param(struct sweep *s, const char *spec, char *err, size_t cap)
+{
+	const char *eq = strchr(spec, '=');
+	if (!eq || eq == spec || !eq[1]) {
+		snprintf(err, cap, "--param: '%s' is not NAME=V1,V2,...", spec);
+		return -1;
+	}
+	size_t nl = (size_t)(eq - spec);
+	char name[32];
+	if (nl >= sizeof name) {
+		snprintf(err, cap, "--param: unknown model option '%.*s'", (int)nl, spec);
+		return -1;
+	}
+	memcpy(name, spec, nl);
+	name[nl] = 0;
+	if (!known_option(name)) {
+		char list[512] = "";
+		for (size_t k = 0; model_opt_names[k]; k++) {
+			if (k)
+				strncat(list, ", ", sizeof list - strlen(list) - 1);
+			strncat(list, model_opt_names[k], sizeof list - strlen(list) - 1);
+		}
+		snprintf(err, cap, "--param: unknown model option '%s' (known: %s)", name, list);
+		return -1;
+	}
+	for (size_t k = 0; k < s->nparams; k++)
+		if (!strcmp(s->params[k].name, name)) {
+			snprintf(err, cap, "--param %s given twice (list every value in one --param)", name);
+			return -1;
+		}
+	if (s->nparams >= SWEEP_MAX_PARAMS) {
+		snprintf(err, cap, "--param: at most %d parameters", SWEEP_MAX_PARAMS);
+		return -1;
+	}
+	struct sweep_param *p = &s->params[s->nparams];
+	memset(p, 0, sizeof *p);
+	snprintf(p->name, sizeof p->name, "%s", name);
+	s->nparams++;   /* owned by s from here (freed by sweep_free) */
+	char *list = strdup(eq + 1);
+	if (!list) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	int rc = 0;
+	char *save = NULL;
+	for (char *item = strtok_r(list, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
+		int r = add_range(p, item, err, cap);
+		if (r == 1)
+			r = add_value(p, item, err, cap);
+		rc = r;
+	}
+	free(list);
+	if (!rc && !p->nvalues) {
+		snprintf(err, cap, "--param %s: no values", name);
+		rc = -1;
+	}
+	if (rc) {
+		/* leave s as it was */
+		for (size_t v = 0; v < p->nvalues; v++)
+			free(p->values[v]);
+		free(p->values);
+		memset(p, 0, sizeof *p);
+		s->nparams--;
+		return -1;
+	}
+	p->numeric = true;
+	for (size_t v = 0; v < p->nvalues; v++) {
+		uint64_t x;
+		if (!parse_u64(p->values[v], &x))
+			p->numeric = false;
+	}
+	return 0;
+}
+
+int sweep_build_grid(struct sweep *s, char *err, size_t cap)
+{
+	size_t n = 1;
+	for (size_t k = 0; k < s->nparams; k++) {
+		if (n > SWEEP_MAX_POINTS / s->params[k].nvalues) {
+			snprintf(err, cap, "the grid has more than %d points", SWEEP_MAX_POINTS);
+			return -1;
+		}
+		n *= s->params[k].nvalues;
+	}
+	free(s->opts);
+	free(s->coord);
+	s->ngrid = s->npoints = n;
+	s->opts = calloc(n + 1, sizeof *s->opts);   /* + an off-grid reference */
+	s->coord = calloc(n * (s->nparams ? s->nparams : 1), sizeof *s->coord);
+	if (!s->opts || !s->coord) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	for (size_t p = 0; p < n; p++) {
+		size_t rest = p;
+		for (size_t k = s->nparams; k-- > 0;) {
+			s->coord[p * s->nparams + k] = rest % s->params[k].nvalues;
+			rest /= s->params[k].nvalues;
+		}
+		s->opts[p] = s->base;
+		for (size_t k = 0; k < s->nparams; k++) {
+			char e[256];
+			if (model_opts_parse(&s->opts[p], s->params[k].name, sweep_value(s, p, k), e,
+			                     sizeof e)) {
+				snprintf(err, cap, "%s", e);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+size_t sweep_finest_point(const struct sweep *s)
+{
+	size_t idx = 0;
+	for (size_t k = 0; k < s->nparams; k++) {
+		const struct sweep_param *p = &s->params[k];
+		int dir = 0;   /* +1: largest, -1: smallest, 0: first */
+		if (!strcmp(p->name, "board-size") || !strcmp(p->name, "watchpoints"))
+			dir = 1;
+		else if (!strcmp(p->name, "period-multiplier"))
+			dir = -1;
+		size_t best = 0;
+		if (dir && p->numeric) {
+			uint64_t bv = 0;
+			for (size_t v = 0; v < p->nvalues; v++) {
+				uint64_t x = 0;
+				parse_u64(p->values[v], &x);
+				if (v == 0 || (dir > 0 ? x > bv : x < bv)) {
+					bv = x;
+					best = v;
+				}
+			}
+		}
+		idx = idx * p->nvalues + best;
+	}
+	return idx;
+}
+
+static bool same_opts(const struct model_opts *a, const struct model_opts *b)
+{
+	char x[128], y[128];
+	for (size_t k = 0; model_opt_names[k]; k++) {
+		const char *fa = model_opts_format(a, model_opt_names[k], x, sizeof x);
+		const char *fb = model_opts_format(b, model_opt_names[k], y, sizeof y);
+		if (!fa || !fb || strcmp(fa, fb))
+			return false;
+	}
+	return true;
+}
+
+/* "name=value,name=value" of the swept parameters of point p */
+static void point_text(const struct sweep *s, size_t p, char *buf, size_t cap)
+{
+	size_t l = 0;
+	buf[0] = 0;
+	for (size_t k = 0; k < s->nparams && l < cap; k++) {
+		int w = snprintf(buf + l, cap - l, "%s%s=%s", k ? "," : "", s->params[k].name,
+		                 sweep_value(s, p, k));
+		if (w < 0)
+			break;
+		l += (size_t)w;
+	}
+}
+
+/* A full trace: the FULL feature bit, or full=1 in the CONFIG section. */
+static bool config_full(struct ct_trace *t)
+{
+	const struct ct_header *h = ct_trace_header(t);
+	if (h && (h->features & CT_FEAT_FULL))
+		return true;
+	char v[32];
+	return ct_trace_meta(t, CT_SEC_CONFIG, "full", v, sizeof v) && strcmp(v, "0") != 0 &&
+	       strcmp(v, "no") != 0;
+}
+
+int sweep_set_reference(struct sweep *s, const char *ref, const char *ref_model,
+                        char *err, size_t cap)
+{
+	s->npoints = s->ngrid;
+	char txt[400];
+	if (!ref || !*ref || !strcmp(ref, "finest")) {
+		s->ref_kind = SWEEP_REF_POINT;
+		s->ref_point = sweep_finest_point(s);
+		s->ref_opts = s->opts[s->ref_point];
+		point_text(s, s->ref_point, txt, sizeof txt);
+		snprintf(s->ref_desc, sizeof s->ref_desc, "point %zu (%s): the finest of the grid",
+		         s->ref_point, s->nparams ? txt : "the only point");
+		return 0;
+	}
+	if (!strcmp(ref, "first")) {
+		s->ref_kind = SWEEP_REF_POINT;
+		s->ref_point = 0;
+		s->ref_opts = s->opts[0];
+		point_text(s, 0, txt, sizeof txt);
+		snprintf(s->ref_desc, sizeof s->ref_desc, "point 0 (%s): the first of the grid", txt);
+		return 0;
+	}
+	if (access(ref, R_OK) == 0) {
+		s->ref_kind = SWEEP_REF_TRACE;
+		s->ref_trace = ref;
+		s->ref_opts = s->base;
+		const char *model = ref_model;
+		if (!model) {
+			struct ct_error e = {{0}};
+			struct ct_trace *t = ct_trace_open(ref, &e);
+			if (!t) {
+				snprintf(err, cap, "--reference: %s", e.msg);
+				return -1;
+			}
+			if (config_full(t) && model_find("exact"))
+				model = "exact";
+			ct_trace_close(t);
+		}
+		if (model) {
+			char e[256];
+			if (model_opts_parse(&s->ref_opts, "model", model, e, sizeof e)) {
+				snprintf(err, cap, "--reference-model: %s", e);
+				return -1;
+			}
+		}
+		snprintf(s->ref_desc, sizeof s->ref_desc, "trace %s analyzed with the %s model", ref,
+		         s->ref_opts.model);
+		return 0;
+	}
+	if (!strchr(ref, '=')) {
+		snprintf(err, cap, "--reference: '%s' is neither a readable trace nor a point NAME=V,...",
+		         ref);
+		return -1;
+	}
+	/* a point: the finest, with the options named changed */
+	struct model_opts o = s->opts[sweep_finest_point(s)];
+	char *list = strdup(ref);
+	if (!list) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	char *save = NULL;
+	int rc = 0;
+	for (char *it = strtok_r(list, ",", &save); it && !rc; it = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(it, '=');
+		char e[256];
+		if (!eq) {
+			snprintf(err, cap, "--reference: '%s' is not NAME=VALUE", it);
+			rc = -1;
+			break;
+		}
+		*eq = 0;
+		int r = model_opts_parse(&o, it, eq + 1, e, sizeof e);
+		if (r) {
+			snprintf(err, cap, "--reference: %s", r < 0 ? e : "unknown model option");
+			if (r > 0) {
+				size_t l = strlen(err);
+				snprintf(err + l, cap - l, " '%s'", it);
+			}
+			rc = -1;
+		}
+	}
+	free(list);
+	if (rc)
+		return -1;
+	s->ref_kind = SWEEP_REF_POINT;
+	s->ref_opts = o;
+	for (size_t p = 0; p < s->ngrid; p++)
+		if (same_opts(&s->opts[p], &o)) {
+			s->ref_point = p;
+			point_text(s, p, txt, sizeof txt);
+			snprintf(s->ref_desc, sizeof s->ref_desc, "point %zu (%s): given with --reference",
+			         p, txt);
+			return 0;
+		}
+	s->ref_point = s->ngrid;
+	s->opts[s->ngrid] = o;
+	s->npoints = s->ngrid + 1;
+	snprintf(s->ref_desc, sizeof s->ref_desc,
+	         "off-grid point %s (the finest point with it; replayed in the same pass)", ref);
+	return 0;
+}
+
+int sweep_add_trace(struct sweep *s, const char *path)
+{
+	struct sweep_trace *t = realloc(s->traces, (s->ntraces + 1) * sizeof *t);
+	if (!t)
+		return -1;
+	s->traces = t;
+	memset(&t[s->ntraces], 0, sizeof *t);
+	t[s->ntraces].path = path;
+	s->ntraces++;
+	return 0;
+}
+
+int sweep_alloc_results(struct sweep *s)
+{
+	s->res = calloc(s->ntraces * s->npoints + 1, sizeof *s->res);
+	s->metrics = calloc(s->ntraces * s->ngrid + 1, sizeof *s->metrics);
+	return s->res && s->metrics ? 0 : -1;
+}
+
+/* ---- trace metadata -------------------------------------------------------- */
+
+static int fill_info(struct sweep_trace *ti, struct ct_trace *tr, const struct topology *topo)
+{
+	trace_info_free(ti);
+	ti->nthreads = thread_space(tr);
+	ti->thread_labels = calloc(ti->nthreads + 1, sizeof *ti->thread_labels);
+	if (!ti->thread_labels)
+		return -1;
+	for (size_t i = 0; i < ti->nthreads; i++) {
+		char buf[64];
+		if (!(ti->thread_labels[i] = strdup(thread_label(tr, i, buf, sizeof buf))))
+			return -1;
+	}
+	ti->identity_topology = topo->identity;
+	ti->ncores = topo->identity ? 0 : topo->ncores;
+	ti->core_labels = calloc(ti->ncores + 1, sizeof *ti->core_labels);
+	if (!ti->core_labels)
+		return -1;
+	for (size_t i = 0; i < ti->ncores; i++)
+		if (!(ti->core_labels[i] = strdup(topo->core_label[i] ? topo->core_label[i] : "?")))
+			return -1;
+	return 0;
+}
+
+int sweep_trace_info(struct sweep *s, size_t t)
+{
+	struct sweep_trace *ti = &s->traces[t];
+	struct ct_error e = {{0}};
+	struct ct_trace *tr = ct_trace_open(ti->path, &e);
+	if (!tr) {
+		fprintf(stderr, "commanalyze: %s\n", e.msg);
+		return EXIT_BADTRACE;
+	}
+	struct topology topo;
+	topology_load(&topo, tr);
+	int rc = fill_info(ti, tr, &topo);
+	topology_free(&topo);
+	ct_trace_close(tr);
+	if (rc) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	return 0;
+}
+
+/* ---- the pipeline ------------------------------------------------------------- */
+
+struct point_run {
+	const struct model_ops *ops;
+	void *m;
+	struct matrices *mx;
+	struct event_consumer ec;
+	unsigned line_size;
+};
+
+struct batch {
+	struct ct_record *r;
+	size_t n;
+	unsigned pending;            /* workers that have not consumed it yet */
+};
+
+struct pipe {
+	pthread_mutex_t mu;
+	pthread_cond_t cv_data, cv_free;
+	struct batch *ring;
+	size_t nring;
+	uint64_t produced;           /* batches published */
+	bool eof;
+	struct point_run *pts;
+};
+
+struct worker {
+	struct pipe *p;
+	size_t *pts;                 /* indices into pipe->pts */
+	size_t n;
+	pthread_t th;
+};
+
+/* Points outer, records inner, over sub-blocks of the batch small enough
+ * to stay in the first cache levels while every point runs through them. */
+static void run_batch(struct point_run *pts, const size_t *idx, size_t n, const struct batch *b)
+{
+	for (size_t lo = 0; lo < b->n; lo += SWEEP_SUB) {
+		size_t hi = lo + SWEEP_SUB < b->n ? lo + SWEEP_SUB : b->n;
+		for (size_t k = 0; k < n; k++) {
+			struct point_run *pr = &pts[idx[k]];
+			void (*rec)(void *, const struct ct_record *) = pr->ops->record;
+			void *m = pr->m;
+			for (size_t i = lo; i < hi; i++)
+				rec(m, &b->r[i]);
+		}
+	}
+}
+
+static void finish_points(struct point_run *pts, const size_t *idx, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (pts[idx[k]].ops->finish)
+			pts[idx[k]].ops->finish(pts[idx[k]].m);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct pipe *p = w->p;
+	uint64_t seq = 0;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (seq >= p->produced && !p->eof)
+			pthread_cond_wait(&p->cv_data, &p->mu);
+		if (seq >= p->produced) {
+			pthread_mutex_unlock(&p->mu);
+			break;
+		}
+		struct batch *b = &p->ring[seq % p->nring];
+		pthread_mutex_unlock(&p->mu);
+		run_batch(p->pts, w->pts, w->n, b);
+		pthread_mutex_lock(&p->mu);
+		if (--b->pending == 0)
+			pthread_cond_signal(&p->cv_free);
+		pthread_mutex_unlock(&p->mu);
+		seq++;
+	}
+	finish_points(p->pts, w->pts, w->n);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int sweep_mats_from(struct sweep_mats *out, const struct matrices *mx, unsigned line_size)
+{
+	sweep_mats_free(out);
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 3; k++) {
+			const struct matrix *m = matrices_get(mx, (enum mx_index)i, (enum mx_kind)k);
+			/* the three kinds of an index have one size */
+			out->n[i] = m->n;
+			out->cell[i][k] = malloc((m->n ? m->n * m->n : 1) * sizeof(double));
+			if (!out->cell[i][k])
+				return -1;
+			if (m->n)
+				memcpy(out->cell[i][k], m->cell, m->n * m->n * sizeof(double));
+		}
+	out->tot = *matrices_totals(mx);
+	out->line_size = line_size;
+	out->done = true;
+	return 0;
+}
+
+int sweep_run_trace(struct sweep *s, size_t t, const size_t *points, size_t n)
+{
+	struct sweep_trace *ti = &s->traces[t];
+	struct ct_error err = {{0}};
+	struct ct_trace *tr = ct_trace_open(ti->path, &err);
+	if (!tr) {
+		fprintf(stderr, "commanalyze: %s\n", err.msg);
+		return EXIT_BADTRACE;
+	}
+	size_t *all = NULL;
+	if (!points) {
+		n = s->npoints;
+		all = malloc((n ? n : 1) * sizeof *all);
+		if (!all) {
+			ct_trace_close(tr);
+			ana_err("out of memory");
+			return EXIT_BADTRACE;
+		}
+		for (size_t i = 0; i < n; i++)
+			all[i] = i;
+		points = all;
+	}
+	int status = 0;
+	struct topology topo;
+	topology_load(&topo, tr);
+	size_t nth = thread_space(tr);
+	struct point_run *pts = calloc(n ? n : 1, sizeof *pts);
+	unsigned jobs = s->jobs ? s->jobs : 1;
+	if ((size_t)jobs > n)
+		jobs = n ? (unsigned)n : 1;
+	size_t nring = jobs == 1 ? 1 : jobs * SWEEP_RING_PER_WORKER;
+	if (nring > SWEEP_RING_MAX)
+		nring = SWEEP_RING_MAX;
+	struct pipe p = { .nring = nring, .pts = pts };
+	struct worker *ws = calloc(jobs, sizeof *ws);
+	size_t *widx = calloc(n ? n : 1, sizeof *widx);
+	p.ring = calloc(nring, sizeof *p.ring);
+	bool oom = !pts || !ws || !widx || !p.ring || fill_info(ti, tr, &topo);
+	for (size_t i = 0; !oom && i < nring; i++)
+		oom = !(p.ring[i].r = malloc(SWEEP_BATCH * sizeof *p.ring[i].r));
+	/* models */
+	for (size_t i = 0; !oom && i < n; i++) {
+		const struct model_opts *o = &s->opts[points[i]];
+		struct point_run *pr = &pts[i];
+		const char *src;
+		pr->ops = model_find(o->model ? o->model : "comdetective");
+		if (!pr->ops) {
+			ana_err("unknown model '%s'", o->model);
+			status = EXIT_USAGE;
+			break;
+		}
+		pr->line_size = resolve_line_size(o, tr, &src);
+		pr->mx = matrices_create(nth, &topo);
+		if (!pr->mx) {
+			oom = true;
+			break;
+		}
+		pr->ec = matrices_consumer(pr->mx);
+		struct model_setup setup = {
+			.opts = o, .trace = tr, .nthreads = nth, .line_size = pr->line_size,
+			.out = &pr->ec, .nout = 1,
+		};
+		pr->m = pr->ops->create(&setup);
+		if (!pr->m)
+			oom = true;
+	}
+	if (oom && !status) {
+		ana_err("%s: out of memory setting up %zu points", ti->path, n);
+		status = EXIT_BADTRACE;
+	}
+	double t0 = now_s();
+	if (!status) {
+		/* point i -> worker i mod jobs */
+		size_t at = 0;
+		for (unsigned w = 0; w < jobs; w++) {
+			ws[w].p = &p;
+			ws[w].pts = widx + at;
+			for (size_t i = w; i < n; i += jobs)
+				widx[at++] = i;
+			ws[w].n = (size_t)(widx + at - ws[w].pts);
+		}
+		pthread_mutex_init(&p.mu, NULL);
+		pthread_cond_init(&p.cv_data, NULL);
+		pthread_cond_init(&p.cv_free, NULL);
+		unsigned started = 0;
+		if (jobs > 1)
+			for (; started < jobs; started++)
+				if (pthread_create(&ws[started].th, NULL, worker_main, &ws[started]))
+					break;
+		if (jobs > 1 && started < jobs) {
+			/* fewer threads: give the missing workers' points to the
+			 * calling thread after the pass?  Simpler: stop and retry with
+			 * one worker.  Nothing has been published yet. */
+			pthread_mutex_lock(&p.mu);
+			p.eof = true;
+			pthread_cond_broadcast(&p.cv_data);
+			pthread_mutex_unlock(&p.mu);
+			for (unsigned w = 0; w < started; w++)
+				pthread_join(ws[w].th, NULL);
+			ana_err("cannot start %u worker threads; use -j %u or fewer", jobs, started);
+			status = EXIT_USAGE;
+		}
+		struct ct_cursor *c = status ? NULL : ct_cursor_merged(tr);
+		if (!status && !c) {
+			snprintf(err.msg, sizeof err.msg, "%s: cannot create a cursor (out of memory)",
+			         ti->path);
+			ti->damaged = true;
+		}
+		struct progress prog;
+		progress_start(&prog, tr, s->progress && c);
+		uint64_t seq = 0, done = 0;
+		int rc = 1;
+		while (c && rc == 1) {
+			struct batch *b = &p.ring[seq % nring];
+			if (jobs > 1) {
+				pthread_mutex_lock(&p.mu);
+				while (b->pending)
+					pthread_cond_wait(&p.cv_free, &p.mu);
+				pthread_mutex_unlock(&p.mu);
+			}
+			size_t k = 0;
+			while (k < SWEEP_BATCH && (rc = ct_cursor_next(c, &b->r[k], &err)) == 1)
+				k++;
+			if (!k)
+				break;
+			b->n = k;
+			done += k;
+			if (jobs > 1) {
+				pthread_mutex_lock(&p.mu);
+				b->pending = jobs;
+				p.produced++;
+				pthread_cond_broadcast(&p.cv_data);
+				pthread_mutex_unlock(&p.mu);
+			} else {
+				run_batch(pts, widx, n, b);
+			}
+			seq++;
+			progress_update(&prog, done);
+		}
+		if (c) {
+			if (jobs > 1) {
+				pthread_mutex_lock(&p.mu);
+				p.eof = true;
+				pthread_cond_broadcast(&p.cv_data);
+				pthread_mutex_unlock(&p.mu);
+				for (unsigned w = 0; w < jobs; w++)
+					pthread_join(ws[w].th, NULL);
+			} else {
+				finish_points(pts, widx, n);
+			}
+			progress_end(&prog);
+			ct_cursor_free(c);
+		}
+		pthread_cond_destroy(&p.cv_free);
+		pthread_cond_destroy(&p.cv_data);
+		pthread_mutex_destroy(&p.mu);
+		ti->records = done;
+		if (rc < 0) {
+			ti->damaged = true;
+			if (!err.msg[0])
+				snprintf(err.msg, sizeof err.msg, "%s: damaged data", ti->path);
+		} else if (!ti->damaged && ct_trace_damage(tr)) {
+			ti->damaged = true;
+			snprintf(err.msg, sizeof err.msg, "%s", ct_trace_damage(tr));
+		}
+		if (ti->damaged)
+			snprintf(ti->damage, sizeof ti->damage, "%s", err.msg);
+		for (size_t i = 0; !status && i < n; i++)
+			if (sweep_mats_from(sweep_res(s, t, points[i]), pts[i].mx, pts[i].line_size)) {
+				ana_err("out of memory");
+				status = EXIT_BADTRACE;
+			}
+	}
+	s->seconds += now_s() - t0;
+	for (size_t i = 0; pts && i < n; i++) {
+		if (pts[i].m)
+			pts[i].ops->destroy(pts[i].m);
+		matrices_free(pts[i].mx);
+	}
+	for (size_t i = 0; p.ring && i < nring; i++)
+		free(p.ring[i].r);
+	free(p.ring);
+	free(pts);
+	free(ws);
+	free(widx);
+	free(all);
+	topology_free(&topo);
+	ct_trace_close(tr);
+	return status;
+}
+
+int sweep_run_reference(struct sweep *s)
+{
+	if (s->ref_kind != SWEEP_REF_TRACE)
+		return 0;
+	struct analysis an;
+	int rc = analysis_run(&an, s->ref_trace, &s->ref_opts, s->progress);
+	if (rc) {
+		analysis_free(&an);
+		return rc;
+	}
+	s->ref_info.path = s->ref_trace;
+	if (fill_info(&s->ref_info, an.trace, &an.topo) ||
+	    sweep_mats_from(&s->ref_mats, an.mx, an.line_size)) {
+		analysis_free(&an);
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	if (an.damaged) {
+		s->ref_info.damaged = true;
+		snprintf(s->ref_info.damage, sizeof s->ref_info.damage, "%s", an.err.msg);
+	}
+	analysis_free(&an);
+	return 0;
+}
+
+/* ---- comparing ----------------------------------------------------------------- */
+
+int sweep_compare(const double *m, size_t mn, const double *ref, size_t rn, unsigned k,
+                  struct sweep_metrics *out)
+{
+	struct matrix a = { mn, (double *)m }, r = { rn, (double *)ref };
+	struct matrix_cmp_opts o = { .topk = k ? k : SWEEP_TOPK, .symmetric = true };
+	struct matrix_cmp c;
+	int rc = matrix_compare_opts(&a, &r, &o, &c);
+	double vol = 0;
+	for (size_t i = 0; i < mn * mn; i++)
+		vol += m[i];
+	out->volume = vol;
+	out->l1 = c.l1;
+	out->l1_shape = c.l1_shape;
+	out->pearson = c.pearson;
+	out->excess = c.excess;
+	out->missing = c.missing;
+	out->ratio = c.ratio;
+	out->topk = c.topk_recall;
+	out->k = (unsigned)c.k;
+	if (rc) {
+		out->l1 = out->l1_shape = out->pearson = out->excess = NAN;
+		out->missing = out->ratio = out->topk = NAN;
+	}
+	return rc;
+}
+
+int sweep_compute_metrics(struct sweep *s)
+{
+	for (size_t t = 0; t < s->ntraces; t++) {
+		const struct sweep_mats *ref;
+		if (s->ref_kind == SWEEP_REF_TRACE)
+			ref = &s->ref_mats;
+		else
+			ref = sweep_res(s, t, s->ref_point);
+		for (size_t p = 0; p < s->ngrid; p++) {
+			const struct sweep_mats *m = sweep_res(s, t, p);
+			struct sweep_metrics *out = &s->metrics[t * s->ngrid + p];
+			if (!m->done || !ref->done) {
+				out->volume = out->true_frac = out->false_frac = NAN;
+				out->l1 = out->l1_shape = out->pearson = out->excess = NAN;
+				out->missing = out->ratio = out->topk = NAN;
+				continue;
+			}
+			if (sweep_compare(m->cell[MX_THREAD][MX_ALL], m->n[MX_THREAD],
+			                  ref->cell[MX_THREAD][MX_ALL], ref->n[MX_THREAD], SWEEP_TOPK, out))
+				return -1;
+			double tv = 0, fv = 0;
+			size_t nn = m->n[MX_THREAD] * m->n[MX_THREAD];
+			for (size_t i = 0; i < nn; i++) {
+				tv += m->cell[MX_THREAD][MX_TRUE][i];
+				fv += m->cell[MX_THREAD][MX_FALSE][i];
+			}
+			out->true_frac = out->volume > 0 ? tv / out->volume : NAN;
+			out->false_frac = out->volume > 0 ? fv / out->volume : NAN;
+		}
+	}
+	return 0;
+}
+
+void sweep_matrix_cells(const struct sweep *s, const struct sweep_mats *m, int index, int kind,
+                        double *out)
+{
+	size_t n = m->n[index];
+	if (s->directed) {
+		memcpy(out, m->cell[index][kind], n * n * sizeof *out);
+		return;
+	}
+	struct matrix mm = { n, m->cell[index][kind] };
+	matrix_symmetric(&mm, out);
+}
+
+/* ---- table and CSV --------------------------------------------------------------- */
+
+static uint64_t events_of(const struct mx_totals *t)
+{
+	uint64_t e = 0;
+	for (int v = 0; v < 3; v++)
+		e += t->events[v][0] + t->events[v][1];
+	return e;
+}
+
+static const char *fnum(double v, const char *fmt, char *buf, size_t cap)
+{
+	if (isnan(v))
+		snprintf(buf, cap, "-");
+	else
+		snprintf(buf, cap, fmt, v);
+	return buf;
+}
+
+void sweep_print_table(const struct sweep *s, FILE *f)
+{
+	char txt[400];
+	fprintf(f, "sweep: %zu point%s", s->ngrid, s->ngrid == 1 ? "" : "s");
+	if (s->nparams) {
+		fprintf(f, " (");
+		for (size_t k = 0; k < s->nparams; k++)
+			fprintf(f, "%s%s: %zu", k ? " x " : "", s->params[k].name, s->params[k].nvalues);
+		fprintf(f, ")");
+	}
+	fprintf(f, ", model %s", s->base.model ? s->base.model : "comdetective");
+	if (s->ntraces == 1)
+		fprintf(f, ", trace %s", s->traces[0].path);
+	else
+		fprintf(f, ", %zu traces", s->ntraces);
+	fprintf(f, "\nreference: %s\n", s->ref_desc);
+	uint64_t rec = 0;
+	for (size_t t = 0; t < s->ntraces; t++)
+		rec += s->traces[t].records;
+	if (s->seconds > 0 && rec)
+		fprintf(f, "replay: %s records x %zu points in %.2f s (%s record-points/s, %u worker%s)\n",
+		        fmt_count((double)rec, txt, sizeof txt), s->npoints, s->seconds,
+		        fmt_count((double)rec * (double)s->npoints / s->seconds, txt + 100, 100),
+		        s->jobs, s->jobs == 1 ? "" : "s");
+	fprintf(f, "distances to the reference: thread matrices (all, M + M^T, thread pairs):\n"
+	           "  L1 = sum|p-r|/R, shape = sum|p/P-r/R| (0..2), pearson of pairs, excess = share of\n"
+	           "  the point's weight the reference lacks, top-k = reference's top-%d pairs recovered\n\n",
+	        SWEEP_TOPK);
+	/* column widths */
+	int w[SWEEP_MAX_PARAMS];
+	for (size_t k = 0; k < s->nparams; k++) {
+		w[k] = (int)strlen(s->params[k].name);
+		for (size_t v = 0; v < s->params[k].nvalues; v++)
+			if ((int)strlen(s->params[k].values[v]) > w[k])
+				w[k] = (int)strlen(s->params[k].values[v]);
+	}
+	if (s->ntraces > 1)
+		fprintf(f, "%-5s ", "trace");
+	fprintf(f, "%5s ", "point");
+	for (size_t k = 0; k < s->nparams; k++)
+		fprintf(f, " %*s", w[k], s->params[k].name);
+	fprintf(f, "  %9s %6s %6s %9s %7s %7s %7s %7s %6s\n", "volume", "true%", "false%", "events",
+	        "L1", "shape", "pearson", "excess", "top-k");
+	for (size_t t = 0; t < s->ntraces; t++)
+		for (size_t p = 0; p < s->ngrid; p++) {
+			const struct sweep_metrics *m = sweep_metric(s, t, p);
+			const struct sweep_mats *r = sweep_res(s, t, p);
+			char a[32], b[32], c[32], d[32], e[32], g[32], h[32], k[32], sh[32];
+			if (s->ntraces > 1)
+				fprintf(f, "%-5zu ", t);
+			bool isref = s->ref_kind == SWEEP_REF_POINT && p == s->ref_point;
+			fprintf(f, "%4zu%c ", p, isref ? '*' : ' ');
+			for (size_t q = 0; q < s->nparams; q++)
+				fprintf(f, " %*s", w[q], sweep_value(s, p, q));
+			if (!isnan(m->topk) && m->k)
+				snprintf(k, sizeof k, "%.0f/%u", m->topk * m->k, m->k);
+			else
+				snprintf(k, sizeof k, "-");
+			fprintf(f, "  %9s %6s %6s %9s %7s %7s %7s %7s %6s\n",
+			        isnan(m->volume) ? "-" : fmt_count(m->volume, a, sizeof a),
+			        fnum(m->true_frac * 100, "%.1f", b, sizeof b),
+			        fnum(m->false_frac * 100, "%.1f", c, sizeof c),
+			        fmt_count((double)events_of(&r->tot), d, sizeof d),
+			        fnum(m->l1, "%.4f", e, sizeof e), fnum(m->l1_shape, "%.4f", sh, sizeof sh),
+			        fnum(m->pearson, "%.4f", g, sizeof g),
+			        fnum(m->excess, "%.4f", h, sizeof h), k);
+		}
+	if (s->ref_kind == SWEEP_REF_POINT && s->ref_point < s->ngrid)
+		fprintf(f, "(* the reference point)\n");
+	if (s->ref_kind == SWEEP_REF_POINT && s->ref_point >= s->ngrid)
+		fprintf(f, "(the reference is off the grid: %s)\n", s->ref_desc);
+}
+
+static void csv_field(FILE *f, const char *v)
+{
+	if (strpbrk(v, ",\"\n")) {
+		fputc('"', f);
+		for (; *v; v++) {
+			if (*v == '"')
+				fputc('"', f);
+			fputc(*v, f);
+		}
+		fputc('"', f);
+	} else {
+		fputs(v, f);
+	}
+}
+
+static void csv_num(FILE *f, double v)
+{
+	if (isnan(v))
+		fputs(",nan", f);
+	else
+		fprintf(f, ",%.17g", v);
+}
+
+int sweep_write_csv(const struct sweep *s, const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	if (!f)
+		return -1;
+	fputs("trace,point", f);
+	for (size_t k = 0; k < s->nparams; k++) {
+		fputc(',', f);
+		csv_field(f, s->params[k].name);
+	}
+	fputs(",volume,true_fraction,false_fraction,events,sample_events,watchpoint_events,"
+	      "l1,l1_shape,pearson,excess,missing,ratio,topk_recovered,topk,reference\n", f);
+	for (size_t t = 0; t < s->ntraces; t++)
+		for (size_t p = 0; p < s->ngrid; p++) {
+			const struct sweep_metrics *m = sweep_metric(s, t, p);
+			const struct mx_totals *tot = &sweep_res(s, t, p)->tot;
+			csv_field(f, s->traces[t].path);
+			fprintf(f, ",%zu", p);
+			for (size_t k = 0; k < s->nparams; k++) {
+				fputc(',', f);
+				csv_field(f, sweep_value(s, p, k));
+			}
+			csv_num(f, m->volume);
+			csv_num(f, m->true_frac);
+			csv_num(f, m->false_frac);
+			fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, events_of(tot),
+			        tot->events[COMM_VIA_SAMPLE][0] + tot->events[COMM_VIA_SAMPLE][1],
+			        tot->events[COMM_VIA_WATCHPOINT][0] + tot->events[COMM_VIA_WATCHPOINT][1]);
+			csv_num(f, m->l1);
+			csv_num(f, m->l1_shape);
+			csv_num(f, m->pearson);
+			csv_num(f, m->excess);
+			csv_num(f, m->missing);
+			csv_num(f, m->ratio);
+			csv_num(f, m->topk);
+			fprintf(f, ",%u,%d\n", m->k, s->ref_kind == SWEEP_REF_POINT && p == s->ref_point);
+		}
+	int bad = ferror(f);
+	if (f != stdout ? fclose(f) : fflush(f))
+		bad = 1;
+	return bad ? -1 : 0;
+}
+
+/* ---- command line ------------------------------------------------------------------ */
+
+static void sweep_usage(void)
+{
+	fprintf(stderr,
+"usage: commanalyze sweep TRACE --param NAME=V1,V2,... [--param ...] [-j N]\n"
+"                   [-o FILE.h5] [--csv FILE] [--plot FILE.svg] [--directed]\n"
+"                   [--reference finest|first|NAME=V,...|TRACE] [--reference-model M]\n"
+"                   [--traces T1,T2,...] [--quiet] [fixed model options]\n");
+}
+
+static int add_traces(struct sweep *s, char *list)
+{
+	char *save = NULL;
+	for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save))
+		if (*p && sweep_add_trace(s, p))
+			return -1;
+	return 0;
+}
+
+int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **argv)
+{
+	memset(cli, 0, sizeof *cli);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	s->jobs = ncpu > 0 ? (unsigned)ncpu : 1;
+	s->progress = true;
+	char err[512];
+	const char *v;
+	const char **params = calloc((size_t)argc + 1, sizeof *params);
+	size_t nparams = 0;
+	if (!params) {
+		ana_err("out of memory");
+		return EXIT_USAGE;
+	}
+	int status = 0;
+	for (int i = 0; i < argc && !status; i++) {
+		int m;
+		const char *a = argv[i];
+		if ((m = arg_value(argc, argv, &i, "--param", &v)) ||
+		    (m = arg_value(argc, argv, &i, "-p", &v))) {
+			if (m < 0)
+				status = EXIT_USAGE;
+			else
+				params[nparams++] = v;
+		} else if (!strncmp(a, "-j", 2) && a[2] && a[2] != '=') {
+			uint64_t j;
+			if (!parse_u64(a + 2, &j) || j < 1 || j > 4096) {
+				ana_err("sweep: -j: '%s' is not a number from 1 to 4096", a + 2);
+				status = EXIT_USAGE;
+			}
+			s->jobs = (unsigned)j;
+			cli->jobs_set = true;
+		} else if ((m = arg_value(argc, argv, &i, "-j", &v)) ||
+		           (m = arg_value(argc, argv, &i, "--jobs", &v))) {
+			uint64_t j;
+			if (m < 0) {
+				status = EXIT_USAGE;
+			} else if (!parse_u64(v, &j) || j < 1 || j > 4096) {
+				ana_err("sweep: -j: '%s' is not a number from 1 to 4096", v);
+				status = EXIT_USAGE;
+			} else {
+				s->jobs = (unsigned)j;
+				cli->jobs_set = true;
+			}
+		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
+		           (m = arg_value(argc, argv, &i, "--output", &v))) {
+			if (m < 0)
+				status = EXIT_USAGE;
+			cli->h5 = v;
+		} else if ((m = arg_value(argc, argv, &i, "--csv", &v))) {
+			if (m < 0)
+				status = EXIT_USAGE;
+			cli->csv = v;
+		} else if ((m = arg_value(argc, argv, &i, "--plot", &v))) {
+			if (m < 0)
+				status = EXIT_USAGE;
+			cli->plot = v;
+		} else if ((m = arg_value(argc, argv, &i, "--reference-model", &v))) {
+			if (m < 0)
+				status = EXIT_USAGE;
+			cli->reference_model = v;
+		} else if ((m = arg_value(argc, argv, &i, "--reference", &v))) {
+			if (m < 0)
+				status = EXIT_USAGE;
+			cli->reference = v;
+		} else if ((m = arg_value(argc, argv, &i, "--traces", &v))) {
+			if (m < 0)
+				status = EXIT_USAGE;
+			else if (add_traces(s, (char *)v)) {
+				ana_err("out of memory");
+				status = EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--directed")) {
+			s->directed = true;
+		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			cli->quiet = true;
+		} else if (!strcmp(a, "--no-progress")) {
+			s->progress = false;
+		} else if ((m = model_args(&s->base, argc, argv, &i))) {
+			if (m < 0)
+				status = EXIT_USAGE;
+		} else if (a[0] == '-' && a[1]) {
+			ana_err("sweep: unknown option '%s'", a);
+			sweep_usage();
+			status = EXIT_USAGE;
+		} else if (sweep_add_trace(s, a)) {
+			ana_err("out of memory");
+			status = EXIT_USAGE;
+		}
+	}
+	for (size_t k = 0; k < nparams && !status; k++)
+		if (sweep_add_param(s, params[k], err, sizeof err)) {
+			ana_err("sweep: %s", err);
+			status = EXIT_USAGE;
+		}
+	free(params);
+	if (status)
+		return status;
+	if (!s->ntraces) {
+		ana_err("sweep: which trace?");
+		sweep_usage();
+		return EXIT_USAGE;
+	}
+	if (!s->nparams)
+		ana_warn("sweep: no --param: one point (the fixed options)");
+	if (sweep_build_grid(s, err, sizeof err) ||
+	    sweep_set_reference(s, cli->reference, cli->reference_model, err, sizeof err)) {
+		ana_err("sweep: %s", err);
+		return EXIT_USAGE;
+	}
+	/* a parameter no point's model uses changes nothing: say so */
+	for (size_t k = 0; k < s->nparams; k++) {
+		bool used = !strcmp(s->params[k].name, "model");
+		for (size_t p = 0; p < s->ngrid && !used; p++)
+			used = model_opt_relevant(s->opts[p].model, s->params[k].name);
+		if (!used)
+			ana_warn("sweep: --param %s: not used by the %s model (its points are all alike)",
+			         s->params[k].name, s->base.model ? s->base.model : "comdetective");
+	}
+	if (sweep_alloc_results(s)) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	return 0;
+}
+
+int sweep_finish_outputs(struct sweep *s, const struct sweep_cli *cli)
+{
+	int status = 0;
+	sweep_compute_metrics(s);
+	if (!cli->quiet) {
+		sweep_print_table(s, stdout);
+		fflush(stdout);
+	}
+	if (cli->csv && sweep_write_csv(s, cli->csv)) {
+		ana_err("cannot write %s: %s", cli->csv, strerror(errno));
+		status = EXIT_BADTRACE;
+	}
+	if (cli->h5) {
+		struct ct_error err = {{0}};
+		if (sweep_write_h5(s, cli->h5, &err)) {
+			ana_err("%s", err.msg);
+			status = EXIT_BADTRACE;
+		}
+	}
+	if (cli->plot && sweep_write_plot(s, cli->plot)) {
+		ana_err("cannot write %s: %s", cli->plot, strerror(errno));
+		status = EXIT_BADTRACE;
+	}
+	for (size_t t = 0; t < s->ntraces; t++)
+		if (s->traces[t].damaged) {
+			fprintf(stderr, "commanalyze: %s\n", s->traces[t].damage);
+			status = EXIT_BADTRACE;
+		}
+	if (s->ref_info.damaged) {
+		fprintf(stderr, "commanalyze: reference: %s\n", s->ref_info.damage);
+		status = EXIT_BADTRACE;
+	}
+	return status;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	struct sweep s;
+	struct sweep_cli cli;
+	sweep_init(&s);
+	int rc = sweep_parse_args(&s, &cli, argc, argv);
+	for (size_t t = 0; !rc && t < s.ntraces; t++)
+		rc = sweep_run_trace(&s, t, NULL, 0);
+	if (!rc)
+		rc = sweep_run_reference(&s);
+	if (!rc)
+		rc = sweep_finish_outputs(&s, &cli);
+	sweep_free(&s);
+	return rc;
+}
