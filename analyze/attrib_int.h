@@ -1,0 +1,158 @@
+/* Attribution internals shared by attrib.c (state, accumulation) and
+ * attrib_out.c (tables in text, CSV, JSON). */
+#ifndef CT_ATTRIB_INT_H
+#define CT_ATTRIB_INT_H
+
+#include "attrib.h"
+
+struct u64map {
+	uint64_t *k;
+	uint32_t *v;             /* UINT32_MAX: empty slot */
+	size_t cap, n;
+};
+
+#define TSET_MAX 8
+struct tset {
+	uint32_t t[TSET_MAX];
+	uint8_t n;
+	bool more;               /* more threads than TSET_MAX */
+};
+
+struct acode {
+	uint64_t ip;             /* code address as looked up (hits: ip - 1) */
+	uint64_t events;
+	double weight;
+};
+
+#define FIELDS_MAX 256
+struct afield {
+	char path[128];          /* "q.count", "cells[2].y", "+8" (heap), "top-0x40" (stack) */
+	uint64_t off, size;      /* within the object */
+	struct tset writers, readers;
+	uint64_t loads, stores;
+	uint64_t true_events, false_events;
+	double weight;
+};
+
+struct apair {
+	uint32_t dst, src;
+	double w[3];             /* enum mx_kind */
+};
+
+#define OBJ_CODE_MAX 16
+struct aobj {
+	uint8_t kind;            /* enum obj_kind */
+	char *name;              /* unique display name: "q", "heap:alloc_a", "stack:T0" */
+	char *desc;              /* heap/mmap: the call path; static in a library: its path */
+	char *type;              /* static: the type name */
+	uint64_t size;           /* static: variable size; heap: largest block */
+	uint64_t nallocs;        /* heap/mmap: blocks allocated */
+	double w[3];
+	uint64_t ev[3];
+	uint64_t as_src_only;    /* events counted because only the publisher's access was here */
+	struct afield *fields;
+	unsigned nfields, cap_fields;
+	uint64_t fields_other;
+	struct u64map field_idx;  /* field key -> index in fields */
+	struct apair *pairs;
+	size_t npairs, cap_pairs;
+	struct u64map pair_idx;
+	struct acode code[OBJ_CODE_MAX];
+	unsigned ncode;
+	uint64_t code_other;
+};
+
+#define OFF_CODE_MAX 4
+struct aoff {
+	uint32_t off;            /* byte offset in the line of the access start */
+	uint8_t len;
+	uint32_t obj;
+	char field[128];
+	struct tset writers, readers;
+	uint64_t loads, stores, true_events, false_events;
+	double weight;
+	struct acode code[OFF_CODE_MAX];
+	unsigned ncode;
+	uint64_t code_other;
+};
+
+struct aline {
+	uint64_t line;
+	double w[3];
+	uint64_t ev[3];
+	struct aoff *offs;
+	unsigned noffs, cap_offs;
+};
+
+struct acallsite {
+	uint8_t depth;
+	uint64_t pc[CT_CALLSITE_MAX_DEPTH];
+	uint32_t obj_heap, obj_mmap;
+};
+
+/* Live blocks keyed by start address: a treap in an array (attrib.c). */
+struct iv_node {
+	uint64_t lo, size;
+	uint32_t obj;            /* object index (heap/mmap group) */
+	uint32_t prio;
+	int32_t l, r;
+};
+struct ivtree {
+	struct iv_node *n;
+	size_t len, cap;
+	int32_t root, freelist;
+	uint32_t seed;
+	size_t live;
+};
+
+struct attrib {
+	struct ct_trace *trace;
+	unsigned line_size;
+	bool from_binaries;
+	const char *symbols_source;
+	size_t nth_space;
+	struct symtab syms;
+	const struct st_module *main_mod;
+	/* replay state */
+	struct ivtree heap, mmaps;
+	struct ivtree stacks, tls;   /* obj: the thread index */
+	struct acallsite *cs;
+	size_t ncs, cap_cs;
+	struct u64map cs_by_id;
+	struct u64map prev_votes;   /* sample ip -> prev-insn votes << 16 | at-ip votes */
+	/* results */
+	struct aobj *objs;
+	size_t nobjs, cap_objs;
+	struct u64map obj_by_key, obj_by_name;
+	struct u64map obj_cache;  /* var pointer, module pointer|1, thread keys, 2 -> object */
+	struct aline *lines;
+	size_t nlines, cap_lines;
+	struct u64map line_idx;
+	uint64_t events;
+	double weight;
+	unsigned rank_kind;       /* enum mx_kind: objects ranked and listed by it */
+	bool oom;
+	char *notes;
+	size_t notes_len, notes_cap;
+};
+
+/* The objects and lines commands (cmd_objects.c). */
+struct attrib_cli {
+	const char *path, *out, *object;
+	enum attrib_format fmt;
+	size_t top;              /* 0: all */
+	bool from_binaries, objects;
+	enum mx_kind kind;
+	struct model_opts o;
+};
+struct analysis;
+int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv, struct attrib_cli *c);
+int attrib_cli_run(struct attrib_cli *c, struct analysis *an, struct attrib **a);
+int attrib_cli_finish(struct attrib_cli *c, struct analysis *an, struct attrib *a,
+                      int (*fn)(struct attrib_cli *c, struct analysis *an, struct attrib *a,
+                                FILE *f));
+
+void attrib_note(struct attrib *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int attrib_find_object(const struct attrib *a, const char *name);
+
+#endif

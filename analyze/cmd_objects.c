@@ -1,0 +1,224 @@
+/* commanalyze objects TRACE: data objects ranked by communication, with
+ * their fields, thread pairs and code (--kind true|false: ranked by those
+ * events only); --object NAME: that object's thread matrix (of --kind).  Also the option parsing and the run shared with cmd_lines.c. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana.h"
+#include "attrib_int.h"
+
+static int hook_setup(void *arg, struct analysis *an)
+{
+	struct attrib_hook *ah = arg;
+	struct attrib_opts ao = {
+		.from_binaries = ah->from_binaries,
+		.line_size = an->line_size,
+		.nthreads = thread_space(an->trace),
+	};
+	ah->a = attrib_create(an->trace, &ao);
+	if (!ah->a) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	ah->h->pre[0] = attrib_record_consumer(ah->a);
+	ah->h->npre = 1;
+	ah->h->events[0] = attrib_event_consumer(ah->a);
+	ah->h->nevents = 1;
+	return 0;
+}
+
+void attrib_hooks_init(struct analysis_hooks *h, struct attrib_hook *ah, bool from_binaries)
+{
+	memset(h, 0, sizeof *h);
+	memset(ah, 0, sizeof *ah);
+	ah->from_binaries = from_binaries;
+	ah->h = h;
+	h->setup = hook_setup;
+	h->arg = ah;
+}
+
+/* Options of objects and lines.  Returns 0, or EXIT_USAGE (message printed). */
+int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv, struct attrib_cli *c)
+{
+	memset(c, 0, sizeof *c);
+	c->objects = objects;
+	model_opts_default(&c->o);
+	c->top = 20;
+	c->kind = MX_ALL;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *v;
+		int m;
+		if ((m = arg_value(argc, argv, &i, "--format", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			if (attrib_format_parse(v, &c->fmt)) {
+				ana_err("%s: --format: '%s' is not text, csv or json", cmd, v);
+				return EXIT_USAGE;
+			}
+		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
+		           (m = arg_value(argc, argv, &i, "--output", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			c->out = v;
+		} else if ((m = arg_value(argc, argv, &i, "--top", &v))) {
+			uint64_t n;
+			if (m < 0)
+				return EXIT_USAGE;
+			if (!parse_u64(v, &n)) {
+				ana_err("%s: --top: '%s' is not a number (0: all)", cmd, v);
+				return EXIT_USAGE;
+			}
+			c->top = (size_t)n;
+		} else if (!strcmp(a, "--symbols-from-binaries")) {
+			c->from_binaries = true;
+		} else if (c->objects && (m = arg_value(argc, argv, &i, "--object", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			c->object = v;
+		} else if (c->objects && (m = arg_value(argc, argv, &i, "--kind", &v))) {
+			if (m < 0)
+				return EXIT_USAGE;
+			if (!strcmp(v, "all"))
+				c->kind = MX_ALL;
+			else if (!strcmp(v, "true"))
+				c->kind = MX_TRUE;
+			else if (!strcmp(v, "false"))
+				c->kind = MX_FALSE;
+			else {
+				ana_err("%s: --kind: '%s' is not all, true or false", cmd, v);
+				return EXIT_USAGE;
+			}
+		} else if ((m = model_args(&c->o, argc, argv, &i))) {
+			if (m < 0)
+				return EXIT_USAGE;
+		} else if (a[0] == '-' && a[1]) {
+			ana_err("%s: unknown option '%s'", cmd, a);
+			return EXIT_USAGE;
+		} else if (c->path) {
+			ana_err("%s: one trace only ('%s' and '%s')", cmd, c->path, a);
+			return EXIT_USAGE;
+		} else {
+			c->path = a;
+		}
+	}
+	if (!c->path) {
+		ana_err("%s: which trace? usage: commanalyze %s TRACE [options]", cmd, cmd);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Run the analysis with attribution.  0 with *an and *a set (free both), or
+ * an exit status. */
+int attrib_cli_run(struct attrib_cli *c, struct analysis *an, struct attrib **a)
+{
+	struct analysis_hooks h;
+	struct attrib_hook ah;
+	attrib_hooks_init(&h, &ah, c->from_binaries);
+	int rc = analysis_run_hooks(an, c->path, &c->o, true, &h);
+	*a = ah.a;
+	if (rc) {
+		attrib_free(ah.a);
+		*a = NULL;
+		analysis_free(an);
+	}
+	return rc;
+}
+
+/* Write with fn to -o FILE or stdout; the final status, damaged traces
+ * included. */
+int attrib_cli_finish(struct attrib_cli *c, struct analysis *an, struct attrib *a,
+                      int (*fn)(struct attrib_cli *c, struct analysis *an, struct attrib *a, FILE *f))
+{
+	int status = 0;
+	FILE *f = c->out ? fopen(c->out, "w") : stdout;
+	if (!f) {
+		ana_err("cannot write %s: %s", c->out, strerror(errno));
+		status = EXIT_BADTRACE;
+	} else {
+		int r = fn(c, an, a, f);
+		if (c->out ? fclose(f) : fflush(f))
+			r = r ? r : -1;
+		if (r > 0)
+			status = r;
+		else if (r < 0) {
+			ana_err("cannot write %s: %s", c->out ? c->out : "standard output", strerror(errno));
+			status = EXIT_BADTRACE;
+		}
+	}
+	if (an->damaged) {
+		fprintf(stderr, "commanalyze: %s\n", an->err.msg);
+		if (!status)
+			status = EXIT_BADTRACE;
+	}
+	attrib_free(a);
+	analysis_free(an);
+	return status;
+}
+
+static int write_object_matrix(struct attrib_cli *c, struct analysis *an, struct attrib *a, FILE *f)
+{
+	static const char *const kinds[] = { "all", "true", "false" };
+	size_t n;
+	double *m = attrib_object_matrix(a, c->object, c->kind, &n);
+	if (!m) {
+		ana_err("objects: no object named '%s' took part in communication "
+		        "(commanalyze objects %s lists them)", c->object, c->path);
+		return EXIT_USAGE;
+	}
+	char **labels = calloc(n ? n : 1, sizeof *labels);
+	bool ok = labels != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		char buf[64];
+		ok = (labels[i] = strdup(thread_label(an->trace, i, buf, sizeof buf))) != NULL;
+	}
+	int r = -1;
+	if (ok) {
+		struct attr_set attrs;
+		analysis_attrs(an, &attrs);
+		attr_add(&attrs, "object", "%s", c->object);
+		attr_add(&attrs, "directed", "yes (row: receiving thread, column: publisher)");
+		attr_add(&attrs, "symmetric", "no");
+		char name[300];
+		snprintf(name, sizeof name, "object_%s", kinds[c->kind]);
+		struct matrix_out mo = {
+			.name = name, .kind = kinds[c->kind], .index = "thread",
+			.units = "estimated line transfers", .n = n, .cell = m,
+			.labels = (const char *const *)labels, .attrs = attrs.a, .nattrs = attrs.n,
+		};
+		switch (c->fmt) {
+		case AF_CSV: r = write_matrix_csv(f, &mo); break;
+		case AF_JSON: r = write_matrices_json(f, &mo, 1); break;
+		default: r = write_matrix_text(f, &mo); break;
+		}
+	} else {
+		ana_err("out of memory");
+	}
+	for (size_t i = 0; labels && i < n; i++)
+		free(labels[i]);
+	free(labels);
+	free(m);
+	return r;
+}
+
+static int write_objects(struct attrib_cli *c, struct analysis *an, struct attrib *a, FILE *f)
+{
+	if (c->object)
+		return write_object_matrix(c, an, a, f);
+	attrib_rank_by(a, c->kind);
+	return attrib_write_objects(a, f, c->fmt, c->top);
+}
+
+int cmd_objects(int argc, char **argv)
+{
+	struct attrib_cli c;
+	int rc = attrib_cli_parse("objects", true, argc, argv, &c);
+	if (rc)
+		return rc;
+	struct analysis an;
+	struct attrib *a;
+	if ((rc = attrib_cli_run(&c, &an, &a)))
+		return rc;
+	return attrib_cli_finish(&c, &an, a, write_objects);
+}

@@ -1,0 +1,640 @@
+/* DWARF into a symbol table module, with libdwarf (the 2021 API: dwarf_init_b,
+ * dwarf_next_cu_header_d, dwarf_srclines_b).  Reads, per compilation unit:
+ *   - the line table (all rows, or only the rows covering given addresses),
+ *   - functions with an address range (static ones a stripped .symtab lost),
+ *   - variables at a fixed address (DW_OP_addr), globals and function
+ *     statics, with their types: structs/unions with members, arrays with
+ *     element type and count, and leaves (base types, pointers, enums).
+ * Without HAVE_LIBDWARF this file is empty. */
+#ifdef HAVE_LIBDWARF
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <libdwarf.h>
+
+#include "symtab.h"
+
+#define DIE_DEPTH_MAX 64
+#define TYPE_DEPTH_MAX 24
+
+struct memo_ent {
+	Dwarf_Off off;
+	uint32_t type;
+	bool used;
+};
+
+struct dw {
+	Dwarf_Debug dbg;
+	struct st_module *m;
+	const struct st_addrs *ips;
+	struct memo_ent *memo;          /* DIE offset -> type index */
+	size_t memo_cap, memo_n;
+	uint32_t *fmap;                 /* per CU: DWARF file number -> module file */
+	size_t fmap_n;
+	int oom;
+};
+
+static size_t memo_slot(const struct dw *d, Dwarf_Off off)
+{
+	uint64_t h = off * 0x9E3779B97F4A7C15ull;
+	size_t mask = d->memo_cap - 1;
+	size_t i = (size_t)(h >> 20) & mask;
+	while (d->memo[i].used && d->memo[i].off != off)
+		i = (i + 1) & mask;
+	return i;
+}
+
+static bool memo_get(const struct dw *d, Dwarf_Off off, uint32_t *t)
+{
+	if (!d->memo_cap)
+		return false;
+	size_t i = memo_slot(d, off);
+	if (!d->memo[i].used)
+		return false;
+	*t = d->memo[i].type;
+	return true;
+}
+
+static void memo_put(struct dw *d, Dwarf_Off off, uint32_t t)
+{
+	if ((d->memo_n + 1) * 2 > d->memo_cap) {
+		size_t nc = d->memo_cap ? d->memo_cap * 2 : 1024;
+		struct memo_ent *old = d->memo;
+		size_t oc = d->memo_cap;
+		d->memo = calloc(nc, sizeof *d->memo);
+		if (!d->memo) {
+			d->memo = old;
+			d->oom = 1;
+			return;
+		}
+		d->memo_cap = nc;
+		for (size_t i = 0; i < oc; i++)
+			if (old[i].used)
+				d->memo[memo_slot(d, old[i].off)] = old[i];
+		free(old);
+	}
+	size_t i = memo_slot(d, off);
+	if (!d->memo[i].used)
+		d->memo_n++;
+	d->memo[i] = (struct memo_ent){ off, t, true };
+}
+
+/* ---- attribute helpers ---------------------------------------------------- */
+
+static bool attr_u(Dwarf_Die die, Dwarf_Half at, uint64_t *v)
+{
+	Dwarf_Attribute a;
+	Dwarf_Error e = NULL;
+	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK)
+		return false;
+	Dwarf_Unsigned u;
+	Dwarf_Signed s;
+	bool ok = false;
+	if (dwarf_formudata(a, &u, &e) == DW_DLV_OK) {
+		*v = u;
+		ok = true;
+	} else if (dwarf_formsdata(a, &s, &e) == DW_DLV_OK && s >= 0) {
+		*v = (uint64_t)s;
+		ok = true;
+	}
+	dwarf_dealloc_attribute(a);
+	return ok;
+}
+
+static bool attr_ref(Dwarf_Die die, Dwarf_Half at, Dwarf_Off *off)
+{
+	Dwarf_Attribute a;
+	Dwarf_Error e = NULL;
+	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK)
+		return false;
+	bool ok = dwarf_global_formref(a, off, &e) == DW_DLV_OK;
+	dwarf_dealloc_attribute(a);
+	return ok;
+}
+
+static bool attr_flag(Dwarf_Die die, Dwarf_Half at)
+{
+	Dwarf_Attribute a;
+	Dwarf_Error e = NULL;
+	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK)
+		return false;
+	Dwarf_Bool b = 0;
+	bool ok = dwarf_formflag(a, &b, &e) == DW_DLV_OK && b;
+	dwarf_dealloc_attribute(a);
+	return ok;
+}
+
+/* Expression bytes of an attribute (exprloc or block form). */
+static bool attr_expr(Dwarf_Debug dbg, Dwarf_Die die, Dwarf_Half at, const uint8_t **p, uint64_t *len)
+{
+	Dwarf_Attribute a;
+	Dwarf_Error e = NULL;
+	if (dwarf_attr(die, at, &a, &e) != DW_DLV_OK)
+		return false;
+	bool ok = false;
+	Dwarf_Half form = 0;
+	if (dwarf_whatform(a, &form, &e) == DW_DLV_OK) {
+		if (form == DW_FORM_exprloc) {
+			Dwarf_Unsigned l;
+			Dwarf_Ptr ptr;
+			if (dwarf_formexprloc(a, &l, &ptr, &e) == DW_DLV_OK) {
+				*p = ptr;
+				*len = l;
+				ok = true;
+			}
+		} else if (form == DW_FORM_block1 || form == DW_FORM_block2 ||
+		           form == DW_FORM_block4 || form == DW_FORM_block) {
+			Dwarf_Block *b;
+			if (dwarf_formblock(a, &b, &e) == DW_DLV_OK) {
+				*p = b->bl_data;   /* points into the section data */
+				*len = b->bl_len;
+				dwarf_dealloc(dbg, b, DW_DLA_BLOCK);
+				ok = true;
+			}
+		}
+	}
+	dwarf_dealloc_attribute(a);
+	return ok;
+}
+
+static uint64_t uleb(const uint8_t **p, const uint8_t *end, bool *ok)
+{
+	uint64_t v = 0;
+	for (int sh = 0; *p < end && sh < 64; sh += 7) {
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80))
+			return v;
+	}
+	*ok = false;
+	return 0;
+}
+
+static const char *die_name(Dwarf_Die die)
+{
+	char *n = NULL;
+	Dwarf_Error e = NULL;
+	if (dwarf_diename(die, &n, &e) != DW_DLV_OK)
+		return NULL;
+	return n;
+}
+
+static Dwarf_Die die_at(struct dw *d, Dwarf_Off off)
+{
+	Dwarf_Die die = NULL;
+	Dwarf_Error e = NULL;
+	if (dwarf_offdie_b(d->dbg, off, 1, &die, &e) != DW_DLV_OK)
+		return NULL;
+	return die;
+}
+
+/* ---- types ---------------------------------------------------------------- */
+
+static uint32_t type_of(struct dw *d, Dwarf_Off off, int depth);
+
+static uint64_t type_size(struct dw *d, uint32_t t)
+{
+	return t < d->m->ntypes ? d->m->types[t].size : 0;
+}
+
+static uint32_t leaf(struct dw *d, const char *name, uint64_t size)
+{
+	return st_add_type(d->m, ST_T_BASE, name, size, ST_NONE, 0);
+}
+
+struct mem_tmp {
+	const char *name;
+	uint64_t off, size;
+	uint32_t type;
+};
+
+static uint32_t make_struct(struct dw *d, Dwarf_Die die, Dwarf_Half tag, int depth)
+{
+	const char *n = die_name(die);
+	char name[256];
+	if (n)
+		snprintf(name, sizeof name, "%s %s",
+		         tag == DW_TAG_union_type ? "union" : tag == DW_TAG_class_type ? "class" : "struct", n);
+	uint64_t size = 0;
+	attr_u(die, DW_AT_byte_size, &size);
+	struct mem_tmp *mt = NULL;
+	size_t nm = 0, cap = 0;
+	Dwarf_Die c = NULL, next;
+	Dwarf_Error e = NULL;
+	if (dwarf_child(die, &c, &e) == DW_DLV_OK) {
+		for (; c; c = next) {
+			Dwarf_Half ct = 0;
+			if (dwarf_tag(c, &ct, &e) == DW_DLV_OK && ct == DW_TAG_member &&
+			    !attr_flag(c, DW_AT_external) && !attr_flag(c, DW_AT_declaration)) {
+				uint64_t moff = 0;
+				if (!attr_u(c, DW_AT_data_member_location, &moff)) {
+					const uint8_t *p;
+					uint64_t l;
+					if (attr_expr(d->dbg, c, DW_AT_data_member_location, &p, &l) && l &&
+					    p[0] == DW_OP_plus_uconst) {
+						bool ok = true;
+						const uint8_t *q = p + 1;
+						moff = uleb(&q, p + l, &ok);
+						if (!ok)
+							moff = 0;
+					}
+				}
+				uint64_t bitpos;
+				if (attr_u(c, DW_AT_data_bit_offset, &bitpos))
+					moff = bitpos / 8;
+				Dwarf_Off to;
+				uint32_t mtype = attr_ref(c, DW_AT_type, &to) ? type_of(d, to, depth + 1) : ST_NONE;
+				uint64_t msz = type_size(d, mtype);
+				uint64_t bs;
+				if (attr_u(c, DW_AT_byte_size, &bs))
+					msz = bs;
+				if (nm == cap) {
+					cap = cap ? cap * 2 : 8;
+					struct mem_tmp *q = realloc(mt, cap * sizeof *mt);
+					if (!q) {
+						d->oom = 1;
+						dwarf_dealloc_die(c);
+						break;
+					}
+					mt = q;
+				}
+				mt[nm++] = (struct mem_tmp){ die_name(c), moff, msz, mtype };
+			}
+			next = NULL;
+			if (dwarf_siblingof_b(d->dbg, c, 1, &next, &e) != DW_DLV_OK)
+				next = NULL;
+			dwarf_dealloc_die(c);
+		}
+	}
+	uint32_t t = st_add_type(d->m, tag == DW_TAG_union_type ? ST_T_UNION : ST_T_STRUCT,
+	                         n ? name : NULL, size, ST_NONE, 0);
+	for (size_t i = 0; t != ST_NONE && i < nm; i++)
+		if (st_add_member(d->m, t, mt[i].name, mt[i].off, mt[i].size, mt[i].type))
+			d->oom = 1;
+	free(mt);
+	return t;
+}
+
+static uint32_t make_array(struct dw *d, Dwarf_Die die, int depth)
+{
+	Dwarf_Off to;
+	uint32_t elem = attr_ref(die, DW_AT_type, &to) ? type_of(d, to, depth + 1) : ST_NONE;
+	uint64_t counts[8];
+	int nc = 0;
+	Dwarf_Die c = NULL, next;
+	Dwarf_Error e = NULL;
+	if (dwarf_child(die, &c, &e) == DW_DLV_OK) {
+		for (; c; c = next) {
+			Dwarf_Half ct = 0;
+			if (dwarf_tag(c, &ct, &e) == DW_DLV_OK && ct == DW_TAG_subrange_type && nc < 8) {
+				uint64_t v = 0, lb = 0;
+				if (attr_u(c, DW_AT_count, &v))
+					counts[nc++] = v;
+				else if (attr_u(c, DW_AT_upper_bound, &v)) {
+					attr_u(c, DW_AT_lower_bound, &lb);
+					counts[nc++] = v >= lb ? v - lb + 1 : 0;
+				} else
+					counts[nc++] = 0;
+			}
+			next = NULL;
+			if (dwarf_siblingof_b(d->dbg, c, 1, &next, &e) != DW_DLV_OK)
+				next = NULL;
+			dwarf_dealloc_die(c);
+		}
+	}
+	if (!nc)
+		counts[nc++] = 0;
+	/* a[3][4]: array of 3 of (array of 4 of elem): build from the innermost */
+	uint32_t t = elem;
+	for (int i = nc - 1; i >= 0; i--) {
+		uint64_t es = type_size(d, t);
+		t = st_add_type(d->m, ST_T_ARRAY, NULL, es * counts[i], t, counts[i]);
+		if (t == ST_NONE)
+			break;
+	}
+	uint64_t bs;
+	if (t != ST_NONE && attr_u(die, DW_AT_byte_size, &bs))
+		d->m->types[t].size = bs;
+	return t;
+}
+
+/* Type index for the DIE at off; typedefs and qualifiers resolve to the
+ * underlying type (an anonymous struct takes the typedef's name). */
+static uint32_t type_of(struct dw *d, Dwarf_Off off, int depth)
+{
+	uint32_t t;
+	if (memo_get(d, off, &t))
+		return t;
+	if (depth > TYPE_DEPTH_MAX || d->oom)
+		return ST_NONE;
+	Dwarf_Die die = die_at(d, off);
+	if (!die)
+		return ST_NONE;
+	Dwarf_Half tag = 0;
+	Dwarf_Error e = NULL;
+	t = ST_NONE;
+	if (dwarf_tag(die, &tag, &e) != DW_DLV_OK) {
+		dwarf_dealloc_die(die);
+		return ST_NONE;
+	}
+	uint64_t size = 0;
+	Dwarf_Off to;
+	switch (tag) {
+	case DW_TAG_base_type:
+	case DW_TAG_enumeration_type:
+		attr_u(die, DW_AT_byte_size, &size);
+		t = leaf(d, die_name(die), size);
+		break;
+	case DW_TAG_pointer_type:
+	case DW_TAG_reference_type:
+	case DW_TAG_rvalue_reference_type:
+	case DW_TAG_ptr_to_member_type: {
+		if (!attr_u(die, DW_AT_byte_size, &size))
+			size = 8;
+		char name[256] = "pointer";
+		Dwarf_Die td;
+		if (attr_ref(die, DW_AT_type, &to) && (td = die_at(d, to))) {
+			const char *n = die_name(td);
+			Dwarf_Half tt = 0;
+			dwarf_tag(td, &tt, &e);
+			if (n)
+				snprintf(name, sizeof name, "%s%s *",
+				         tt == DW_TAG_structure_type ? "struct " :
+				         tt == DW_TAG_union_type ? "union " : "", n);
+			dwarf_dealloc_die(td);
+		} else {
+			snprintf(name, sizeof name, "void *");
+		}
+		t = leaf(d, name, size);
+		break;
+	}
+	case DW_TAG_structure_type:
+	case DW_TAG_class_type:
+	case DW_TAG_union_type:
+		t = make_struct(d, die, tag, depth);
+		break;
+	case DW_TAG_array_type:
+		t = make_array(d, die, depth);
+		break;
+	case DW_TAG_typedef:
+	case DW_TAG_const_type:
+	case DW_TAG_volatile_type:
+	case DW_TAG_restrict_type:
+	case DW_TAG_atomic_type:
+		if (attr_ref(die, DW_AT_type, &to)) {
+			t = type_of(d, to, depth + 1);
+			if (tag == DW_TAG_typedef && t < d->m->ntypes && d->m->types[t].name == ST_NONE &&
+			    d->m->types[t].kind != ST_T_ARRAY) {
+				const char *n = die_name(die);
+				if (n)
+					d->m->types[t].name = st_intern(d->m, n);
+			}
+		}
+		break;
+	case DW_TAG_subroutine_type:
+		t = leaf(d, "function", 0);
+		break;
+	default:
+		break;
+	}
+	dwarf_dealloc_die(die);
+	memo_put(d, off, t);
+	return t;
+}
+
+/* ---- variables and functions ---------------------------------------------- */
+
+static void do_variable(struct dw *d, Dwarf_Die die)
+{
+	const uint8_t *p;
+	uint64_t l;
+	if (!attr_expr(d->dbg, die, DW_AT_location, &p, &l) || l != 9 || p[0] != DW_OP_addr)
+		return;
+	uint64_t addr = 0;
+	for (int i = 0; i < 8; i++)
+		addr |= (uint64_t)p[1 + i] << (8 * i);
+	const char *name = die_name(die);
+	Dwarf_Off to = 0, spec;
+	bool has_type = attr_ref(die, DW_AT_type, &to);
+	if ((!name || !has_type) && attr_ref(die, DW_AT_specification, &spec)) {
+		Dwarf_Die sd = die_at(d, spec);
+		if (sd) {
+			if (!name)
+				name = die_name(sd);   /* string lives in the section */
+			if (!has_type)
+				has_type = attr_ref(sd, DW_AT_type, &to);
+			dwarf_dealloc_die(sd);
+		}
+	}
+	if (!name || !addr)
+		return;
+	uint32_t t = has_type ? type_of(d, to, 0) : ST_NONE;
+	if (st_add_var(d->m, addr, type_size(d, t), name, t))
+		d->oom = 1;
+}
+
+static void do_subprogram(struct dw *d, Dwarf_Die die)
+{
+	Dwarf_Addr lo = 0, hi = 0;
+	Dwarf_Half form = 0;
+	enum Dwarf_Form_Class cls;
+	Dwarf_Error e = NULL;
+	if (dwarf_lowpc(die, &lo, &e) != DW_DLV_OK || !lo)
+		return;
+	if (dwarf_highpc_b(die, &hi, &form, &cls, &e) != DW_DLV_OK)
+		return;
+	if (cls == DW_FORM_CLASS_CONSTANT)
+		hi += lo;
+	if (hi <= lo)
+		return;
+	const char *name = die_name(die);
+	Dwarf_Off spec;
+	if (!name && (attr_ref(die, DW_AT_specification, &spec) ||
+	              attr_ref(die, DW_AT_abstract_origin, &spec))) {
+		Dwarf_Die sd = die_at(d, spec);
+		if (sd) {
+			name = die_name(sd);
+			dwarf_dealloc_die(sd);
+		}
+	}
+	if (name && st_add_func(d->m, lo, hi - lo, name))
+		d->oom = 1;
+}
+
+static void walk(struct dw *d, Dwarf_Die parent, int depth)
+{
+	if (depth > DIE_DEPTH_MAX || d->oom)
+		return;
+	Dwarf_Die c = NULL, next;
+	Dwarf_Error e = NULL;
+	if (dwarf_child(parent, &c, &e) != DW_DLV_OK)
+		return;
+	for (; c; c = next) {
+		Dwarf_Half tag = 0;
+		if (dwarf_tag(c, &tag, &e) == DW_DLV_OK) {
+			switch (tag) {
+			case DW_TAG_variable:
+				do_variable(d, c);
+				break;
+			case DW_TAG_subprogram:
+				do_subprogram(d, c);
+				walk(d, c, depth + 1);
+				break;
+			case DW_TAG_lexical_block:
+			case DW_TAG_namespace:
+			case DW_TAG_inlined_subroutine:
+				walk(d, c, depth + 1);
+				break;
+			default:
+				break;
+			}
+		}
+		next = NULL;
+		if (dwarf_siblingof_b(d->dbg, c, 1, &next, &e) != DW_DLV_OK)
+			next = NULL;
+		dwarf_dealloc_die(c);
+	}
+}
+
+/* ---- line tables ----------------------------------------------------------- */
+
+/* Is some address of the wanted set (file addresses) in [a, b)? */
+static bool wanted(const struct dw *d, uint64_t a, uint64_t b)
+{
+	if (!d->ips)
+		return true;
+	const uint64_t *v = d->ips->v;
+	size_t lo = 0, hi = d->ips->n;
+	uint64_t bias = d->m->bias;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid] - bias < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->ips->n && v[lo] - bias < b && v[lo] - bias >= a;
+}
+
+static uint32_t file_index(struct dw *d, Dwarf_Line ln, Dwarf_Unsigned fno)
+{
+	if (fno < d->fmap_n && d->fmap[fno] != ST_NONE)
+		return d->fmap[fno];
+	char *src = NULL;
+	Dwarf_Error e = NULL;
+	if (dwarf_linesrc(ln, &src, &e) != DW_DLV_OK || !src)
+		return ST_NONE;
+	uint32_t f = st_add_file(d->m, src);
+	dwarf_dealloc(d->dbg, src, DW_DLA_STRING);
+	if (fno < 4096) {
+		if (fno >= d->fmap_n) {
+			size_t nn = (size_t)fno + 16;
+			uint32_t *q = realloc(d->fmap, nn * sizeof *q);
+			if (!q)
+				return f;
+			for (size_t i = d->fmap_n; i < nn; i++)
+				q[i] = ST_NONE;
+			d->fmap = q;
+			d->fmap_n = nn;
+		}
+		d->fmap[fno] = f;
+	}
+	return f;
+}
+
+static void do_lines(struct dw *d, Dwarf_Die cu)
+{
+	Dwarf_Unsigned ver = 0;
+	Dwarf_Small tc = 0;
+	Dwarf_Line_Context ctx = NULL;
+	Dwarf_Error e = NULL;
+	if (dwarf_srclines_b(cu, &ver, &tc, &ctx, &e) != DW_DLV_OK)
+		return;
+	Dwarf_Line *lines = NULL;
+	Dwarf_Signed n = 0;
+	for (size_t i = 0; i < d->fmap_n; i++)
+		d->fmap[i] = ST_NONE;
+	if (dwarf_srclines_from_linecontext(ctx, &lines, &n, &e) == DW_DLV_OK) {
+		for (Dwarf_Signed i = 0; i + 1 < n && !d->oom; i++) {
+			Dwarf_Bool endseq = 0;
+			Dwarf_Addr a = 0, b = 0;
+			Dwarf_Unsigned lineno = 0, fno = 0;
+			if (dwarf_lineendsequence(lines[i], &endseq, &e) != DW_DLV_OK || endseq)
+				continue;
+			if (dwarf_lineaddr(lines[i], &a, &e) != DW_DLV_OK ||
+			    dwarf_lineaddr(lines[i + 1], &b, &e) != DW_DLV_OK || b <= a || !a)
+				continue;
+			if (b - a > UINT32_MAX || !wanted(d, a, b))
+				continue;
+			if (dwarf_lineno(lines[i], &lineno, &e) != DW_DLV_OK)
+				continue;
+			if (dwarf_line_srcfileno(lines[i], &fno, &e) != DW_DLV_OK)
+				fno = UINT32_MAX;
+			uint32_t f = file_index(d, lines[i], fno);
+			if (st_add_line(d->m, a, (uint32_t)(b - a), f, (uint32_t)lineno))
+				d->oom = 1;
+		}
+	}
+	dwarf_srclines_dealloc_b(ctx);
+}
+
+int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_addrs *ips,
+                      char *note, size_t notecap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(note, notecap, "DWARF: cannot open %s", path);
+		return -1;
+	}
+	struct dw d = { .m = m, .ips = ips };
+	Dwarf_Error e = NULL;
+	if (dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, &d.dbg, &e) != DW_DLV_OK) {
+		snprintf(note, notecap, "DWARF unreadable");
+		if (e)
+			dwarf_dealloc_error(NULL, e);
+		close(fd);
+		return -1;
+	}
+	int ncu = 0;
+	for (;;) {
+		Dwarf_Unsigned hlen = 0, abbr = 0, next = 0, typeoff = 0;
+		Dwarf_Half ver = 0, asz = 0, lsz = 0, esz = 0, cut = 0;
+		Dwarf_Sig8 sig;
+		Dwarf_Off aoff = 0;
+		int r = dwarf_next_cu_header_d(d.dbg, 1, &hlen, &ver, &aoff, &asz, &lsz, &esz, &sig,
+		                               &typeoff, &next, &cut, &e);
+		(void)abbr;
+		if (r != DW_DLV_OK)
+			break;
+		Dwarf_Die cu = NULL;
+		if (dwarf_siblingof_b(d.dbg, NULL, 1, &cu, &e) != DW_DLV_OK)
+			continue;
+		ncu++;
+		do_lines(&d, cu);
+		walk(&d, cu, 0);
+		dwarf_dealloc_die(cu);
+		if (d.oom)
+			break;
+	}
+	dwarf_finish(d.dbg, &e);
+	close(fd);
+	free(d.memo);
+	free(d.fmap);
+	if (d.oom) {
+		snprintf(note, notecap, "DWARF: out of memory");
+		return -1;
+	}
+	if (!ncu) {
+		snprintf(note, notecap, "DWARF: no compilation units");
+		return -1;
+	}
+	return 0;
+}
+
+#else
+typedef int symtab_dwarf_unused;   /* ISO C wants something in a file */
+#endif

@@ -1,0 +1,212 @@
+/* Symbols for portable traces: the instruction addresses the spool's records
+ * hold, the executable mappings of the maps files, their ELF and DWARF, one
+ * serialized symbol table (formats/symtab.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commtrace.h"
+#include "symbols.h"
+#include "symtab.h"
+
+struct addrs {
+	uint64_t *v;
+	size_t n, cap;
+	int oom;
+};
+
+static void addr_add(struct addrs *a, uint64_t x)
+{
+	if (!x || a->oom)
+		return;
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 4096;
+		uint64_t *q = realloc(a->v, nc * sizeof *q);
+		if (!q) {
+			a->oom = 1;
+			return;
+		}
+		a->v = q;
+		a->cap = nc;
+	}
+	a->v[a->n++] = x;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+static void addr_sort_unique(struct addrs *a)
+{
+	if (!a->n)
+		return;
+	qsort(a->v, a->n, sizeof *a->v, cmp_u64);
+	size_t o = 1;
+	for (size_t i = 1; i < a->n; i++)
+		if (a->v[i] != a->v[o - 1])
+			a->v[o++] = a->v[i];
+	a->n = o;
+}
+
+/* Every code address of the spool's records.  Watchpoint hits report the
+ * instruction after the access, call sites return addresses: the byte
+ * before belongs to the instruction of interest, so both are kept.  A
+ * damaged thread file ends its addresses there; the rest still counts.
+ * Soft samples that stand for the previous instruction add ip - 1 too.
+ * Data addresses (samples, watchpoints) go to d. */
+static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, char *err, size_t cap)
+{
+	struct ct_error e;
+	struct ct_trace *t = ct_trace_open(spool, &e);
+	if (!t) {
+		snprintf(err, cap, "%s", e.msg);
+		return -1;
+	}
+	size_t n = ct_trace_nthreads(t);
+	for (size_t i = 0; i < n; i++) {
+		struct ct_cursor *c = ct_cursor_thread(t, i);
+		if (!c)
+			continue;
+		struct ct_record r;
+		while (ct_cursor_next(c, &r, &e) == 1) {
+			switch (r.type) {
+			case CT_REC_SAMPLE:
+				addr_add(d, r.u.sample.addr);
+				addr_add(a, r.u.sample.ip);
+				if (r.u.sample.flags & CT_SAMPLE_PREV_INSN)
+					addr_add(a, r.u.sample.ip - 1);
+				break;
+			case CT_REC_WP_ARM:
+				addr_add(d, r.u.arm.pub_addr);
+				for (unsigned k = 0; k < r.u.arm.nwp && k < CT_WP_MAX; k++)
+					addr_add(d, r.u.arm.wp_addr[k]);
+				break;
+			case CT_REC_WP_HIT:
+				addr_add(d, r.u.hit.addr);
+				addr_add(a, r.u.hit.ip);
+				addr_add(a, r.u.hit.ip - 1);
+				break;
+			case CT_REC_CALLSITE:
+				for (unsigned k = 0; k < r.u.callsite.depth && k < CT_CALLSITE_MAX_DEPTH; k++) {
+					addr_add(a, r.u.callsite.pc[k]);
+					addr_add(a, r.u.callsite.pc[k] - 1);
+				}
+				break;
+			default:
+				break;
+			}
+		}
+		ct_cursor_free(c);
+	}
+	ct_trace_close(t);
+	if (a->oom || d->oom) {
+		snprintf(err, cap, "out of memory collecting instruction addresses");
+		return -1;
+	}
+	addr_sort_unique(a);
+	addr_sort_unique(d);
+	return 0;
+}
+
+/* All maps-*.txt files of the spool, concatenated. */
+static char *read_maps(const char *spool, size_t *len, char *err, size_t cap)
+{
+	DIR *d = opendir(spool);
+	if (!d) {
+		snprintf(err, cap, "%s: %s", spool, strerror(errno));
+		return NULL;
+	}
+	char *buf = NULL;
+	size_t n = 0;
+	int files = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (strncmp(de->d_name, "maps-", 5) || l < 10 || strcmp(de->d_name + l - 4, ".txt"))
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", spool, de->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		char chunk[65536];
+		size_t got;
+		while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+			char *q = realloc(buf, n + got + 2);
+			if (!q) {
+				fclose(f);
+				closedir(d);
+				free(buf);
+				snprintf(err, cap, "out of memory reading the maps");
+				return NULL;
+			}
+			buf = q;
+			memcpy(buf + n, chunk, got);
+			n += got;
+		}
+		fclose(f);
+		if (n && buf[n - 1] != '\n')
+			buf[n++] = '\n';
+		files++;
+	}
+	closedir(d);
+	if (!files) {
+		free(buf);
+		snprintf(err, cap, "%s: no maps file: no symbols to embed", spool);
+		return NULL;
+	}
+	*len = n;
+	return buf ? buf : calloc(1, 1);
+}
+
+int embed_symbols_notes(const char *spool_dir, void **payload, size_t *len,
+                        void (*note)(void *arg, const char *path, const char *what),
+                        void *arg, char *err, size_t cap)
+{
+	*payload = NULL;
+	*len = 0;
+	struct addrs a = { 0 }, d = { 0 };
+	if (collect_ips(spool_dir, &a, &d, err, cap)) {
+		free(a.v);
+		free(d.v);
+		return -1;
+	}
+	size_t mlen;
+	char *maps = read_maps(spool_dir, &mlen, err, cap);
+	if (!maps) {
+		free(a.v);
+		free(d.v);
+		return -1;
+	}
+	struct symtab s;
+	symtab_init(&s);
+	struct st_addrs ips = { a.v, a.n };
+	struct st_addrs data = { d.v, d.n };
+	int rc = symtab_from_maps(&s, maps, mlen, &ips, note, arg);
+	/* only what the recorded addresses need: the functions and lines of
+	 * the code addresses, the variables (and their types) the data
+	 * addresses fall in */
+	if (rc == 0)
+		rc = symtab_prune(&s, &ips, &data);
+	free(maps);
+	free(a.v);
+	free(d.v);
+	if (rc == 0)
+		rc = symtab_serialize(&s, payload, len);
+	symtab_free(&s);
+	if (rc)
+		snprintf(err, cap, "out of memory building the symbol tables");
+	return rc;
+}
+
+int embed_symbols(const char *spool_dir, void **payload, size_t *len, char *err, size_t cap)
+{
+	return embed_symbols_notes(spool_dir, payload, len, NULL, NULL, err, cap);
+}
