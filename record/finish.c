@@ -13,6 +13,7 @@
 
 #include "buildid.h"
 #include "commrec.h"
+#include "symbols.h"
 #include "commtrace.h"
 
 #ifndef CT_VERSION
@@ -179,6 +180,12 @@ int rec_add_buildids(const char *spool)
 
 /* ---- join ----------------------------------------------------------------- */
 
+static void symbol_note(void *arg, const char *path, const char *what)
+{
+	(void)arg;
+	rec_info(1, "symbols: %s: %s", path, what);
+}
+
 int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *run)
 {
 	char summary[1024];
@@ -205,7 +212,23 @@ int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *
 	struct ct_error err = {{0}};
 	uint64_t t0 = rec_now_ns();
 	rec_info(1, "joining %s into %s", spool, o->output);
-	if (ct_join(spool, o->output, NULL, 0, summary, &err) < 0) {
+	/* portable traces: the symbols the analysis needs go into the trace */
+	void *sym = NULL;
+	size_t symlen = 0;
+	char serr[512];
+	struct ct_join_section extra[1];
+	size_t nextra = 0;
+	uint64_t ts = rec_now_ns();
+	if (embed_symbols_notes(spool, &sym, &symlen, symbol_note, NULL, serr, sizeof serr) == 0) {
+		extra[nextra++] = (struct ct_join_section){ CT_SEC_SYMBOLS, sym, symlen };
+		rec_info(1, "symbols: %zu bytes in %.3f s", symlen, (double)(rec_now_ns() - ts) / 1e9);
+	} else {
+		rec_warn("no symbols in the trace (%s): analyze it on this machine with "
+		         "--symbols-from-binaries", serr);
+	}
+	int jr = ct_join(spool, o->output, extra, nextra, summary, &err);
+	free(sym);
+	if (jr < 0) {
 		rec_err("cannot write %s: %s", o->output, err.msg[0] ? err.msg : "join failed");
 		return -1;
 	}

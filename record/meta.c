@@ -21,7 +21,9 @@
 
 static uint64_t features(const struct rec_opts *o)
 {
-	uint64_t f = CT_FEAT_SAMPLES;
+	/* the launcher embeds symbols at the end (it may fail: the bit says a
+	 * SYMBOLS section may be present, readers check for the section) */
+	uint64_t f = CT_FEAT_SAMPLES | CT_FEAT_SYMBOLS;
 	if (o->wp_used > 0)
 		f |= CT_FEAT_WATCHPOINTS;
 	if (!o->no_alloc)
