@@ -25,6 +25,8 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_matrix(int argc, char **argv);
+/* The sweep command's usage (sweep.c); full: with every option explained. */
+void sweep_usage(FILE *f, bool full);
 /* One dump line for r (dump.c). */
 void dump_record(FILE *f, const struct ct_record *r);
 
@@ -130,6 +132,11 @@ struct analysis {
 	struct matrices *mx;
 	bool damaged;                 /* replay stopped at damaged data */
 	struct ct_error err;
+	/* Set by analysis_run when the model needs a full trace and this one
+	 * is sampled (full_trace_check): one line, "" otherwise.  report shows
+	 * it among its warnings, matrix on stderr; analysis_attrs adds it as
+	 * the attribute "warning". */
+	char warning[320];
 };
 
 /* Open path, run the model over it with the matrices consumer and the
@@ -159,6 +166,18 @@ struct analysis_hooks {
 int analysis_run_hooks(struct analysis *a, const char *path, const struct model_opts *o,
                        bool progress, struct analysis_hooks *h);
 void analysis_free(struct analysis *a);
+
+/* ---- full-trace models (exact, signature, emulate) ----------------------
+ * These models are meant for full traces (CT_FEAT_FULL in the header: every
+ * access is a SAMPLE record with period 1).  On another trace they still
+ * run (every record is taken as an access, weighted by its period), but the
+ * result is not ground truth.  full_trace_check returns true when `model`
+ * does not need a full trace or the trace is full; otherwise false with a
+ * one-line warning in why (cap may be 0).  Defined in model_exact.c;
+ * analysis_run calls it for every command that uses it (report, matrix,
+ * objects, lines) and sweep for each trace. */
+bool model_needs_full_trace(const char *model);
+bool full_trace_check(const struct ct_trace *t, const char *model, char *why, size_t cap);
 
 /* Attributes describing how results were made (model, options, trace,
  * version, units); storage lives in the returned block, free with free(). */

@@ -156,6 +156,8 @@ int cmd_matrix(int argc, char **argv)
 		analysis_free(&an);
 		return rc;
 	}
+	if (an.warning[0])
+		ana_warn("%s: %s", path, an.warning);
 	if (an.topo.identity && index != MX_THREAD)
 		ana_warn("%s has no cpu map in its MACHINE section: %s matrix indexed by cpu number",
 		         path, index_names[index]);

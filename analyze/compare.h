@@ -65,15 +65,6 @@ int matrix_compare(const struct matrix *a, const struct matrix *ref, struct matr
 int matrix_compare_opts(const struct matrix *a, const struct matrix *ref,
                         const struct matrix_cmp_opts *o, struct matrix_cmp *out);
 
-/* ---- full-trace models (exact, signature, emulate) ----------------------
- * These models are meant for full traces (CT_FEAT_FULL in the header: every
- * access is a SAMPLE record with period 1).  On another trace they still
- * run (every record is taken as an access, weighted by its period), but the
- * result is not ground truth.  full_trace_check returns true when `model`
- * does not need a full trace or the trace is full; otherwise false with a
- * one-line warning in why (for the report's warnings and the attributes).
- * (Declared here until it moves to ana.h; defined in model_exact.c.) */
-bool model_needs_full_trace(const char *model);
-bool full_trace_check(const struct ct_trace *t, const char *model, char *why, size_t cap);
+/* model_needs_full_trace and full_trace_check: see ana.h. */
 
 #endif

@@ -1,6 +1,9 @@
 /* commanalyze: replay a commtrace trace and show how its threads
  * communicate.  One file per command (info.c, dump.c, report.c,
- * cmd_matrix.c); this file only dispatches. */
+ * cmd_matrix.c, cmd_objects.c, cmd_lines.c, sweep.c); this file only
+ * dispatches and holds the usage texts: `commanalyze --help`, and
+ * `commanalyze CMD --help` (or -h, or `commanalyze help CMD`) for every
+ * command, on standard output with exit status 0. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,33 +11,10 @@
 #include "attrib.h"
 #include "sweep.h"
 
-static void usage(FILE *f)
+static void model_options(FILE *f)
 {
 	fprintf(f,
-"usage: commanalyze [report] TRACE [model options]\n"
-"       commanalyze info TRACE\n"
-"       commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
-"       commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
-"                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
-"                   [--comdetective-csv DIR] [model options]\n"
-"       commanalyze objects|lines TRACE [options] (see commanalyze(1))\n"
-"       commanalyze sweep TRACE --param NAME=V1,V2,... [options] (see commanalyze(1))\n"
-"       commanalyze --help | --version\n"
-"\n"
-"Commands:\n"
-"  report   the readable report: totals, true/false sharing, top thread pairs,\n"
-"           cores and sockets, lost samples, warnings (default command)\n"
-"  info     what the trace holds: version, completeness, machine, configuration,\n"
-"           command line, per-thread record counts, lost and skipped samples\n"
-"  dump     one line per record in time order: TIME_NS T<thread> TYPE key=value...\n"
-"  matrix   communication matrices (row: receiving thread, column: publisher),\n"
-"           symmetric (M + M^T) unless --directed\n"
-"  objects  data objects (globals and fields, heap call paths, stacks, TLS)\n"
-"           ranked by communication\n"
-"  lines    cache lines ranked by communication, with per-offset detail\n"
-"  sweep    the same trace under many model option values, one decode pass\n"
-"\n"
-"Model options (report, matrix):\n"
+"Model options:\n"
 "  --model NAME                   detector (default comdetective):\n");
 	for (size_t i = 0; all_models[i]; i++)
 		fprintf(f, "      %-14s %s\n", all_models[i]->name, all_models[i]->summary);
@@ -51,10 +31,131 @@ static void usage(FILE *f)
 "                                 units ns, us, ms, s accepted)\n"
 "  --signature-size N             signature model: slots\n"
 "  --fp-rate P                    signature model: bloom filter false positive rate\n"
-"  --emulate-period N             emulate model: sample every Nth access per kind\n"
+"  --emulate-period N             emulate model: sample every Nth access per kind\n");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: commanalyze [report] TRACE [model options]\n"
+"       commanalyze info TRACE\n"
+"       commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
+"       commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
+"                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
+"                   [--comdetective-csv DIR] [model options]\n"
+"       commanalyze objects|lines TRACE [options] [model options]\n"
+"       commanalyze sweep TRACE --param NAME=V1,V2,... [options]\n"
+"       commanalyze COMMAND --help | --help | --version\n"
+"\n"
+"Commands:\n"
+"  report   the readable report: totals, true/false sharing, top thread pairs,\n"
+"           cores and sockets, lost samples, warnings (default command)\n"
+"  info     what the trace holds: version, completeness, machine, configuration,\n"
+"           command line, per-thread record counts, lost and skipped samples\n"
+"  dump     one line per record in time order: TIME_NS T<thread> TYPE key=value...\n"
+"  matrix   communication matrices (row: receiving thread, column: publisher),\n"
+"           symmetric (M + M^T) unless --directed\n"
+"  objects  data objects (globals and fields, heap call paths, stacks, TLS)\n"
+"           ranked by communication\n"
+"  lines    cache lines ranked by communication, with per-offset detail\n"
+"  sweep    the same trace under many model option values, one decode pass\n"
+"\n");
+	model_options(f);
+	fprintf(f,
+"(accepted by report, matrix, objects, lines and, as fixed options, sweep)\n"
 "\n"
 "Exit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
 "See commanalyze(1).\n");
+}
+
+/* One command's usage.  Returns false for an unknown command. */
+static bool command_usage(FILE *f, const char *cmd)
+{
+	static const struct {
+		const char *name, *text;
+		bool model;
+	} cmds[] = {
+		{ "report",
+"usage: commanalyze [report] TRACE [model options]\n"
+"\n"
+"The readable report: trace and sampler, model, totals (estimated line\n"
+"transfers, true/false sharing), top thread pairs, cores and sockets, lost and\n"
+"skipped samples, warnings.\n", true },
+		{ "info",
+"usage: commanalyze info TRACE\n"
+"\n"
+"What the trace holds: format version and features, completeness, machine,\n"
+"configuration, command line, per-thread record counts, lost and skipped\n"
+"samples, exit status.\n", false },
+		{ "dump",
+"usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
+"\n"
+"One line per record in time order: TIME_NS T<thread> TYPE key=value...\n"
+"  --thread N        one thread (N or TN: the thread index)\n"
+"  --type LIST       record types, comma separated: sample, wp_arm, wp_hit, alloc,\n"
+"                    free, callsite, thread_start, thread_end, marker, lost,\n"
+"                    skipped, func_enter, func_exit\n"
+"  --limit N         the first N lines shown\n", false },
+		{ "matrix",
+"usage: commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
+"                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
+"                   [--comdetective-csv DIR] [model options]\n"
+"\n"
+"A communication matrix in estimated line transfers (row: receiving thread,\n"
+"column: publisher), symmetric (M + M^T) unless --directed.\n"
+"  --kind all|true|false          which events (default all)\n"
+"  --index thread|core|socket     rows and columns (default thread)\n"
+"  --format text|csv|json|h5|svg  (default text; h5 needs -o)\n"
+"  --directed                     as kept: row dst, column src\n"
+"  -o FILE                        write to FILE instead of standard output\n"
+"  --comdetective-csv DIR         also ComDetective's files (as/ts/fs_matrix.csv,\n"
+"                                 _core_ variants) in DIR; alone: only these\n", true },
+		{ "objects",
+"usage: commanalyze objects TRACE [--top N] [--kind all|true|false] [--object NAME]\n"
+"                   [--format text|csv|json] [-o FILE] [--symbols-from-binaries]\n"
+"                   [model options]\n"
+"\n"
+"Data objects (globals and their fields, heap allocations by call path,\n"
+"stacks, TLS) ranked by the communication on them, with thread pairs and code.\n"
+"  --top N                  objects shown (default 20, 0: all)\n"
+"  --kind all|true|false    which events rank them (default all)\n"
+"  --object NAME            that object's thread matrix\n"
+"  --format text|csv|json   (default text)\n"
+"  -o FILE                  write to FILE instead of standard output\n"
+"  --symbols-from-binaries  read symbols from the binaries on this machine\n"
+"                           (default: the trace's SYMBOLS section)\n", true },
+		{ "lines",
+"usage: commanalyze lines TRACE [--top N] [--format text|csv|json] [-o FILE]\n"
+"                   [--symbols-from-binaries] [model options]\n"
+"\n"
+"Cache lines ranked by the communication on them, with per-offset detail.\n"
+"  --top N                  lines shown (default 20, 0: all)\n"
+"  --format text|csv|json   (default text)\n"
+"  -o FILE                  write to FILE instead of standard output\n"
+"  --symbols-from-binaries  read symbols from the binaries on this machine\n"
+"                           (default: the trace's SYMBOLS section)\n", true },
+	};
+	if (!strcmp(cmd, "sweep")) {
+		sweep_usage(f, true);
+		return true;
+	}
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+		if (!strcmp(cmd, cmds[i].name)) {
+			fputs(cmds[i].text, f);
+			if (cmds[i].model) {
+				fputc('\n', f);
+				model_options(f);
+			}
+			fprintf(f, "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
+			           "See commanalyze(1).\n");
+			return true;
+		}
+	return false;
+}
+
+static bool is_help(const char *a)
+{
+	return !strcmp(a, "--help") || !strcmp(a, "-h");
 }
 
 int main(int argc, char **argv)
@@ -64,8 +165,13 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *cmd = argv[1];
-	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-		usage(stdout);
+	if (is_help(cmd) || !strcmp(cmd, "help")) {
+		if (argc > 2 && !is_help(cmd) && !command_usage(stdout, argv[2])) {
+			ana_err("help: unknown command '%s'", argv[2]);
+			return EXIT_USAGE;
+		}
+		if (argc <= 2 || is_help(cmd))
+			usage(stdout);
 		return 0;
 	}
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
@@ -73,29 +179,39 @@ int main(int argc, char **argv)
 		       CT_FORMAT_VERSION, CT_FORMAT_MIN_READ, CT_FORMAT_VERSION);
 		return 0;
 	}
-	/* commands with their own --help */
-	if (!strcmp(cmd, "objects"))
-		return cmd_objects(argc - 2, argv + 2);
-	if (!strcmp(cmd, "lines"))
-		return cmd_lines(argc - 2, argv + 2);
-	if (!strcmp(cmd, "sweep"))
-		return cmd_sweep(argc - 2, argv + 2);
-	for (int i = 2; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
-			return 0;
+	/* the command word, or none: the report */
+	static const char *const words[] = { "report", "info", "dump", "matrix", "objects",
+	                                     "lines", "sweep" };
+	int first = 1;
+	const char *name = "report";
+	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+		if (!strcmp(cmd, words[i])) {
+			name = words[i];
+			first = 2;
 		}
-	if (!strcmp(cmd, "info"))
-		return cmd_info(argc - 2, argv + 2);
-	if (!strcmp(cmd, "dump"))
-		return cmd_dump(argc - 2, argv + 2);
-	if (!strcmp(cmd, "matrix"))
-		return cmd_matrix(argc - 2, argv + 2);
-	if (!strcmp(cmd, "report"))
-		return cmd_report(argc - 2, argv + 2);
-	if (cmd[0] == '-') {
+	if (first == 1 && cmd[0] == '-') {
 		ana_err("unknown option '%s' (a command or a trace comes first; see --help)", cmd);
 		return EXIT_USAGE;
 	}
-	return cmd_report(argc - 1, argv + 1);
+	/* --help anywhere: that command's usage, whatever else is given */
+	for (int i = first; i < argc; i++)
+		if (is_help(argv[i])) {
+			command_usage(stdout, name);
+			return 0;
+		}
+	int n = argc - first;
+	char **args = argv + first;
+	if (!strcmp(name, "info"))
+		return cmd_info(n, args);
+	if (!strcmp(name, "dump"))
+		return cmd_dump(n, args);
+	if (!strcmp(name, "matrix"))
+		return cmd_matrix(n, args);
+	if (!strcmp(name, "objects"))
+		return cmd_objects(n, args);
+	if (!strcmp(name, "lines"))
+		return cmd_lines(n, args);
+	if (!strcmp(name, "sweep"))
+		return cmd_sweep(n, args);
+	return cmd_report(n, args);
 }

@@ -34,7 +34,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "compare.h"
 #include "model_common.h"
 
 #define NO_THREAD UINT32_MAX
@@ -435,7 +434,7 @@ const struct model_ops model_exact = {
 	.destroy = exact_destroy,
 };
 
-/* ---- full-trace check (compare.h) ---------------------------------------- */
+/* ---- full-trace check (ana.h) -------------------------------------------- */
 
 bool model_needs_full_trace(const char *model)
 {

@@ -40,6 +40,7 @@ int analysis_run_hooks(struct analysis *a, const char *path, const struct model_
 		fprintf(stderr, "commanalyze: %s\n", why);
 		return EXIT_BADTRACE;
 	}
+	full_trace_check(a->trace, a->model->name, a->warning, sizeof a->warning);
 	a->line_size = resolve_line_size(o, a->trace, &a->line_size_source);
 	topology_load(&a->topo, a->trace);
 	a->mx = matrices_create(n, &a->topo);
@@ -134,6 +135,8 @@ void analysis_attrs(const struct analysis *a, struct attr_set *s)
 	                                                : "machine section");
 	if (a->damaged)
 		attr_add(s, "damaged", "%s", a->err.msg);
+	if (a->warning[0])
+		attr_add(s, "warning", "%s", a->warning);
 }
 
 size_t thread_space(const struct ct_trace *t)

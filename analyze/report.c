@@ -1,8 +1,9 @@
 /* commanalyze [report] TRACE: the readable report, in sections (trace,
  * model, totals, top thread pairs, cores and sockets, lost and skipped,
- * warnings).  Later work adds sections (top objects, top lines): each
- * section is one function taking the analysis. */
+ * warnings, where to look next).  Each section is one function taking the
+ * report; warnings found anywhere are collected and printed together. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #define TOP_PAIRS 10
 #define TOP_CORE_PAIRS 5
 #define FEW_SAMPLES 100       /* per thread */
+#define FEW_EVENTS 100
 #define HIGH_LOSS 0.05
 #define HIGH_SKIP 0.20
 
@@ -19,7 +21,10 @@ struct report {
 	struct analysis *a;
 	double total, tr, fa;     /* weights */
 	uint64_t events;
-	char warn[16][256];
+	uint64_t duration;        /* ns, 0 if unknown */
+	bool cpu_time;            /* sample periods are CPU time (soft), not counts */
+	char sampler[64];
+	char warn[16][400];
 	size_t nwarn;
 };
 
@@ -37,6 +42,29 @@ static void warn(struct report *r, const char *fmt, ...)
 static void section(const char *title)
 {
 	printf("\n== %s ==\n", title);
+}
+
+/* text on lines of at most WRAP columns, broken at spaces: first line
+ * prefixed with first, the others with cont */
+#define WRAP 96
+static void print_wrapped(const char *first, const char *cont, const char *text)
+{
+	const char *p = text, *pre = first;
+	while (*p) {
+		size_t room = WRAP - strlen(pre), n = strlen(p);
+		if (n > room) {
+			n = room;
+			while (n > 0 && p[n] != ' ')
+				n--;
+			if (!n)   /* one long word: break it after all */
+				n = room;
+		}
+		printf("%s%.*s\n", pre, (int)n, p);
+		p += n;
+		while (*p == ' ')
+			p++;
+		pre = cont;
+	}
 }
 
 static double pct(double a, double b)
@@ -60,6 +88,29 @@ static void cmdline(struct ct_trace *t, char *out, size_t cap)
 	out[o] = 0;
 }
 
+/* "soft: a sample every 1000 us of CPU time per thread; 4 watchpoints" */
+static void sampler_line(struct report *r)
+{
+	struct ct_trace *t = r->a->trace;
+	char period[32] = "?", unit[32] = "", wp[16] = "?", what[96];
+	snprintf(r->sampler, sizeof r->sampler, "?");
+	ct_trace_meta(t, CT_SEC_CONFIG, "sampler", r->sampler, sizeof r->sampler);
+	ct_trace_meta(t, CT_SEC_CONFIG, "period", period, sizeof period);
+	ct_trace_meta(t, CT_SEC_CONFIG, "period_unit", unit, sizeof unit);
+	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints", wp, sizeof wp);
+	r->cpu_time = !strcmp(unit, "us-cpu");
+	const struct ct_header *h = ct_trace_header(t);
+	if (h && (h->features & CT_FEAT_FULL))
+		snprintf(what, sizeof what, "every access (full trace)");
+	else if (r->cpu_time)
+		snprintf(what, sizeof what, "a sample every %s us of CPU time per thread", period);
+	else if (unit[0])
+		snprintf(what, sizeof what, "a sample every %s %s", period, unit);
+	else
+		snprintf(what, sizeof what, "period %s", period);
+	printf("  %-13s %s: %s; %s watchpoint registers\n", "sampler", r->sampler, what, wp);
+}
+
 static void sec_trace(struct report *r)
 {
 	struct analysis *a = r->a;
@@ -74,18 +125,14 @@ static void sec_trace(struct report *r)
 		with += a->stats.th[i].samples > 0;
 	printf("  %-13s %zu (%zu with samples)\n", "threads", ct_trace_nthreads(t), with);
 	uint64_t dur = 0;
-	if (ct_trace_meta(t, CT_SEC_SUMMARY, "duration_ns", v, sizeof v) && parse_u64(v, &dur))
+	if (ct_trace_meta(t, CT_SEC_SUMMARY, "duration_ns", v, sizeof v) && parse_u64(v, &dur)) {
 		printf("  %-13s %s\n", "duration", fmt_duration(dur, b2, sizeof b2));
-	else if (a->stats.first_time != UINT64_MAX)
-		printf("  %-13s %s (first to last record)\n", "duration",
-		       fmt_duration(a->stats.last_time - a->stats.first_time, b2, sizeof b2));
-	char sampler[64] = "?", period[32] = "?", unit[32] = "", wp[16] = "?";
-	ct_trace_meta(t, CT_SEC_CONFIG, "sampler", sampler, sizeof sampler);
-	ct_trace_meta(t, CT_SEC_CONFIG, "period", period, sizeof period);
-	ct_trace_meta(t, CT_SEC_CONFIG, "period_unit", unit, sizeof unit);
-	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints", wp, sizeof wp);
-	printf("  %-13s %s, period %s%s%s, %s watchpoint registers\n", "sampler", sampler, period,
-	       unit[0] ? " " : "", unit, wp);
+	} else if (a->stats.first_time != UINT64_MAX) {
+		dur = a->stats.last_time - a->stats.first_time;
+		printf("  %-13s %s (first to last record)\n", "duration", fmt_duration(dur, b2, sizeof b2));
+	}
+	r->duration = dur;
+	sampler_line(r);
 	printf("  %-13s %u bytes (%s)\n", "line size", a->line_size, a->line_size_source);
 	bool complete = trace_is_complete(t, buf, sizeof buf);
 	printf("  %-13s %s%s%s\n", "complete", complete ? "yes" : "NO: ", complete ? "" : buf, "");
@@ -114,19 +161,21 @@ static void sec_trace(struct report *r)
 static void sec_model(struct report *r)
 {
 	struct analysis *a = r->a;
-	char v[64];
+	char v[64], line[1024];
+	size_t l = 0;
 	section("Model");
-	printf("  %s:", a->model->name);
-	for (size_t i = 1; model_opt_names[i]; i++) {
+	l += (size_t)snprintf(line, sizeof line, "%s:", a->model->name);
+	for (size_t i = 1; model_opt_names[i] && l < sizeof line; i++) {
 		const char *n = model_opt_names[i];
 		if (!model_opt_relevant(a->model->name, n))
 			continue;
 		if (!strcmp(n, "line-size"))
-			printf(" %s=%u", n, a->line_size);
+			snprintf(v, sizeof v, "%u", a->line_size);
 		else
-			printf(" %s=%s", n, model_opts_format(&a->opts, n, v, sizeof v));
+			model_opts_format(&a->opts, n, v, sizeof v);
+		l += (size_t)snprintf(line + l, sizeof line - l, " %s=%s", n, v);
 	}
-	printf("\n");
+	print_wrapped("  ", "    ", line);
 }
 
 static void sec_totals(struct report *r)
@@ -134,28 +183,51 @@ static void sec_totals(struct report *r)
 	struct analysis *a = r->a;
 	const struct mx_totals *t = matrices_totals(a->mx);
 	char b1[32], b2[32], b3[32];
+	uint64_t via[3];
 	r->events = 0;
 	r->tr = r->fa = 0;
 	for (int v = 0; v < 3; v++) {
-		r->events += t->events[v][0] + t->events[v][1];
+		via[v] = t->events[v][0] + t->events[v][1];
+		r->events += via[v];
 		r->tr += t->weight[v][1];
 		r->fa += t->weight[v][0];
 	}
 	r->total = r->tr + r->fa;
 	section("Totals");
-	printf("  %-26s %" PRIu64 " (%" PRIu64 " from samples, %" PRIu64 " from watchpoint hits)\n",
-	       "communication events", r->events, t->events[COMM_VIA_SAMPLE][0] + t->events[COMM_VIA_SAMPLE][1],
-	       t->events[COMM_VIA_WATCHPOINT][0] + t->events[COMM_VIA_WATCHPOINT][1]);
-	printf("  %-26s %s\n", "estimated line transfers", fmt_count(r->total, b1, sizeof b1));
-	printf("  %-26s %s (transfers x %u-byte line)\n", "estimated bytes",
+	printf("  %-26s %" PRIu64, "communication events", r->events);
+	if (via[COMM_VIA_EXACT])
+		printf(" (%" PRIu64 " from the %s model's replay of every access)", via[COMM_VIA_EXACT],
+		       a->model->name);
+	else
+		printf(" (%" PRIu64 " from samples, %" PRIu64 " from watchpoint hits)",
+		       via[COMM_VIA_SAMPLE], via[COMM_VIA_WATCHPOINT]);
+	printf("\n");
+	printf("  %-26s %-9s", "estimated line transfers", fmt_count(r->total, b1, sizeof b1));
+	if (r->cpu_time)
+		printf(" relative only: soft sampler periods are CPU time (see warnings)\n");
+	else if (r->duration && r->total > 0)
+		printf(" %s/s over the run\n", fmt_count(r->total * 1e9 / (double)r->duration, b2, sizeof b2));
+	else
+		printf("\n");
+	printf("  %-26s %-9s transfers x %u bytes\n", "estimated bytes",
 	       fmt_bytes(r->total * a->line_size, b2, sizeof b2), a->line_size);
-	printf("  %-26s %5.1f%%  (%s transfers)\n", "true sharing", pct(r->tr, r->total),
-	       fmt_count(r->tr, b3, sizeof b3));
-	printf("  %-26s %5.1f%%  (%s transfers)\n", "false sharing", pct(r->fa, r->total),
-	       fmt_count(r->fa, b3, sizeof b3));
+	printf("  %-26s %5.1f%%  %-8s same bytes touched by both threads\n", "true sharing",
+	       pct(r->tr, r->total), fmt_count(r->tr, b3, sizeof b3));
+	printf("  %-26s %5.1f%%  %-8s different bytes of one line\n", "false sharing",
+	       pct(r->fa, r->total), fmt_count(r->fa, b3, sizeof b3));
+	printf("  (a line transfer: a cache line moving from the thread that wrote it to another\n"
+	       "   thread that accesses it; each detected event counts for its sample's period)\n");
 	if (!r->events && a->stats.samples)
 		warn(r, "no communication detected (try a longer --expiry, e.g. ns:1000000, or the "
 		        "window model)");
+	else if (r->events && r->events < FEW_EVENTS && !via[COMM_VIA_EXACT])
+		warn(r, "only %" PRIu64 " communication events: totals and pair figures are uncertain by "
+		        "about 1/sqrt(%" PRIu64 ") = %.0f%% or more (a smaller commrec -c period, or a "
+		        "longer run)", r->events, r->events, 100.0 / sqrt((double)r->events));
+	if (r->cpu_time && r->events)
+		warn(r, "%s sampler: a sample stands for CPU time, not for a number of accesses, so the "
+		        "transfer and byte estimates are CPU-time weights: compare shares and pairs, "
+		        "not absolute values", r->sampler);
 }
 
 struct pair {
@@ -216,7 +288,8 @@ static void sec_pairs(struct report *r)
 	}
 	if (np > TOP_PAIRS)
 		printf("  (%zu more pairs; commanalyze matrix for all)\n", np - TOP_PAIRS);
-	printf("  (a<-b: transfers to the first thread of the pair from the second)\n");
+	printf("  (share: of all transfers; a<-b: transfers to the first thread of the pair from "
+	       "the second)\n");
 	free(p);
 }
 
@@ -239,15 +312,16 @@ static void sec_cores(struct report *r)
 		printf("  no cpu map in the trace: cores are cpu numbers, one socket assumed\n");
 		warn(r, "no cpu topology in the trace: core and socket figures use cpu numbers");
 	} else {
-		printf("  %zu cpus, %zu cores, %zu sockets\n", a->topo.ncpus, a->topo.ncores,
-		       a->topo.nsockets);
+		printf("  %zu cpu%s, %zu core%s, %zu socket%s\n", a->topo.ncpus,
+		       a->topo.ncpus == 1 ? "" : "s", a->topo.ncores, a->topo.ncores == 1 ? "" : "s",
+		       a->topo.nsockets, a->topo.nsockets == 1 ? "" : "s");
 	}
 	char b[32];
-	printf("  %-26s %5.1f%%  (%s)\n", "same core", pct(same_core, all),
+	printf("  %-26s %5.1f%%  %s\n", "same core", pct(same_core, all),
 	       fmt_count(same_core, b, sizeof b));
-	printf("  %-26s %5.1f%%  (%s)\n", "other core, same socket", pct(same_socket - same_core, all),
+	printf("  %-26s %5.1f%%  %s\n", "other core, same socket", pct(same_socket - same_core, all),
 	       fmt_count(same_socket - same_core, b, sizeof b));
-	printf("  %-26s %5.1f%%  (%s)\n", "other socket", pct(all - same_socket, all),
+	printf("  %-26s %5.1f%%  %s\n", "other socket", pct(all - same_socket, all),
 	       fmt_count(all - same_socket, b, sizeof b));
 	uint64_t um = matrices_totals(a->mx)->unmapped_cpu;
 	if (um) {
@@ -273,6 +347,14 @@ static void sec_cores(struct report *r)
 	free(p);
 }
 
+/* Skipped samples that are not accesses at all (the sampled instruction
+ * made no user memory access): normal, not a loss of information. */
+static bool skip_not_access(unsigned reason)
+{
+	return reason == CT_SKIP_NO_MEMORY_OPERAND || reason == CT_SKIP_LEA_NOP ||
+	       reason == CT_SKIP_NOT_LOAD_STORE || reason == CT_SKIP_KERNEL;
+}
+
 static void sec_lost(struct report *r)
 {
 	struct analysis *a = r->a;
@@ -290,29 +372,61 @@ static void sec_lost(struct report *r)
 	printf("\n");
 	printf("  %-26s %" PRIu64 " (%.2f%% of samples taken)", "skipped samples", s->skipped_total,
 	       100 * skip_frac);
+	uint64_t not_access = 0;
 	for (unsigned k = 0; k <= CT_SKIP_REASON_MAX; k++)
 		if (s->skipped_by_reason[k]) {
 			const char *n = k ? ct_skip_reason_name(k) : NULL;
 			printf(" %s=%" PRIu64, n ? n : "unknown", s->skipped_by_reason[k]);
+			if (skip_not_access(k))
+				not_access += s->skipped_by_reason[k];
 		}
 	printf("\n");
+	/* the accesses whose address was lost: a bias, unlike non-accesses */
+	uint64_t failed = s->skipped_total - not_access;
+	double fail_frac = (double)failed / (double)(s->samples + failed ? s->samples + failed : 1);
+	if (not_access)
+		printf("  %-26s %" PRIu64 " not user memory accesses (normal), %" PRIu64
+		       " accesses without an address\n", "", not_access, failed);
 	if (lost_frac > HIGH_LOSS)
 		warn(r, "high loss: %.1f%% of records were lost (larger buffers, a longer period)",
 		     100 * lost_frac);
-	if (skip_frac > HIGH_SKIP)
-		warn(r, "%.1f%% of the samples taken had no usable address", 100 * skip_frac);
-	size_t few = 0, total = 0;
+	if (fail_frac > HIGH_SKIP)
+		warn(r, "%.1f%% of the sampled memory accesses had no usable address", 100 * fail_frac);
+	size_t few = 0, sampled = 0;
+	uint64_t nsamples = 0;
 	for (size_t i = 0; i < s->nthreads; i++) {
-		if (!thread_by_index(a->trace, i))
+		if (!thread_by_index(a->trace, i) || !s->th[i].samples)
 			continue;
-		total++;
+		sampled++;
+		nsamples += s->th[i].samples;
 		few += s->th[i].samples < FEW_SAMPLES;
 	}
 	if (few)
-		warn(r, "%zu of %zu threads have fewer than %d samples: their figures are rough "
-		        "(a shorter period)", few, total, FEW_SAMPLES);
+		warn(r, "%zu of %zu sampled threads have fewer than %d samples (%.0f on average): their "
+		        "figures are rough (a smaller commrec -c period, or a longer run)", few,
+		     sampled, FEW_SAMPLES, (double)nsamples / (double)sampled);
 	if (s->bad_thread)
 		warn(r, "%" PRIu64 " records name an unknown thread and were ignored", s->bad_thread);
+}
+
+static void sec_next(struct report *r)
+{
+	static const char *const cmd[] = { "matrix", "objects", "lines" };
+	static const char *const what[] = {
+		"all thread pairs; --index core|socket, --kind false, --format svg",
+		"which data: globals and their fields, heap call paths, stacks",
+		"which cache lines, and which bytes of them",
+	};
+	const char *p = r->a->path;
+	int w = 0;
+	for (int i = 0; i < 3; i++) {
+		int l = (int)(strlen(cmd[i]) + strlen(p)) + 1;
+		w = l > w ? l : w;
+	}
+	section("More");
+	for (int i = 0; i < 3; i++)
+		printf("  commanalyze %s %-*s  %s\n", cmd[i], w - (int)strlen(cmd[i]) - 1, p, what[i]);
+	printf("  (give them the same model options; commanalyze COMMAND --help)\n");
 }
 
 static void sec_warnings(struct report *r)
@@ -321,7 +435,7 @@ static void sec_warnings(struct report *r)
 	if (!r->nwarn)
 		printf("  none\n");
 	for (size_t i = 0; i < r->nwarn; i++)
-		printf("  - %s\n", r->warn[i]);
+		print_wrapped("  - ", "    ", r->warn[i]);
 }
 
 int cmd_report(int argc, char **argv)
@@ -356,6 +470,8 @@ int cmd_report(int argc, char **argv)
 		return rc;
 	}
 	struct report r = { .a = &an };
+	if (an.warning[0])
+		warn(&r, "%s", an.warning);
 	sec_trace(&r);
 	sec_model(&r);
 	sec_totals(&r);
@@ -365,6 +481,7 @@ int cmd_report(int argc, char **argv)
 	if (an.damaged)
 		warn(&r, "damaged trace: the figures cover the records before the damage (%s)", an.err.msg);
 	sec_warnings(&r);
+	sec_next(&r);
 	fflush(stdout);
 	int status = 0;
 	if (an.damaged) {

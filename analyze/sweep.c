@@ -367,106 +367,122 @@ static bool config_full(struct ct_trace *t)
 	       strcmp(v, "no") != 0;
 }
 
+/* The reference is point o: the grid point with the same options, else an
+ * off-grid point (replayed in the same pass).  how: why it was chosen (on
+ * the grid); label, base: what it is off the grid ("board-size=1021",
+ * "the finest point with it"). */
+static void set_ref_point(struct sweep *s, const struct model_opts *o, const char *how,
+                          const char *label, const char *base)
+{
+	char txt[400];
+	s->ref_kind = SWEEP_REF_POINT;
+	s->ref_opts = *o;
+	for (size_t p = 0; p < s->ngrid; p++)
+		if (same_opts(&s->opts[p], o)) {
+			s->ref_point = p;
+			point_text(s, p, txt, sizeof txt);
+			snprintf(s->ref_desc, sizeof s->ref_desc, "point %zu (%s): %s", p,
+			         s->nparams ? txt : "the only point", how);
+			return;
+		}
+	s->ref_point = s->ngrid;
+	s->opts[s->ngrid] = *o;
+	s->npoints = s->ngrid + 1;
+	snprintf(s->ref_desc, sizeof s->ref_desc, "off-grid point %s (%s; replayed in the same pass)",
+	         label, base);
+}
+
 int sweep_set_reference(struct sweep *s, const char *ref, const char *ref_model,
                         char *err, size_t cap)
 {
 	s->npoints = s->ngrid;
-	char txt[400];
-	if (!ref || !*ref || !strcmp(ref, "finest")) {
-		s->ref_kind = SWEEP_REF_POINT;
-		s->ref_point = sweep_finest_point(s);
-		s->ref_opts = s->opts[s->ref_point];
-		point_text(s, s->ref_point, txt, sizeof txt);
-		snprintf(s->ref_desc, sizeof s->ref_desc, "point %zu (%s): the finest of the grid",
-		         s->ref_point, s->nparams ? txt : "the only point");
-		return 0;
-	}
-	if (!strcmp(ref, "first")) {
-		s->ref_kind = SWEEP_REF_POINT;
-		s->ref_point = 0;
-		s->ref_opts = s->opts[0];
-		point_text(s, 0, txt, sizeof txt);
-		snprintf(s->ref_desc, sizeof s->ref_desc, "point 0 (%s): the first of the grid", txt);
-		return 0;
-	}
-	if (access(ref, R_OK) == 0) {
+	char how[200], label[400], e[256];
+	const char *base = "the finest point with it";
+	label[0] = 0;
+	if (ref && *ref && strcmp(ref, "finest") && strcmp(ref, "first") && access(ref, R_OK) == 0) {
 		s->ref_kind = SWEEP_REF_TRACE;
 		s->ref_trace = ref;
 		s->ref_opts = s->base;
 		const char *model = ref_model;
 		if (!model) {
-			struct ct_error e = {{0}};
-			struct ct_trace *t = ct_trace_open(ref, &e);
+			struct ct_error ce = {{0}};
+			struct ct_trace *t = ct_trace_open(ref, &ce);
 			if (!t) {
-				snprintf(err, cap, "--reference: %s", e.msg);
+				snprintf(err, cap, "--reference: %s", ce.msg);
 				return -1;
 			}
 			if (config_full(t) && model_find("exact"))
 				model = "exact";
 			ct_trace_close(t);
 		}
-		if (model) {
-			char e[256];
-			if (model_opts_parse(&s->ref_opts, "model", model, e, sizeof e)) {
-				snprintf(err, cap, "--reference-model: %s", e);
-				return -1;
-			}
+		if (model && model_opts_parse(&s->ref_opts, "model", model, e, sizeof e)) {
+			snprintf(err, cap, "--reference-model: %s", e);
+			return -1;
 		}
 		snprintf(s->ref_desc, sizeof s->ref_desc, "trace %s analyzed with the %s model", ref,
-		         s->ref_opts.model);
+		         s->ref_opts.model ? s->ref_opts.model : "comdetective");
 		return 0;
 	}
-	if (!strchr(ref, '=')) {
+	/* a point: the finest or the first, or the finest with the options
+	 * named changed; --reference-model M replaces its model (the same
+	 * trace analyzed with M: `--reference-model exact` on a full trace
+	 * compares every point with the ground truth) */
+	struct model_opts o;
+	if (!ref || !*ref || !strcmp(ref, "finest")) {
+		o = s->opts[sweep_finest_point(s)];
+		snprintf(how, sizeof how, "the finest of the grid");
+	} else if (!strcmp(ref, "first")) {
+		o = s->opts[0];
+		snprintf(how, sizeof how, "the first of the grid");
+		base = "the first point with it";
+	} else if (!strchr(ref, '=')) {
 		snprintf(err, cap, "--reference: '%s' is neither a readable trace nor a point NAME=V,...",
 		         ref);
 		return -1;
-	}
-	/* a point: the finest, with the options named changed */
-	struct model_opts o = s->opts[sweep_finest_point(s)];
-	char *list = strdup(ref);
-	if (!list) {
-		snprintf(err, cap, "out of memory");
-		return -1;
-	}
-	char *save = NULL;
-	int rc = 0;
-	for (char *it = strtok_r(list, ",", &save); it && !rc; it = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(it, '=');
-		char e[256];
-		if (!eq) {
-			snprintf(err, cap, "--reference: '%s' is not NAME=VALUE", it);
-			rc = -1;
-			break;
+	} else {
+		o = s->opts[sweep_finest_point(s)];
+		char *list = strdup(ref);
+		if (!list) {
+			snprintf(err, cap, "out of memory");
+			return -1;
 		}
-		*eq = 0;
-		int r = model_opts_parse(&o, it, eq + 1, e, sizeof e);
-		if (r) {
-			snprintf(err, cap, "--reference: %s", r < 0 ? e : "unknown model option");
-			if (r > 0) {
-				size_t l = strlen(err);
-				snprintf(err + l, cap - l, " '%s'", it);
+		char *save = NULL;
+		int rc = 0;
+		for (char *it = strtok_r(list, ",", &save); it && !rc; it = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(it, '=');
+			if (!eq) {
+				snprintf(err, cap, "--reference: '%s' is not NAME=VALUE", it);
+				rc = -1;
+				break;
 			}
-			rc = -1;
+			*eq = 0;
+			int r = model_opts_parse(&o, it, eq + 1, e, sizeof e);
+			if (r) {
+				snprintf(err, cap, "--reference: %s", r < 0 ? e : "unknown model option");
+				if (r > 0) {
+					size_t l = strlen(err);
+					snprintf(err + l, cap - l, " '%s'", it);
+				}
+				rc = -1;
+			}
 		}
+		free(list);
+		if (rc)
+			return -1;
+		snprintf(how, sizeof how, "given with --reference");
+		snprintf(label, sizeof label, "%s", ref);
 	}
-	free(list);
-	if (rc)
-		return -1;
-	s->ref_kind = SWEEP_REF_POINT;
-	s->ref_opts = o;
-	for (size_t p = 0; p < s->ngrid; p++)
-		if (same_opts(&s->opts[p], &o)) {
-			s->ref_point = p;
-			point_text(s, p, txt, sizeof txt);
-			snprintf(s->ref_desc, sizeof s->ref_desc, "point %zu (%s): given with --reference",
-			         p, txt);
-			return 0;
+	if (ref_model) {
+		if (model_opts_parse(&o, "model", ref_model, e, sizeof e)) {
+			snprintf(err, cap, "--reference-model: %s", e);
+			return -1;
 		}
-	s->ref_point = s->ngrid;
-	s->opts[s->ngrid] = o;
-	s->npoints = s->ngrid + 1;
-	snprintf(s->ref_desc, sizeof s->ref_desc,
-	         "off-grid point %s (the finest point with it; replayed in the same pass)", ref);
+		size_t l = strlen(how);
+		snprintf(how + l, sizeof how - l, ", model %s (--reference-model)", o.model);
+		l = strlen(label);
+		snprintf(label + l, sizeof label - l, "%smodel=%s", l ? "," : "", o.model);
+	}
+	set_ref_point(s, &o, how, label, base);
 	return 0;
 }
 
@@ -521,6 +537,12 @@ int sweep_trace_info(struct sweep *s, size_t t)
 	struct ct_trace *tr = ct_trace_open(ti->path, &e);
 	if (!tr) {
 		fprintf(stderr, "commanalyze: %s\n", e.msg);
+		return EXIT_BADTRACE;
+	}
+	char why[256];
+	if (!thread_space_sane(tr, why, sizeof why)) {
+		fprintf(stderr, "commanalyze: %s\n", why);
+		ct_trace_close(tr);
 		return EXIT_BADTRACE;
 	}
 	struct topology topo;
@@ -653,6 +675,14 @@ int sweep_run_trace(struct sweep *s, size_t t, const size_t *points, size_t n)
 		fprintf(stderr, "commanalyze: %s\n", err.msg);
 		return EXIT_BADTRACE;
 	}
+	/* refuse absurd thread indices before sizing anything by them (a
+	 * hostile trace could ask for n x n matrices of a million rows) */
+	char why[320];
+	if (!thread_space_sane(tr, why, sizeof why)) {
+		fprintf(stderr, "commanalyze: %s\n", why);
+		ct_trace_close(tr);
+		return EXIT_BADTRACE;
+	}
 	size_t *all = NULL;
 	if (!points) {
 		n = s->npoints;
@@ -665,6 +695,22 @@ int sweep_run_trace(struct sweep *s, size_t t, const size_t *points, size_t n)
 		for (size_t i = 0; i < n; i++)
 			all[i] = i;
 		points = all;
+	}
+	/* a full-trace model on a sampled trace: one warning per model and
+	 * trace, from the run holding the first point with that model (so
+	 * that MPI ranks do not repeat it) */
+	for (size_t m = 0; all_models[m]; m++) {
+		const char *name = all_models[m]->name;
+		if (full_trace_check(tr, name, why, sizeof why))
+			continue;
+		size_t q = 0;
+		while (q < s->npoints && strcmp(s->opts[q].model ? s->opts[q].model : "comdetective", name))
+			q++;
+		for (size_t i = 0; q < s->npoints && i < n; i++)
+			if (points[i] == q) {
+				ana_warn("%s: %s", ti->path, why);
+				break;
+			}
 	}
 	int status = 0;
 	struct topology topo;
@@ -845,6 +891,8 @@ int sweep_run_reference(struct sweep *s)
 		analysis_free(&an);
 		return rc;
 	}
+	if (an.warning[0])
+		ana_warn("reference %s: %s", s->ref_trace, an.warning);
 	s->ref_info.path = s->ref_trace;
 	if (fill_info(&s->ref_info, an.trace, &an.topo) ||
 	    sweep_mats_from(&s->ref_mats, an.mx, an.line_size)) {
@@ -1093,13 +1141,43 @@ int sweep_write_csv(const struct sweep *s, const char *path)
 
 /* ---- command line ------------------------------------------------------------------ */
 
-static void sweep_usage(void)
+void sweep_usage(FILE *f, bool full)
 {
-	fprintf(stderr,
+	fprintf(f,
 "usage: commanalyze sweep TRACE --param NAME=V1,V2,... [--param ...] [-j N]\n"
 "                   [-o FILE.h5] [--csv FILE] [--plot FILE.svg] [--directed]\n"
 "                   [--reference finest|first|NAME=V,...|TRACE] [--reference-model M]\n"
-"                   [--traces T1,T2,...] [--quiet] [fixed model options]\n");
+"                   [--traces T1,T2,...] [--quiet] [--no-progress] [fixed model options]\n");
+	if (!full)
+		return;
+	fprintf(f,
+"\n"
+"The trace under every point of a grid of model options, from one decode pass;\n"
+"each point is compared with a reference (thread matrices, M + M^T).\n"
+"  -p, --param NAME=V,...  a model option (model, expiry, board-size, hash,\n"
+"                          line-size, watchpoints, period-multiplier, window,\n"
+"                          signature-size, fp-rate, emulate-period) and its values;\n"
+"                          ranges A..B, A..B:STEP, A..B:xFACTOR (samples:1..8);\n"
+"                          the grid is the product of the lists\n"
+"  -j N                    worker threads (default: every online cpu)\n"
+"  -o FILE.h5              HDF5: grid, summary metrics, every point's matrices\n"
+"  --csv FILE              one row per point: parameters, volume, distances\n"
+"  --plot FILE.svg         the metrics against the first swept parameter\n"
+"  --directed              write directed matrices (default M + M^T)\n"
+"  --reference R           finest (default: largest board-size, most watchpoints,\n"
+"                          smallest period-multiplier), first, NAME=V,... (the\n"
+"                          finest with those values; off the grid if need be),\n"
+"                          or another TRACE\n"
+"  --reference-model M     the reference's model: for a TRACE, how it is analyzed\n"
+"                          (default exact if it is a full trace); otherwise the\n"
+"                          same trace analyzed with M (e.g. exact on a full trace)\n"
+"  --traces T1,T2,...      several traces, same grid\n"
+"  -q, --quiet             no table on standard output\n"
+"  --no-progress           no progress line on standard error\n"
+"Other model options (--expiry ns:5000 ...) are fixed for every point.\n"
+"\n"
+"Exit status: 0 success, 1 usage error, 2 unreadable or damaged trace, or an\n"
+"output that could not be written.  See commanalyze(1), SWEEP.\n");
 }
 
 static int add_traces(struct sweep *s, char *list)
@@ -1194,7 +1272,7 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 				status = EXIT_USAGE;
 		} else if (a[0] == '-' && a[1]) {
 			ana_err("sweep: unknown option '%s'", a);
-			sweep_usage();
+			sweep_usage(stderr, false);
 			status = EXIT_USAGE;
 		} else if (sweep_add_trace(s, a)) {
 			ana_err("out of memory");
@@ -1211,7 +1289,7 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 		return status;
 	if (!s->ntraces) {
 		ana_err("sweep: which trace?");
-		sweep_usage();
+		sweep_usage(stderr, false);
 		return EXIT_USAGE;
 	}
 	if (!s->nparams)

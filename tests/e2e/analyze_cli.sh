@@ -97,16 +97,54 @@ fi
 
 # ---- report -------------------------------------------------------------------
 if run report 0 "$A" "$G"; then
-	for s in Trace Model Totals 'Top thread pairs' 'Cores and sockets' 'Lost and skipped' Warnings; do
+	for s in Trace Model Totals 'Top thread pairs' 'Cores and sockets' 'Lost and skipped' Warnings More; do
 		check "report_section_${s// /_}" grep -q "^== $s ==" "$WORK/out"
 	done
 	check report_pair grep -q 'T0(1000) <-> T1(1001)' "$WORK/out"
 	check report_true grep -Eq '^ +true sharing +83\.3%' "$WORK/out"
 	check report_loss_warning grep -q 'high loss' "$WORK/out"
+	# what a reader needs: the sampler in words, the transfer rate, what a
+	# transfer is, the true/false split explained, thread ids in the pairs,
+	# the statistical caveat, and where to look next
+	check report_sampler_line grep -Eq '^  sampler +soft: a sample every 1000 events; 4 watchpoint registers$' "$WORK/out"
+	check report_rate grep -Eq '^  estimated line transfers +6\.00k +[0-9.]+[kMGT]?/s over the run$' "$WORK/out"
+	check report_transfer_defined grep -q 'a line transfer: a cache line moving from the thread that wrote it' "$WORK/out"
+	check report_false_explained grep -Eq '^ +false sharing +16\.7% +1\.00k +different bytes of one line$' "$WORK/out"
+	check report_few_events grep -q 'only 3 communication events' "$WORK/out"
+	check report_skip_split grep -q '1 not user memory accesses (normal), 3 accesses without an address' "$WORK/out"
+	check report_more_section bash -c "sed -n '/^== More ==/,\$p' '$WORK/out' | grep -q '^  commanalyze matrix $G '"
+	check report_more_objects grep -q "^  commanalyze objects $G " "$WORK/out"
+	check report_width bash -c "! grep -n '^  - .\{97\}' '$WORK/out'"
+fi
+# a soft-sampler trace (periods in CPU time): the totals are relative, and say so
+LC_ALL=C sed 's/period_unit=events/period_unit=us-cpu/' "$G" >"$WORK/soft.zst"
+if run report_soft 0 "$A" "$WORK/soft.zst"; then
+	check report_soft_sampler grep -q 'a sample every 1000 us of CPU time per thread' "$WORK/out"
+	check report_soft_relative grep -q 'relative only: soft sampler periods are CPU time' "$WORK/out"
+	check report_soft_warning grep -q 'soft sampler: a sample stands for CPU time' "$WORK/out"
 fi
 run report_cmd 0 "$A" report "$G" --model window --window 1ms
 if run report_incomplete 0 "$A" report "$WORK/incomplete.zst"; then
 	check report_incomplete_warning grep -q 'incomplete trace' "$WORK/out"
+fi
+
+# full-trace models on a sampled trace: a warning (report: Warnings section;
+# matrix: one line on stderr and the attribute "warning"); none for comdetective
+if run report_exact_sampled 0 "$A" report "$G" --model exact; then
+	check report_exact_warning bash -c "sed -n '/^== Warnings ==/,\$p' '$WORK/out' | grep -q 'the exact model needs a full trace'"
+fi
+if run report_cd_nowarn 0 "$A" report "$G"; then
+	check report_cd_no_full_warning bash -c "! grep -q 'needs a full trace' '$WORK/out'"
+fi
+if run matrix_exact_sampled 0 "$A" matrix "$G" --model exact --format json; then
+	check matrix_exact_stderr bash -c "test \$(grep -c 'exact model needs a full trace' '$WORK/err') -eq 1"
+	check matrix_exact_attr grep -q '"warning": "the exact model needs a full trace' "$WORK/out"
+fi
+if run matrix_signature_text 0 "$A" matrix "$G" --model signature; then
+	check matrix_signature_attr grep -q 'warning.*signature model needs a full trace' "$WORK/out"
+fi
+if run matrix_cd_nowarn 0 "$A" matrix "$G" --format json; then
+	check matrix_cd_no_warning bash -c "! grep -q 'warning' '$WORK/out' '$WORK/err'"
 fi
 
 # ---- matrix -------------------------------------------------------------------
@@ -163,7 +201,23 @@ run usage_model 1 "$A" report "$G" --model oracle && pass usage_model
 run usage_board 1 "$A" report "$G" --board-size 0 && pass usage_board
 run usage_two_traces 1 "$A" report "$G" "$G" && pass usage_two_traces
 run help 0 "$A" --help && check help_exit_status grep -q 'Exit status' "$WORK/out"
-run version 0 "$A" --version && check version_text grep -q '^commanalyze ' "$WORK/out"
+run version 0 "$A" --version && check version_text grep -q '^commanalyze [0-9]' "$WORK/out"
+run version_short 0 "$A" -V && check version_short_text grep -q '^commanalyze [0-9]' "$WORK/out"
+# every command's --help (or -h, or help CMD): its own usage on stdout, exit 0,
+# nothing on stderr, whatever else is on the line
+for c in report info dump matrix objects lines sweep; do
+	for h in --help -h; do
+		if run "help_${c}_$h" 0 "$A" "$c" "$G" "$h"; then
+			check "help_${c}_${h}_usage" grep -q "^usage: commanalyze .*$c" "$WORK/out"
+			check "help_${c}_${h}_quiet" test ! -s "$WORK/err"
+		fi
+	done
+	run "help_cmd_$c" 0 "$A" help "$c" && check "help_cmd_${c}_usage" grep -q "^usage: commanalyze .*$c" "$WORK/out"
+done
+run help_before_trace 0 "$A" matrix --help --bogus && check help_matrix_options grep -q -- '--comdetective-csv' "$WORK/out"
+run help_sweep_options 0 "$A" sweep --help && check help_sweep_reference_model grep -q -- '--reference-model' "$WORK/out"
+run help_default_report 0 "$A" "$G" --help && check help_default_is_report grep -q '^usage: commanalyze \[report\]' "$WORK/out"
+run help_unknown_cmd 1 "$A" help frobnicate && pass help_unknown_cmd
 
 # ---- malformed traces: exit 2, one line naming the file -------------------------
 size=$(stat -c %s "$G")

@@ -99,6 +99,45 @@ check reference_off_grid grep -q 'off-grid point board-size=1021' "$WORK/r.txt"
 # the point with board-size 127 is the reference trace's own analysis: L1 0
 check reference_trace awk -F, 'NR == 3 && $4 + 0 > 0 && $10 == 0 { ok = 1 } END { exit !ok }' "$WORK/rt.csv"
 
+# --reference-model M without --reference TRACE: the same trace analyzed with M
+# (here exact: off the grid, replayed in the same pass); the distances equal
+# those against `--reference TRACE --reference-model exact`
+"$COMMANALYZE" sweep "$T" --param board-size=5,127 --reference-model exact --csv "$WORK/rm.csv" \
+	>"$WORK/rm.txt" 2>"$WORK/rm.err"
+check reference_model_exit test $? -eq 0
+check reference_model_desc grep -q 'off-grid point model=exact' "$WORK/rm.txt"
+"$COMMANALYZE" sweep "$T" --param board-size=5,127 --reference "$T" --reference-model exact \
+	--csv "$WORK/rmt.csv" -q 2>/dev/null
+check reference_model_same_trace cmp -s <(cut -d, -f1-17 "$WORK/rm.csv") <(cut -d, -f1-17 "$WORK/rmt.csv")
+check reference_model_l1_nonzero awk -F, 'NR == 2 && $10 + 0 > 0 { ok = 1 } END { exit !ok }' "$WORK/rm.csv"
+# the trace is sampled: exact is not ground truth, and says so once
+check reference_model_sampled_warning test "$(grep -c 'exact model needs a full trace' "$WORK/rm.err")" -eq 1
+# a model the grid already has: that grid point
+"$COMMANALYZE" sweep "$T" --param board-size=5,127 --reference-model comdetective >"$WORK/rc.txt" 2>/dev/null
+check reference_model_on_grid grep -q '^ *1\* ' "$WORK/rc.txt"
+"$COMMANALYZE" sweep "$T" --param board-size=5 --reference-model oracle -q >/dev/null 2>"$WORK/e0"
+check reference_model_unknown test $? -eq 1
+check reference_model_unknown_message grep -q "unknown model 'oracle'" "$WORK/e0"
+
+# ---- a hostile trace: a thread index far beyond the thread count is refused
+# before any matrix is sized by it (exit 2, one line naming the file)
+if [ "$have_py" = 1 ]; then
+	python3 - "$T" "$WORK/hostile.zst" <<'EOF'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+# THREAD sections: "CTRC", kind 2, flags; the u32 index follows
+pos = [i for i in range(len(d) - 6) if d[i:i + 6] == b"CTRC\x02\x00"]
+struct.pack_into("<I", d, pos[-1] + 8, 60000)
+open(sys.argv[2], "wb").write(d)
+EOF
+	"$COMMANALYZE" sweep "$WORK/hostile.zst" --param board-size=5,127 -q >/dev/null 2>"$WORK/eh"
+	check hostile_thread_index_exit test $? -eq 2
+	check hostile_thread_index_message grep -q "hostile.zst: thread index 60000 with only 4 threads" "$WORK/eh"
+	check hostile_thread_index_one_line test "$(wc -l <"$WORK/eh")" -eq 1
+else
+	skip hostile_thread_index "needs python3"
+fi
+
 # ---- errors -----------------------------------------------------------------------
 "$COMMANALYZE" sweep "$T" --param bogus=1,2 -q >/dev/null 2>"$WORK/e1"
 check bad_param_name test $? -eq 1
