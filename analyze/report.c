@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ana.h"
+#include "attrib.h"
 
 #define TOP_PAIRS 10
 #define TOP_CORE_PAIRS 5
@@ -442,6 +443,7 @@ int cmd_report(int argc, char **argv)
 {
 	const char *path = NULL;
 	struct model_opts o;
+	bool from_binaries = false;
 	model_opts_default(&o);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -449,6 +451,8 @@ int cmd_report(int argc, char **argv)
 		if ((m = model_args(&o, argc, argv, &i))) {
 			if (m < 0)
 				return EXIT_USAGE;
+		} else if (!strcmp(a, "--symbols-from-binaries")) {
+			from_binaries = true;
 		} else if (a[0] == '-' && a[1]) {
 			ana_err("report: unknown option '%s'", a);
 			return EXIT_USAGE;
@@ -464,8 +468,12 @@ int cmd_report(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct analysis an;
-	int rc = analysis_run(&an, path, &o, true);
+	struct analysis_hooks hooks;
+	struct attrib_hook ah;
+	attrib_hooks_init(&hooks, &ah, from_binaries);
+	int rc = analysis_run_hooks(&an, path, &o, true, &hooks);
 	if (rc) {
+		attrib_free(ah.a);
 		analysis_free(&an);
 		return rc;
 	}
@@ -477,6 +485,10 @@ int cmd_report(int argc, char **argv)
 	sec_totals(&r);
 	sec_pairs(&r);
 	sec_cores(&r);
+	if (ah.a) {
+		fflush(stdout);
+		attrib_report_sections(ah.a, stdout, 10, 10);
+	}
 	sec_lost(&r);
 	if (an.damaged)
 		warn(&r, "damaged trace: the figures cover the records before the damage (%s)", an.err.msg);
@@ -488,6 +500,7 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "commanalyze: %s\n", an.err.msg);
 		status = EXIT_BADTRACE;
 	}
+	attrib_free(ah.a);
 	analysis_free(&an);
 	return status;
 }
