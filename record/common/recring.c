@@ -1,0 +1,166 @@
+/* Per-thread record ring: see recring.h. */
+#include "recring.h"
+
+#include <string.h>
+
+#define END_OF(type, field) (offsetof(struct ct_record, u) + offsetof(type, field) + \
+                             sizeof(((type *)0)->field))
+
+size_t recring_rec_bytes(unsigned type)
+{
+	switch (type) {
+	case CT_REC_SAMPLE:       return END_OF(struct ct_sample, flags);
+	case CT_REC_WP_ARM:       return END_OF(struct ct_wp_arm, wp_addr);
+	case CT_REC_WP_HIT:       return END_OF(struct ct_wp_hit, kind);
+	case CT_REC_ALLOC:        return END_OF(struct ct_alloc, kind);
+	case CT_REC_FREE:         return END_OF(struct ct_free, kind);
+	case CT_REC_CALLSITE:     return END_OF(struct ct_callsite, pc);
+	case CT_REC_THREAD_START: return END_OF(struct ct_thread_start, tls_hi);
+	case CT_REC_THREAD_END:   return END_OF(struct ct_thread_end, status);
+	case CT_REC_MARKER:       return END_OF(struct ct_marker, name);
+	case CT_REC_LOST:         return END_OF(struct ct_lost, count);
+	case CT_REC_FUNC_ENTER:
+	case CT_REC_FUNC_EXIT:    return END_OF(struct ct_func, addr);
+	case CT_REC_SKIPPED:      return END_OF(struct ct_skipped, count);
+	default:                  return sizeof(struct ct_record);
+	}
+}
+
+size_t recring_bytes(uint32_t cap)
+{
+	return (size_t)cap * RECRING_UNIT + 2 * (size_t)cap;
+}
+
+void recring_init(struct recring *r, void *mem, uint32_t cap)
+{
+	atomic_init(&r->head, 0);
+	atomic_init(&r->tail, 0);
+	atomic_init(&r->lost, 0);
+	atomic_init(&r->lost_total, 0);
+	r->tail_cache = 0;
+	r->cap = cap;
+	r->data = mem;
+	r->ready = (_Atomic uint8_t *)((uint8_t *)mem + (size_t)cap * RECRING_UNIT);
+	r->units = (uint8_t *)mem + (size_t)cap * RECRING_UNIT + cap;
+}
+
+static struct ct_record *reserve_units(struct recring *r, uint32_t k, uint32_t *fill_level)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	for (;;) {
+		uint32_t pos = (uint32_t)(head & (r->cap - 1));
+		uint32_t pad = pos + k > r->cap ? r->cap - pos : 0;
+		uint64_t need = pad + k;
+		/* Read the consumer's line only when the cached view says full. */
+		uint64_t tail = __atomic_load_n(&r->tail_cache, __ATOMIC_RELAXED);
+		if (head + need - tail > r->cap) {
+			tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+			__atomic_store_n(&r->tail_cache, tail, __ATOMIC_RELAXED);
+		}
+		if (head + need - tail > r->cap) {
+			uint64_t before = atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&r->lost_total, 1, memory_order_relaxed);
+			if (fill_level)
+				*fill_level = before == 0 ? r->cap : 0;
+			return NULL;
+		}
+		/* A signal handler of this thread may push between the load and
+		 * the CAS: the CAS then fails and we retry with the new head. */
+		if (atomic_compare_exchange_weak_explicit(&r->head, &head, head + need,
+		                                          memory_order_acquire,
+		                                          memory_order_relaxed)) {
+			if (pad)
+				atomic_store_explicit(&r->ready[pos], (uint8_t)(RECRING_PAD | pad),
+				                      memory_order_release);
+			if (fill_level)
+				*fill_level = (uint32_t)(head + need - tail);
+			uint32_t at = (uint32_t)((head + pad) & (r->cap - 1));
+			r->units[at] = (uint8_t)k;
+			return (struct ct_record *)(r->data + (size_t)at * RECRING_UNIT);
+		}
+	}
+}
+
+struct ct_record *recring_reserve_type(struct recring *r, unsigned type, uint32_t *fill_level)
+{
+	return reserve_units(r, recring_rec_units(type), fill_level);
+}
+
+struct ct_record *recring_reserve(struct recring *r, uint32_t *fill_level)
+{
+	return reserve_units(r, 1, fill_level);
+}
+
+bool recring_has_room(const struct recring *r, unsigned type)
+{
+	uint32_t k = recring_rec_units(type);
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	uint32_t pos = (uint32_t)(head & (r->cap - 1));
+	uint32_t pad = pos + k > r->cap ? r->cap - pos : 0;
+	return head + pad + k - tail <= r->cap;
+}
+
+void recring_commit(struct recring *r, struct ct_record *rec)
+{
+	size_t at = (size_t)((uint8_t *)rec - r->data) / RECRING_UNIT;
+	atomic_store_explicit(&r->ready[at], r->units[at], memory_order_release);
+}
+
+int recring_push(struct recring *r, const struct ct_record *rec, uint32_t *fill_level)
+{
+	struct ct_record *slot = recring_reserve_type(r, rec->type, fill_level);
+	if (!slot)
+		return -1;
+	memcpy(slot, rec, recring_rec_bytes(rec->type));
+	recring_commit(r, slot);
+	return 0;
+}
+
+int recring_pop(struct recring *r, struct ct_record *out)
+{
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	for (;;) {
+		uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+		if (tail == head)
+			return 0;
+		uint32_t pos = (uint32_t)(tail & (r->cap - 1));
+		uint8_t k = atomic_load_explicit(&r->ready[pos], memory_order_acquire);
+		if (!k)
+			return 0;
+		atomic_store_explicit(&r->ready[pos], 0, memory_order_relaxed);
+		if (k & RECRING_PAD) {
+			tail += k & ~RECRING_PAD;
+			atomic_store_explicit(&r->tail, tail, memory_order_release);
+			continue;
+		}
+		const struct ct_record *src = (const struct ct_record *)(r->data + (size_t)pos * RECRING_UNIT);
+		size_t n = recring_rec_bytes(src->type);
+		if (n > (size_t)k * RECRING_UNIT)
+			n = (size_t)k * RECRING_UNIT;   /* never read past the record's units */
+		memset(out, 0, sizeof *out);
+		memcpy(out, src, n);
+		/* release: the producer that sees the new tail may reuse the
+		 * units, and our reads of them (and the flag clear) come before */
+		atomic_store_explicit(&r->tail, tail + k, memory_order_release);
+		return 1;
+	}
+}
+
+uint32_t recring_used(const struct recring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	return (uint32_t)(head - tail);
+}
+
+uint64_t recring_take_lost(struct recring *r)
+{
+	return atomic_exchange_explicit(&r->lost, 0, memory_order_relaxed);
+}
+
+void recring_return_lost(struct recring *r, uint64_t n)
+{
+	if (n)
+		atomic_fetch_add_explicit(&r->lost, n, memory_order_relaxed);
+}

@@ -1,0 +1,100 @@
+/* Per-thread record ring of the preloaded runtime.
+ *
+ * Producers: one program thread in normal context (allocation hooks) AND its
+ * signal handlers, which may interrupt a push at any point (the reservation
+ * is a CAS, so any number of producers is safe).  Consumer: the runtime's
+ * writer thread.  No locks, no allocation: async-signal-safe.
+ *
+ * Storage: `cap` units of 64 bytes plus one ready byte per unit.  A record
+ * is stored as the prefix of struct ct_record that its type uses
+ * (recring_rec_bytes: 20 to 152 bytes): one unit for samples, allocations,
+ * frees, hits, thread start/end, lost and skipped counts; two for watchpoint
+ * arms and markers; three for call sites.  A record never wraps around the
+ * end: the units left at the end are filled with a pad.
+ *
+ *   push: reserve units by CAS on head (fails when they are not free), fill
+ *         them, then set the first unit's ready byte to the unit count
+ *         (release).
+ *   pop:  the consumer takes records in order from tail while ready
+ *         (acquire), clears the ready byte and advances tail (release).
+ *
+ * A push interrupted between reserve and commit by a handler that pushes too
+ * leaves an earlier record not ready behind a ready one: the consumer stops
+ * at the first record that is not ready, so the stream keeps reservation
+ * order.  A full ring drops the record and counts it (lost); the consumer
+ * reports the count (recring_take_lost). */
+#ifndef CT_RECRING_H
+#define CT_RECRING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "commtrace.h"
+
+#define RECRING_UNIT 64
+#define RECRING_PAD 0x80            /* ready byte of a pad: 0x80 | units */
+
+struct recring {
+	/* producer side (the thread and its handlers) */
+	_Alignas(64) _Atomic uint64_t head;  /* next unit to reserve */
+	_Atomic uint64_t lost;      /* records dropped since last reported */
+	_Atomic uint64_t lost_total;
+	uint64_t tail_cache;        /* producer's last view of tail (only ever too old) */
+	uint32_t cap;               /* units, a power of two >= 4 */
+	uint8_t *data;              /* cap * RECRING_UNIT bytes */
+	_Atomic uint8_t *ready;     /* cap bytes: units of the committed record starting here */
+	uint8_t *units;             /* cap bytes: units reserved for the record starting here */
+	/* consumer side (the writer), on its own cache line */
+	_Alignas(64) _Atomic uint64_t tail;  /* next unit to consume */
+};
+
+/* Bytes of struct ct_record a record of this type uses (its prefix). */
+size_t recring_rec_bytes(unsigned type);
+/* Units a record of this type takes. */
+static inline uint32_t recring_rec_units(unsigned type)
+{
+	return (uint32_t)((recring_rec_bytes(type) + RECRING_UNIT - 1) / RECRING_UNIT);
+}
+
+/* Bytes of memory needed for cap units. */
+size_t recring_bytes(uint32_t cap);
+/* mem: recring_bytes(cap) zeroed bytes, 64-byte aligned; cap a power of
+ * two >= 4. */
+void recring_init(struct recring *r, void *mem, uint32_t cap);
+
+/* Reserve room for a record of `type`; NULL when full (the loss is
+ * counted).  Only the first recring_rec_bytes(type) bytes of the returned
+ * record are storage: set type and the fields of that type only (the type
+ * may change before commit to one that fits in the same units).
+ * *fill_level (if not NULL) receives the units in use including these
+ * (relative to a possibly stale view of the consumer: never less than the
+ * truth), or, when full, r->cap if this is the first loss since the
+ * consumer last took the loss count (time to wake it), else 0. */
+struct ct_record *recring_reserve_type(struct recring *r, unsigned type, uint32_t *fill_level);
+/* Reserve one unit: room for a record of any type but WP_ARM, CALLSITE
+ * and MARKER (the untyped form of recring_reserve_type). */
+struct ct_record *recring_reserve(struct recring *r, uint32_t *fill_level);
+/* Would a record of `type` fit now (reservation could still fail if a
+ * signal handler of the producer pushes in between)? */
+bool recring_has_room(const struct recring *r, unsigned type);
+/* Publish a reserved record. */
+void recring_commit(struct recring *r, struct ct_record *rec);
+/* reserve + copy + commit; 0, or -1 when full. */
+int recring_push(struct recring *r, const struct ct_record *rec, uint32_t *fill_level);
+
+/* Consumer: copy the next ready record into *out (the bytes its type does
+ * not use are zero) and release its units.  1 with a record, 0 when the
+ * next record is not there or not yet committed. */
+int recring_pop(struct recring *r, struct ct_record *out);
+/* Units in use (reserved, committed or not). */
+uint32_t recring_used(const struct recring *r);
+
+/* Fetch and clear the count of records dropped since the last call (to be
+ * reported in a LOST record). */
+uint64_t recring_take_lost(struct recring *r);
+/* Give back a taken count that could not be reported. */
+void recring_return_lost(struct recring *r, uint64_t n);
+
+#endif

@@ -1,0 +1,194 @@
+/* libcommrec.so internals: shared by the runtime sources. */
+#ifndef CT_RT_H
+#define CT_RT_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+#include <linux/perf_event.h>
+
+#include "commtrace.h"
+#include "board.h"
+#include "recring.h"
+#include "perf_ring.h"
+#include "sampler.h"
+
+#define RT_EXPORT __attribute__((visibility("default")))
+#define RT_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+
+#define RT_RING_UNITS_DEFAULT 4096   /* 64-byte units: 260 KiB per thread */
+#define RT_MAX_THREADS 8192      /* registry slots (live + not yet drained) */
+#define RT_ALTSTACK_BYTES (64 * 1024)
+#define RT_SIG_MAGIC 0x43540000u  /* sigev_value / sig_data tag: "CT" */
+
+enum rt_thread_state {
+	RT_T_RUNNING = 1,
+	RT_T_ENDED = 2,            /* the thread is gone: the writer finishes it */
+};
+
+struct rt_thread {
+	uint32_t index, parent;
+	pid_t tid;
+	int spool_fd;
+	uint64_t spool_dev, spool_ino; /* identity of spool_fd (see rt_fd_is) */
+	_Atomic int state;
+	uint64_t fs_base, stack_lo, stack_hi;
+	size_t map_bytes;          /* this struct + ring slots, one mmap */
+	struct recring ring;
+
+	/* sampler (owned by the thread) */
+	const struct sampler_ops *sampler;
+	int samp_fd;               /* perf event, or -1 */
+	void *samp_map;            /* perf mmap (meta page + data) */
+	size_t samp_map_len, samp_data_len;
+	struct perf_sample_fmt samp_fmt;
+	timer_t timer;
+	bool timer_ok;
+	uint64_t period_ns;        /* soft: ns per sample */
+	uint64_t hnd_start, hnd_end; /* last handler run (CLOCK_MONOTONIC) */
+	_Atomic int stopped;       /* no more sampling (thread end, exit, fork) */
+
+	/* sample state (signal handler context) */
+	uint64_t prev_sample, prev_store;  /* times of the previous usable samples */
+	uint64_t prev_detect;              /* pub time of the last detection (Alg. 1 t_prev) */
+	uint64_t skip[16];                 /* pending skip counts by reason */
+	uint64_t skip_pending;
+	uint64_t skip_runtime;             /* samples in the runtime itself */
+	uint64_t nsamples, pmu_lost, pmu_throttle;
+	uint64_t hnd_ns, hnd_runs;         /* time in sampler handlers (stats, verbose 3) */
+	uint64_t trap_ns, traps, arms, arm_ns;
+	uint64_t rnd;
+
+	/* watchpoints */
+	int nwp;                   /* registers opened */
+	int wp_fd[CT_WP_MAX];
+	struct perf_event_attr wp_attr[CT_WP_MAX]; /* templates: only bp_addr changes */
+	uint64_t wp_addr[CT_WP_MAX];
+	int8_t wp_slot[CT_WP_MAX]; /* register i is index wp_slot[i] in the last arm, -1: not armed */
+	int wp_armed;              /* registers armed now (0 = none) */
+	bool wp_group;             /* registers opened as one group (register 0 leads) */
+	bool wp_hit;
+	uint64_t wp_arm_time;
+	uint64_t wp_dummy;         /* disabled breakpoints point here */
+	uint64_t wp_setup_fail;
+
+	/* allocation call-site cache: (caller, stack depth) -> id */
+#define RT_CS_CACHE 256
+	struct { uint64_t key; uint32_t id; } cs_cache[RT_CS_CACHE];
+	uint64_t cs_hits, cs_misses;
+
+	/* signal stack */
+	void *altstack;
+
+	/* writer side */
+	struct ct_sink *sink;
+	uint64_t last_time;
+	uint64_t written, lost_write;
+	uint64_t lost_in_block;    /* losses reported by LOST records in the current block */
+	uint32_t lostrecs_in_block;
+	bool sink_failed, write_error_logged, spool_lost;
+	_Atomic int end_pushed;    /* THREAD_END pushed */
+
+	uint8_t scratch[4096];     /* perf ring wrap-around copies */
+};
+
+struct rt_config {
+	char spool[4096];
+	char sampler[16];
+	uint64_t period;           /* soft: us */
+	int watchpoints;           /* 0..4 */
+	uint32_t board_size, line_size;
+	bool no_alloc;
+	bool soft_timer;           /* COMMTRACE_SOFT_TIMER=1 */
+	bool wp_async;             /* COMMTRACE_WP_ASYNC=1: O_ASYNC signal instead of sigtrap */
+	int verbose;
+	int sig;                   /* the runtime's real-time signal */
+	uint32_t ring_slots;       /* record ring units (COMMTRACE_RING_UNITS) */
+	int zlevel;
+};
+
+extern struct rt_config rt_cfg;
+extern _Atomic int rt_active;     /* recording this process (0 after fork/exec/exit) */
+extern _Atomic int rt_exiting;
+extern struct board rt_board;
+extern bool rt_board_ok;
+extern uintptr_t rt_text_lo, rt_text_hi;  /* libcommrec.so's code */
+extern pid_t rt_pid;
+extern _Atomic int rt_live_threads, rt_main_exited;
+
+extern RT_TLS struct rt_thread *rt_self;
+extern RT_TLS int rt_guard;       /* >0: runtime code on this thread: no recording */
+
+/* time */
+static inline uint64_t rt_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* rt_main.c */
+void rt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int rt_push(struct rt_thread *t, const struct ct_record *r);
+int rt_push_wait(struct rt_thread *t, const struct ct_record *r);
+struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index);
+void rt_thread_finish(struct rt_thread *t, int status);
+void rt_thread_stop_sampling(struct rt_thread *t, int self);
+void rt_thread_stats(struct rt_thread *t);
+void rt_shutdown(int status);
+extern struct rt_thread *_Atomic rt_threads[RT_MAX_THREADS];
+extern _Atomic uint32_t rt_threads_hw;   /* high-water mark of used registry slots */
+void rt_flush_skips(struct rt_thread *t, uint64_t now);
+int rt_fd_high(int fd);
+bool rt_fd_is(int fd, uint64_t dev, uint64_t ino);
+void rt_fd_id(int fd, uint64_t *dev, uint64_t *ino);
+void rt_perf_fd_opened(int fd);
+void rt_perf_close(int fd);
+int rt_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg);
+
+/* Wake the writer when a ring is half full.  fill is relative to a
+ * possibly stale view of the writer's progress: poke at every quarter of
+ * the ring above half of that view. */
+extern uint32_t rt_poke_mark;
+void rt_writer_poke(void);
+static inline void rt_poke_if(uint32_t fill)
+{
+	if (fill >= rt_poke_mark && (fill & (rt_poke_mark - 1)) == 0)
+		rt_writer_poke();
+}
+
+/* rt_writer.c */
+int rt_writer_start(void);
+void rt_writer_poke(void);
+void rt_writer_stop(void);           /* final drain, flush, join */
+void rt_writer_emergency(int sig);      /* from a fatal signal handler */
+
+/* rt_signal.c */
+int rt_signals_init(void);
+int rt_altstack_setup(struct rt_thread *t);
+void rt_altstack_teardown(struct rt_thread *t);
+int rt_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+void rt_block_our_signals(sigset_t *old);
+
+/* rt_wp.c */
+int rt_wp_thread_start(struct rt_thread *t);
+void rt_wp_thread_stop(struct rt_thread *t, int self);
+void rt_wp_try_arm(struct rt_thread *t, uint64_t now);
+void rt_wp_disarm(struct rt_thread *t);
+int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc);
+int rt_wp_on_async(struct rt_thread *t, siginfo_t *si, void *uc);
+extern bool rt_wp_sigtrap;         /* trap delivery: sigtrap (true) or O_ASYNC */
+
+/* rt_alloc.c */
+void rt_alloc_init(void);
+void *rt_boot_alloc(size_t size);
+
+/* rt_maps.c */
+void rt_write_maps(void);
+void rt_find_own_text(void);
+
+#endif

@@ -1,0 +1,692 @@
+/* libcommrec.so: configuration, process and thread lifecycle, exit paths.
+ *
+ * Lifecycle:
+ *   constructor   read COMMTRACE_* (disabled when COMMTRACE_SPOOL is unset or
+ *                 COMMTRACE_PID names another process), signal handlers,
+ *                 sampler, writer thread, main thread = index 0, maps file.
+ *   pthread_create (interposed): the new thread runs a trampoline that sets
+ *                 up its state (spool file, record ring, sigaltstack, sampler,
+ *                 watchpoints) and tears it down at its end (return,
+ *                 pthread_exit, cancellation: a cleanup handler).
+ *   exit          destructor (or _exit/_Exit, interposed): stop sampling in
+ *                 every thread, THREAD_END for the live ones, final drain and
+ *                 flush by the writer, maps rewritten.
+ *   fatal signal  (rt_signal.c) the writer flushes, then the default action.
+ *   fork          the child is not recorded (pthread_atfork).
+ *   exec          (rt_exec.c) flush and stop, then exec without the runtime.
+ */
+#include "rt.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <asm/prctl.h>
+
+#include "rtconfig.h"
+
+struct rt_config rt_cfg;
+_Atomic int rt_active;
+_Atomic int rt_exiting;
+struct board rt_board;
+bool rt_board_ok;
+pid_t rt_pid;
+RT_TLS struct rt_thread *rt_self;
+RT_TLS int rt_guard;
+struct rt_thread *_Atomic rt_threads[RT_MAX_THREADS];
+_Atomic uint32_t rt_threads_hw;
+
+static _Atomic uint32_t next_index;
+/* Program threads alive (created through pthread_create while recording,
+ * plus the main thread), and whether the main thread left by pthread_exit:
+ * glibc ends the process when its last thread exits, but the writer thread
+ * counts as one, so the writer does that itself (rt_writer.c). */
+_Atomic int rt_live_threads;
+_Atomic int rt_main_exited;
+static _Atomic uint64_t threads_unrecorded;
+static const struct sampler_ops *sampler;
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static void (*real__exit)(int) __attribute__((noreturn));
+static size_t (*get_tls_static_info)(size_t *, size_t *);
+
+/* ---- logging (async-signal-safe: snprintf into a stack buffer + write) --- */
+
+void rt_log(int level, const char *fmt, ...)
+{
+	if (rt_cfg.verbose < level)
+		return;
+	char buf[512];
+	int n = snprintf(buf, sizeof buf, "commrec[%d]: ", (int)getpid());
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		m = 0;
+	n += m;
+	if ((size_t)n > sizeof buf - 2)
+		n = (int)sizeof buf - 2;
+	buf[n++] = '\n';
+	ssize_t w = write(2, buf, (size_t)n);
+	(void)w;
+}
+
+/* ---- configuration ------------------------------------------------------- */
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+	return *end ? def : (uint64_t)v;
+}
+
+static bool env_flag(const char *name)
+{
+	const char *s = getenv(name);
+	return s && s[0] == '1';
+}
+
+static int parse_signal(const char *s)
+{
+	int base = 0;
+	if (!s || !*s)
+		return SIGRTMIN + 7;
+	if (!strncmp(s, "SIGRTMIN", 8) || !strncmp(s, "RTMIN", 5)) {
+		s += s[0] == 'S' ? 8 : 5;
+		base = SIGRTMIN;
+		if (*s == '+')
+			s++;
+	}
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*end || (base && !*s))
+		v = base ? 0 : 7, base = base ? base : SIGRTMIN;
+	int sig = base + (int)v;
+	if (sig < SIGRTMIN || sig > SIGRTMAX)
+		sig = SIGRTMIN + 7;
+	return sig;
+}
+
+static void read_config(void)
+{
+	const char *s = getenv(CT_ENV_SPOOL);
+	snprintf(rt_cfg.spool, sizeof rt_cfg.spool, "%s", s ? s : "");
+	s = getenv(CT_ENV_SAMPLER);
+	snprintf(rt_cfg.sampler, sizeof rt_cfg.sampler, "%s", s && *s ? s : "soft");
+	rt_cfg.period = env_u64(CT_ENV_PERIOD, 1000);
+	if (rt_cfg.period == 0)
+		rt_cfg.period = 1000;
+	rt_cfg.watchpoints = (int)env_u64(CT_ENV_WATCHPOINTS, 4);
+	if (rt_cfg.watchpoints > CT_WP_MAX)
+		rt_cfg.watchpoints = CT_WP_MAX;
+	rt_cfg.board_size = (uint32_t)env_u64(CT_ENV_BOARD, 1024);
+	if (rt_cfg.board_size == 0 || rt_cfg.board_size > (1u << 24))
+		rt_cfg.board_size = 1024;
+	rt_cfg.line_size = (uint32_t)env_u64(CT_ENV_LINE_SIZE, 64);
+	if (rt_cfg.line_size < 8 || (rt_cfg.line_size & (rt_cfg.line_size - 1)) || rt_cfg.line_size > 4096)
+		rt_cfg.line_size = 64;
+	rt_cfg.no_alloc = env_flag(CT_ENV_NO_ALLOC);
+	rt_cfg.soft_timer = env_flag("COMMTRACE_SOFT_TIMER");
+	rt_cfg.wp_async = env_flag("COMMTRACE_WP_ASYNC");
+	rt_cfg.verbose = (int)env_u64(CT_ENV_VERBOSE, 1);
+	rt_cfg.sig = parse_signal(getenv("COMMTRACE_SIGNAL"));
+	uint64_t slots = env_u64("COMMTRACE_RING_UNITS", RT_RING_UNITS_DEFAULT);
+	uint32_t cap = 64;
+	while (cap < slots && cap < (1u << 20))
+		cap <<= 1;
+	rt_cfg.ring_slots = cap;
+	rt_cfg.zlevel = (int)env_u64("COMMTRACE_ZLEVEL", 1);
+}
+
+/* ---- records --------------------------------------------------------------- */
+
+uint32_t rt_poke_mark;
+
+int rt_push(struct rt_thread *t, const struct ct_record *r)
+{
+	uint32_t fill;
+	int rc = recring_push(&t->ring, r, &fill);
+	rt_poke_if(fill);
+	return rc;
+}
+
+/* For the records that must not be lost (THREAD_END): wait for the writer
+ * (bounded, ~0.5 s), in normal context only. */
+int rt_push_wait(struct rt_thread *t, const struct ct_record *r)
+{
+	for (int i = 0; i < 500; i++) {
+		/* check first: a failed push would count as a lost record */
+		if (recring_used(&t->ring) + 2 * recring_rec_units(r->type) <= t->ring.cap &&
+		    recring_push(&t->ring, r, NULL) == 0)
+			return 0;
+		rt_writer_poke();
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+void rt_flush_skips(struct rt_thread *t, uint64_t now)
+{
+#ifdef CT_SKIP_RUNTIME
+	/* samples taken while the runtime itself ran (its code, its handlers) */
+	if (t->skip_runtime) {
+		t->skip[CT_SKIP_RUNTIME] += t->skip_runtime;
+		t->skip_runtime = 0;
+		t->skip_pending++;
+	}
+#endif
+	if (!t->skip_pending)
+		return;
+	for (unsigned i = 1; i <= CT_SKIP_REASON_MAX && i < 16; i++) {
+		if (!t->skip[i])
+			continue;
+		struct ct_record r = { .type = CT_REC_SKIPPED, .time = now };
+		r.u.skipped.reason = (uint8_t)i;
+		r.u.skipped.count = t->skip[i];
+		if (rt_push(t, &r) == 0)
+			t->skip[i] = 0;
+	}
+	t->skip_pending = 0;
+}
+
+/* ---- threads ----------------------------------------------------------------- */
+
+static void thread_stack(struct rt_thread *t)
+{
+	pthread_attr_t a;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		void *addr;
+		size_t size;
+		if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+			t->stack_lo = (uintptr_t)addr;
+			t->stack_hi = (uintptr_t)addr + size;
+		}
+		pthread_attr_destroy(&a);
+	}
+}
+
+/* File descriptors: every live thread holds up to 6 of the runtime's (its
+ * spool file, the sampler event, 4 breakpoints).  So that they neither eat
+ * the program's descriptor budget nor sit at numbers the program expects to
+ * be free (a program that closes descriptors it did not open, then opens a
+ * file, must never get one of ours back and have trace frames written into
+ * it), the soft RLIMIT_NOFILE is raised towards the hard limit at start and
+ * the runtime's descriptors are moved above the program's original soft
+ * limit. */
+static int fd_base = -1;
+
+static void fd_setup(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	rlim_t want = rl.rlim_cur + 6 * 1024 + 64;
+	if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
+		want = rl.rlim_max;
+	if (want <= rl.rlim_cur)
+		return;
+	rlim_t base = rl.rlim_cur;
+	rl.rlim_cur = want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && base < INT32_MAX)
+		fd_base = (int)base;
+}
+
+int rt_fd_high(int fd)
+{
+	if (fd < 0 || fd_base < 0 || fd >= fd_base)
+		return fd;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, fd_base);
+	if (hi < 0)
+		return fd;           /* no room up there: keep it where it is */
+	close(fd);
+	return hi;
+}
+
+/* Is fd still the file we opened (dev, ino)?  The program may have closed
+ * it and got the number back for a file of its own. */
+bool rt_fd_is(int fd, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}
+
+void rt_fd_id(int fd, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+	*dev = *ino = 0;
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		*dev = (uint64_t)st.st_dev;
+		*ino = (uint64_t)st.st_ino;
+	}
+}
+
+/* perf event descriptors all share one anonymous inode: remembered at the
+ * first one, checked before any close */
+static uint64_t perf_dev, perf_ino;
+static _Atomic int perf_id_known;
+
+void rt_perf_fd_opened(int fd)
+{
+	if (fd >= 0 && !atomic_load(&perf_id_known)) {
+		rt_fd_id(fd, &perf_dev, &perf_ino);
+		atomic_store(&perf_id_known, 1);
+	}
+}
+
+void rt_perf_close(int fd)
+{
+	if (fd >= 0 && atomic_load(&perf_id_known) && rt_fd_is(fd, perf_dev, perf_ino))
+		close(fd);
+}
+
+static int open_spool_file(uint32_t index)
+{
+	char path[4200];
+	ct_spool_thread_path(path, sizeof path, rt_cfg.spool, index);
+	return rt_fd_high(open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+}
+
+static bool registry_add(struct rt_thread *t)
+{
+	for (uint32_t i = 0; i < RT_MAX_THREADS; i++) {
+		struct rt_thread *expect = NULL;
+		if (atomic_load_explicit(&rt_threads[i], memory_order_relaxed) == NULL &&
+		    atomic_compare_exchange_strong(&rt_threads[i], &expect, t)) {
+			uint32_t hw = atomic_load(&rt_threads_hw);
+			while (hw < i + 1 && !atomic_compare_exchange_weak(&rt_threads_hw, &hw, i + 1))
+				;
+			return true;
+		}
+	}
+	return false;
+}
+
+struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index)
+{
+	rt_guard++;
+	size_t head = (sizeof(struct rt_thread) + 63) & ~(size_t)63;
+	size_t bytes = head + recring_bytes(rt_cfg.ring_slots);
+	bytes = (bytes + 4095) & ~(size_t)4095;
+	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		atomic_fetch_add(&threads_unrecorded, 1);
+		rt_guard--;
+		return NULL;
+	}
+	struct rt_thread *t = mem;
+	t->map_bytes = bytes;
+	recring_init(&t->ring, (char *)mem + head, rt_cfg.ring_slots);
+	t->index = index;
+	t->parent = parent;
+	t->tid = (pid_t)syscall(SYS_gettid);
+	t->samp_fd = -1;
+	for (int i = 0; i < CT_WP_MAX; i++) {
+		t->wp_fd[i] = -1;
+		t->wp_slot[i] = -1;
+	}
+	t->rnd = ((uint64_t)t->tid << 32) ^ rt_now() ^ 0x9e3779b97f4a7c15ull;
+	unsigned long fs = 0;
+	syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
+	t->fs_base = fs;
+	thread_stack(t);
+	atomic_store(&t->state, RT_T_RUNNING);
+
+	t->spool_fd = open_spool_file(t->index);
+	rt_fd_id(t->spool_fd, &t->spool_dev, &t->spool_ino);
+	if (t->spool_fd < 0) {
+		rt_log(1, "cannot create the spool file of thread %u in %s: %s", t->index,
+		       rt_cfg.spool, strerror(errno));
+		munmap(mem, bytes);
+		atomic_fetch_add(&threads_unrecorded, 1);
+		rt_guard--;
+		return NULL;
+	}
+	struct ct_thread_info ti = {
+		.index = t->index, .parent = parent, .tid = t->tid, .pid = rt_pid,
+		.start_ns = rt_now(),
+	};
+	prctl(PR_GET_NAME, ti.name, 0, 0, 0);
+	ti.name[15] = 0;
+	if (ct_write_thread_info(t->spool_fd, &ti) < 0)
+		rt_log(1, "thread %u: cannot write its spool file header", t->index);
+
+	struct ct_record r = { .type = CT_REC_THREAD_START, .time = ti.start_ns };
+	r.u.start.stack_lo = t->stack_lo;
+	r.u.start.stack_hi = t->stack_hi;
+	r.u.start.fs_base = t->fs_base;
+	if (get_tls_static_info && t->fs_base) {
+		size_t size = 0, align = 0;
+		get_tls_static_info(&size, &align);
+		/* x86-64 glibc: the static TLS block (with its surplus) ends at the
+		 * thread pointer. */
+		if (size && size < t->fs_base) {
+			r.u.start.tls_lo = t->fs_base - size;
+			r.u.start.tls_hi = t->fs_base;
+		}
+	}
+	rt_push(t, &r);
+
+	if (!registry_add(t)) {
+		rt_log(1, "more than %d threads alive: thread %u is not recorded", RT_MAX_THREADS, t->index);
+		close(t->spool_fd);
+		munmap(mem, bytes);
+		atomic_fetch_add(&threads_unrecorded, 1);
+		rt_guard--;
+		return NULL;
+	}
+	rt_altstack_setup(t);
+	t->sampler = sampler;
+	rt_self = t;
+	if (sampler && sampler->thread_start(t) < 0)
+		rt_log(2, "thread %u: no sampler", t->index);
+	if (rt_cfg.watchpoints > 0 && rt_board_ok)
+		rt_wp_thread_start(t);
+	rt_guard--;
+	return t;
+}
+
+/* On the thread itself (status 0), or at process end for a thread that is
+ * still running (status: fatal signal or 0; self false). */
+void rt_thread_stop_sampling(struct rt_thread *t, int self)
+{
+	atomic_store(&t->stopped, 1);
+	if (t->sampler)
+		t->sampler->thread_stop(t, self);
+	rt_wp_thread_stop(t, self);
+}
+
+void rt_thread_finish(struct rt_thread *t, int status)
+{
+	if (!t)
+		return;
+	rt_guard++;
+	sigset_t old;
+	rt_block_our_signals(&old);
+	rt_thread_stop_sampling(t, 1);
+	uint64_t now = rt_now();
+	rt_thread_stats(t);
+	rt_flush_skips(t, now);
+	int expect = 0;
+	if (atomic_compare_exchange_strong(&t->end_pushed, &expect, 1)) {
+		struct ct_record r = { .type = CT_REC_THREAD_END, .time = now };
+		r.u.end.status = status;
+		rt_push_wait(t, &r);
+	}
+	rt_self = NULL;
+	rt_altstack_teardown(t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	atomic_store_explicit(&t->state, RT_T_ENDED, memory_order_release);
+	rt_writer_poke();
+	rt_guard--;
+}
+
+void rt_thread_stats(struct rt_thread *t)
+{
+	if (rt_cfg.verbose < 3)
+		return;
+	rt_log(3, "thread %u: %llu samples, %llu in the runtime, %llu kernel-lost, %llu throttled; "
+	       "handlers %llu runs %.2f us avg; arms %llu %.2f us avg; traps %llu %.2f us avg in handler; "
+	       "callsite cache %llu hits %llu misses; ring lost %llu",
+	       t->index, (unsigned long long)t->nsamples, (unsigned long long)t->skip_runtime,
+	       (unsigned long long)t->pmu_lost, (unsigned long long)t->pmu_throttle,
+	       (unsigned long long)t->hnd_runs, t->hnd_runs ? t->hnd_ns / 1e3 / (double)t->hnd_runs : 0.0,
+	       (unsigned long long)t->arms, t->arms ? t->arm_ns / 1e3 / (double)t->arms : 0.0,
+	       (unsigned long long)t->traps, t->traps ? t->trap_ns / 1e3 / (double)t->traps : 0.0,
+	       (unsigned long long)t->cs_hits, (unsigned long long)t->cs_misses,
+	       (unsigned long long)atomic_load(&t->ring.lost_total));
+}
+
+/* ---- pthread_create ------------------------------------------------------------ */
+
+struct tramp_arg {
+	void *(*fn)(void *);
+	void *arg;
+	uint32_t parent, index;
+};
+
+static void tramp_cleanup(void *p)
+{
+	rt_thread_finish(p, 0);
+	atomic_fetch_sub(&rt_live_threads, 1);
+	if (atomic_load(&rt_main_exited))
+		rt_writer_poke();
+}
+
+static void *tramp(void *p)
+{
+	struct tramp_arg a = *(struct tramp_arg *)p;
+	rt_guard++;
+	free(p);
+	rt_guard--;
+	struct rt_thread *t = NULL;
+	if (atomic_load(&rt_active))
+		t = rt_thread_begin(a.parent, a.index);
+	void *ret;
+	pthread_cleanup_push(tramp_cleanup, t);
+	ret = a.fn(a.arg);
+	pthread_cleanup_pop(1);
+	return ret;
+}
+
+RT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr,
+                             void *(*fn)(void *), void *arg)
+{
+	if (!real_pthread_create) {
+		real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+		if (!real_pthread_create)
+			return EAGAIN;
+	}
+	if (!atomic_load(&rt_active) || rt_guard)
+		return real_pthread_create(th, attr, fn, arg);
+	rt_guard++;
+	struct tramp_arg *a = malloc(sizeof *a);
+	rt_guard--;
+	if (!a)
+		return real_pthread_create(th, attr, fn, arg);
+	a->fn = fn;
+	a->arg = arg;
+	a->parent = rt_self ? rt_self->index : UINT32_MAX;
+	/* creation order: the index is taken here, by the creator (a failed
+	 * creation leaves a gap in the indices) */
+	a->index = atomic_fetch_add(&next_index, 1);
+	atomic_fetch_add(&rt_live_threads, 1);
+	int rc = real_pthread_create(th, attr, tramp, a);
+	if (rc) {
+		atomic_fetch_sub(&rt_live_threads, 1);
+		rt_guard++;
+		free(a);
+		rt_guard--;
+	}
+	return rc;
+}
+
+/* The runtime's own threads (writer). */
+int rt_create_internal_thread(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	if (!real_pthread_create)
+		real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	if (!real_pthread_create)
+		return ENOSYS;
+	/* The new thread inherits the signal mask: block everything so that
+	 * no signal of the program (or ours) is ever delivered to it. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = real_pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* ---- process start and end ------------------------------------------------------ */
+
+static _Atomic int shutdown_done;
+
+void rt_shutdown(int status)
+{
+	(void)status;
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&shutdown_done, &expect, 1))
+		return;
+	if (!atomic_load(&rt_active))
+		return;
+	rt_guard++;
+	atomic_store(&rt_exiting, 1);
+	sigset_t old;
+	rt_block_our_signals(&old);
+	/* The writer stops sampling in every thread and closes their streams
+	 * (it alone may touch other threads' state: it frees it). */
+	if (rt_self) {
+		atomic_store(&rt_self->stopped, 1);
+		rt_flush_skips(rt_self, rt_now());
+	}
+	rt_writer_stop();
+	rt_write_maps();
+	atomic_store(&rt_active, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rt_guard--;
+}
+
+static void atfork_child(void)
+{
+	/* The child is not recorded: it must never write to the parent's spool,
+	 * and the perf events it inherited as fds belong to the parent's threads. */
+	atomic_store(&rt_active, 0);
+	atomic_store(&shutdown_done, 1);
+	struct rt_thread *t = rt_self;
+	rt_self = NULL;
+	if (t) {
+		atomic_store(&t->stopped, 1);
+		rt_perf_close(t->samp_fd);
+		for (int i = 0; i < CT_WP_MAX; i++)
+			rt_perf_close(t->wp_fd[i]);
+	}
+	uint32_t hw = atomic_load(&rt_threads_hw);
+	for (uint32_t i = 0; i < hw; i++) {
+		struct rt_thread *o = atomic_load(&rt_threads[i]);
+		if (o && rt_fd_is(o->spool_fd, o->spool_dev, o->spool_ino))
+			close(o->spool_fd);
+	}
+	dec_init();
+}
+
+__attribute__((constructor(101))) static void rt_init(void)
+{
+	rt_guard++;
+	rt_pid = getpid();
+	const char *want = getenv(CT_ENV_PID);
+	const char *spool = getenv(CT_ENV_SPOOL);
+	if (!spool || !*spool || (want && *want && atoi(want) != rt_pid)) {
+		rt_guard--;
+		return;
+	}
+	if (!want || !*want) {
+		/* a manual run: record this process, and make sure its children
+		 * (fork+exec, posix_spawn, system) do not record into our spool */
+		char b[24];
+		snprintf(b, sizeof b, "%d", (int)rt_pid);
+		setenv(CT_ENV_PID, b, 1);
+	}
+	read_config();
+	fd_setup();
+	rt_poke_mark = rt_cfg.ring_slots / 4;
+	real__exit = dlsym(RTLD_NEXT, "_exit");
+	real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	get_tls_static_info = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+	rt_alloc_init();
+	rt_find_own_text();
+	dec_init();
+
+	if (rt_cfg.watchpoints > 0) {
+		void *bm = mmap(NULL, board_bytes(rt_cfg.board_size), PROT_READ | PROT_WRITE,
+		                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (bm != MAP_FAILED) {
+			board_init(&rt_board, bm, rt_cfg.board_size, rt_cfg.line_size);
+			rt_board_ok = true;
+		}
+	}
+	if (!strcmp(rt_cfg.sampler, "soft"))
+		sampler = &rt_sampler_soft;
+	else if (!strcmp(rt_cfg.sampler, "pebs"))
+		sampler = &rt_sampler_pebs;
+	else if (!strcmp(rt_cfg.sampler, "ibs"))
+		sampler = &rt_sampler_ibs;
+	else if (!strcmp(rt_cfg.sampler, "inst") && &rt_sampler_inst != NULL)
+		sampler = &rt_sampler_inst;    /* only in libcommrec-inst (weak) */
+	else if (!strcmp(rt_cfg.sampler, "none"))
+		sampler = NULL;      /* allocations and thread records only */
+	else
+		rt_log(1, "sampler %s is not available in this runtime: recording without samples",
+		       rt_cfg.sampler);
+	if (sampler && sampler->process_init && sampler->process_init() < 0) {
+		rt_log(1, "sampler %s could not start: recording without samples", sampler->name);
+		sampler = NULL;
+	}
+	if (rt_signals_init() < 0)
+		rt_log(1, "cannot install the signal handlers");
+	if (rt_writer_start() < 0) {
+		rt_log(1, "cannot start the writer thread: not recording");
+		rt_guard--;
+		return;
+	}
+	pthread_atfork(NULL, NULL, atfork_child);
+	atomic_store(&rt_active, 1);
+	rt_write_maps();
+	atomic_store(&rt_live_threads, 1);
+	rt_thread_begin(UINT32_MAX, atomic_fetch_add(&next_index, 1));
+	rt_guard--;
+}
+
+__attribute__((destructor(101))) static void rt_fini(void)
+{
+	if (atomic_load(&rt_active) && getpid() == rt_pid)
+		rt_shutdown(0);
+}
+
+RT_EXPORT void _exit(int status)
+{
+	if (atomic_load(&rt_active) && getpid() == rt_pid)
+		rt_shutdown(status);
+	if (!real__exit)
+		real__exit = dlsym(RTLD_NEXT, "_exit");
+	if (real__exit)
+		real__exit(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+RT_EXPORT void pthread_exit(void *ret)
+{
+	static void (*real_pthread_exit)(void *) __attribute__((noreturn));
+	if (!real_pthread_exit)
+		real_pthread_exit = dlsym(RTLD_NEXT, "pthread_exit");
+	/* Threads started by our trampoline finish in its cleanup handler; the
+	 * main thread has none. */
+	if (atomic_load(&rt_active) && getpid() == rt_pid && syscall(SYS_gettid) == rt_pid) {
+		struct rt_thread *t = rt_self;
+		if (t)
+			rt_thread_finish(t, 0);
+		atomic_store(&rt_main_exited, 1);
+		atomic_fetch_sub(&rt_live_threads, 1);
+		rt_writer_poke();
+	}
+	real_pthread_exit(ret);
+}
+
+RT_EXPORT void _Exit(int status)
+{
+	_exit(status);
+}

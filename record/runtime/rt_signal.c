@@ -1,0 +1,367 @@
+/* Signals of the runtime, without disturbing the program's.
+ *
+ *   rt_cfg.sig (SIGRTMIN+7 unless COMMTRACE_SIGNAL says otherwise): sampler
+ *       signals (perf fd O_ASYNC with F_SETSIG: si_code POLL_*, si_fd; or the
+ *       POSIX CPU timer: SI_TIMER with our tag in si_value) and the O_ASYNC
+ *       watchpoint fallback.
+ *   SIGTRAP: watchpoint traps with si_code TRAP_PERF and our tag in
+ *       si_perf_data.
+ *   SIGSEGV SIGBUS SIGILL SIGFPE SIGABRT SIGSYS, and the other signals
+ *       whose default action terminates (SIGTERM SIGINT SIGHUP SIGQUIT
+ *       SIGPIPE SIGALRM SIGXCPU SIGXFSZ SIGUSR1 SIGUSR2 SIGVTALRM SIGPROF):
+ *       only while the program has no handler of its own: flush what can
+ *       be flushed, then the default action (re-raised).
+ *
+ * sigaction() and signal() are interposed: for SIGTRAP and rt_cfg.sig the
+ * program's handler is remembered and called from ours for every signal
+ * that is not the runtime's; the program always sees its own settings.
+ * Our handlers run on a per-thread sigaltstack (mmap'd), unless the program
+ * set one itself, with both of our signals blocked.  The program's signal
+ * masks are left alone: a thread that blocks our signal loses its samples
+ * meanwhile (the kernel ring may then overflow: LOST records). */
+#include "rt.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+
+static int (*real_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+/* Signals whose default action ends the process: the program's faults, and
+ * the usual ways a program gets stopped (Ctrl-C, kill, a closed pipe,
+ * limits). */
+#define NFATAL 18
+static const int fatal_sigs[NFATAL] = {
+	SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS,
+	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ,
+	SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF,
+};
+
+enum { M_NONE = 0, M_OURS = 1, M_FATAL_OURS = 2, M_FATAL_PROG = 3 };
+static _Atomic int managed[_NSIG];
+static struct sigaction prog_act[_NSIG];   /* what the program believes is installed */
+_Atomic uint8_t rt_fd_ours[65536];
+
+int rt_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction_fn)
+		real_sigaction_fn = dlsym(RTLD_NEXT, "sigaction");
+	if (!real_sigaction_fn) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_sigaction_fn(sig, act, old);
+}
+
+void rt_block_our_signals(sigset_t *old)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	if (rt_cfg.sig)
+		sigaddset(&s, rt_cfg.sig);
+	sigaddset(&s, SIGTRAP);
+	pthread_sigmask(SIG_BLOCK, &s, old);
+}
+
+/* ---- chaining to the program's handler ---------------------------------------- */
+
+static void die_by(int sig)
+{
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	rt_real_sigaction(sig, &dfl, NULL);
+	/* pending until our handler returns (sig is blocked in it), then the
+	 * default action */
+	syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+}
+
+static void emergency_flush(int sig)
+{
+	if (!atomic_load(&rt_active) || getpid() != rt_pid)
+		return;
+	rt_guard++;
+	struct rt_thread *t = rt_self;
+	if (t) {
+		atomic_store(&t->stopped, 1);
+		int expect = 0;
+		if (atomic_compare_exchange_strong(&t->end_pushed, &expect, 1)) {
+			struct ct_record r = { .type = CT_REC_THREAD_END, .time = rt_now() };
+			r.u.end.status = sig;
+			rt_push(t, &r);
+		}
+	}
+	rt_writer_emergency(sig);
+	rt_write_maps();
+	atomic_store(&rt_active, 0);
+	rt_guard--;
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction a = prog_act[sig];
+	if (a.sa_handler == SIG_IGN)
+		return;
+	if (a.sa_handler == SIG_DFL) {
+		if (sig == SIGTRAP) {        /* default: core dump */
+			emergency_flush(sig);
+			die_by(sig);
+		}
+		/* Our real-time signal with no program handler: the default would
+		 * terminate the program; it can only be a late signal of ours or
+		 * one sent by someone else to a program that ignores nothing...
+		 * keep the default semantics only for signals sent by a process. */
+		else if (si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL) {
+			emergency_flush(sig);
+			die_by(sig);
+		}
+		return;
+	}
+	if (a.sa_flags & SA_RESETHAND) {
+		prog_act[sig].sa_handler = SIG_DFL;
+		prog_act[sig].sa_flags &= ~SA_SIGINFO;
+	}
+	sigset_t old;
+	pthread_sigmask(SIG_BLOCK, &a.sa_mask, &old);
+	if (a.sa_flags & SA_SIGINFO)
+		a.sa_sigaction(sig, si, uc);
+	else
+		a.sa_handler(sig);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- our handlers ------------------------------------------------------------------ */
+
+static bool is_poll_code(int code)
+{
+	return code >= POLL_IN && code <= POLL_HUP;
+}
+
+static void rt_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	struct rt_thread *t = rt_self;
+	if (sig == SIGTRAP) {
+		if (si->si_code == TRAP_PERF) {
+			/* siginfo _sigfault: _addr at 16, then _perf._data at 24 */
+			uint64_t data;
+			memcpy(&data, (char *)si + 24, sizeof data);
+			if ((data & 0xffff0000u) == RT_SIG_MAGIC) {
+				if (t && !atomic_load(&t->stopped))
+					rt_wp_on_sigtrap(t, si, uc);
+				goto out;
+			}
+		}
+		chain(sig, si, uc);
+		goto out;
+	}
+	if (si->si_code == SI_TIMER && (si->si_value.sival_int & 0xffff0000) == (int)RT_SIG_MAGIC) {
+		if (t && !atomic_load(&t->stopped) && t->sampler)
+			t->sampler->on_signal(t, si, uc);
+		goto out;
+	}
+	if (is_poll_code(si->si_code)) {
+		int fd = si->si_fd;
+		if (t && !atomic_load(&t->stopped)) {
+			/* the sampler decides whether si_fd is one of its events */
+			if (t->sampler && t->sampler->on_signal(t, si, uc))
+				goto out;
+			if (rt_wp_on_async(t, si, uc))
+				goto out;
+		}
+		if (fd >= 0 && fd < 65536 && atomic_load(&rt_fd_ours[fd]))
+			goto out;          /* a late signal of an event we closed */
+	}
+	chain(sig, si, uc);
+out:
+	errno = saved;
+}
+
+extern _Atomic int rt_writer_writing;
+extern _Atomic uint64_t rt_write_fail_ns;
+
+static void rt_fatal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	int saved = errno;
+	if (sig == SIGXFSZ && si->si_code == SI_USER && si->si_pid == getpid() &&
+	    (atomic_load(&rt_writer_writing) ||
+	     rt_now() - atomic_load(&rt_write_fail_ns) < 2000000000ull)) {
+		errno = saved;
+		return;     /* the spool hit RLIMIT_FSIZE, not the program */
+	}
+	if (atomic_load(&managed[sig]) == M_FATAL_OURS) {
+		emergency_flush(sig);
+		die_by(sig);
+	}
+	errno = saved;
+}
+
+static int install(int sig, void (*fn)(int, siginfo_t *, void *))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, rt_cfg.sig);
+	sigaddset(&sa.sa_mask, SIGTRAP);
+	return rt_real_sigaction(sig, &sa, NULL);
+}
+
+int rt_signals_init(void)
+{
+	int rc = 0;
+	int ours[2] = { rt_cfg.sig, SIGTRAP };
+	for (int i = 0; i < 2; i++) {
+		int sig = ours[i];
+		rt_real_sigaction(sig, NULL, &prog_act[sig]);
+		atomic_store(&managed[sig], M_OURS);
+		if (install(sig, rt_handler) < 0)
+			rc = -1;
+	}
+	for (int i = 0; i < NFATAL; i++) {
+		int sig = fatal_sigs[i];
+		struct sigaction cur;
+		if (rt_real_sigaction(sig, NULL, &cur) < 0)
+			continue;
+		prog_act[sig] = cur;
+		if (cur.sa_handler != SIG_DFL) {
+			atomic_store(&managed[sig], M_FATAL_PROG);
+			continue;
+		}
+		atomic_store(&managed[sig], M_FATAL_OURS);
+		install(sig, rt_fatal);
+	}
+	return rc;
+}
+
+/* ---- interposed sigaction / signal -------------------------------------------------- */
+
+RT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	int m = (sig > 0 && sig < _NSIG) ? atomic_load(&managed[sig]) : M_NONE;
+	if (m == M_NONE)
+		return rt_real_sigaction(sig, act, old);
+	if (m == M_OURS) {
+		struct sigaction prev = prog_act[sig];
+		if (act)
+			prog_act[sig] = *act;
+		if (old)
+			*old = prev;
+		return 0;
+	}
+	/* fatal signals */
+	struct sigaction prev = prog_act[sig];
+	if (act) {
+		if (act->sa_handler == SIG_DFL) {
+			if (m == M_FATAL_PROG) {
+				atomic_store(&managed[sig], M_FATAL_OURS);
+				install(sig, rt_fatal);
+			}
+		} else {
+			if (rt_real_sigaction(sig, act, NULL) < 0)
+				return -1;
+			atomic_store(&managed[sig], M_FATAL_PROG);
+		}
+		prog_act[sig] = *act;
+	}
+	if (old)
+		*old = prev;
+	return 0;
+}
+
+RT_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = h;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, sig > 0 && sig < _NSIG ? sig : 1);
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* The other old interfaces glibc implements with its internal sigaction
+ * (which the interposition above does not see). */
+RT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+	return signal(sig, h);
+}
+
+RT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = h;
+	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+RT_EXPORT sighandler_t sigset(int sig, sighandler_t h)
+{
+	sigset_t one, oldmask;
+	sigemptyset(&one);
+	if (sigaddset(&one, sig) < 0)
+		return SIG_ERR;
+	struct sigaction old;
+	if (h == SIG_HOLD) {
+		if (sigaction(sig, NULL, &old) < 0 || sigprocmask(SIG_BLOCK, &one, &oldmask) < 0)
+			return SIG_ERR;
+	} else {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = h;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(sig, &sa, &old) < 0 || sigprocmask(SIG_UNBLOCK, &one, &oldmask) < 0)
+			return SIG_ERR;
+	}
+	return sigismember(&oldmask, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+/* ---- per-thread signal stack --------------------------------------------------------- */
+
+int rt_altstack_setup(struct rt_thread *t)
+{
+	stack_t cur;
+	if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE))
+		return 0;                  /* the program has its own: use it */
+	void *m = mmap(NULL, RT_ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	stack_t ss = { .ss_sp = m, .ss_size = RT_ALTSTACK_BYTES, .ss_flags = 0 };
+	if (sigaltstack(&ss, NULL) < 0) {
+		munmap(m, RT_ALTSTACK_BYTES);
+		return -1;
+	}
+	t->altstack = m;
+	return 0;
+}
+
+void rt_altstack_teardown(struct rt_thread *t)
+{
+	if (!t->altstack)
+		return;
+	stack_t cur;
+	if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == t->altstack && !(cur.ss_flags & SS_ONSTACK)) {
+		stack_t off = { .ss_flags = SS_DISABLE };
+		if (sigaltstack(&off, NULL) == 0) {
+			munmap(t->altstack, RT_ALTSTACK_BYTES);
+			t->altstack = NULL;
+		}
+	}
+	/* else: the program replaced it, or we are on it: leave the mapping */
+}

@@ -1,0 +1,295 @@
+/* Watchpoints (x86 debug registers through perf breakpoint events).
+ *
+ * Each thread opens its D breakpoints ONCE at its start (disabled, RW, 8
+ * bytes, on a dummy word of its own state) and re-targets them with
+ * PERF_EVENT_IOC_MODIFY_ATTRIBUTES, which only accepts an attr equal to the
+ * original except for the breakpoint fields: every register keeps its
+ * template attr and only bp_addr changes.  A register that could not be
+ * re-targeted is left out of the arm (LOST records with CT_LOST_WP_SETUP at
+ * the thread's end count them).
+ *
+ * Trap delivery: a synchronous SIGTRAP (attr.sigtrap, remove_on_exec;
+ * si_code TRAP_PERF, si_perf_data = RT_SIG_MAGIC | register), or where the
+ * kernel refuses sigtrap (or COMMTRACE_WP_ASYNC=1) the runtime's real-time
+ * signal through O_ASYNC on each breakpoint fd (si_fd says which).
+ *
+ * On a trap: WP_HIT (time, ip after the access, watched word, register,
+ * cpu, kind if the instruction before ip decodes to that line), then all of
+ * the thread's registers are disabled until its next arm. */
+#include "rt.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/ucontext.h>
+#include <unistd.h>
+#include <linux/hw_breakpoint.h>
+
+int rt_perf_open(struct perf_event_attr *a, pid_t tid);
+void rt_perf_mark_fd(int fd);
+int rt_perf_route_signal(int fd, pid_t tid);
+
+bool rt_wp_sigtrap = true;
+static _Atomic int sigtrap_refused;
+static _Atomic int setup_logged;
+
+static int open_one(struct rt_thread *t, int i, bool sigtrap, int group_fd)
+{
+	struct perf_event_attr *a = &t->wp_attr[i];
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	a->type = PERF_TYPE_BREAKPOINT;
+	a->bp_type = HW_BREAKPOINT_RW;
+	a->bp_addr = (uintptr_t)&t->wp_dummy;
+	a->bp_len = HW_BREAKPOINT_LEN_8;
+	a->sample_period = 1;
+	/* grouped: the leader (register 0) is disabled and switches the whole
+	 * group; the members are "enabled" and follow it */
+	a->disabled = group_fd < 0;
+	a->exclude_kernel = 1;
+	a->exclude_hv = 1;
+	if (sigtrap) {
+		a->sigtrap = 1;
+		a->remove_on_exec = 1;
+		a->sig_data = RT_SIG_MAGIC | (uint64_t)i;
+	} else {
+		a->wakeup_events = 1;
+	}
+	int fd = (int)syscall(SYS_perf_event_open, a, 0, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	fd = rt_fd_high(fd);
+	rt_perf_fd_opened(fd);
+	rt_perf_mark_fd(fd);
+	if (!sigtrap) {
+		int rc = rt_perf_route_signal(fd, t->tid);
+		if (rc < 0) {
+			close(fd);
+			return rc;
+		}
+	}
+	return fd;
+}
+
+static void close_all(struct rt_thread *t)
+{
+	for (int i = 0; i < CT_WP_MAX; i++) {
+		rt_perf_close(t->wp_fd[i]);
+		t->wp_fd[i] = -1;
+	}
+	t->nwp = 0;
+}
+
+/* Open registers 0..want-1; grouped (register 0 leads) when group. */
+static int open_all(struct rt_thread *t, int want, bool group)
+{
+	for (int i = 0; i < want; i++) {
+		bool st = !rt_cfg.wp_async && !atomic_load(&sigtrap_refused);
+		int gfd = group && i ? t->wp_fd[0] : -1;
+		int fd = open_one(t, i, st, gfd);
+		if (fd == -EINVAL && st) {
+			/* kernel without sigtrap: fall back to O_ASYNC for everyone */
+			atomic_store(&sigtrap_refused, 1);
+			fd = open_one(t, i, false, gfd);
+		}
+		if (fd < 0)
+			return fd;
+		t->wp_fd[i] = fd;
+		t->nwp = i + 1;
+	}
+	return 0;
+}
+
+int rt_wp_thread_start(struct rt_thread *t)
+{
+	int want = rt_cfg.watchpoints;
+	/* A group costs one ioctl to switch all registers on or off (measured
+	 * here: an arm+disarm cycle of 4 registers 10-12 us grouped, 19-20 us
+	 * separately).  If the group does not open, separate events. */
+	t->wp_group = want > 1;
+	int rc = open_all(t, want, t->wp_group);
+	if (rc < 0 && t->wp_group) {
+		close_all(t);
+		t->wp_group = false;
+		rc = open_all(t, want, false);
+	}
+	if (rc < 0 && !atomic_exchange(&setup_logged, 1))
+		rt_log(1, "thread %u: watchpoint %d not available (%s)%s", t->index, t->nwp,
+		       strerror(-rc), t->nwp ? "" : ": recording without watchpoints");
+	rt_wp_sigtrap = !rt_cfg.wp_async && !atomic_load(&sigtrap_refused);
+	return t->nwp;
+}
+
+void rt_wp_disarm(struct rt_thread *t)
+{
+	if (t->wp_group) {
+		if (t->wp_armed)
+			ioctl(t->wp_fd[0], PERF_EVENT_IOC_DISABLE, 0);
+	} else {
+		for (int i = 0; i < t->nwp; i++)
+			if (t->wp_slot[i] >= 0)
+				ioctl(t->wp_fd[i], PERF_EVENT_IOC_DISABLE, 0);
+	}
+	for (int i = 0; i < t->nwp; i++)
+		t->wp_slot[i] = -1;
+	t->wp_armed = 0;
+}
+
+void rt_wp_thread_stop(struct rt_thread *t, int self)
+{
+	for (int i = 0; i < t->nwp; i++)
+		if (t->wp_fd[i] >= 0)
+			ioctl(t->wp_fd[i], PERF_EVENT_IOC_DISABLE, 0);
+	t->wp_armed = 0;
+	if (!self)
+		return;
+	close_all(t);
+	if (t->wp_setup_fail) {
+		struct ct_record r = { .type = CT_REC_LOST, .time = rt_now() };
+		r.u.lost.reason = CT_LOST_WP_SETUP;
+		r.u.lost.count = t->wp_setup_fail;
+		if (rt_push(t, &r) == 0)
+			t->wp_setup_fail = 0;
+	}
+}
+
+static inline uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+void rt_wp_try_arm(struct rt_thread *t, uint64_t now)
+{
+	bool old = !t->wp_armed || t->wp_hit || t->wp_arm_time < t->prev_sample;
+	if (!old)
+		return;
+	if (t->wp_armed)
+		rt_wp_disarm(t);
+	struct board_view v;
+	if (!board_pick(&rt_board, t->index, t->prev_sample, now, xorshift(&t->rnd), BOARD_RECENT, &v))
+		return;
+	uint64_t t0 = rt_cfg.verbose >= 3 ? rt_now() : 0;
+	uint64_t line = board_line(&rt_board, v.addr);
+	uint32_t words = rt_cfg.line_size / 8;
+	uint32_t chosen[CT_WP_MAX];
+	int n = 0;
+	int want = t->nwp < (int)words ? t->nwp : (int)words;
+	for (int tries = 0; n < want && tries < 64; tries++) {
+		uint32_t w = (uint32_t)(xorshift(&t->rnd) % words);
+		bool dup = false;
+		for (int k = 0; k < n; k++)
+			dup |= chosen[k] == w;
+		if (!dup)
+			chosen[n++] = w;
+	}
+	struct ct_record r = { .type = CT_REC_WP_ARM, .time = now };
+	struct ct_wp_arm *arm = &r.u.arm;
+	arm->pub_time = v.time;
+	arm->pub_addr = v.addr;
+	arm->pub_len = v.len;
+	arm->publisher = v.thread;
+	int k = 0;
+	for (int i = 0; i < t->nwp; i++) {
+		/* grouped, every member follows the leader: the registers this
+		 * arm does not use (or that fail) must watch the dummy word */
+		uint64_t addr = i < n ? line + (uint64_t)chosen[i] * 8 : (uintptr_t)&t->wp_dummy;
+		if (i >= n && !t->wp_group)
+			break;
+		if (t->wp_attr[i].bp_addr != addr) {
+			t->wp_attr[i].bp_addr = addr;
+			if (ioctl(t->wp_fd[i], PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &t->wp_attr[i]) < 0) {
+				t->wp_setup_fail++;
+				if (t->wp_group) {
+					/* a member left on an old line would report false hits */
+					t->wp_attr[i].bp_addr = (uintptr_t)&t->wp_dummy;
+					if (ioctl(t->wp_fd[i], PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &t->wp_attr[i]) < 0)
+						return;     /* the group stays off */
+				}
+				continue;
+			}
+		}
+		if (i >= n)
+			continue;
+		if (!t->wp_group && ioctl(t->wp_fd[i], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+			t->wp_setup_fail++;
+			continue;
+		}
+		t->wp_addr[i] = addr;
+		t->wp_slot[i] = (int8_t)k;
+		arm->wp_addr[k] = addr;
+		arm->wp_len[k] = 8;
+		k++;
+	}
+	if (k && t->wp_group && ioctl(t->wp_fd[0], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+		t->wp_setup_fail++;
+		for (int i = 0; i < t->nwp; i++)
+			t->wp_slot[i] = -1;
+		return;
+	}
+	if (!k)
+		return;
+	arm->nwp = (uint8_t)k;
+	t->wp_armed = k;
+	t->wp_hit = false;
+	t->wp_arm_time = now;
+	rt_push(t, &r);
+	if (t0) {
+		t->arm_ns += rt_now() - t0;
+		t->arms++;
+	}
+}
+
+static void hit(struct rt_thread *t, int i, void *uc)
+{
+	if (i < 0 || i >= t->nwp || t->wp_slot[i] < 0 || !t->wp_armed)
+		return;                 /* late: already disarmed */
+	struct ct_record r = { .type = CT_REC_WP_HIT, .time = rt_now() };
+	struct ct_wp_hit *h = &r.u.hit;
+	ucontext_t *u = uc;
+	h->ip = (uint64_t)u->uc_mcontext.gregs[REG_RIP];
+	h->addr = t->wp_addr[i];
+	h->len = 8;
+	h->reg = (uint8_t)t->wp_slot[i];
+	h->cpu = (uint32_t)sched_getcpu();
+	h->kind = CT_ACCESS_LOAD;
+	/* The access is done: the instruction before ip made it.  Decode it
+	 * for the kind (its registers may have changed since: accept only an
+	 * address on the watched line). */
+	struct dec_regs regs;
+	memset(&regs, 0, sizeof regs);
+	dec_regs_from_ucontext(&regs, uc);
+	regs.fs_base = t->fs_base;
+	struct dec_access a;
+	if (dec_sample_access(&regs, &a) == 0 && (a.flags & CT_SAMPLE_PREV_INSN) &&
+	    board_line(&rt_board, a.addr) == board_line(&rt_board, h->addr))
+		h->kind = a.kind;
+	rt_wp_disarm(t);
+	t->wp_hit = true;
+	rt_push(t, &r);
+	t->trap_ns += rt_now() - r.time;
+	t->traps++;
+}
+
+int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc)
+{
+	uint64_t data;
+	memcpy(&data, (char *)si + 24, sizeof data);
+	hit(t, (int)(data & 0xff), uc);
+	return 1;
+}
+
+int rt_wp_on_async(struct rt_thread *t, siginfo_t *si, void *uc)
+{
+	for (int i = 0; i < t->nwp; i++)
+		if (t->wp_fd[i] == si->si_fd) {
+			hit(t, i, uc);
+			return 1;
+		}
+	return 0;
+}

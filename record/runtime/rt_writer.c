@@ -1,0 +1,420 @@
+/* The writer thread: drains every registered thread's record ring into that
+ * thread's ct_sink (its spool file), finishes threads that ended, and does
+ * the final work at process end (also after a fatal signal).
+ *
+ * It is the only thread that frees a struct rt_thread (after the thread
+ * ended and its ring is empty), so it also does the end-of-process work
+ * that walks all threads.  It never runs program code, is created with
+ * every signal blocked, and its allocations are not recorded (rt_guard). */
+#include "rt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <zstd.h>
+#include <unistd.h>
+
+#define WRITER_PERIOD_MS 10
+
+/* Wake-ups: a futex word, not an eventfd: the runtime holds as few file
+ * descriptors as it can (a program that closes descriptors it did not open
+ * and reuses the numbers must never get pokes written into its files). */
+static _Atomic uint32_t wake_word;
+static _Atomic uint32_t writer_sleeping;
+static _Atomic uint64_t st_pokes;
+static uint64_t st_loops, st_max_gap_ns, st_last_pass_ns;
+static pthread_t writer;
+static bool writer_running;
+static bool writer_exiting;
+static _Atomic int stop_req;     /* 1: normal end; 2: emergency */
+static _Atomic int stop_done;
+static _Atomic int emerg_sig;
+static _Atomic uint64_t sinks_live, sinks_peak;
+static uint64_t w_busy_ns, w_records, w_cpu_ns;
+
+/* A spool write beyond RLIMIT_FSIZE makes the kernel send SIGXFSZ to the
+ * whole process: the runtime's SIGXFSZ handler ignores it while the writer
+ * writes or shortly after a failed write (rt_signal.c). */
+_Atomic int rt_writer_writing;
+_Atomic uint64_t rt_write_fail_ns;
+
+void rt_writer_poke(void)
+{
+	/* seq_cst on both sides (Dekker): either the writer sees the new word
+	 * and does not sleep, or we see it sleeping and wake it */
+	atomic_fetch_add(&wake_word, 1);
+	atomic_fetch_add_explicit(&st_pokes, 1, memory_order_relaxed);
+	if (atomic_load(&writer_sleeping))
+		syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static bool spool_still_ours(struct rt_thread *t);
+
+/* ---- sink with loss accounting ---------------------------------------------- */
+
+static void report_write_loss(struct rt_thread *t, uint32_t pending)
+{
+	atomic_store(&rt_write_fail_ns, rt_now());
+	uint64_t real = pending >= t->lostrecs_in_block ? pending - t->lostrecs_in_block : 0;
+	uint64_t total = real + t->lost_in_block;
+	t->lost_write += real;
+	struct ct_record r = { .type = CT_REC_LOST, .time = t->last_time };
+	r.u.lost.reason = CT_LOST_WRITE_ERROR;
+	r.u.lost.count = total;
+	/* Goes into the fresh block: no flush is triggered by it. */
+	if (ct_sink_append(t->sink, &r) == 0) {
+		t->lost_in_block = total;
+		t->lostrecs_in_block = 1;
+	} else {
+		t->lost_in_block = 0;
+		t->lostrecs_in_block = 0;
+	}
+	if (!t->write_error_logged) {
+		t->write_error_logged = true;
+		rt_log(1, "thread %u: writing its spool file failed (%s): records are lost",
+		       t->index, strerror(t->sink->error ? t->sink->error : EIO));
+	}
+}
+
+static void sink_put(struct rt_thread *t, const struct ct_record *r)
+{
+	struct ct_sink *s = t->sink;
+	bool will_flush = s->block_len + CT_RECORD_MAX_BYTES > s->block_cap;
+	uint32_t pending = s->block_records;
+	int rc = ct_sink_append(s, r);
+	if (will_flush) {
+		if (rc < 0 && pending)
+			report_write_loss(t, pending);
+		else if (rc == 0) {
+			t->lost_in_block = 0;
+			t->lostrecs_in_block = 0;
+		}
+	} else if (rc < 0) {
+		t->lost_write++;
+	}
+	if (r->type == CT_REC_LOST)
+		t->lostrecs_in_block++, t->lost_in_block += r->u.lost.count;
+}
+
+static void sink_flush(struct rt_thread *t)
+{
+	if (!t->sink || !spool_still_ours(t))
+		return;
+	uint32_t pending = t->sink->block_records;
+	if (!pending)
+		return;
+	if (ct_sink_flush(t->sink) < 0) {
+		report_write_loss(t, pending);
+		/* try once more to get the LOST record out */
+		pending = t->sink->block_records;
+		if (ct_sink_flush(t->sink) < 0 && pending)
+			t->lost_write += 0; /* nothing more we can do */
+	} else {
+		t->lost_in_block = 0;
+		t->lostrecs_in_block = 0;
+	}
+}
+
+/* All sinks share one compression context and one output buffer: only the
+ * writer thread compresses, one frame at a time, with the same settings
+ * (measured: a level-1 context for 64 KiB blocks is ~300 KiB, which per
+ * thread was half the runtime's memory).  The sink's own ones are freed
+ * right after ct_sink_init and detached again before ct_sink_destroy. */
+static void *shared_cctx, *shared_zbuf;
+static size_t shared_zbuf_cap;
+
+static void sink_share(struct ct_sink *s)
+{
+	if (!shared_cctx) {
+		shared_cctx = s->cctx;
+		shared_zbuf = s->zbuf;
+		shared_zbuf_cap = s->zbuf_cap;
+		return;
+	}
+	if (s->zbuf_cap != shared_zbuf_cap)
+		return;              /* (never: one block size per process) */
+	ZSTD_freeCCtx(s->cctx);
+	free(s->zbuf);
+	s->cctx = shared_cctx;
+	s->zbuf = shared_zbuf;
+}
+
+static void sink_free(struct ct_sink *s)
+{
+	if (s->cctx == shared_cctx) {
+		/* keep the shared ones for the next sinks */
+		s->cctx = NULL;
+		s->zbuf = NULL;
+	}
+	ct_sink_destroy(s);
+	free(s);
+}
+
+static size_t block_cap(void)
+{
+	const char *s = getenv("COMMTRACE_BLOCK");
+	size_t v = s ? (size_t)strtoull(s, NULL, 0) : 0;
+	return v ? v : 64 * 1024;
+}
+
+/* The spool file must still be ours before anything is written to it
+ * (checked once per pass and thread that has records). */
+static bool spool_still_ours(struct rt_thread *t)
+{
+	if (t->spool_lost)
+		return false;
+	if (rt_fd_is(t->spool_fd, t->spool_dev, t->spool_ino))
+		return true;
+	/* The program closed our descriptor (and may have the number back for
+	 * a file of its own: never write to it, never close it).  Reopen the
+	 * spool file by name, appending: it holds whole frames only. */
+	char path[4200];
+	ct_spool_thread_path(path, sizeof path, rt_cfg.spool, t->index);
+	int fd = rt_fd_high(open(path, O_WRONLY | O_APPEND | O_CLOEXEC));
+	uint32_t pending = t->sink ? t->sink->block_records : 0;
+	if (t->sink) {
+		t->sink->block_len = CT_BLOCK_HEADER_BYTES;   /* its frame may have been half written */
+		t->sink->block_records = 0;
+		ct_codec_reset(&t->sink->codec);
+	}
+	if (fd < 0) {
+		t->spool_lost = true;
+		t->lost_write += pending;
+		rt_log(1, "thread %u: the program closed its spool file and it can not be reopened: "
+		       "the rest of its records are lost", t->index);
+		return false;
+	}
+	rt_log(2, "thread %u: the program closed its spool file: reopened", t->index);
+	t->spool_fd = fd;
+	rt_fd_id(fd, &t->spool_dev, &t->spool_ino);
+	if (t->sink) {
+		t->sink->fd = fd;
+		if (pending)
+			report_write_loss(t, pending);
+	}
+	return true;
+}
+
+static void drain(struct rt_thread *t)
+{
+	struct ct_record r;
+	if (recring_used(&t->ring) && !spool_still_ours(t)) {
+		while (recring_pop(&t->ring, &r))
+			t->lost_write++;
+		recring_take_lost(&t->ring);
+		return;
+	}
+	while (recring_pop(&t->ring, &r)) {
+		if (!t->sink && !t->sink_failed) {
+			t->sink = malloc(sizeof *t->sink);
+			if (!t->sink || ct_sink_init(t->sink, t->spool_fd, block_cap(), rt_cfg.zlevel) < 0) {
+				free(t->sink);
+				t->sink = NULL;
+				t->sink_failed = true;
+				rt_log(1, "thread %u: no memory for its writer", t->index);
+			} else {
+				sink_share(t->sink);
+				uint64_t n = atomic_fetch_add(&sinks_live, 1) + 1;
+				if (n > atomic_load(&sinks_peak))
+					atomic_store(&sinks_peak, n);
+			}
+		}
+		if (!t->sink) {
+			t->lost_write++;
+			continue;
+		}
+		if (r.time < t->last_time)
+			r.time = t->last_time;  /* keep the stream's time order (see DESIGN) */
+		else
+			t->last_time = r.time;
+		sink_put(t, &r);
+		t->written++;
+		w_records++;
+	}
+	uint64_t lost = recring_take_lost(&t->ring);
+	if (lost && t->sink) {
+		r = (struct ct_record){ .type = CT_REC_LOST, .time = t->last_time };
+		r.u.lost.reason = CT_LOST_BUFFER_FULL;
+		r.u.lost.count = lost;
+		sink_put(t, &r);
+	}
+}
+
+static void finish_thread(uint32_t slot, struct rt_thread *t)
+{
+	sink_flush(t);
+	if (t->sink) {
+		sink_free(t->sink);
+		t->sink = NULL;
+		atomic_fetch_sub(&sinks_live, 1);
+	}
+	if (rt_fd_is(t->spool_fd, t->spool_dev, t->spool_ino))
+		close(t->spool_fd);
+	t->spool_fd = -1;
+	atomic_store(&rt_threads[slot], NULL);
+	munmap(t, t->map_bytes);
+}
+
+/* Returns true when some ring was at least half full: go again at once. */
+static bool pass(void)
+{
+	bool busy = false;
+	uint32_t hw = atomic_load(&rt_threads_hw);
+	for (uint32_t i = 0; i < hw; i++) {
+		struct rt_thread *t = atomic_load(&rt_threads[i]);
+		if (!t)
+			continue;
+		int st = atomic_load_explicit(&t->state, memory_order_acquire);
+		busy |= recring_used(&t->ring) >= t->ring.cap / 2;
+		drain(t);
+		if (st == RT_T_ENDED && recring_used(&t->ring) == 0)
+			finish_thread(i, t);
+	}
+	return busy;
+}
+
+/* End of the process: stop sampling in every live thread, close their
+ * streams, drain and flush everything.  Files stay open (the process ends). */
+static void final_pass(int emergency)
+{
+	uint64_t now = rt_now();
+	uint32_t hw = atomic_load(&rt_threads_hw);
+	for (uint32_t i = 0; i < hw; i++) {
+		struct rt_thread *t = atomic_load(&rt_threads[i]);
+		if (!t || atomic_load(&t->state) != RT_T_RUNNING)
+			continue;
+		rt_thread_stop_sampling(t, 0);
+		rt_thread_stats(t);
+		int expect = 0;
+		if (atomic_compare_exchange_strong(&t->end_pushed, &expect, 1)) {
+			struct ct_record r = { .type = CT_REC_THREAD_END, .time = now };
+			r.u.end.status = emergency ? atomic_load(&emerg_sig) : 0;
+			rt_push(t, &r);
+		}
+	}
+	/* Give handlers that are still running a moment to commit. */
+	for (int k = 0; k < 3; k++) {
+		pass();
+		uint32_t busy = 0;
+		for (uint32_t i = 0; i < hw; i++) {
+			struct rt_thread *t = atomic_load(&rt_threads[i]);
+			if (t && recring_used(&t->ring))
+				busy++;
+		}
+		if (!busy)
+			break;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	for (uint32_t i = 0; i < hw; i++) {
+		struct rt_thread *t = atomic_load(&rt_threads[i]);
+		if (t)
+			sink_flush(t);
+	}
+	rt_log(2, "writer: done (peak %llu sinks)", (unsigned long long)atomic_load(&sinks_peak));
+	rt_log(3, "writer: %llu pokes, %llu passes, longest gap between passes %.3f ms",
+	       (unsigned long long)atomic_load(&st_pokes), (unsigned long long)st_loops, st_max_gap_ns / 1e6);
+	rt_log(3, "writer: %llu records, %.3f s in passes (%.3f s cpu): %.2f M records/s of cpu",
+	       (unsigned long long)w_records, w_busy_ns / 1e9, w_cpu_ns / 1e9,
+	       w_cpu_ns ? w_records * 1e3 / (double)w_cpu_ns : 0.0);
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	rt_guard = 1;
+	prctl(PR_SET_NAME, "commrec-writer", 0, 0, 0);
+	bool busy = false;
+	uint64_t last_records = 0;
+	for (;;) {
+		int req = atomic_load(&stop_req);
+		if (req) {
+			atomic_store(&rt_writer_writing, 1);
+			final_pass(req == 2);
+			atomic_store(&rt_writer_writing, 0);
+			atomic_store(&stop_done, 1);
+			return NULL;
+		}
+		if (!busy) {
+			uint32_t w = atomic_load_explicit(&wake_word, memory_order_acquire);
+			atomic_store(&writer_sleeping, 1);
+			if (!atomic_load(&stop_req)) {
+				/* heavy traffic (the last pass had over 1000 records):
+				 * look again after 1 ms even without a poke: on a busy
+				 * machine a wake-up can come late */
+				long ms = w_records - last_records > 1000 ? 1 : WRITER_PERIOD_MS;
+				last_records = w_records;
+				struct timespec ts = { 0, ms * 1000000L };
+				syscall(SYS_futex, &wake_word, FUTEX_WAIT_PRIVATE, w, &ts, NULL, 0);
+			}
+			atomic_store(&writer_sleeping, 0);
+		}
+		atomic_store(&rt_writer_writing, 1);
+		uint64_t t0 = rt_now();
+		st_loops++;
+		if (st_last_pass_ns && t0 - st_last_pass_ns > st_max_gap_ns)
+			st_max_gap_ns = t0 - st_last_pass_ns;
+		struct timespec c0, c1;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+		busy = pass();
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+		st_last_pass_ns = rt_now();
+		w_busy_ns += st_last_pass_ns - t0;
+		w_cpu_ns += (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000ll + (c1.tv_nsec - c0.tv_nsec));
+		atomic_store(&rt_writer_writing, 0);
+		if (atomic_load(&rt_main_exited) && atomic_load(&rt_live_threads) <= 0) {
+			/* The main thread left by pthread_exit and the last program
+			 * thread is gone: glibc would now exit(0), but we (a thread
+			 * too) keep the process alive: finish and exit(0) here.  The
+			 * program's atexit handlers run on this thread. */
+			atomic_store(&rt_writer_writing, 1);
+			final_pass(0);
+			atomic_store(&rt_writer_writing, 0);
+			atomic_store(&stop_done, 1);
+			writer_exiting = true;
+			exit(0);
+		}
+	}
+}
+
+int rt_writer_start(void)
+{
+	if (rt_create_internal_thread(&writer, writer_main, NULL) != 0)
+		return -1;
+	writer_running = true;
+	return 0;
+}
+
+void rt_writer_stop(void)
+{
+	if (!writer_running)
+		return;
+	if (pthread_equal(pthread_self(), writer) || writer_exiting)
+		return;
+	atomic_store(&stop_req, 1);
+	rt_writer_poke();
+	pthread_join(writer, NULL);
+	writer_running = false;
+}
+
+/* From a fatal signal handler (async-signal-safe: atomics, write, nanosleep).
+ * Waits at most ~2 s for the writer. */
+void rt_writer_emergency(int sig)
+{
+	atomic_store(&emerg_sig, sig);
+	if (!writer_running || pthread_equal(pthread_self(), writer))
+		return;
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&stop_req, &expect, 2) && expect != 2)
+		return;
+	rt_writer_poke();
+	for (int i = 0; i < 2000 && !atomic_load(&stop_done); i++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}

@@ -1,0 +1,145 @@
+/* The `soft` sampler: per-thread CPU-time sampling, any Linux, no PMU.
+ *
+ * Preferred: a perf task-clock event per thread (sample_period = period in
+ * ns, user registers in every sample, CLOCK_MONOTONIC timestamps), drained
+ * by the generic perf path.  Where perf_event_open is denied (EACCES, EPERM,
+ * ENOSYS, ENOENT: paranoid settings, seccomp, old kernels) or when
+ * COMMTRACE_SOFT_TIMER=1: a POSIX per-thread CPU-time timer
+ * (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to the thread) and the
+ * registers of the interrupted context.  Either way the data address is
+ * reconstructed by decoding (dec_sample_access). */
+#include "rt.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static _Atomic int use_timer;     /* 1 after the first perf failure */
+static _Atomic int timer_logged;
+
+static void soft_fill_attr(struct perf_event_attr *a)
+{
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_TASK_CLOCK;
+	a->sample_period = rt_cfg.period * 1000;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+	                 PERF_SAMPLE_REGS_USER;
+	a->sample_regs_user = DEC_PERF_REGS_MASK;
+}
+
+static int soft_rec_access(struct rt_thread *t, const struct perf_rec *r, struct dec_access *a)
+{
+	if (r->regs_abi == 0 || r->nregs == 0)
+		return CT_SKIP_KERNEL;     /* no user registers: a kernel thread context */
+	struct dec_regs regs;
+	memset(&regs, 0, sizeof regs);
+	dec_regs_from_perf(&regs, r->regs, t->samp_fmt.regs_user_mask);
+	regs.fs_base = t->fs_base;
+	int rc = dec_sample_access(&regs, a);
+	if (rc == 0)
+		a->flags |= CT_SAMPLE_RECONSTRUCTED;
+	return rc;
+}
+
+static uint64_t soft_rec_period(struct rt_thread *t, const struct perf_rec *r)
+{
+	(void)r;
+	return t->period_ns;
+}
+
+static int timer_start(struct rt_thread *t)
+{
+	struct sigevent sev;
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = rt_cfg.sig;
+	sev.sigev_value.sival_int = (int)(RT_SIG_MAGIC | 1);
+	sev._sigev_un._tid = t->tid;
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) < 0)
+		return -errno;
+	struct itimerspec its;
+	its.it_interval.tv_sec = (time_t)(t->period_ns / 1000000000ull);
+	its.it_interval.tv_nsec = (long)(t->period_ns % 1000000000ull);
+	its.it_value = its.it_interval;
+	if (timer_settime(t->timer, 0, &its, NULL) < 0) {
+		int e = errno;
+		timer_delete(t->timer);
+		return -e;
+	}
+	t->timer_ok = true;
+	return 0;
+}
+
+static int soft_thread_start(struct rt_thread *t)
+{
+	t->period_ns = rt_cfg.period * 1000;
+	if (!rt_cfg.soft_timer && !atomic_load(&use_timer)) {
+		int rc = rt_perf_thread_start(t, &rt_sampler_soft);
+		if (rc == 0)
+			return 0;
+		if (rc != -EACCES && rc != -EPERM && rc != -ENOSYS && rc != -ENOENT && rc != -EOPNOTSUPP)
+			rt_log(1, "thread %u: perf task-clock sampling failed (%s): using a CPU timer",
+			       t->index, strerror(-rc));
+		atomic_store(&use_timer, 1);
+		if (!atomic_exchange(&timer_logged, 1))
+			rt_log(2, "perf_event_open denied (%s): soft sampler uses POSIX CPU timers",
+			       strerror(-rc));
+	}
+	return timer_start(t);
+}
+
+static void soft_thread_stop(struct rt_thread *t, int self)
+{
+	if (t->timer_ok) {
+		struct itimerspec off;
+		memset(&off, 0, sizeof off);
+		timer_settime(t->timer, 0, &off, NULL);
+		if (self) {
+			timer_delete(t->timer);
+			t->timer_ok = false;
+		}
+	}
+	rt_perf_thread_stop(t, self);
+}
+
+static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
+{
+	if (si->si_code != SI_TIMER)
+		return rt_perf_on_signal(t, si, uc, &rt_sampler_soft);
+	if (!t->timer_ok)
+		return 1;
+	struct rt_sample_in s;
+	memset(&s, 0, sizeof s);
+	struct dec_regs regs;
+	memset(&regs, 0, sizeof regs);
+	dec_regs_from_ucontext(&regs, uc);
+	regs.fs_base = t->fs_base;
+	s.time = rt_now();
+	s.ip = regs.rip;
+	s.cpu = (uint32_t)sched_getcpu();
+	s.period = t->period_ns * (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0));
+	if (s.ip >= rt_text_lo && s.ip < rt_text_hi) {
+		t->skip_runtime++;
+		return 1;
+	}
+	s.skip = dec_sample_access(&regs, &s.acc);
+	if (s.skip == 0)
+		s.acc.flags |= CT_SAMPLE_RECONSTRUCTED;
+	rt_sample(t, &s);
+	t->hnd_ns += rt_now() - s.time;
+	t->hnd_runs++;
+	return 1;
+}
+
+const struct sampler_ops rt_sampler_soft = {
+	.name = "soft",
+	.process_init = NULL,
+	.thread_start = soft_thread_start,
+	.thread_stop = soft_thread_stop,
+	.on_signal = soft_on_signal,
+	.fill_attr = soft_fill_attr,
+	.rec_access = soft_rec_access,
+	.rec_period = soft_rec_period,
+};
