@@ -179,7 +179,8 @@ enum ct_skip_reason {
 	CT_SKIP_UNREADABLE_IP = 5,
 	CT_SKIP_NOT_LOAD_STORE = 6,  /* IBS: op was neither */
 	CT_SKIP_KERNEL = 7,          /* sample in kernel space */
-	CT_SKIP_REASON_MAX = 7
+	CT_SKIP_RUNTIME = 8,         /* sample in the recorder's own code */
+	CT_SKIP_REASON_MAX = 8
 };
 
 struct ct_skipped {

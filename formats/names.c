@@ -63,6 +63,7 @@ const char *ct_skip_reason_name(unsigned reason)
 		[CT_SKIP_UNREADABLE_IP] = "unreadable_ip",
 		[CT_SKIP_NOT_LOAD_STORE] = "not_load_store",
 		[CT_SKIP_KERNEL] = "kernel",
+		[CT_SKIP_RUNTIME] = "runtime",
 	};
 	return reason <= CT_SKIP_REASON_MAX ? n[reason] : NULL;
 }

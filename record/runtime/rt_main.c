@@ -181,14 +181,12 @@ int rt_push_wait(struct rt_thread *t, const struct ct_record *r)
 
 void rt_flush_skips(struct rt_thread *t, uint64_t now)
 {
-#ifdef CT_SKIP_RUNTIME
 	/* samples taken while the runtime itself ran (its code, its handlers) */
 	if (t->skip_runtime) {
 		t->skip[CT_SKIP_RUNTIME] += t->skip_runtime;
 		t->skip_runtime = 0;
 		t->skip_pending++;
 	}
-#endif
 	if (!t->skip_pending)
 		return;
 	for (unsigned i = 1; i <= CT_SKIP_REASON_MAX && i < 16; i++) {
