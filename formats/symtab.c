@@ -1,5 +1,5 @@
 /* Symbol tables: building, sorting, the SYMBOLS section codec and lookups.
- * The payload layout is described in formats/SYMBOLS.md. */
+ * The payload layout is in formats/FORMAT.md, "SYMBOLS (kind 8)". */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  *                        the build-id, and with libdwarf (HAVE_LIBDWARF) the
  *                        DWARF line tables, variables and type layouts.
  *   symtab_parse()       the CT_SEC_SYMBOLS payload written by
- *                        symtab_serialize() (layout: formats/SYMBOLS.md).
+ *                        symtab_serialize() (layout: formats/FORMAT.md, SYMBOLS).
  *                        The payload is untrusted: every count, length,
  *                        offset and index is checked.
  * Lookups take runtime addresses. */

@@ -2,7 +2,7 @@
  * launcher builds the symbol tables the analysis needs (functions, line
  * tables for the instruction addresses seen, static objects with their type
  * layouts, build-ids) and the join writes them as a CT_SEC_SYMBOLS section
- * (formats/symtab.h, formats/SYMBOLS.md). */
+ * (formats/symtab.h, formats/FORMAT.md SYMBOLS). */
 #ifndef COMMREC_SYMBOLS_H
 #define COMMREC_SYMBOLS_H
 

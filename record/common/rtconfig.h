@@ -17,6 +17,19 @@
 #define CT_ENV_VERBOSE     "COMMTRACE_VERBOSE"      /* 0 quiet, 1 normal, 2+ debug */
 #define CT_ENV_PID         "COMMTRACE_PID"          /* pid the settings are for: a forked child ignores them */
 
+/* Tuning, not set by the launcher (a user may set them; defaults in brackets). */
+#define CT_ENV_SOFT_TIMER  "COMMTRACE_SOFT_TIMER"   /* soft: "1": POSIX per-thread CPU-time timer instead of perf task-clock */
+#define CT_ENV_WP_ASYNC    "COMMTRACE_WP_ASYNC"     /* "1": watchpoint traps by O_ASYNC real-time signal, not attr.sigtrap SIGTRAP */
+#define CT_ENV_SIGNAL      "COMMTRACE_SIGNAL"       /* the runtime's signal: a number or RTMIN+k [SIGRTMIN+7] */
+#define CT_ENV_RING_UNITS  "COMMTRACE_RING_UNITS"   /* record ring per thread, 64-byte units, power of 2 [4096] */
+#define CT_ENV_BLOCK       "COMMTRACE_BLOCK"        /* raw bytes per compressed frame [65536] */
+#define CT_ENV_ZLEVEL      "COMMTRACE_ZLEVEL"       /* zstd level of the spool files [1] */
+#define CT_ENV_INST_CLOCK  "COMMTRACE_INST_CLOCK"   /* inst full mode: "mono" or "tsc" timestamps [tsc when usable] */
+#define CT_ENV_INST_FUNCS  "COMMTRACE_INST_FUNCS"   /* inst full mode: "0": no function entry/exit records */
+
+/* Read by the launcher only: path of libcommrec.so (else next to commrec, then ../lib/commtrace/). */
+#define CT_ENV_RUNTIME     "COMMTRACE_RUNTIME"
+
 /* Exit status of commrec when it could not record (the program's own status
  * is returned otherwise).  Chosen outside the range shells use for signals
  * (128+n) and the common 0..3 of programs. */

@@ -139,16 +139,16 @@ static void read_config(void)
 	if (rt_cfg.line_size < 8 || (rt_cfg.line_size & (rt_cfg.line_size - 1)) || rt_cfg.line_size > 4096)
 		rt_cfg.line_size = 64;
 	rt_cfg.no_alloc = env_flag(CT_ENV_NO_ALLOC);
-	rt_cfg.soft_timer = env_flag("COMMTRACE_SOFT_TIMER");
-	rt_cfg.wp_async = env_flag("COMMTRACE_WP_ASYNC");
+	rt_cfg.soft_timer = env_flag(CT_ENV_SOFT_TIMER);
+	rt_cfg.wp_async = env_flag(CT_ENV_WP_ASYNC);
 	rt_cfg.verbose = (int)env_u64(CT_ENV_VERBOSE, 1);
-	rt_cfg.sig = parse_signal(getenv("COMMTRACE_SIGNAL"));
-	uint64_t slots = env_u64("COMMTRACE_RING_UNITS", RT_RING_UNITS_DEFAULT);
+	rt_cfg.sig = parse_signal(getenv(CT_ENV_SIGNAL));
+	uint64_t slots = env_u64(CT_ENV_RING_UNITS, RT_RING_UNITS_DEFAULT);
 	uint32_t cap = 64;
 	while (cap < slots && cap < (1u << 20))
 		cap <<= 1;
 	rt_cfg.ring_slots = cap;
-	rt_cfg.zlevel = (int)env_u64("COMMTRACE_ZLEVEL", 1);
+	rt_cfg.zlevel = (int)env_u64(CT_ENV_ZLEVEL, 1);
 }
 
 /* ---- records --------------------------------------------------------------- */

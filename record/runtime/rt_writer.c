@@ -7,6 +7,7 @@
  * that walks all threads.  It never runs program code, is created with
  * every signal blocked, and its allocations are not recorded (rt_guard). */
 #include "rt.h"
+#include "rtconfig.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -157,7 +158,7 @@ static void sink_free(struct ct_sink *s)
 
 static size_t block_cap(void)
 {
-	const char *s = getenv("COMMTRACE_BLOCK");
+	const char *s = getenv(CT_ENV_BLOCK);
 	size_t v = s ? (size_t)strtoull(s, NULL, 0) : 0;
 	return v ? v : 64 * 1024;
 }
