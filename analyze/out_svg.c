@@ -12,13 +12,29 @@
  * every k-th label is shown, k the smallest power of two that leaves room.
  * Column labels are turned upright when they do not fit across k cells.
  *
- * Colours: a linear scale from the smallest to the largest non-zero finite
- * value through a viridis-like ramp (dark blue-violet -> teal -> green ->
- * yellow), interpolated linearly in RGB between nine control points; the
- * legend is a gradient bar with the same stops, labelled with the minimum,
- * middle and maximum values.  Zero cells are light grey (#ebebeb), so they
- * stand apart from the darkest colour of the ramp; non-finite cells are
- * drawn like zero cells and counted in a note.
+ * Colours: a linear scale from 0 to the largest finite value through a
+ * viridis-like ramp (dark blue-violet -> teal -> green -> yellow),
+ * interpolated linearly in RGB between nine control points, so colours are
+ * proportional to volume (51M next to 72M reads as 70%, not as "nothing").
+ * Attributes change the scale:
+ *   "color_min"  "zero" (default) or "min": the scale starts at the
+ *                smallest non-zero cell instead, which spreads the colours
+ *                over the range the cells use (differences look larger);
+ *   "color_max"  a positive number: the top of the scale instead of the
+ *                largest cell, so several pictures can share one scale;
+ *                larger cells take the top colour and the legend says ">=".
+ * The legend is a gradient bar with the same stops, labelled with the
+ * bottom, middle and top of the scale; its height follows the matrix
+ * (between 80 and 400 pixels).  Zero cells are light grey (#ebebeb), so
+ * they stand apart from the darkest colour of the ramp; non-finite cells
+ * are drawn like zero cells and counted in a note.
+ *
+ * Header: the title (matrix name, kind, index); a subtitle with the units,
+ * the sum of the cells (of a symmetric matrix: each pair once, the cells on
+ * and above the diagonal) and the largest cell; and
+ * a line for each of the attributes "trace" and "command" when present,
+ * shortened with "..." when long (the trace to 60 characters, keeping its
+ * end; the command to 70, keeping its beginning).
  *
  * Up to 64 rows every cell is one <rect> with a <title> tooltip (visible
  * when the SVG is opened in a browser); above, a grey background is drawn
@@ -82,13 +98,66 @@ static const char *nz(const char *s, const char *dflt)
 	return s && *s ? s : dflt;
 }
 
+/* Byte offset of the first character after the first c characters of s. */
+static size_t char_offset(const char *s, size_t c)
+{
+	size_t o = 0;
+	unsigned cp;
+	while (s[o] && c--)
+		o += out_utf8_next((const unsigned char *)s + o, &cp);
+	return o;
+}
+
+/* Appends s to out (size cap, holding a string), at most max characters:
+ * a longer s keeps its end (tail) or its beginning, with "..." for the rest.
+ * Control characters become spaces. */
+static void append_short(char *out, size_t cap, const char *s, size_t max, bool tail)
+{
+	size_t l = strlen(out);
+	if (l + 1 >= cap)
+		return;
+	size_t n = nchars(s);
+	const char *from = s, *dots = "";
+	size_t bytes = strlen(s);
+	if (n > max && max > 3) {
+		dots = "...";
+		if (tail) {
+			from = s + char_offset(s, n - (max - 3));
+			bytes = strlen(from);
+		} else {
+			bytes = char_offset(s, max - 3);
+		}
+	}
+	if (tail && *dots && l + 4 <= cap) {
+		memcpy(out + l, dots, 3);
+		l += 3;
+	}
+	for (size_t b = 0; b < bytes && l + 1 < cap;) {
+		/* whole characters only */
+		unsigned cp;
+		size_t cl = out_utf8_next((const unsigned char *)from + b, &cp);
+		if (l + cl + 1 > cap)
+			break;
+		for (size_t q = 0; q < cl; q++) {
+			unsigned char ch = (unsigned char)from[b + q];
+			out[l++] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
+		}
+		b += cl;
+	}
+	out[l] = 0;
+	if (!tail && *dots && l + 4 <= cap)
+		snprintf(out + l, cap - l, "%s", dots);
+}
+
 int write_matrix_svg(FILE *f, const struct matrix_out *m)
 {
 	size_t n = m->n;
 	char lb[32], num[48], col[8];
 
-	/* value range over non-zero finite cells */
-	double lo = INFINITY, hi = -INFINITY;
+	/* value range over non-zero finite cells, and their sum (a symmetric
+	 * matrix: each pair once, the cells on and above the diagonal) */
+	bool sym = out_is_symmetric(m);
+	double lo = INFINITY, hi = -INFINITY, total = 0;
 	size_t nonfinite = 0;
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < n; j++) {
@@ -98,9 +167,62 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 			else if (v != 0) {
 				if (v < lo) lo = v;
 				if (v > hi) hi = v;
+				if (!sym || j >= i)
+					total += v;
 			}
 		}
 	bool anyval = lo <= hi;
+
+	/* the colour scale: [slo, shi] */
+	double slo = 0, shi = hi;
+	bool clipped = false;
+	if (anyval) {
+		const char *cm = out_attr(m, "color_min");
+		if ((cm && !strcmp(cm, "min")) || lo < 0)
+			slo = lo;
+		const char *cx = out_attr(m, "color_max");
+		if (cx && *cx) {
+			char *e;
+			double x = strtod(cx, &e);
+			if (!*e && isfinite(x) && x > 0 && x > slo) {
+				shi = x;
+				clipped = hi > x;
+			}
+		}
+		/* a scale from 0 of negative values: from the minimum up to 0 */
+		if (shi <= 0) {
+			slo = lo;
+			shi = hi;
+		}
+	}
+	double span = shi - slo;
+
+	/* header lines */
+	char sub[400], src[400], cmdl[400];
+	{
+		char t1[48], t2[48];
+		snprintf(sub, sizeof sub, "%s", nz(m->units, "values"));
+		if (anyval) {
+			out_fmt_compact(t1, sizeof t1, total);
+			out_fmt_compact(t2, sizeof t2, hi);
+			size_t l = strlen(sub);
+			snprintf(sub + l, sizeof sub - l, "; total %s%s, max %s", t1,
+			         sym ? " (each pair once)" : "", t2);
+		} else if (n) {
+			size_t l = strlen(sub);
+			snprintf(sub + l, sizeof sub - l, "; total 0");
+		}
+		src[0] = cmdl[0] = 0;
+		const char *tr = out_attr(m, "trace"), *cmd = out_attr(m, "command");
+		if (tr && *tr) {
+			append_short(src, sizeof src, "trace: ", 10, false);
+			append_short(src, sizeof src, tr, 60, true);
+		}
+		if (cmd && *cmd) {
+			append_short(cmdl, sizeof cmdl, "command: ", 20, false);
+			append_short(cmdl, sizeof cmdl, cmd, 70, false);
+		}
+	}
 
 	const char *idx = nz(m->index, "thread");
 	char rtitle[200], ctitle[200];
@@ -108,7 +230,7 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 	if (ra && ca) {
 		snprintf(rtitle, sizeof rtitle, "%s", ra);
 		snprintf(ctitle, sizeof ctitle, "%s", ca);
-	} else if (out_is_symmetric(m)) {
+	} else if (sym) {
 		snprintf(rtitle, sizeof rtitle, "%s", idx);
 		snprintf(ctitle, sizeof ctitle, "%s", idx);
 	} else {
@@ -145,11 +267,11 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 
 	const double margin = 12, tfs = 16, sfs = 11, afs = 12;
 	double S = (double)n * cell;
-	double y0 = margin + tfs + 6 + sfs + 14;
+	double y0 = margin + tfs + 6 + sfs + (*src ? sfs + 4 : 0) + (*cmdl ? sfs + 4 : 0) + 14;
 	double x0 = margin + afs + 8 + lw + 6;
 	double colh = upright ? lw + 6 : fs + 6;
 	double legx = x0 + S + 28, legw = 16;
-	double legh = S < 160 ? 160 : (S > 400 ? 400 : S);
+	double legh = S < 80 ? 80 : (S > 400 ? 400 : S);
 
 	char title[600];
 	snprintf(title, sizeof title, "%s%s%s%s%s%s%s", nz(m->name, "matrix"),
@@ -159,16 +281,22 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 	         m->index && *m->index ? m->index : "", "");
 	double legtext = 0;
 	if (anyval) {
-		const double vals[3] = { lo, (lo + hi) / 2, hi };
+		const double vals[3] = { slo, (slo + shi) / 2, shi };
 		for (int q = 0; q < 3; q++) {
 			out_fmt_compact(num, sizeof num, vals[q]);
-			if (strlen(num) * 6.6 > legtext) legtext = (double)strlen(num) * 6.6;
+			double w = ((double)strlen(num) + (q == 2 && clipped ? 2 : 0)) * 6.6;
+			if (w > legtext) legtext = w;
 		}
 	}
 	if (legtext < 60) legtext = 60;
 	double W = legx + legw + 6 + legtext + margin;
 	double tw = (double)nchars(title) * tfs * 0.6 + 2 * margin;
 	if (W < tw) W = tw;
+	const char *lines[3] = { sub, src, cmdl };
+	for (int q = 0; q < 3; q++) {
+		tw = (double)nchars(lines[q]) * sfs * 0.6 + 2 * margin;
+		if (W < tw) W = tw;
+	}
 	double Hm = y0 + S + colh + afs + 12;
 	double Hl = anyval ? y0 + legh + 40 : y0 + 20;
 	double H = (Hm > Hl ? Hm : Hl) + margin;
@@ -200,7 +328,14 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", W, H);
 
 	text(f, margin, margin + tfs, tfs, "start", "font-weight=\"bold\"", title);
-	text(f, margin, margin + tfs + 6 + sfs, sfs, "start", "fill=\"#444444\"", nz(m->units, ""));
+	text(f, margin, margin + tfs + 6 + sfs, sfs, "start", "class=\"subtitle\" fill=\"#444444\"", sub);
+	{
+		double ly = margin + tfs + 6 + sfs;
+		if (*src)
+			text(f, margin, ly += sfs + 4, sfs, "start", "class=\"trace\" fill=\"#444444\"", src);
+		if (*cmdl)
+			text(f, margin, ly += sfs + 4, sfs, "start", "class=\"command\" fill=\"#444444\"", cmdl);
+	}
 
 	if (n == 0) {
 		text(f, margin, y0 + 20, afs, "start", NULL, "(empty matrix)");
@@ -209,7 +344,6 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 	}
 
 	/* cells */
-	double span = hi - lo;
 	fprintf(f, "<g class=\"cells\"%s>\n",
 	        cell >= 12 ? " stroke=\"#ffffff\" stroke-width=\"1\"" : " shape-rendering=\"crispEdges\"");
 	if (n > EACH_CELL_MAX)
@@ -224,7 +358,7 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 				double v = out_cell(m, i, j);
 				bool val = isfinite(v) && v != 0;
 				if (val)
-					colour(span > 0 ? (v - lo) / span : 1, col);
+					colour(span > 0 ? (v - slo) / span : 1, col);
 				fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
 				        x0 + (double)j * cell, y, cell, cell, val ? col : ZERO_FILL);
 				out_xml_text(f, rlab);
@@ -241,14 +375,14 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 					j++;
 					continue;
 				}
-				colour(span > 0 ? (v - lo) / span : 1, col);
+				colour(span > 0 ? (v - slo) / span : 1, col);
 				size_t e = j + 1;
 				while (e < n) {
 					double u = out_cell(m, i, e);
 					char c2[8];
 					if (!isfinite(u) || u == 0)
 						break;
-					colour(span > 0 ? (u - lo) / span : 1, c2);
+					colour(span > 0 ? (u - slo) / span : 1, c2);
 					if (strcmp(c2, col))
 						break;
 					e++;
@@ -304,10 +438,16 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 	if (anyval) {
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#ramp)\" "
 		           "stroke=\"#999999\" stroke-width=\"0.5\"/>\n", legx, y0, legw, legh);
-		/* max at the top, middle, min at the bottom (one label when equal) */
-		const double vals[3] = { hi, (lo + hi) / 2, lo };
-		for (int q = 0; q < (lo < hi ? 3 : 1); q++) {
-			out_fmt_compact(num, sizeof num, vals[q]);
+		/* top of the scale, middle, bottom (one label when equal) */
+		const double vals[3] = { shi, (slo + shi) / 2, slo };
+		for (int q = 0; q < (slo < shi ? 3 : 1); q++) {
+			if (q == 0 && clipped) {
+				/* larger cells are drawn in the top colour */
+				snprintf(num, sizeof num, "\xe2\x89\xa5 ");
+				out_fmt_compact(num + 4, sizeof num - 4, vals[q]);
+			} else {
+				out_fmt_compact(num, sizeof num, vals[q]);
+			}
 			double ly = y0 + legh * (double)q / 2.0;
 			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444444\"/>\n",
 			        legx + legw, ly, legx + legw + 3, ly);
@@ -315,7 +455,7 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 		}
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"10\" fill=\"%s\" "
 		           "stroke=\"#999999\" stroke-width=\"0.5\"/>\n", legx, y0 + legh + 14, legw, ZERO_FILL);
-		text(f, legx + legw + 5, y0 + legh + 19, 11, "start", "dy=\"0.35em\"", "0");
+		text(f, legx + legw + 5, y0 + legh + 19, 11, "start", "dy=\"0.35em\"", "0 (none)");
 	} else {
 		text(f, legx, y0 + 12, 11, "start", NULL, "all cells 0");
 	}

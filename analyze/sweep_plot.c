@@ -10,8 +10,17 @@
  * with a single swept parameter and several traces, one per trace.  Every
  * other parameter is held at the reference point's value (the finest point
  * when the reference is not a grid point), as the subtitle says.
- * Undefined values (NaN) break the line.  Colours: a fixed qualitative
- * palette (cycled after ten lines). */
+ * Undefined values (NaN) break the line.
+ *
+ * Series stay apart where they overlap: each has its own colour (a fixed
+ * qualitative palette of ten), marker shape (eight, hollow, so that shapes
+ * drawn on the same point stay visible) and dash pattern (six), and earlier
+ * series are drawn with wider strokes so that a later line on top of one
+ * leaves its edges showing.  Every line of a panel is drawn before any
+ * marker, so markers are never hidden by lines.  Each series is a
+ * <g class="series" data-series="I" data-marker="SHAPE">; the legend shows
+ * the same marker and dash.  Panels have a light frame, with the y axis
+ * (left) and x axis (bottom) drawn dark. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +44,84 @@ static const char *const palette[] = {
 	"#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
 };
 #define NPAL (sizeof palette / sizeof *palette)
+
+/* Marker shapes, in order of use. */
+static const char *const marker_name[] = {
+	"circle", "square", "triangle", "diamond", "triangle-down", "plus", "cross", "star",
+};
+#define NMARK (sizeof marker_name / sizeof *marker_name)
+
+/* Dash patterns: solid first. */
+static const char *const dash[] = { NULL, "7,3", "2,2.5", "9,3,2,3", "4,4", "12,3,2,3,2,3" };
+#define NDASH (sizeof dash / sizeof *dash)
+
+/* Stroke width of series sv among n: earlier series wider. */
+static double line_width(size_t sv, size_t n)
+{
+	size_t below = n - 1 - sv;
+	return 1.6 + 0.9 * (double)(below < 3 ? below : 3);
+}
+
+/* Marker `shape` (an index into marker_name) of colour c centred at (x, y);
+ * tip: a tooltip text or NULL. */
+static void marker(FILE *f, size_t shape, double x, double y, const char *c, const char *tip)
+{
+	const double r = 4.2;
+	fprintf(f, "<path class=\"marker\" fill=\"white\" fill-opacity=\"0\" stroke=\"%s\" "
+	           "stroke-width=\"1.6\" d=\"", c);
+	switch (shape % NMARK) {
+	case 0: /* circle: two arcs; larger, so that it rings the shapes inside */
+		fprintf(f, "M%.1f,%.1f a%.1f,%.1f 0 1,0 %.1f,0 a%.1f,%.1f 0 1,0 %.1f,0 Z", x - 1.25 * r, y,
+		        1.25 * r, 1.25 * r, 2.5 * r, 1.25 * r, 1.25 * r, -2.5 * r);
+		break;
+	case 1: /* square */
+		fprintf(f, "M%.1f,%.1f h%.1f v%.1f h%.1f Z", x - r * 0.85, y - r * 0.85, 1.7 * r, 1.7 * r,
+		        -1.7 * r);
+		break;
+	case 2: /* triangle, point up */
+		fprintf(f, "M%.1f,%.1f L%.1f,%.1f L%.1f,%.1f Z", x, y - 1.15 * r, x + r, y + 0.75 * r, x - r,
+		        y + 0.75 * r);
+		break;
+	case 3: /* diamond */
+		fprintf(f, "M%.1f,%.1f L%.1f,%.1f L%.1f,%.1f L%.1f,%.1f Z", x, y - 1.2 * r, x + r, y, x,
+		        y + 1.2 * r, x - r, y);
+		break;
+	case 4: /* triangle, point down */
+		fprintf(f, "M%.1f,%.1f L%.1f,%.1f L%.1f,%.1f Z", x, y + 1.15 * r, x + r, y - 0.75 * r, x - r,
+		        y - 0.75 * r);
+		break;
+	case 5: /* plus */
+		fprintf(f, "M%.1f,%.1f h%.1f M%.1f,%.1f v%.1f", x - 1.2 * r, y, 2.4 * r, x, y - 1.2 * r,
+		        2.4 * r);
+		break;
+	case 6: /* cross */
+		fprintf(f, "M%.1f,%.1f l%.1f,%.1f M%.1f,%.1f l%.1f,%.1f", x - r, y - r, 2 * r, 2 * r, x - r,
+		        y + r, 2 * r, -2 * r);
+		break;
+	default: /* star: six strokes */
+		fprintf(f, "M%.1f,%.1f v%.1f M%.1f,%.1f l%.1f,%.1f M%.1f,%.1f l%.1f,%.1f", x, y - 1.2 * r,
+		        2.4 * r, x - r, y - 0.6 * r, 2 * r, 1.2 * r, x - r, y + 0.6 * r, 2 * r, -1.2 * r);
+		break;
+	}
+	fputs("\"", f);
+	if (tip) {
+		fputs("><title>", f);
+		out_xml_text(f, tip);
+		fputs("</title></path>\n", f);
+	} else {
+		fputs("/>\n", f);
+	}
+}
+
+/* The stroke-dasharray attribute of series sv ("" when solid). */
+static void dash_attr(char *buf, size_t cap, size_t sv)
+{
+	const char *d = dash[sv % NDASH];
+	if (d)
+		snprintf(buf, cap, " stroke-dasharray=\"%s\"", d);
+	else
+		buf[0] = 0;
+}
 
 static const char *const metric_title[NPANELS] = {
 	"estimated volume (line transfers)", "true-sharing fraction", "L1 distance (sum|p-r|/R)",
@@ -222,14 +309,20 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 		for (size_t sv = 0; sv < nser; sv++) {
 			double lx = 14 + (double)(sv % 4) * (W - 20) / 4, ly = TOP + 18.0 * (double)(sv / 4);
 			const char *c = palette[sv % NPAL];
+			char da[48];
+			dash_attr(da, sizeof da, sv);
+			fprintf(f, "<g class=\"legend-key\" data-series=\"%zu\" data-marker=\"%s\">\n", sv,
+			        marker_name[sv % NMARK]);
 			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-			           "stroke-width=\"2\"/>\n", lx, ly - 4, lx + 22, ly - 4, c);
-			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", lx + 11, ly - 4, c);
+			           "stroke-width=\"%.1f\"%s/>\n", lx, ly - 4, lx + 34, ly - 4, c,
+			        line_width(sv, nser), da);
+			marker(f, sv, lx + 17, ly - 4, c, NULL);
+			fputs("</g>\n", f);
 			if (sk >= 0)
 				snprintf(buf, sizeof buf, "%s=%s", s->params[sk].name, s->params[sk].values[sv]);
 			else
 				snprintf(buf, sizeof buf, "%s", s->traces[sv].path);
-			xml_text(f, lx + 28, ly, 11, "start", NULL, buf);
+			xml_text(f, lx + 40, ly, 11, "start", NULL, buf);
 		}
 
 	for (int q = 0; q < NPANELS; q++) {
@@ -268,15 +361,17 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 		hi = thi;
 #define YP(v) (y0 + h - h * ((v) - lo) / (hi - lo))
 		xml_text(f, px + PW / 2, py + 18, 12, "middle", "font-weight=\"bold\"", metric_title[q]);
-		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-		           "stroke=\"#444\" stroke-width=\"1\"/>\n", x0, y0, w, h);
+		/* light frame; the axes are drawn dark after the grid */
+		fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+		           "fill=\"none\" stroke=\"#d4d4d4\" stroke-width=\"1\" shape-rendering=\"crispEdges\"/>\n",
+		        x0, y0, w, h);
 		/* y ticks and grid */
 		for (double t = lo; t <= hi + step * 1e-6; t += step) {
 			double y = YP(t);
 			char tb[48];
 			fmt_tick(fabs(t) < step * 1e-9 ? 0 : t, step, tb, sizeof tb);
-			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-			        x0, y, x0 + w, y);
+			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\" "
+			           "shape-rendering=\"crispEdges\"/>\n", x0, y, x0 + w, y);
 			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n",
 			        x0 - 4, y, x0, y);
 			xml_text(f, x0 - 6, y + 4, 10, "end", NULL, tb);
@@ -294,37 +389,43 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 		}
 		xml_text(f, x0 + w / 2, y0 + h + 34, 11, "middle", NULL,
 		         xk >= 0 ? s->params[xk].name : "");
-		/* lines */
-		for (size_t sv = 0; sv < nser; sv++) {
-			const char *c = palette[sv % NPAL];
-			bool open = false;
-			for (size_t i = 0; i < nx; i++) {
-				double v = metric_value(sweep_metric(s, tr[sv], pt[sv * nx + i]), q);
-				if (!isfinite(v)) {
-					if (open)
-						fputs("\"/>\n", f);
-					open = false;
-					continue;
+		/* axes: left and bottom */
+		fprintf(f, "<path class=\"axes\" fill=\"none\" stroke=\"#444\" stroke-width=\"1\" "
+		           "shape-rendering=\"crispEdges\" d=\"M%.1f,%.1f V%.1f H%.1f\"/>\n",
+		        x0, y0, y0 + h, x0 + w);
+		/* lines of every series, then markers on top */
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t sv = 0; sv < nser; sv++) {
+				const char *c = palette[sv % NPAL];
+				fprintf(f, "<g class=\"%s\" data-series=\"%zu\" data-marker=\"%s\">\n",
+				        pass ? "markers" : "series", sv, marker_name[sv % NMARK]);
+				bool open = false;
+				char da[48];
+				dash_attr(da, sizeof da, sv);
+				for (size_t i = 0; i < nx; i++) {
+					double v = metric_value(sweep_metric(s, tr[sv], pt[sv * nx + i]), q);
+					if (!isfinite(v)) {
+						if (pass == 0 && open)
+							fputs("\"/>\n", f);
+						open = false;
+						continue;
+					}
+					double x = xpos(&ax, i, x0, w), y = YP(v);
+					if (pass) {
+						snprintf(buf, sizeof buf, "point %zu: %g", pt[sv * nx + i], v);
+						marker(f, sv, x, y, c, buf);
+						continue;
+					}
+					if (!open)
+						fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\"%s "
+						           "stroke-linejoin=\"round\" points=\"", c, line_width(sv, nser), da);
+					fprintf(f, "%s%.1f,%.1f", open ? " " : "", x, y);
+					open = true;
 				}
-				if (!open)
-					fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" "
-					           "points=\"", c);
-				fprintf(f, "%s%.1f,%.1f", open ? " " : "", xpos(&ax, i, x0, w), YP(v));
-				open = true;
+				if (open)
+					fputs("\"/>\n", f);
+				fputs("</g>\n", f);
 			}
-			if (open)
-				fputs("\"/>\n", f);
-			for (size_t i = 0; i < nx; i++) {
-				double v = metric_value(sweep_metric(s, tr[sv], pt[sv * nx + i]), q);
-				if (!isfinite(v))
-					continue;
-				fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.6\" fill=\"%s\"><title>",
-				        xpos(&ax, i, x0, w), YP(v), c);
-				snprintf(buf, sizeof buf, "point %zu: %g", pt[sv * nx + i], v);
-				out_xml_text(f, buf);
-				fputs("</title></circle>\n", f);
-			}
-		}
 #undef YP
 	}
 	fputs("</svg>\n", f);

@@ -377,7 +377,9 @@ static void test_json_empty_list(void)
 /* ---- SVG ------------------------------------------------------------------ */
 
 /* Parses the SVG; prints the number of rects in the cells group, the number
- * of <text> elements, and every text content on its own line. */
+ * of <text> elements, and every text content on its own line; then
+ * "fill F" for every cell rect, "legend H" for the height of the colour bar
+ * and "frame H" for the height of the matrix frame. */
 static const char svg_check_py[] =
 	"import sys, xml.etree.ElementTree as ET\n"
 	"ns='{http://www.w3.org/2000/svg}'\n"
@@ -386,7 +388,31 @@ static const char svg_check_py[] =
 	"g=[e for e in r.iter(ns+'g') if e.get('class')=='cells']\n"
 	"print(sum(1 for e in g[0].iter(ns+'rect') if e.get('class')!='zero') if g else 0)\n"
 	"ts=list(r.iter(ns+'text')); print(len(ts))\n"
-	"for t in ts: print(t.text or '')\n";
+	"for t in ts: print(t.text or '')\n"
+	"for e in (g[0].iter(ns+'rect') if g else []):\n"
+	"  if e.get('class')!='zero': print('fill',e.get('fill'))\n"
+	"for e in r.iter(ns+'rect'):\n"
+	"  if e.get('fill')=='url(#ramp)': print('legend',e.get('height'))\n"
+	"  if e.get('fill')=='none': print('frame',e.get('height'))\n";
+
+static void write_svg_py(void)
+{
+	FILE *py = fopen(tpath("svg.py"), "w");
+	CHECK(py != NULL);
+	if (py) {
+		fputs(svg_check_py, py);
+		fclose(py);
+	}
+}
+
+/* The number after "\nkey " in out, or -1. */
+static double svg_num(const char *out, const char *key)
+{
+	char pat[32];
+	snprintf(pat, sizeof pat, "\n%s ", key);
+	const char *p = out ? strstr(out, pat) : NULL;
+	return p ? strtod(p + strlen(pat), NULL) : -1;
+}
 
 static char *svg_parse(const struct matrix_out *m, const char *name, int *rc)
 {
@@ -413,9 +439,7 @@ static void test_svg(void)
 		SKIP("python3 not installed");
 		return;
 	}
-	FILE *py = fopen(tpath("svg.py"), "w");
-	fputs(svg_check_py, py);
-	fclose(py);
+	write_svg_py();
 	static const size_t sizes[] = { 0, 1, 2, 4, 16, 64, 65, 128, 256 };
 	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
 		size_t n = sizes[k];
@@ -474,6 +498,96 @@ static void test_svg_symmetric_and_axes(void)
 		t.cell[c] = 0;
 	out = svg_parse(&t.m, "zero.svg", &rc);
 	CHECK(out && strstr(out, "all cells 0"));
+	free(out);
+	unmake(&t);
+}
+
+/* The colour scale starts at 0 (51M next to 72M is not "dark vs bright");
+ * "color_min" = "min" and "color_max" change it; the subtitle gives the
+ * total, the maximum, the trace and the command; the legend is as tall as
+ * a small matrix. */
+static void test_svg_scale_and_header(void)
+{
+	if (!have_prog("python3")) {
+		SKIP("python3 not installed");
+		return;
+	}
+	write_svg_py();
+	struct tm_ t = make(2, "thread_all", "all", "thread");
+	t.cell[0] = 0;
+	t.cell[1] = 51e6; /* T0 <- T1 */
+	t.cell[2] = 72e6; /* T1 <- T0 */
+	t.cell[3] = 0;
+	char longtrace[200];
+	snprintf(longtrace, sizeof longtrace, "/home/user/%s/run-false-sharing-4t.zst",
+	         "a-very-long-directory-name/another-long-directory-name/and-one-more");
+	struct attr at[] = { { "trace", longtrace },
+	                     { "command", "tests/ubench/p2p -t 4 -n 300000000" },
+	                     { "color_min", NULL }, { "color_max", NULL } };
+	t.m.attrs = at;
+	t.m.nattrs = 2;
+	int rc = -1;
+	char *out = svg_parse(&t.m, "scale.svg", &rc);
+	CHECK_EQ_U(rc, 0);
+	CHECK(out != NULL);
+	if (out) {
+		/* directed: the plain sum of the cells */
+		CHECK(strstr(out, "\nestimated line transfers; total 123,000,000, max 72,000,000\n"));
+		/* the trace keeps its end, shortened; then the command */
+		char want[300];
+		snprintf(want, sizeof want, "\ntrace: ...%s\ncommand: tests/ubench/p2p -t 4 -n 300000000\n",
+		         longtrace + strlen(longtrace) - 57); /* 60 characters with the dots */
+		CHECK(strstr(out, want) != NULL);
+		CHECK(strstr(out, "/home/user/a-very") == NULL);
+		/* legend: top, middle, bottom = 0, then the zero swatch */
+		CHECK(strstr(out, "\n72,000,000\n36,000,000\n0\n0 (none)\n"));
+		/* cells: zero grey, 72M the top colour, 51M well above the bottom */
+		CHECK(strstr(out, "\nfill #ebebeb\nfill ") != NULL);
+		CHECK(strstr(out, "\nfill #fde725\n") != NULL);
+		CHECK(strstr(out, "\nfill #440154\n") == NULL);
+		/* a 2 x 2 legend is not much taller than the matrix */
+		double legh = svg_num(out, "legend"), fh = svg_num(out, "frame");
+		CHECK(legh > 0 && fh > 0);
+		CHECK(legh <= (fh > 80 ? fh : 80) + 1);
+	}
+	free(out);
+
+	/* color_min=min: the old min..max scale; a long command keeps its start */
+	at[1] = (struct attr){ "command", "./app --first-option 1 --second-option 2 --third-option 3 "
+	                                  "--fourth-option 4 --fifth 5" };
+	at[2] = (struct attr){ "color_min", "min" };
+	t.m.nattrs = 3;
+	out = svg_parse(&t.m, "scale_min.svg", &rc);
+	CHECK(out && strstr(out, "\n72,000,000\n61,500,000\n51,000,000\n0 (none)\n"));
+	CHECK(out && strstr(out, "\nfill #440154\n"));
+	CHECK(out && strstr(out, "\ncommand: ./app --first-option 1 --second-option 2 --third-option 3 "
+	                         "--fourth-...\n")); /* 67 + "..." */
+	free(out);
+
+	/* color_max: a shared scale; smaller than the max: ">=" and clipped */
+	at[2] = (struct attr){ "color_min", "zero" };
+	at[3] = (struct attr){ "color_max", "1e8" };
+	t.m.nattrs = 4;
+	out = svg_parse(&t.m, "scale_max.svg", &rc);
+	CHECK(out && strstr(out, "\n100,000,000\n50,000,000\n0\n0 (none)\n"));
+	CHECK(out && !strstr(out, "\nfill #fde725\n"));
+	CHECK(out && strstr(out, "max 72,000,000\n")); /* the subtitle keeps the data's max */
+	free(out);
+	at[3] = (struct attr){ "color_max", "60000000" };
+	out = svg_parse(&t.m, "scale_clip.svg", &rc);
+	CHECK(out && strstr(out, "\n\xe2\x89\xa5 60,000,000\n30,000,000\n0\n"));
+	free(out);
+	at[3] = (struct attr){ "color_max", "junk" }; /* ignored */
+	out = svg_parse(&t.m, "scale_bad.svg", &rc);
+	CHECK(out && strstr(out, "\n72,000,000\n36,000,000\n0\n"));
+	free(out);
+
+	/* symmetric: each pair counted once in the total */
+	t.cell[1] = t.cell[2] = 50e6;
+	t.m.nattrs = 0;
+	out = svg_parse(&t.m, "scale_sym.svg", &rc);
+	CHECK(out && strstr(out, "; total 50,000,000 (each pair once), max 50,000,000\n"));
+	CHECK(out && !strstr(out, "trace: ") && !strstr(out, "command: "));
 	free(out);
 	unmake(&t);
 }
@@ -834,6 +948,7 @@ int main(void)
 	RUN(test_json_empty_list);
 	RUN(test_svg);
 	RUN(test_svg_symmetric_and_axes);
+	RUN(test_svg_scale_and_header);
 	RUN(test_text);
 	RUN(test_h5);
 	RUN(test_comdetective);

@@ -513,6 +513,86 @@ static void test_h5_file(void)
 #endif
 }
 
+/* The plot: series stay apart (distinct marker shapes and dash patterns,
+ * markers drawn after every line of a panel, the legend shows both); panels
+ * have a light frame and dark axes.  Parsed by python3 like the other SVG
+ * tests; prints "ok" or what is wrong. */
+static const char plot_check_py[] =
+	"import sys, xml.etree.ElementTree as ET\n"
+	"ns='{http://www.w3.org/2000/svg}'\n"
+	"r=ET.parse(sys.argv[1]).getroot(); n=int(sys.argv[2])\n"
+	"assert r.tag==ns+'svg'\n"
+	"gs=[g for g in r.iter(ns+'g') if g.get('class') in ('series','markers')]\n"
+	"seq=''.join(g.get('class')[0] for g in gs)\n"
+	"assert seq==('s'*n+'m'*n)*6, 'order '+seq\n"
+	"ser=[g for g in gs if g.get('class')=='series'][:n]\n"
+	"mk=[g.get('data-marker') for g in ser]\n"
+	"assert len(set(mk))==n, 'markers %s'%mk\n"
+	"da=[g.find(ns+'polyline').get('stroke-dasharray') for g in ser]\n"
+	"assert len(set(da))==n, 'dashes %s'%da\n"
+	"for g in [g for g in gs if g.get('class')=='markers'][:n]:\n"
+	"  ps=g.findall(ns+'path')\n"
+	"  assert ps and all(p.get('class')=='marker' for p in ps)\n"
+	"  assert len(set(p.get('d').split()[0][0] for p in ps))==1\n"
+	"shapes=[g.findall(ns+'path')[0].get('d') for g in gs if g.get('class')=='markers'][:n]\n"
+	"import re\n"
+	"norm=[re.sub(r'-?[0-9.]+','#',d) for d in shapes]\n"
+	"assert len(set(norm))==n, 'marker paths alike %s'%norm\n"
+	"lk=[g for g in r.iter(ns+'g') if g.get('class')=='legend-key']\n"
+	"assert [g.get('data-marker') for g in lk]==mk, 'legend markers'\n"
+	"assert [g.find(ns+'line').get('stroke-dasharray') for g in lk]==da, 'legend dashes'\n"
+	"assert all(g.find(ns+'path') is not None for g in lk)\n"
+	"fr=[e for e in r.iter(ns+'rect') if e.get('class')=='frame']\n"
+	"assert len(fr)==6 and all(e.get('stroke')=='#d4d4d4' for e in fr), 'frames'\n"
+	"assert len([e for e in r.iter(ns+'path') if e.get('class')=='axes'])==6, 'axes'\n"
+	"print('ok')\n";
+
+static void test_plot(void)
+{
+	if (system("command -v python3 >/dev/null 2>&1") != 0) {
+		SKIP("python3 not installed");
+		return;
+	}
+	struct tb b;
+	build_random(&b, 4000, 4);
+	const char *path = tb_write(&b);
+	struct sweep s;
+	/* x: board-size; four lines: watchpoints */
+	int rc = make_sweep(&s, path, 2, NULL, "board-size=7,31,127", "watchpoints=1..4", NULL);
+	CHECK(rc == 0);
+	char svg[300], py[300], out[300], cmd[1200];
+	snprintf(svg, sizeof svg, "%s.svg", path);
+	snprintf(py, sizeof py, "%s.py", path);
+	snprintf(out, sizeof out, "%s.out", path);
+	if (!rc) {
+		CHECK(sweep_write_plot(&s, svg) == 0);
+		FILE *f = fopen(py, "w");
+		CHECK(f != NULL);
+		if (f) {
+			fputs(plot_check_py, f);
+			fclose(f);
+			snprintf(cmd, sizeof cmd, "python3 %s %s 4 > %s 2>&1", py, svg, out);
+			int st = system(cmd);
+			CHECK_EQ_U(st, 0);
+			FILE *o = fopen(out, "r");
+			char line[600] = "";
+			if (o) {
+				if (!fgets(line, sizeof line, o))
+					line[0] = 0;
+				fclose(o);
+			}
+			if (strcmp(line, "ok\n"))
+				printf("# plot: %s", line);
+			CHECK(strcmp(line, "ok\n") == 0);
+		}
+	}
+	unlink(svg);
+	unlink(py);
+	unlink(out);
+	sweep_free(&s);
+	tb_free(&b);
+}
+
 int main(void)
 {
 	RUN(test_param_parsing);
@@ -525,5 +605,6 @@ int main(void)
 	RUN(test_reference_trace);
 	RUN(test_damaged_trace);
 	RUN(test_h5_file);
+	RUN(test_plot);
 	return check_summary();
 }
