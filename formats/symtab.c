@@ -323,7 +323,8 @@ static void wb_put(struct wbuf *w, const void *src, size_t n)
 		w->p = q;
 		w->cap = nc;
 	}
-	memcpy(w->p + w->len, src, n);
+	if (n) /* src may be NULL for an empty field */
+		memcpy(w->p + w->len, src, n);
 	w->len += n;
 }
 
@@ -502,7 +503,7 @@ static int parse_module(struct st_module *m, struct rbuf *r, char *err, size_t e
 	if (strlen(path) != pl)
 		FAIL("NUL in module path");
 	m->buildid_len = rb_u8(r);
-	if (m->buildid_len > ST_BUILDID_MAX || !rb_need(r, m->buildid_len))
+	if (m->buildid_len > BUILDID_MAX || !rb_need(r, m->buildid_len))
 		FAIL("bad build-id length");
 	memcpy(m->buildid, r->p, m->buildid_len);
 	r->p += m->buildid_len;
