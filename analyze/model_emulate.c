@@ -12,9 +12,9 @@
  * with period N x the record's period (1 in a full trace).
  *
  * Online part (what the recorder's sample handler does, record/runtime
- * rt_sample.c and board.h, mirrored here because analyze/ may not include
- * record/ code): a bulletin board of --board-size entries indexed by line
- * number mod size; on a sample of thread T:
+ * rt_sample.c, on the recorder's own bulletin board, formats/board.h): a
+ * board of --board-size entries indexed by line number mod size; on a
+ * sample of thread T:
  *   - detection: the entry of T's line holds that line, from another
  *     thread, published after T's last detection (then no arm);
  *   - otherwise TryArmWatchpoint: when T's watchpoints are old (none, hit,
@@ -41,21 +41,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "board.h"
 #include "model_common.h"
 
 #define EMU_DEFAULT_PERIOD 10000u
 #define EMU_DEFAULT_WP 4u
-#define EMU_RECENT 64            /* publications board_pick looks at */
 #define WORD 8
 
 extern const struct model_ops model_comdetective;
-
-struct emu_entry {
-	uint64_t addr, time;
-	uint32_t thread;
-	uint8_t len;
-	bool valid;
-};
 
 struct emu_thread {
 	uint64_t nload, nstore;
@@ -73,12 +66,10 @@ struct emu {
 	struct model_opts o;     /* given to the inner model */
 	uint64_t period;         /* N */
 	unsigned nwp;            /* D, 0: no watchpoints */
-	unsigned line_size, line_shift;
+	unsigned line_size;
 	size_t nthreads;
-	struct emu_entry *board;
-	unsigned board_size;
-	uint32_t recent[EMU_RECENT];
-	uint64_t recent_n;
+	struct board board;
+	void *board_mem;
 	struct emu_thread *t;
 };
 
@@ -99,17 +90,15 @@ static void *emu_create(const struct model_setup *s)
 		e->nwp = EMU_DEFAULT_WP;
 	e->o.watchpoints = e->nwp ? e->nwp : 0;
 	e->line_size = s->line_size ? s->line_size : 64;
-	e->line_shift = log2u(e->line_size);
 	e->nthreads = s->nthreads;
-	e->board_size = e->o.board_size ? e->o.board_size : 127;
-	e->board = calloc(e->board_size, sizeof *e->board);
+	uint32_t board_size = e->o.board_size ? e->o.board_size : 127;
+	e->board_mem = calloc(1, board_bytes(board_size));
 	e->t = calloc(s->nthreads ? s->nthreads : 1, sizeof *e->t);
-	for (size_t i = 0; i < EMU_RECENT; i++)
-		e->recent[i] = UINT32_MAX;
-	if (!e->board || !e->t) {
+	if (!e->board_mem || !e->t) {
 		emu_destroy(e);
 		return NULL;
 	}
+	board_init(&e->board, e->board_mem, board_size, e->line_size);
 	for (size_t i = 0; i < s->nthreads; i++)
 		e->t[i].rnd = (((uint64_t)i + 1) << 32) ^ 0x9e3779b97f4a7c15ull;
 	struct model_setup in = *s;
@@ -123,96 +112,26 @@ static void *emu_create(const struct model_setup *s)
 	return e;
 }
 
-static inline uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
-static inline uint64_t line_of(const struct emu *e, uint64_t addr)
-{
-	return addr >> e->line_shift << e->line_shift;
-}
-
-static inline uint32_t slot_of(const struct emu *e, uint64_t addr)
-{
-	return (uint32_t)((addr >> e->line_shift) % e->board_size);
-}
-
-static void publish(struct emu *e, uint64_t addr, uint8_t len, uint32_t thread, uint64_t now,
-                    uint64_t older_than)
-{
-	uint32_t i = slot_of(e, addr);
-	struct emu_entry *b = &e->board[i];
-	if (b->valid && b->time >= older_than)
-		return;                  /* not expired yet */
-	*b = (struct emu_entry){ .addr = addr, .time = now, .thread = thread, .len = len,
-	                         .valid = true };
-	e->recent[e->recent_n++ % EMU_RECENT] = i;
-}
-
-/* board_pick: a random unexpired entry of another thread among the last
- * EMU_RECENT publications (reservoir sampling over the distinct slots). */
-static const struct emu_entry *pick(struct emu *e, uint32_t self, uint64_t since, uint64_t now,
-                                    uint64_t rnd)
-{
-	unsigned probes = EMU_RECENT;
-	if (probes > e->recent_n)
-		probes = (unsigned)e->recent_n;
-	uint32_t seen[EMU_RECENT];
-	unsigned found = 0;
-	const struct emu_entry *out = NULL;
-	for (unsigned k = 0; k < probes; k++) {
-		uint32_t i = e->recent[(e->recent_n - 1 - k) % EMU_RECENT];
-		bool dup = false;
-		for (unsigned j = 0; j < k && !dup; j++)
-			dup = seen[j] == i;
-		seen[k] = i;
-		if (dup || i >= e->board_size || !e->board[i].valid)
-			continue;
-		const struct emu_entry *v = &e->board[i];
-		if (v->thread == self || v->time < since || v->time > now)
-			continue;
-		found++;
-		if (found == 1 || (rnd = rnd * 6364136223846793005ull + 1442695040888963407ull,
-		                   (rnd >> 33) % found == 0))
-			out = v;
-	}
-	return out;
-}
-
 static void try_arm(struct emu *e, struct emu_thread *th, uint32_t t, uint64_t now)
 {
 	bool old = !th->armed || th->hit || th->arm_time < th->prev_sample;
 	if (!old)
 		return;
 	th->armed = false;
-	const struct emu_entry *v = pick(e, t, th->prev_sample, now, xorshift(&th->rnd));
-	if (!v)
+	struct board_view v;
+	if (!board_pick(&e->board, t, th->prev_sample, now, board_random(&th->rnd), BOARD_RECENT, &v))
 		return;
-	uint64_t line = line_of(e, v->addr);
-	uint32_t words = e->line_size / WORD;
+	uint64_t line = board_line(&e->board, v.addr);
 	uint32_t chosen[CT_WP_MAX];
-	unsigned n = 0, want = e->nwp < words ? e->nwp : words;
-	for (int tries = 0; n < want && tries < 64; tries++) {
-		uint32_t w = (uint32_t)(xorshift(&th->rnd) % words);
-		bool dup = false;
-		for (unsigned k = 0; k < n; k++)
-			dup |= chosen[k] == w;
-		if (!dup)
-			chosen[n++] = w;
-	}
+	unsigned n = board_choose_words(&th->rnd, e->line_size / WORD, e->nwp, chosen);
 	if (!n)
 		return;
 	struct ct_record r = { .type = CT_REC_WP_ARM, .thread = t, .time = now };
 	struct ct_wp_arm *a = &r.u.arm;
-	a->pub_time = v->time;
-	a->pub_addr = v->addr;
-	a->pub_len = v->len;
-	a->publisher = v->thread;
+	a->pub_time = v.time;
+	a->pub_addr = v.addr;
+	a->pub_len = v.len;
+	a->publisher = v.thread;
 	a->nwp = (uint8_t)n;
 	for (unsigned i = 0; i < n; i++) {
 		th->wp[i] = line + (uint64_t)chosen[i] * WORD;
@@ -270,18 +189,19 @@ static void emu_record(void *self, const struct ct_record *r)
 	uint64_t now = r->time;
 	if (e->nwp) {
 		uint32_t t = r->thread;
-		const struct emu_entry *v = &e->board[slot_of(e, s->addr)];
+		struct board_view v;
 		bool detect = false;
-		if (v->valid && line_of(e, v->addr) == line_of(e, s->addr) && v->thread != t &&
-		    v->time > th->prev_detect) {
+		if (board_get(&e->board, s->addr, &v) &&
+		    board_line(&e->board, v.addr) == board_line(&e->board, s->addr) &&
+		    v.thread != t && v.time > th->prev_detect) {
 			detect = true;
-			th->prev_detect = v->time;
+			th->prev_detect = v.time;
 		}
 		if (!detect)
 			try_arm(e, th, t, now);
 		if (store) {
 			uint64_t older = th->prev_store ? th->prev_store : th->prev_sample;
-			publish(e, s->addr, s->len ? s->len : 1, t, now, older);
+			board_publish(&e->board, s->addr, s->len ? s->len : 1, t, now, older);
 		}
 	}
 	th->prev_sample = now;
@@ -303,7 +223,7 @@ static void emu_destroy(void *self)
 		return;
 	if (e->in)
 		e->inner->destroy(e->in);
-	free(e->board);
+	free(e->board_mem);
 	free(e->t);
 	free(e);
 }

@@ -642,7 +642,6 @@ fail:
 int symtab_parse(struct symtab *s, const void *buf, size_t len, char *err, size_t errcap)
 {
 	struct rbuf r = { buf, (const uint8_t *)buf + len, 0 };
-	size_t first = s->n;
 	uint32_t magic = rb_u32(&r);
 	uint16_t ver = rb_u16(&r);
 	(void)rb_u16(&r);   /* flags */
@@ -695,7 +694,6 @@ int symtab_parse(struct symtab *s, const void *buf, size_t len, char *err, size_
 	symtab_finish(s);
 	return 0;
 fail:
-	(void)first;
 	symtab_finish(s);
 	return -1;
 }

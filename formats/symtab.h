@@ -21,10 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buildid.h"
+
 #define SYMTAB_MAGIC 0x59535443u   /* bytes "CTSY" */
 #define SYMTAB_VERSION 1
 #define ST_NONE UINT32_MAX         /* no type / no file / no name */
-#define ST_BUILDID_MAX 64
 #define ST_TYPE_DEPTH_MAX 16       /* member paths deeper than this are cut */
 
 /* Limits the parser enforces (hostile payloads). */
@@ -83,7 +84,7 @@ struct st_member {
 
 struct st_module {
 	char *path;
-	uint8_t buildid[ST_BUILDID_MAX];
+	uint8_t buildid[BUILDID_MAX];
 	uint8_t buildid_len;
 	uint64_t bias, lo, hi;     /* runtime = file address + bias, in [lo, hi) */
 	uint32_t flags;            /* ST_MOD_* */
@@ -150,15 +151,13 @@ struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo
  * 0 on success with *bias set; -1 when the file cannot be read. */
 int symtab_elf_bias(const char *path, uint64_t map_start, uint64_t map_offset,
                     uint64_t *bias);
-/* Build-id of an ELF file: length (0 if none), -1 if unreadable. */
-int symtab_elf_buildid(const char *path, uint8_t id[ST_BUILDID_MAX]);
 
 /* One line of a MAPS section / maps-PID.txt file
  * ("start-end perms offset buildid path"); 0 or -1 if malformed. */
 struct st_mapping {
 	uint64_t start, end, offset;
 	bool exec;
-	char buildid[2 * ST_BUILDID_MAX + 1];   /* hex or "-" */
+	char buildid[2 * BUILDID_MAX + 1];   /* hex or "-" */
 	char path[4096];
 };
 int symtab_maps_line(const char *line, size_t len, struct st_mapping *out);

@@ -601,13 +601,12 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 	}
 	int ncu = 0;
 	for (;;) {
-		Dwarf_Unsigned hlen = 0, abbr = 0, next = 0, typeoff = 0;
+		Dwarf_Unsigned hlen = 0, next = 0, typeoff = 0;
 		Dwarf_Half ver = 0, asz = 0, lsz = 0, esz = 0, cut = 0;
 		Dwarf_Sig8 sig;
 		Dwarf_Off aoff = 0;
 		int r = dwarf_next_cu_header_d(d.dbg, 1, &hlen, &ver, &aoff, &asz, &lsz, &esz, &sig,
 		                               &typeoff, &next, &cut, &e);
-		(void)abbr;
 		if (r != DW_DLV_OK)
 			break;
 		Dwarf_Die cu = NULL;

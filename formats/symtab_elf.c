@@ -1,5 +1,6 @@
 /* Symbol tables from ELF files: a small reader of our own (no libelf) for
- * the symbol tables, program headers and the build-id note; DWARF through
+ * the symbol tables and program headers (the build-id note: buildid.c, the
+ * reader the launcher records build-ids with); DWARF through
  * symtab_dwarf.c when libdwarf is available.  ELF64 little-endian only
  * (x86-64, aarch64); other files give a module without symbols and a note.
  * Never trusts the file: every offset and size is checked against its size. */
@@ -95,58 +96,6 @@ static const Elf64_Shdr *find_section(const struct elf_file *e, const char *name
 		if (!strcmp(sec_name(e, &e->sh[i]), name))
 			return &e->sh[i];
 	return NULL;
-}
-
-static int note_buildid(const struct elf_file *e, uint64_t off, uint64_t len,
-                        uint8_t id[ST_BUILDID_MAX])
-{
-	if (!in_file(e, off, len))
-		return 0;
-	const uint8_t *p = e->p + off, *end = p + len;
-	while ((size_t)(end - p) >= 12) {
-		uint32_t nsz, dsz, type;
-		memcpy(&nsz, p, 4);
-		memcpy(&dsz, p + 4, 4);
-		memcpy(&type, p + 8, 4);
-		p += 12;
-		uint64_t na = ((uint64_t)nsz + 3) & ~3ull, da = ((uint64_t)dsz + 3) & ~3ull;
-		if (na > (uint64_t)(end - p) || da > (uint64_t)(end - p) - na)
-			return 0;
-		if (type == NT_GNU_BUILD_ID && nsz == 4 && !memcmp(p, "GNU", 4) && dsz &&
-		    dsz <= ST_BUILDID_MAX) {
-			memcpy(id, p + na, dsz);
-			return (int)dsz;
-		}
-		p += na + da;
-	}
-	return 0;
-}
-
-static int elf_buildid(const struct elf_file *e, uint8_t id[ST_BUILDID_MAX])
-{
-	for (size_t i = 0; i < e->phnum; i++)
-		if (e->ph[i].p_type == PT_NOTE) {
-			int l = note_buildid(e, e->ph[i].p_offset, e->ph[i].p_filesz, id);
-			if (l > 0)
-				return l;
-		}
-	for (size_t i = 0; i < e->shnum; i++)
-		if (e->sh[i].sh_type == SHT_NOTE) {
-			int l = note_buildid(e, e->sh[i].sh_offset, e->sh[i].sh_size, id);
-			if (l > 0)
-				return l;
-		}
-	return 0;
-}
-
-int symtab_elf_buildid(const char *path, uint8_t id[ST_BUILDID_MAX])
-{
-	struct elf_file e;
-	if (elf_open(&e, path))
-		return -1;
-	int l = elf_buildid(&e, id);
-	elf_close(&e);
-	return l;
 }
 
 int symtab_elf_bias(const char *path, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
@@ -247,7 +196,7 @@ struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo
 		if (e.ph[i].p_type == PT_LOAD && e.ph[i].p_vaddr + e.ph[i].p_memsz + bias > m->hi &&
 		    e.ph[i].p_vaddr + e.ph[i].p_memsz - e.ph[i].p_vaddr < (1ull << 40))
 			m->hi = e.ph[i].p_vaddr + e.ph[i].p_memsz + bias;
-	int bl = elf_buildid(&e, m->buildid);
+	int bl = buildid_read(path, m->buildid);
 	m->buildid_len = bl > 0 ? (uint8_t)bl : 0;
 	const Elf64_Shdr *sy = NULL, *dy = NULL;
 	for (size_t i = 0; i < e.shnum; i++) {
@@ -262,10 +211,9 @@ struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo
 	struct elf_file d = { 0 };
 	bool have_d = false;
 	if ((!sy || !has_debug_info(&e)) && m->buildid_len > 1) {
-		int l = snprintf(dbgpath, sizeof dbgpath, "/usr/lib/debug/.build-id/%02x/", m->buildid[0]);
-		for (int i = 1; i < m->buildid_len && l > 0 && (size_t)l < sizeof dbgpath - 8; i++)
-			l += snprintf(dbgpath + l, sizeof dbgpath - (size_t)l, "%02x", m->buildid[i]);
-		snprintf(dbgpath + l, sizeof dbgpath - (size_t)l, ".debug");
+		char hex[2 * BUILDID_MAX + 1];
+		buildid_hex(m->buildid, m->buildid_len, hex);
+		snprintf(dbgpath, sizeof dbgpath, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
 		have_d = elf_open(&d, dbgpath) == 0;
 	}
 	const Elf64_Shdr *dsy = NULL;
@@ -316,7 +264,7 @@ int symtab_maps_line(const char *line, size_t len, struct st_mapping *out)
 	memcpy(buf, line, len);
 	buf[len] = 0;
 	unsigned long long start, end, off;
-	char perms[8], bid[2 * ST_BUILDID_MAX + 1];
+	char perms[8], bid[2 * BUILDID_MAX + 1];
 	int n = 0;
 	if (sscanf(buf, "%llx-%llx %7s %llx %128s %n", &start, &end, perms, &off, bid, &n) < 5)
 		return -1;
@@ -397,9 +345,8 @@ int symtab_from_maps(struct symtab *s, const char *text, size_t len, const struc
 		}
 		/* a file that changed since the recording is not the one that ran */
 		if (!(m->flags & ST_MOD_MISSING) && f->buildid[0] && strcmp(f->buildid, "-")) {
-			char hex[2 * ST_BUILDID_MAX + 1] = "";
-			for (int k = 0; k < m->buildid_len; k++)
-				sprintf(hex + 2 * k, "%02x", m->buildid[k]);
+			char hex[2 * BUILDID_MAX + 1];
+			buildid_hex(m->buildid, m->buildid_len, hex);
 			if (strcmp(hex, f->buildid)) {
 				snprintf(why, sizeof why, "build-id differs from the recorded one: symbols ignored");
 				symtab_clear_module(m);

@@ -219,7 +219,7 @@ int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *
 	struct ct_join_section extra[1];
 	size_t nextra = 0;
 	uint64_t ts = rec_now_ns();
-	if (embed_symbols_notes(spool, &sym, &symlen, symbol_note, NULL, serr, sizeof serr) == 0) {
+	if (embed_symbols(spool, &sym, &symlen, symbol_note, NULL, serr, sizeof serr) == 0) {
 		extra[nextra++] = (struct ct_join_section){ CT_SEC_SYMBOLS, sym, symlen };
 		rec_info(1, "symbols: %zu bytes in %.3f s", symlen, (double)(rec_now_ns() - ts) / 1e9);
 	} else {

@@ -166,9 +166,9 @@ static char *read_maps(const char *spool, size_t *len, char *err, size_t cap)
 	return buf ? buf : calloc(1, 1);
 }
 
-int embed_symbols_notes(const char *spool_dir, void **payload, size_t *len,
-                        void (*note)(void *arg, const char *path, const char *what),
-                        void *arg, char *err, size_t cap)
+int embed_symbols(const char *spool_dir, void **payload, size_t *len,
+                  void (*note)(void *arg, const char *path, const char *what),
+                  void *arg, char *err, size_t cap)
 {
 	*payload = NULL;
 	*len = 0;
@@ -204,9 +204,4 @@ int embed_symbols_notes(const char *spool_dir, void **payload, size_t *len,
 	if (rc)
 		snprintf(err, cap, "out of memory building the symbol tables");
 	return rc;
-}
-
-int embed_symbols(const char *spool_dir, void **payload, size_t *len, char *err, size_t cap)
-{
-	return embed_symbols_notes(spool_dir, payload, len, NULL, NULL, err, cap);
 }

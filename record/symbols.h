@@ -16,9 +16,8 @@
  * "no DWARF", "cannot open").  Returns 0, or -1 with err filled (no maps
  * file, unreadable spool, out of memory); the recording is still usable
  * without the section. */
-int embed_symbols_notes(const char *spool_dir, void **payload, size_t *len,
-                        void (*note)(void *arg, const char *path, const char *what),
-                        void *arg, char *err, size_t cap);
-int embed_symbols(const char *spool_dir, void **payload, size_t *len, char *err, size_t cap);
+int embed_symbols(const char *spool_dir, void **payload, size_t *len,
+                  void (*note)(void *arg, const char *path, const char *what),
+                  void *arg, char *err, size_t cap);
 
 #endif

@@ -1,5 +1,5 @@
 /* Unit tests of record/common/machine.c (on a fake /proc + /sys tree under a
- * temporary directory) and record/common/buildid.c (on real binaries against
+ * temporary directory) and formats/buildid.c (on real binaries against
  * `readelf -n`, and on synthetic ELF files). */
 #include <elf.h>
 #include <errno.h>

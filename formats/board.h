@@ -4,6 +4,11 @@
  * a sampled store (or atomic), the publishing thread's index and the time of
  * publishing.
  *
+ * One implementation serves the recorder's sample handler (record/runtime)
+ * and the analyzer's emulate model, which replays the recorder on a full
+ * trace: the rules below decide which WP_ARM records a trace holds.  No
+ * allocation (the caller gives the memory), no locks, no stdio.
+ *
  * Lock-free: every entry has a sequence number, odd while a publisher writes
  * it.  A publisher claims an entry by CAS on the sequence number it read
  * when it decided the entry was replaceable (so two publishers never both
@@ -11,8 +16,7 @@
  * an entry being written, or changed while read, reads as empty.
  * Async-signal-safe (publishing and reading happen in sample handlers).
  *
- * Expiry (what this runtime does, and what the analyzer's replay of the
- * "comdetective" model must mirror):
+ * Expiry:
  *   - An entry counts as unexpired for thread T at the time of T's sample if
  *     it was published at or after T's previous sample (any kind): "published
  *     between its current sample and its previous sample" (paper, 3.2).
@@ -85,5 +89,20 @@ bool board_publish(struct board *b, uint64_t addr, uint8_t len, uint32_t thread,
  * (rnd: a random number).  true with *v if one was found. */
 bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t now,
                 uint64_t rnd, unsigned probes, struct board_view *v);
+
+/* The watchpoints' random numbers: one xorshift64 step of *state (nonzero). */
+static inline uint64_t board_random(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
+/* The words of a picked line to watch: up to `want` distinct word indices
+ * (0..words-1) drawn with board_random(rnd) into chosen[], giving up after
+ * 64 draws.  Returns how many were chosen. */
+unsigned board_choose_words(uint64_t *rnd, uint32_t words, unsigned want, uint32_t *chosen);
 
 #endif

@@ -94,14 +94,12 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 	for (unsigned k = 0; k < probes; k++) {
 		uint32_t i = atomic_load_explicit(&b->recent[(n - 1 - k) % BOARD_RECENT],
 		                                  memory_order_relaxed);
-		if (i >= b->size)
-			continue;
 		bool dup = false;
 		for (unsigned j = 0; j < k && !dup; j++)
 			dup = seen[j] == i;
 		seen[k] = i;
 		struct board_view v;
-		if (dup || !read_entry(&b->e[i], &v))
+		if (dup || i >= b->size || !read_entry(&b->e[i], &v))
 			continue;
 		if (v.thread == self || v.time < since || v.time > now)
 			continue;
@@ -112,4 +110,20 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 			*out = v;
 	}
 	return found != 0;
+}
+
+unsigned board_choose_words(uint64_t *rnd, uint32_t words, unsigned want, uint32_t *chosen)
+{
+	unsigned n = 0;
+	if (want > words)
+		want = words;
+	for (int tries = 0; n < want && tries < 64; tries++) {
+		uint32_t w = (uint32_t)(board_random(rnd) % words);
+		bool dup = false;
+		for (unsigned k = 0; k < n; k++)
+			dup |= chosen[k] == w;
+		if (!dup)
+			chosen[n++] = w;
+	}
+	return n;
 }

@@ -1,4 +1,4 @@
-/* Online bulletin board (record/common/board.c). */
+/* Online bulletin board (formats/board.c). */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -137,11 +137,38 @@ static void test_concurrent(void)
 	free(m);
 }
 
+/* Watched words: distinct, inside the line, as many as asked for (at most
+ * the line's words), and the same for the same random state. */
+static void test_choose_words(void)
+{
+	uint64_t rnd = 12345;
+	for (int round = 0; round < 1000; round++) {
+		uint32_t words = 1 + (uint32_t)(board_random(&rnd) % 16);
+		unsigned want = 1 + (unsigned)(board_random(&rnd) % 4);
+		uint64_t again = rnd;
+		uint32_t w[4], w2[4];
+		unsigned n = board_choose_words(&rnd, words, want, w);
+		CHECK_EQ_U(n, want < words ? want : words);
+		CHECK_EQ_U(board_choose_words(&again, words, want, w2), n);
+		CHECK_EQ_U(again, rnd);
+		for (unsigned i = 0; i < n; i++) {
+			CHECK(w[i] < words);
+			CHECK_EQ_U(w2[i], w[i]);
+			for (unsigned j = 0; j < i; j++)
+				CHECK(w[j] != w[i]);
+		}
+		if (check_case_failed)
+			return;
+	}
+	CHECK_EQ_U(board_choose_words(&rnd, 0, 4, (uint32_t[4]){ 0 }), 0);
+}
+
 int main(void)
 {
 	RUN(test_publish_and_get);
 	RUN(test_expiry);
 	RUN(test_pick);
 	RUN(test_concurrent);
+	RUN(test_choose_words);
 	return check_summary();
 }

@@ -1,7 +1,9 @@
-/* A small ELF reader for what the launcher needs to know about files:
- * the GNU build-id note (NT_GNU_BUILD_ID) of a mapped file, and whether a
- * program is dynamically linked (has PT_INTERP), so that commrec can explain
- * why the preloaded runtime did not load.
+/* A small ELF reader for what commtrace needs to know about files: the GNU
+ * build-id note (NT_GNU_BUILD_ID) of a mapped file (the launcher records
+ * it, the symbol loader compares it with the file it finds: one reader, so
+ * that both read the same id), and whether a program is dynamically linked
+ * (has PT_INTERP), so that commrec can explain why the preloaded runtime did
+ * not load.
  *
  * Plain pread()s, no libelf; ELF32 and ELF64, either byte order.  Never
  * prints, never trusts the file: every offset and size is checked. */
@@ -18,8 +20,6 @@
  * the bytes in id, 0 if the file is ELF but has no build-id note, -1 if the
  * file cannot be opened or is not ELF. */
 int buildid_read(const char *path, uint8_t id[BUILDID_MAX]);
-/* The same on an open file descriptor. */
-int buildid_read_fd(int fd, uint8_t id[BUILDID_MAX]);
 
 /* Lower-case hex of id[0..len) into out (at least 2*len+1 bytes). */
 void buildid_hex(const uint8_t *id, int len, char *out);

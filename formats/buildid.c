@@ -141,7 +141,7 @@ static int scan_notes(const struct elf_file *e, uint64_t off, uint64_t size, uin
 	return 0;
 }
 
-int buildid_read_fd(int fd, uint8_t id[BUILDID_MAX])
+static int buildid_read_fd(int fd, uint8_t id[BUILDID_MAX])
 {
 	struct elf_file e;
 	int r = elf_open(&e, fd);
