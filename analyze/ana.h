@@ -39,12 +39,34 @@ void ana_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * past the value.  Returns 1 matched, 0 not this option, -1 value missing
  * (message printed). */
 int arg_value(int argc, char **argv, int *i, const char *name, const char **value);
+/* The command's argument a that is not one of its options: the trace, into
+ * *path.  An unknown option ("-x") or a second trace is a usage error.
+ * 0, or EXIT_USAGE (message printed, prefixed "cmd: "). */
+int arg_trace(const char *cmd, const char *a, const char **path);
+/* After the arguments: 0 if a trace was given, else EXIT_USAGE with
+ * "cmd: which trace? usage: commanalyze USAGE" printed. */
+int arg_trace_given(const char *cmd, const char *path, const char *usage);
+/* ct_trace_open, with the reason printed when it fails (then NULL: exit
+ * with EXIT_BADTRACE). */
+struct ct_trace *ana_open_trace(const char *path);
 /* A model option at argv[*i] ("--expiry ns:5", "--expiry=ns:5"): 1 parsed
  * (*i advanced past its value), 0 not a model option, -1 usage error
  * (message printed). */
 int model_args(struct model_opts *o, int argc, char **argv, int *i);
 /* Parse an unsigned decimal number; false if not a number or out of range. */
 bool parse_u64(const char *s, uint64_t *out);
+
+/* MurmurHash3's 64-bit finalizer: every input bit moves every output bit
+ * (hash tables, the board's --hash murmur, the signature's slots). */
+static inline uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
 
 /* Whether the trace is whole: it has an end summary and the recorder says
  * the recording completed.  why: one line either way. (info.c) */

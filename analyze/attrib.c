@@ -18,22 +18,12 @@ const char *obj_kind_name(unsigned kind)
 
 /* ---- u64 -> u32 hash map ---------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 static bool map_get(const struct u64map *m, uint64_t k, uint32_t *v)
 {
 	if (!m->cap)
 		return false;
 	size_t mask = m->cap - 1;
-	for (size_t i = mix64(k) & mask;; i = (i + 1) & mask) {
+	for (size_t i = fmix64(k) & mask;; i = (i + 1) & mask) {
 		if (m->v[i] == UINT32_MAX)
 			return false;
 		if (m->k[i] == k) {
@@ -57,7 +47,7 @@ static int map_put(struct u64map *m, uint64_t k, uint32_t v)
 		memset(nv, 0xff, nc * sizeof *nv);
 		for (size_t i = 0; i < m->cap; i++)
 			if (m->v[i] != UINT32_MAX) {
-				size_t j = mix64(m->k[i]) & (nc - 1);
+				size_t j = fmix64(m->k[i]) & (nc - 1);
 				while (nv[j] != UINT32_MAX)
 					j = (j + 1) & (nc - 1);
 				nk[j] = m->k[i];
@@ -71,7 +61,7 @@ static int map_put(struct u64map *m, uint64_t k, uint32_t v)
 	}
 	size_t mask = m->cap - 1;
 	size_t i;
-	for (i = mix64(k) & mask; m->v[i] != UINT32_MAX; i = (i + 1) & mask)
+	for (i = fmix64(k) & mask; m->v[i] != UINT32_MAX; i = (i + 1) & mask)
 		if (m->k[i] == k) {
 			m->v[i] = v;
 			return 0;
@@ -1098,11 +1088,6 @@ void attrib_free(struct attrib *a)
 const char *attrib_notes(const struct attrib *a)
 {
 	return a->notes ? a->notes : "";
-}
-
-const struct symtab *attrib_symtab(const struct attrib *a)
-{
-	return &a->syms;
 }
 
 const char *attrib_object_name(struct attrib *a, uint64_t addr, char *buf, size_t cap)

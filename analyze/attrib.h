@@ -44,7 +44,6 @@ struct event_consumer attrib_event_consumer(struct attrib *a);
 /* Remarks about missing symbols ("p: stripped", "no embedded symbols ..."),
  * one per line; "" when none. */
 const char *attrib_notes(const struct attrib *a);
-const struct symtab *attrib_symtab(const struct attrib *a);
 
 /* Name of the object at addr now (after the replay: as it was last seen).
  * For tests and the dump command. */
@@ -65,9 +64,6 @@ int attrib_write_objects(struct attrib *a, FILE *f, enum attrib_format fmt, size
 double *attrib_object_matrix(struct attrib *a, const char *name, enum mx_kind kind, size_t *n);
 /* Cache lines ranked by weight, with per-offset detail. */
 int attrib_write_lines(struct attrib *a, FILE *f, enum attrib_format fmt, size_t top);
-/* For info: what the trace's SYMBOLS section holds, one line per module.
- * 0, or -1 when the section is damaged (said in the output). */
-int attrib_symbols_summary(struct ct_trace *t, FILE *f);
 /* For the report: "Top objects" and "Top lines" sections in text. */
 void attrib_report_sections(struct attrib *a, FILE *f, size_t top_objects, size_t top_lines);
 

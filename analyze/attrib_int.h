@@ -146,11 +146,14 @@ struct attrib_cli {
 	struct model_opts o;
 };
 struct analysis;
-int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv, struct attrib_cli *c);
-int attrib_cli_run(struct attrib_cli *c, struct analysis *an, struct attrib **a);
-int attrib_cli_finish(struct attrib_cli *c, struct analysis *an, struct attrib *a,
-                      int (*fn)(struct attrib_cli *c, struct analysis *an, struct attrib *a,
-                                FILE *f));
+/* Writes the command's output to f: 0, >0 an exit status, <0 a write error
+ * (errno set). */
+typedef int attrib_cli_writer(struct attrib_cli *c, struct analysis *an, struct attrib *a,
+                              FILE *f);
+/* The whole command: parse the options (--object and --kind only when
+ * objects), run the analysis with attribution, write with fn to -o FILE or
+ * stdout.  Returns the exit status. */
+int attrib_cli_main(const char *cmd, bool objects, int argc, char **argv, attrib_cli_writer *fn);
 
 void attrib_note(struct attrib *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int attrib_find_object(const struct attrib *a, const char *name);

@@ -714,35 +714,3 @@ void attrib_report_sections(struct attrib *a, FILE *f, size_t top_objects, size_
 	}
 	free(ix);
 }
-
-/* ---- what the SYMBOLS section holds (for info) ----------------------------------- */
-
-int attrib_symbols_summary(struct ct_trace *t, FILE *f)
-{
-	size_t len;
-	const void *p = ct_trace_section(t, CT_SEC_SYMBOLS, &len);
-	if (!p) {
-		fprintf(f, "symbols: none embedded (analyze with --symbols-from-binaries on the "
-		           "machine that recorded it)\n");
-		return 0;
-	}
-	struct symtab s;
-	symtab_init(&s);
-	char err[300];
-	int rc = symtab_parse(&s, p, len, err, sizeof err);
-	fprintf(f, "symbols: %zu bytes, %zu module%s%s%s\n", len, s.n, s.n == 1 ? "" : "s",
-	        rc ? ", damaged: " : "", rc ? err : "");
-	for (size_t i = 0; i < s.n; i++) {
-		const struct st_module *m = s.mods[i];
-		char bid[2 * ST_BUILDID_MAX + 1] = "-";
-		for (int k = 0; k < m->buildid_len; k++)
-			sprintf(bid + 2 * k, "%02x", m->buildid[k]);
-		fprintf(f, "  %s  build-id %s  %zu functions, %zu lines, %zu variables, %zu types%s%s%s\n",
-		        m->path, bid, m->nfuncs, m->nlines, m->nvars, m->ntypes,
-		        m->flags & ST_MOD_DWARF ? ", DWARF" : "",
-		        m->flags & ST_MOD_DYNSYM ? ", stripped" : "",
-		        m->flags & ST_MOD_MISSING ? ", file missing at recording" : "");
-	}
-	symtab_free(&s);
-	return rc ? -1 : 0;
-}

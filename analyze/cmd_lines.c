@@ -12,13 +12,5 @@ static int write_lines(struct attrib_cli *c, struct analysis *an, struct attrib 
 
 int cmd_lines(int argc, char **argv)
 {
-	struct attrib_cli c;
-	int rc = attrib_cli_parse("lines", false, argc, argv, &c);
-	if (rc)
-		return rc;
-	struct analysis an;
-	struct attrib *a;
-	if ((rc = attrib_cli_run(&c, &an, &a)))
-		return rc;
-	return attrib_cli_finish(&c, &an, a, write_lines);
+	return attrib_cli_main("lines", false, argc, argv, write_lines);
 }

@@ -131,20 +131,12 @@ int cmd_matrix(int argc, char **argv)
 		} else if ((m = model_args(&o, argc, argv, &i))) {
 			if (m < 0)
 				return EXIT_USAGE;
-		} else if (a[0] == '-' && a[1]) {
-			ana_err("matrix: unknown option '%s'", a);
+		} else if (arg_trace("matrix", a, &path)) {
 			return EXIT_USAGE;
-		} else if (path) {
-			ana_err("matrix: one trace only ('%s' and '%s')", path, a);
-			return EXIT_USAGE;
-		} else {
-			path = a;
 		}
 	}
-	if (!path) {
-		ana_err("matrix: which trace? usage: commanalyze matrix TRACE [options]");
+	if (arg_trace_given("matrix", path, "matrix TRACE [options]"))
 		return EXIT_USAGE;
-	}
 	if (!strcmp(formats[format], "h5") && !out) {
 		ana_err("matrix: --format h5 needs -o FILE");
 		return EXIT_USAGE;

@@ -39,7 +39,8 @@ void attrib_hooks_init(struct analysis_hooks *h, struct attrib_hook *ah, bool fr
 }
 
 /* Options of objects and lines.  Returns 0, or EXIT_USAGE (message printed). */
-int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv, struct attrib_cli *c)
+static int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv,
+                            struct attrib_cli *c)
 {
 	memset(c, 0, sizeof *c);
 	c->objects = objects;
@@ -92,26 +93,18 @@ int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv, struc
 		} else if ((m = model_args(&c->o, argc, argv, &i))) {
 			if (m < 0)
 				return EXIT_USAGE;
-		} else if (a[0] == '-' && a[1]) {
-			ana_err("%s: unknown option '%s'", cmd, a);
+		} else if (arg_trace(cmd, a, &c->path)) {
 			return EXIT_USAGE;
-		} else if (c->path) {
-			ana_err("%s: one trace only ('%s' and '%s')", cmd, c->path, a);
-			return EXIT_USAGE;
-		} else {
-			c->path = a;
 		}
 	}
-	if (!c->path) {
-		ana_err("%s: which trace? usage: commanalyze %s TRACE [options]", cmd, cmd);
-		return EXIT_USAGE;
-	}
-	return 0;
+	char usage[64];
+	snprintf(usage, sizeof usage, "%s TRACE [options]", cmd);
+	return arg_trace_given(cmd, c->path, usage);
 }
 
 /* Run the analysis with attribution.  0 with *an and *a set (free both), or
  * an exit status. */
-int attrib_cli_run(struct attrib_cli *c, struct analysis *an, struct attrib **a)
+static int attrib_cli_run(struct attrib_cli *c, struct analysis *an, struct attrib **a)
 {
 	struct analysis_hooks h;
 	struct attrib_hook ah;
@@ -128,8 +121,8 @@ int attrib_cli_run(struct attrib_cli *c, struct analysis *an, struct attrib **a)
 
 /* Write with fn to -o FILE or stdout; the final status, damaged traces
  * included. */
-int attrib_cli_finish(struct attrib_cli *c, struct analysis *an, struct attrib *a,
-                      int (*fn)(struct attrib_cli *c, struct analysis *an, struct attrib *a, FILE *f))
+static int attrib_cli_finish(struct attrib_cli *c, struct analysis *an, struct attrib *a,
+                             attrib_cli_writer *fn)
 {
 	int status = 0;
 	FILE *f = c->out ? fopen(c->out, "w") : stdout;
@@ -155,6 +148,19 @@ int attrib_cli_finish(struct attrib_cli *c, struct analysis *an, struct attrib *
 	attrib_free(a);
 	analysis_free(an);
 	return status;
+}
+
+int attrib_cli_main(const char *cmd, bool objects, int argc, char **argv, attrib_cli_writer *fn)
+{
+	struct attrib_cli c;
+	int rc = attrib_cli_parse(cmd, objects, argc, argv, &c);
+	if (rc)
+		return rc;
+	struct analysis an;
+	struct attrib *a;
+	if ((rc = attrib_cli_run(&c, &an, &a)))
+		return rc;
+	return attrib_cli_finish(&c, &an, a, fn);
 }
 
 static int write_object_matrix(struct attrib_cli *c, struct analysis *an, struct attrib *a, FILE *f)
@@ -212,13 +218,5 @@ static int write_objects(struct attrib_cli *c, struct analysis *an, struct attri
 
 int cmd_objects(int argc, char **argv)
 {
-	struct attrib_cli c;
-	int rc = attrib_cli_parse("objects", true, argc, argv, &c);
-	if (rc)
-		return rc;
-	struct analysis an;
-	struct attrib *a;
-	if ((rc = attrib_cli_run(&c, &an, &a)))
-		return rc;
-	return attrib_cli_finish(&c, &an, a, write_objects);
+	return attrib_cli_main("objects", true, argc, argv, write_objects);
 }

@@ -23,7 +23,7 @@
  *              that ref does not have: false-positive-like (0 if A = 0).
  *              For the signature model against exact this is its false
  *              positive rate (the paper measures it against a collision-free
- *              signature; see models-full-notes.md).
+ *              signature; see commanalyze(1), "signature" and "Distances").
  *   missing    sum max(0, r_c - a_c) / R            the share of ref's weight
  *              a does not have: false-negative-like (0 if R = 0)
  *   ratio      A / R                                total volume ratio (0 if R = 0)

@@ -187,26 +187,16 @@ int cmd_dump(int argc, char **argv)
 				ana_err("dump: --limit: '%s' is not a number", v);
 				return EXIT_USAGE;
 			}
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			ana_err("dump: unknown option '%s'", argv[i]);
+		} else if (arg_trace("dump", argv[i], &path)) {
 			return EXIT_USAGE;
-		} else if (path) {
-			ana_err("dump: one trace only ('%s' and '%s')", path, argv[i]);
-			return EXIT_USAGE;
-		} else {
-			path = argv[i];
 		}
 	}
-	if (!path) {
-		ana_err("dump: which trace? usage: commanalyze dump TRACE [--thread N] [--type TYPE] [--limit N]");
+	if (arg_trace_given("dump", path, "dump TRACE [--thread N] [--type TYPE] [--limit N]"))
 		return EXIT_USAGE;
-	}
-	struct ct_error err = {{0}};
-	struct ct_trace *t = ct_trace_open(path, &err);
-	if (!t) {
-		fprintf(stderr, "commanalyze: %s\n", err.msg);
+	struct ct_trace *t = ana_open_trace(path);
+	if (!t)
 		return EXIT_BADTRACE;
-	}
+	struct ct_error err = {{0}};
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
 	struct ct_cursor *c = thread != UINT64_MAX ? NULL : ct_cursor_merged(t);

@@ -104,27 +104,15 @@ static void print_features(uint64_t f)
 int cmd_info(int argc, char **argv)
 {
 	const char *path = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (argv[i][0] == '-' && argv[i][1]) {
-			ana_err("info: unknown option '%s'", argv[i]);
+	for (int i = 0; i < argc; i++)
+		if (arg_trace("info", argv[i], &path))
 			return EXIT_USAGE;
-		}
-		if (path) {
-			ana_err("info: one trace only ('%s' and '%s')", path, argv[i]);
-			return EXIT_USAGE;
-		}
-		path = argv[i];
-	}
-	if (!path) {
-		ana_err("info: which trace? usage: commanalyze info TRACE");
+	if (arg_trace_given("info", path, "info TRACE"))
 		return EXIT_USAGE;
-	}
-	struct ct_error err = {{0}};
-	struct ct_trace *t = ct_trace_open(path, &err);
-	if (!t) {
-		fprintf(stderr, "commanalyze: %s\n", err.msg);
+	struct ct_trace *t = ana_open_trace(path);
+	if (!t)
 		return EXIT_BADTRACE;
-	}
+	struct ct_error err = {{0}};
 	size_t n = thread_space(t);
 	struct trace_stats st;
 	if (trace_stats_init(&st, n)) {

@@ -65,16 +65,6 @@ struct cd {
 	size_t nout;
 };
 
-static uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
-
 static void *cd_create(const struct model_setup *s)
 {
 	struct cd *cd = calloc(1, sizeof *cd);

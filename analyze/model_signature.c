@@ -73,16 +73,6 @@ struct sig {
 	bool oom;
 };
 
-static inline uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
-
 /* Bloom filter geometry for t threads at false positive rate p. */
 static void bloom_size(size_t t, double p, unsigned *m, unsigned *k)
 {

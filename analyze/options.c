@@ -273,6 +273,37 @@ int arg_value(int argc, char **argv, int *i, const char *name, const char **valu
 	return 1;
 }
 
+int arg_trace(const char *cmd, const char *a, const char **path)
+{
+	if (a[0] == '-' && a[1]) {
+		ana_err("%s: unknown option '%s'", cmd, a);
+		return EXIT_USAGE;
+	}
+	if (*path) {
+		ana_err("%s: one trace only ('%s' and '%s')", cmd, *path, a);
+		return EXIT_USAGE;
+	}
+	*path = a;
+	return 0;
+}
+
+int arg_trace_given(const char *cmd, const char *path, const char *usage)
+{
+	if (path)
+		return 0;
+	ana_err("%s: which trace? usage: commanalyze %s", cmd, usage);
+	return EXIT_USAGE;
+}
+
+struct ct_trace *ana_open_trace(const char *path)
+{
+	struct ct_error err = {{0}};
+	struct ct_trace *t = ct_trace_open(path, &err);
+	if (!t)
+		fprintf(stderr, "commanalyze: %s\n", err.msg);
+	return t;
+}
+
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
 	fprintf(stderr, "commanalyze: %s", prefix);

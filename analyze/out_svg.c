@@ -84,15 +84,6 @@ static size_t nchars(const char *s)
 	return n;
 }
 
-static void text(FILE *f, double x, double y, double size, const char *anchor,
-                 const char *extra, const char *s)
-{
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" text-anchor=\"%s\"%s%s>", x, y,
-	        size, anchor, extra ? " " : "", extra ? extra : "");
-	out_xml_text(f, s);
-	fputs("</text>\n", f);
-}
-
 static const char *nz(const char *s, const char *dflt)
 {
 	return s && *s ? s : dflt;
@@ -327,18 +318,19 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 	fputs("</linearGradient></defs>\n", f);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", W, H);
 
-	text(f, margin, margin + tfs, tfs, "start", "font-weight=\"bold\"", title);
-	text(f, margin, margin + tfs + 6 + sfs, sfs, "start", "class=\"subtitle\" fill=\"#444444\"", sub);
+	out_svg_text(f, margin, margin + tfs, tfs, "start", "font-weight=\"bold\"", title);
+	out_svg_text(f, margin, margin + tfs + 6 + sfs, sfs, "start",
+	             "class=\"subtitle\" fill=\"#444444\"", sub);
 	{
 		double ly = margin + tfs + 6 + sfs;
 		if (*src)
-			text(f, margin, ly += sfs + 4, sfs, "start", "class=\"trace\" fill=\"#444444\"", src);
+			out_svg_text(f, margin, ly += sfs + 4, sfs, "start", "class=\"trace\" fill=\"#444444\"", src);
 		if (*cmdl)
-			text(f, margin, ly += sfs + 4, sfs, "start", "class=\"command\" fill=\"#444444\"", cmdl);
+			out_svg_text(f, margin, ly += sfs + 4, sfs, "start", "class=\"command\" fill=\"#444444\"", cmdl);
 	}
 
 	if (n == 0) {
-		text(f, margin, y0 + 20, afs, "start", NULL, "(empty matrix)");
+		out_svg_text(f, margin, y0 + 20, afs, "start", NULL, "(empty matrix)");
 		fputs("</svg>\n", f);
 		return out_finish(f);
 	}
@@ -414,13 +406,13 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 			snprintf(buf + o, sizeof buf - o, "~");
 		}
 		double yc = y0 + ((double)i + 0.5) * cell, xc = x0 + ((double)i + 0.5) * cell;
-		text(f, x0 - 4, yc, fs, "end", "dy=\"0.35em\"", buf);
+		out_svg_text(f, x0 - 4, yc, fs, "end", "dy=\"0.35em\"", buf);
 		if (upright) {
 			char tr[96];
 			snprintf(tr, sizeof tr, "dy=\"0.35em\" transform=\"rotate(-90 %.1f %.1f)\"", xc, y0 + S + 4);
-			text(f, xc, y0 + S + 4, fs, "end", tr, buf);
+			out_svg_text(f, xc, y0 + S + 4, fs, "end", tr, buf);
 		} else {
-			text(f, xc, y0 + S + 4 + fs, fs, "middle", NULL, buf);
+			out_svg_text(f, xc, y0 + S + 4 + fs, fs, "middle", NULL, buf);
 		}
 	}
 	fputs("</g>\n", f);
@@ -430,8 +422,9 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 		char tr[96];
 		double ry = y0 + S / 2, rx = margin + afs;
 		snprintf(tr, sizeof tr, "font-weight=\"bold\" transform=\"rotate(-90 %.1f %.1f)\"", rx, ry);
-		text(f, rx, ry, afs, "middle", tr, rtitle);
-		text(f, x0 + S / 2, y0 + S + colh + afs + 2, afs, "middle", "font-weight=\"bold\"", ctitle);
+		out_svg_text(f, rx, ry, afs, "middle", tr, rtitle);
+		out_svg_text(f, x0 + S / 2, y0 + S + colh + afs + 2, afs, "middle",
+		             "font-weight=\"bold\"", ctitle);
 	}
 
 	/* legend */
@@ -451,18 +444,18 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 			double ly = y0 + legh * (double)q / 2.0;
 			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444444\"/>\n",
 			        legx + legw, ly, legx + legw + 3, ly);
-			text(f, legx + legw + 5, ly, 11, "start", "dy=\"0.35em\"", num);
+			out_svg_text(f, legx + legw + 5, ly, 11, "start", "dy=\"0.35em\"", num);
 		}
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"10\" fill=\"%s\" "
 		           "stroke=\"#999999\" stroke-width=\"0.5\"/>\n", legx, y0 + legh + 14, legw, ZERO_FILL);
-		text(f, legx + legw + 5, y0 + legh + 19, 11, "start", "dy=\"0.35em\"", "0 (none)");
+		out_svg_text(f, legx + legw + 5, y0 + legh + 19, 11, "start", "dy=\"0.35em\"", "0 (none)");
 	} else {
-		text(f, legx, y0 + 12, 11, "start", NULL, "all cells 0");
+		out_svg_text(f, legx, y0 + 12, 11, "start", NULL, "all cells 0");
 	}
 	if (nonfinite) {
 		char s[96];
 		snprintf(s, sizeof s, "%zu non-finite cell%s drawn as 0", nonfinite, nonfinite == 1 ? "" : "s");
-		text(f, margin, H - margin, 11, "start", "fill=\"#aa0000\"", s);
+		out_svg_text(f, margin, H - margin, 11, "start", "fill=\"#aa0000\"", s);
 	}
 	fputs("</svg>\n", f);
 	return out_finish(f);

@@ -228,3 +228,12 @@ int out_finish(FILE *f)
 	}
 	return 0;
 }
+
+void out_svg_text(FILE *f, double x, double y, double size, const char *anchor,
+                  const char *extra, const char *s)
+{
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" text-anchor=\"%s\"%s%s>", x, y,
+	        size, anchor, extra ? " " : "", extra ? extra : "");
+	out_xml_text(f, s);
+	fputs("</text>\n", f);
+}

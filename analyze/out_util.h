@@ -1,5 +1,5 @@
 /* Helpers shared by the output writers (out_*.c): number formatting,
- * string escaping for CSV/JSON/XML, attribute look-up. */
+ * string escaping for CSV/JSON/XML, SVG text, attribute look-up. */
 #ifndef CT_OUT_UTIL_H
 #define CT_OUT_UTIL_H
 
@@ -49,5 +49,11 @@ size_t out_utf8_next(const unsigned char *s, unsigned *cp);
 int out_csv_field(FILE *f, const char *s);   /* RFC 4180 quoting when needed */
 int out_json_string(FILE *f, const char *s); /* with the quotes; NULL -> null */
 int out_xml_text(FILE *f, const char *s);    /* text or attribute content */
+
+/* An SVG <text> element at (x, y) with the font size and text-anchor
+ * ("start", "middle", "end"), extra attributes (NULL for none) and s
+ * escaped as its content, then a newline. */
+void out_svg_text(FILE *f, double x, double y, double size, const char *anchor,
+                  const char *extra, const char *s);
 
 #endif

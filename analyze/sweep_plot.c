@@ -140,15 +140,6 @@ static double metric_value(const struct sweep_metrics *m, int q)
 	}
 }
 
-static void xml_text(FILE *f, double x, double y, double size, const char *anchor,
-                     const char *extra, const char *s)
-{
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" text-anchor=\"%s\"%s%s>", x, y,
-	        size, anchor, extra ? " " : "", extra ? extra : "");
-	out_xml_text(f, s);
-	fputs("</text>\n", f);
-}
-
 /* Ticks: a 1-2-5 step giving about 5 intervals over [lo, hi]. */
 static double nice_step(double range)
 {
@@ -280,9 +271,9 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 		snprintf(buf, sizeof buf, "commanalyze sweep: %zu traces (model %s)%s", s->ntraces,
 		         s->base.model ? s->base.model : "comdetective",
 		         by_trace ? "" : ", first trace shown");
-	xml_text(f, 10, 22, 15, "start", "font-weight=\"bold\"", buf);
+	out_svg_text(f, 10, 22, 15, "start", "font-weight=\"bold\"", buf);
 	snprintf(buf, sizeof buf, "reference: %s", s->ref_desc);
-	xml_text(f, 10, 40, 11, "start", NULL, buf);
+	out_svg_text(f, 10, 40, 11, "start", NULL, buf);
 	/* what is held */
 	size_t l = 0;
 	b2[0] = 0;
@@ -303,7 +294,7 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 		size_t bl = strlen(buf);
 		snprintf(buf + bl, sizeof buf - bl, "; held at %s", b2);
 	}
-	xml_text(f, 10, 56, 11, "start", NULL, buf);
+	out_svg_text(f, 10, 56, 11, "start", NULL, buf);
 	/* legend */
 	if (nser > 1)
 		for (size_t sv = 0; sv < nser; sv++) {
@@ -322,7 +313,7 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 				snprintf(buf, sizeof buf, "%s=%s", s->params[sk].name, s->params[sk].values[sv]);
 			else
 				snprintf(buf, sizeof buf, "%s", s->traces[sv].path);
-			xml_text(f, lx + 40, ly, 11, "start", NULL, buf);
+			out_svg_text(f, lx + 40, ly, 11, "start", NULL, buf);
 		}
 
 	for (int q = 0; q < NPANELS; q++) {
@@ -360,7 +351,7 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 		lo = tlo;
 		hi = thi;
 #define YP(v) (y0 + h - h * ((v) - lo) / (hi - lo))
-		xml_text(f, px + PW / 2, py + 18, 12, "middle", "font-weight=\"bold\"", metric_title[q]);
+		out_svg_text(f, px + PW / 2, py + 18, 12, "middle", "font-weight=\"bold\"", metric_title[q]);
 		/* light frame; the axes are drawn dark after the grid */
 		fprintf(f, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 		           "fill=\"none\" stroke=\"#d4d4d4\" stroke-width=\"1\" shape-rendering=\"crispEdges\"/>\n",
@@ -374,7 +365,7 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 			           "shape-rendering=\"crispEdges\"/>\n", x0, y, x0 + w, y);
 			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n",
 			        x0 - 4, y, x0, y);
-			xml_text(f, x0 - 6, y + 4, 10, "end", NULL, tb);
+			out_svg_text(f, x0 - 6, y + 4, 10, "end", NULL, tb);
 		}
 		/* x ticks: every value (thinned when crowded) */
 		size_t every = 1;
@@ -385,10 +376,10 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n",
 			        x, y0 + h, x, y0 + h + 4);
 			const char *lab = xk >= 0 ? s->params[xk].values[i] : "point";
-			xml_text(f, x, y0 + h + 16, 10, "middle", NULL, lab);
+			out_svg_text(f, x, y0 + h + 16, 10, "middle", NULL, lab);
 		}
-		xml_text(f, x0 + w / 2, y0 + h + 34, 11, "middle", NULL,
-		         xk >= 0 ? s->params[xk].name : "");
+		out_svg_text(f, x0 + w / 2, y0 + h + 34, 11, "middle", NULL,
+		             xk >= 0 ? s->params[xk].name : "");
 		/* axes: left and bottom */
 		fprintf(f, "<path class=\"axes\" fill=\"none\" stroke=\"#444\" stroke-width=\"1\" "
 		           "shape-rendering=\"crispEdges\" d=\"M%.1f,%.1f V%.1f H%.1f\"/>\n",

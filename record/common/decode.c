@@ -1,6 +1,6 @@
 /* Instruction decoding for address reconstruction: see decode.h and
- * decode-notes.md for the rules.  Async-signal-safe: no allocation, no
- * locks, no stdio; errno is preserved. */
+ * commrec(1), "Address reconstruction (soft)", for the rules.
+ * Async-signal-safe: no allocation, no locks, no stdio; errno is preserved. */
 #include "decode.h"
 #include "commtrace.h"
 
@@ -404,7 +404,7 @@ static int is_fallthrough(const ZydisDecodedInstruction *in)
 #define DEC_STARTS 8  /* decoding chains start at rip-32 .. rip-25 */
 
 /* Where the instruction ending exactly at rip starts, found by forward
- * synchronisation (decode-notes.md, "Previous instruction"): x86 cannot be
+ * synchronisation (commrec(1), "Which instruction"): x86 cannot be
  * decoded backwards, but linear decoding started at almost any byte falls
  * into step with the real instruction boundaries within a few instructions.
  * Chains are started at DEC_STARTS consecutive bytes at the far end of the

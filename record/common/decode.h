@@ -77,7 +77,7 @@ struct dec_access {
  * (also on a skip, 0 when undecodable).  a->flags gets only
  * CT_SAMPLE_FS_BASED; the caller adds EXACT/RECONSTRUCTED.  The registers are
  * taken as the state *before* the instruction executes.  Rules:
- * record/common/decode-notes.md. */
+ * commrec(1), SAMPLERS, "Address reconstruction (soft)". */
 int dec_access_at(const uint8_t *bytes, size_t n, uint64_t ip,
                   const struct dec_regs *r, struct dec_access *a, size_t *insn_len);
 
@@ -91,7 +91,8 @@ int dec_access_at(const uint8_t *bytes, size_t n, uint64_t ip,
  * Otherwise the instruction at rip: CT_SAMPLE_RECONSTRUCTED.  r->fs_base and
  * r->gs_base must be filled for fs:/gs: operands.  Returns 0 or an enum
  * ct_skip_reason (also CT_SKIP_UNREADABLE_IP, CT_SKIP_KERNEL).  errno is
- * preserved.  Rules and measured accuracy: decode-notes.md. */
+ * preserved.  Rules and measured accuracy: commrec(1), SAMPLERS,
+ * "Address reconstruction (soft)". */
 int dec_sample_access(const struct dec_regs *r, struct dec_access *a);
 
 #endif

@@ -47,28 +47,8 @@
  * compilers inline), no allocation, no locks. */
 #include "perf_ring.h"
 
-#include <linux/perf_event.h>
 #include <string.h>
 
-#ifndef PERF_SAMPLE_WEIGHT_STRUCT
-#define PERF_SAMPLE_WEIGHT_STRUCT (1U << 24)
-#endif
-#ifndef PERF_SAMPLE_CGROUP
-#define PERF_SAMPLE_CGROUP (1U << 21)
-#endif
-#ifndef PERF_SAMPLE_DATA_PAGE_SIZE
-#define PERF_SAMPLE_DATA_PAGE_SIZE (1U << 22)
-#endif
-#ifndef PERF_SAMPLE_CODE_PAGE_SIZE
-#define PERF_SAMPLE_CODE_PAGE_SIZE (1U << 23)
-#endif
-#ifndef PERF_SAMPLE_AUX
-#define PERF_SAMPLE_AUX (1U << 20)
-#endif
-/* branch_sample_type bits (values from the uapi header; older system
- * headers lack COUNTERS). */
-#define CT_BRANCH_HW_INDEX (1ull << 17)
-#define CT_BRANCH_COUNTERS (1ull << 19)
 #define CT_RECORD_LOST_SAMPLES 13
 
 /* A bounded reader over one record. */

@@ -8,11 +8,32 @@
 #ifndef CT_PERF_RING_H
 #define CT_PERF_RING_H
 
+#include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct perf_event_mmap_page;
+/* sample_type bits newer than some system headers (values from the uapi
+ * header). */
+#ifndef PERF_SAMPLE_WEIGHT_STRUCT
+#define PERF_SAMPLE_WEIGHT_STRUCT (1U << 24)
+#endif
+#ifndef PERF_SAMPLE_CGROUP
+#define PERF_SAMPLE_CGROUP (1U << 21)
+#endif
+#ifndef PERF_SAMPLE_DATA_PAGE_SIZE
+#define PERF_SAMPLE_DATA_PAGE_SIZE (1U << 22)
+#endif
+#ifndef PERF_SAMPLE_CODE_PAGE_SIZE
+#define PERF_SAMPLE_CODE_PAGE_SIZE (1U << 23)
+#endif
+#ifndef PERF_SAMPLE_AUX
+#define PERF_SAMPLE_AUX (1U << 20)
+#endif
+/* branch_sample_type bits (values from the uapi header; older system
+ * headers lack COUNTERS). */
+#define CT_BRANCH_HW_INDEX (1ull << 17)
+#define CT_BRANCH_COUNTERS (1ull << 19)
 
 /* What the event was opened with: needed to know which fields a sample has. */
 struct perf_sample_fmt {

@@ -1,5 +1,5 @@
 /* Sampler probes and perf_event_attr builders for the PMU samplers.
- * See pmu.h and pmu-notes.md. */
+ * See pmu.h and commrec(1), "Hardware samplers (pebs, ibs)". */
 #include "pmu.h"
 
 #include <errno.h>

@@ -36,7 +36,7 @@ bool pmu_probe_sampler(const char *name, char *why, size_t cap);
  * Haswell, Broadwell and Goldmont MEM_UOPS_RETIRED:ALL_LOADS / ALL_STORES; on
  * Sandy and Ivy Bridge, whose PEBS has no data address for those, the load
  * latency event with ldlat=3 and MEM_TRANS_RETIRED:PRECISE_STORE), each with
- * sample_period = period (pmu-notes.md has the table).
+ * sample_period = period (commrec(1), "pebs events", has the table).
  * spec otherwise: a comma-separated list of libpfm4 event strings, each with
  * an optional "@period" (as hpcrun: "MEM_INST_RETIRED:ALL_LOADS@100000");
  * events without "@" use period.

@@ -1,5 +1,5 @@
 /* PMU samples (pebs, ibs) into commtrace samples.  See pmu_sample.h and
- * record/runtime/pmu-samplers-notes.md. */
+ * commrec(1), "Hardware samplers (pebs, ibs)". */
 #include "pmu_sample.h"
 
 #include <errno.h>

@@ -29,20 +29,7 @@ struct ctx {
 static void work(struct ub_thread *t, void *arg)
 {
 	const struct ctx *c = arg;
-	struct ub_rng r = t->rng;
-	_Atomic uint64_t *sh = c->word;
-	volatile uint64_t *mine = &ub_private[t->idx].w[0];
-	const uint64_t th = c->threshold, n = t->iters;
-	uint64_t ns = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t x = ub_next(&r);
-		int h = ub_hit(x, th);
-		_Atomic uint64_t *p = ub_select(h, (void *)sh, (void *)mine);
-		atomic_store_explicit(p, x, memory_order_relaxed);
-		ns += (uint64_t)h;
-	}
-	t->c.shared_stores = ns;
-	t->c.private_stores = n - ns;
+	ub_store_mix(t, c->word, c->threshold);
 }
 
 static void die(const char *what)

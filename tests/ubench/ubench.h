@@ -364,6 +364,26 @@ struct ub_thread {
 	pthread_t th;
 };
 
+/* The work of write_volume, p2p and objects: per iteration one relaxed store
+ * of a fresh draw, to *shared with probability threshold (ub_threshold),
+ * else to the thread's private line; the counts go to t->c. */
+static inline void ub_store_mix(struct ub_thread *t, _Atomic uint64_t *shared, uint64_t threshold)
+{
+	struct ub_rng r = t->rng;
+	volatile uint64_t *mine = &ub_private[t->idx].w[0];
+	const uint64_t th = threshold, n = t->iters;
+	uint64_t ns = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t x = ub_next(&r);
+		int h = ub_hit(x, th);
+		_Atomic uint64_t *p = ub_select(h, (void *)shared, (void *)mine);
+		atomic_store_explicit(p, x, memory_order_relaxed);
+		ns += (uint64_t)h;
+	}
+	t->c.shared_stores = ns;
+	t->c.private_stores = n - ns;
+}
+
 static UB_UNUSED double ub_now_ms(clockid_t clk)
 {
 	struct timespec ts;

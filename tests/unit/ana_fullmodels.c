@@ -427,10 +427,7 @@ static void test_exact_not_full(void)
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return check_xorshift(&rng);
 }
 
 /* A random program on words that each have a line of their own (no false

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <inttypes.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int check_failed_cases, check_case_failed, check_case_skipped;
 static const char *check_case_name;
@@ -38,4 +40,40 @@ static const char *check_case_name;
 	else if (!check_case_skipped) printf("PASS %s\n", #fn); } while (0)
 
 static inline int check_summary(void) { return check_failed_cases ? 1 : 0; }
+
+/* Test data: one xorshift64 step of *state (nonzero); the same sequence on
+ * every machine. */
+static inline uint64_t check_xorshift(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
+/* Run the body of a case in a child process (for what must not leak into
+ * the next cases: environment variables, a library's global state).  Its
+ * FAIL and SKIP lines are printed by the child; its verdict comes back in
+ * the exit status (0 pass, 1 fail, 2 skip). */
+static inline void check_in_child(void (*fn)(void))
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		fn();
+		fflush(stdout);
+		_exit(check_case_failed ? 1 : check_case_skipped ? 2 : 0);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
+		printf("FAIL %s: child did not exit normally\n", check_case_name);
+		check_case_failed = 1;
+		return;
+	}
+	if (WEXITSTATUS(st) == 1)
+		check_case_failed = 1;
+	else if (WEXITSTATUS(st) == 2)
+		check_case_skipped = 1;
+}
 #endif

@@ -250,10 +250,7 @@ static void test_malformed_records(void)
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return check_xorshift(&rng);
 }
 
 static uint64_t rval(void)

@@ -13,10 +13,7 @@
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return check_xorshift(&rng);
 }
 
 static double measure(int level, uint64_t heap_span, bool full)

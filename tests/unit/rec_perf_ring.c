@@ -14,24 +14,6 @@
 #include "check.h"
 #include "perf_ring.h"
 
-#ifndef PERF_SAMPLE_WEIGHT_STRUCT
-#define PERF_SAMPLE_WEIGHT_STRUCT (1U << 24)
-#endif
-#ifndef PERF_SAMPLE_CGROUP
-#define PERF_SAMPLE_CGROUP (1U << 21)
-#endif
-#ifndef PERF_SAMPLE_DATA_PAGE_SIZE
-#define PERF_SAMPLE_DATA_PAGE_SIZE (1U << 22)
-#endif
-#ifndef PERF_SAMPLE_CODE_PAGE_SIZE
-#define PERF_SAMPLE_CODE_PAGE_SIZE (1U << 23)
-#endif
-#ifndef PERF_SAMPLE_AUX
-#define PERF_SAMPLE_AUX (1U << 20)
-#endif
-#define BR_HW_INDEX (1ull << 17)
-#define BR_COUNTERS (1ull << 19)
-
 /* ---- record builder ------------------------------------------------------ */
 
 struct bld {
@@ -187,7 +169,7 @@ static void test_every_field(void)
 	              PERF_SAMPLE_DATA_PAGE_SIZE | PERF_SAMPLE_CODE_PAGE_SIZE | PERF_SAMPLE_AUX;
 	struct perf_sample_fmt f = {
 		.sample_type = st, .regs_user_mask = 0x3, .regs_intr_mask = 0x7,
-		.branch_sample_type = BR_HW_INDEX | BR_COUNTERS,
+		.branch_sample_type = CT_BRANCH_HW_INDEX | CT_BRANCH_COUNTERS,
 	};
 	struct bld b;
 	b_begin(&b, PERF_RECORD_SAMPLE, 0);
@@ -250,7 +232,7 @@ static void test_every_field(void)
 	/* Without COUNTERS the branch stack is two words shorter: the
 	 * registers then come out wrong (this is why the field exists). */
 	struct perf_sample_fmt f2 = f;
-	f2.branch_sample_type = BR_HW_INDEX;
+	f2.branch_sample_type = CT_BRANCH_HW_INDEX;
 	if (perf_parse_record(&f2, b.buf, n, &r) == 0)
 		CHECK(r.regs[0] != 0xaa);
 }

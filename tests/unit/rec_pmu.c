@@ -32,7 +32,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,35 +44,8 @@
 #include <perfmon/pfmlib_perf_event.h>
 #endif
 
-#ifndef PERF_SAMPLE_WEIGHT_STRUCT
-#define PERF_SAMPLE_WEIGHT_STRUCT (1U << 24)
-#endif
-
 #define PEBS_BASE (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
                    PERF_SAMPLE_ADDR | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_DATA_SRC)
-
-/* Run fn in a child; its FAIL lines are printed by the child, its verdict
- * comes back in the exit status (0 pass, 1 fail, 2 skip). */
-static void in_child(void (*fn)(void))
-{
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		fn();
-		fflush(stdout);
-		_exit(check_case_failed ? 1 : check_case_skipped ? 2 : 0);
-	}
-	int st = 0;
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
-		printf("FAIL %s: child did not exit normally\n", check_case_name);
-		check_case_failed = 1;
-		return;
-	}
-	if (WEXITSTATUS(st) == 1)
-		check_case_failed = 1;
-	else if (WEXITSTATUS(st) == 2)
-		check_case_skipped = 1;
-}
 
 static bool contains(const char *s, const char *sub)
 {
@@ -153,7 +125,7 @@ static void denied(void)
 	CHECK(contains(why, "denied"));
 	CHECK_EQ_U(pmu_weight_sample_type(), PERF_SAMPLE_WEIGHT);
 }
-static void test_probe_soft_denied(void) { in_child(denied); }
+static void test_probe_soft_denied(void) { check_in_child(denied); }
 
 static void test_weight_type(void)
 {
@@ -254,12 +226,12 @@ static void hsw_default(void) { forced_pmu = "hsw"; forced_default(0x81d0, 0x82d
 static void bdw_default(void) { forced_pmu = "bdw"; forced_default(0x81d0, 0x82d0, 0); }
 static void snb_default(void) { forced_pmu = "snb"; forced_default(0x1cd, 0x2cd, 3); }
 
-static void test_pebs_forced_skl(void) { in_child(skl_default); }
-static void test_pebs_forced_icl(void) { in_child(icl_default); }
-static void test_pebs_forced_spr(void) { in_child(spr_default); }
-static void test_pebs_forced_hsw(void) { in_child(hsw_default); }
-static void test_pebs_forced_bdw(void) { in_child(bdw_default); }
-static void test_pebs_forced_snb(void) { in_child(snb_default); }
+static void test_pebs_forced_skl(void) { check_in_child(skl_default); }
+static void test_pebs_forced_icl(void) { check_in_child(icl_default); }
+static void test_pebs_forced_spr(void) { check_in_child(spr_default); }
+static void test_pebs_forced_hsw(void) { check_in_child(hsw_default); }
+static void test_pebs_forced_bdw(void) { check_in_child(bdw_default); }
+static void test_pebs_forced_snb(void) { check_in_child(snb_default); }
 
 /* The default picks MEM_INST_RETIRED where it exists: on Skylake the
  * MEM_UOPS_RETIRED alias is not used, on Haswell MEM_INST_RETIRED is not
@@ -278,7 +250,7 @@ static void which_names(void)
 	CHECK(pmu_pebs_attrs("hsw::MEM_INST_RETIRED:ALL_LOADS", 1000, a, 2, why, sizeof why) == -1);
 	CHECK(contains(why, "MEM_INST_RETIRED"));
 }
-static void test_pebs_forced_names(void) { in_child(which_names); }
+static void test_pebs_forced_names(void) { check_in_child(which_names); }
 
 static void expert(void)
 {
@@ -333,7 +305,7 @@ static void expert(void)
 	/* period 0 */
 	CHECK(pmu_pebs_attrs(NULL, 0, a, 4, why, sizeof why) == -1);
 }
-static void test_pebs_expert_spec(void) { in_child(expert); }
+static void test_pebs_expert_spec(void) { check_in_child(expert); }
 
 /* Unforced on this machine: whatever libpfm4 finds.  On a non-Intel CPU
  * (this VM: AMD) there is no PEBS event and the reason says so. */
@@ -360,7 +332,7 @@ static void native(void)
 		CHECK(n >= 2 || why[0]);
 	}
 }
-static void test_pebs_native(void) { in_child(native); }
+static void test_pebs_native(void) { check_in_child(native); }
 #else
 static void test_pebs_without_libpfm(void)
 {

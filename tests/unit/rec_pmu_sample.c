@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,9 +25,6 @@
 #include <perfmon/pfmlib_perf_event.h>
 #endif
 
-#ifndef PERF_SAMPLE_WEIGHT_STRUCT
-#define PERF_SAMPLE_WEIGHT_STRUCT (1U << 24)
-#endif
 #ifndef PERF_RECORD_LOST_SAMPLES
 #define PERF_RECORD_LOST_SAMPLES 13
 #endif
@@ -720,26 +716,7 @@ static void skl_attrs(void)
 	CHECK_EQ_U(sink.l[0].time, 99);
 }
 
-static void test_pebs_forced_skl_attrs(void)
-{
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		skl_attrs();
-		fflush(stdout);
-		_exit(check_case_failed ? 1 : check_case_skipped ? 2 : 0);
-	}
-	int st = 0;
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
-		printf("FAIL %s: child did not exit normally\n", check_case_name);
-		check_case_failed = 1;
-		return;
-	}
-	if (WEXITSTATUS(st) == 1)
-		check_case_failed = 1;
-	else if (WEXITSTATUS(st) == 2)
-		check_case_skipped = 1;
-}
+static void test_pebs_forced_skl_attrs(void) { check_in_child(skl_attrs); }
 #endif
 
 /* ---- IBS ---------------------------------------------------------------------------------- */
