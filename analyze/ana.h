@@ -224,6 +224,8 @@ const struct ct_thread_info *thread_by_index(const struct ct_trace *t, size_t in
 bool thread_space_sane(const struct ct_trace *t, char *why, size_t cap);
 /* Thread label "T<index>(<tid>)" into buf ("T<index>" if unknown). */
 const char *thread_label(const struct ct_trace *t, size_t i, char *buf, size_t cap);
+/* The recorded command line, printable, arguments quoted where needed; "" if absent. */
+const char *trace_command(struct ct_trace *t, char *out, size_t cap);
 
 /* ---- progress ------------------------------------------------------------ */
 

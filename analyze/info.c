@@ -60,28 +60,9 @@ bool trace_is_complete(struct ct_trace *t, char *why, size_t cap)
 
 static void print_cmdline(struct ct_trace *t)
 {
-	size_t len = 0;
-	const char *p = ct_trace_section(t, CT_SEC_CMDLINE, &len);
-	if (!p || !len) {
-		printf("command: (unknown)\n");
-		return;
-	}
-	printf("command:");
-	const char *end = p + len;
-	while (p < end) {
-		const char *z = memchr(p, 0, (size_t)(end - p));
-		size_t l = z ? (size_t)(z - p) : (size_t)(end - p);
-		bool quote = !l || strpbrk(p, " \t'\"") != NULL;
-		putchar(' ');
-		if (quote)
-			putchar('\'');
-		for (size_t i = 0; i < l; i++)
-			putchar((unsigned char)p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\'' ? p[i] : '?');
-		if (quote)
-			putchar('\'');
-		p += l + 1;
-	}
-	putchar('\n');
+	char buf[4096];
+	trace_command(t, buf, sizeof buf);
+	printf("command: %s\n", buf[0] ? buf : "(unknown)");
 }
 
 static void print_features(uint64_t f)

@@ -129,6 +129,9 @@ void analysis_attrs(const struct analysis *a, struct attr_set *s)
 	}
 	attr_add(s, "line-size-source", "%s", a->line_size_source);
 	attr_add(s, "trace", "%s", a->path);
+	char cmd[1024];
+	if (trace_command(a->trace, cmd, sizeof cmd)[0])
+		attr_add(s, "command", "%s", cmd);
 	attr_add(s, "tool", "commanalyze %s", CT_VERSION);
 	attr_add(s, "units", "estimated line transfers");
 	attr_add(s, "topology", "%s", a->topo.identity ? "identity (no cpu map in the trace)"
@@ -137,6 +140,33 @@ void analysis_attrs(const struct analysis *a, struct attr_set *s)
 		attr_add(s, "damaged", "%s", a->err.msg);
 	if (a->warning[0])
 		attr_add(s, "warning", "%s", a->warning);
+}
+
+const char *trace_command(struct ct_trace *t, char *out, size_t cap)
+{
+	size_t len = 0, o = 0;
+	const char *p = ct_trace_section(t, CT_SEC_CMDLINE, &len);
+	const char *end = p ? p + len : NULL;
+	out[0] = 0;
+	/* arguments separated by blanks, quoted when they hold blanks or quotes,
+	 * control characters shown as '?' */
+	while (p && p < end && o + 4 < cap) {
+		const char *z = memchr(p, 0, (size_t)(end - p));
+		size_t l = z ? (size_t)(z - p) : (size_t)(end - p);
+		bool quote = !l || memchr(p, ' ', l) || memchr(p, '\t', l) || memchr(p, '\'', l) ||
+		             memchr(p, '"', l);
+		if (o)
+			out[o++] = ' ';
+		if (quote)
+			out[o++] = '\'';
+		for (size_t i = 0; i < l && o + 2 < cap; i++)
+			out[o++] = (unsigned char)p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\'' ? p[i] : '?';
+		if (quote && o + 1 < cap)
+			out[o++] = '\'';
+		p += l + 1;
+	}
+	out[o] = 0;
+	return out;
 }
 
 size_t thread_space(const struct ct_trace *t)

@@ -73,22 +73,6 @@ static double pct(double a, double b)
 	return b > 0 ? 100.0 * a / b : 0.0;
 }
 
-static void cmdline(struct ct_trace *t, char *out, size_t cap)
-{
-	size_t len = 0, o = 0;
-	const char *p = ct_trace_section(t, CT_SEC_CMDLINE, &len);
-	out[0] = 0;
-	if (!p)
-		return;
-	for (size_t i = 0; i < len && o + 1 < cap; i++) {
-		char c = p[i] ? p[i] : ' ';
-		out[o++] = (unsigned char)c >= 0x20 && c != 0x7f ? c : '?';
-	}
-	while (o && out[o - 1] == ' ')
-		o--;
-	out[o] = 0;
-}
-
 /* "soft: a sample every 1000 us of CPU time per thread; 4 watchpoints" */
 static void sampler_line(struct report *r)
 {
@@ -119,7 +103,7 @@ static void sec_trace(struct report *r)
 	char buf[512], b2[64], v[128];
 	printf("commtrace report: %s\n", a->path);
 	section("Trace");
-	cmdline(t, buf, sizeof buf);
+	trace_command(t, buf, sizeof buf);
 	printf("  %-13s %s\n", "program", buf[0] ? buf : "(unknown)");
 	size_t with = 0;
 	for (size_t i = 0; i < a->stats.nthreads; i++)
