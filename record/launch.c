@@ -15,7 +15,6 @@
 #include "commrec.h"
 
 #define RUNTIME_NAME "libcommrec.so"
-#define RUNTIME_ENV "COMMTRACE_RUNTIME"
 
 uint64_t rec_now_ns(void)
 {
@@ -91,18 +90,18 @@ static bool usable_runtime(const char *cand, char *out, size_t cap)
 
 int rec_find_runtime(char *out, size_t cap)
 {
-	const char *env = getenv(RUNTIME_ENV);
+	const char *env = getenv(CT_ENV_RUNTIME);
 	if (env && *env) {
 		if (usable_runtime(env, out, cap))
 			return 0;
-		rec_err("%s=%s: %s", RUNTIME_ENV, env, strerror(errno));
+		rec_err("%s=%s: %s", CT_ENV_RUNTIME, env, strerror(errno));
 		return -1;
 	}
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0) {
 		rec_err("cannot find the runtime %s (/proc/self/exe: %s): set %s to its path",
-		        RUNTIME_NAME, strerror(errno), RUNTIME_ENV);
+		        RUNTIME_NAME, strerror(errno), CT_ENV_RUNTIME);
 		return -1;
 	}
 	exe[n] = '\0';
@@ -115,7 +114,7 @@ int rec_find_runtime(char *out, size_t cap)
 	if (usable_runtime(cand1, out, cap) || usable_runtime(cand2, out, cap))
 		return 0;
 	rec_err("cannot find the runtime %s (looked for %s and %s): build it (make) or set %s",
-	        RUNTIME_NAME, cand1, cand2, RUNTIME_ENV);
+	        RUNTIME_NAME, cand1, cand2, CT_ENV_RUNTIME);
 	return -1;
 }
 

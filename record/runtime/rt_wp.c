@@ -155,15 +155,6 @@ void rt_wp_thread_stop(struct rt_thread *t, int self)
 	}
 }
 
-static inline uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 void rt_wp_try_arm(struct rt_thread *t, uint64_t now)
 {
 	bool old = !t->wp_armed || t->wp_hit || t->wp_arm_time < t->prev_sample;
@@ -172,22 +163,13 @@ void rt_wp_try_arm(struct rt_thread *t, uint64_t now)
 	if (t->wp_armed)
 		rt_wp_disarm(t);
 	struct board_view v;
-	if (!board_pick(&rt_board, t->index, t->prev_sample, now, xorshift(&t->rnd), BOARD_RECENT, &v))
+	if (!board_pick(&rt_board, t->index, t->prev_sample, now, board_random(&t->rnd), BOARD_RECENT, &v))
 		return;
 	uint64_t t0 = rt_cfg.verbose >= 3 ? rt_now() : 0;
 	uint64_t line = board_line(&rt_board, v.addr);
 	uint32_t words = rt_cfg.line_size / 8;
 	uint32_t chosen[CT_WP_MAX];
-	int n = 0;
-	int want = t->nwp < (int)words ? t->nwp : (int)words;
-	for (int tries = 0; n < want && tries < 64; tries++) {
-		uint32_t w = (uint32_t)(xorshift(&t->rnd) % words);
-		bool dup = false;
-		for (int k = 0; k < n; k++)
-			dup |= chosen[k] == w;
-		if (!dup)
-			chosen[n++] = w;
-	}
+	int n = (int)board_choose_words(&t->rnd, words, (unsigned)t->nwp, chosen);
 	struct ct_record r = { .type = CT_REC_WP_ARM, .time = now };
 	struct ct_wp_arm *arm = &r.u.arm;
 	arm->pub_time = v.time;

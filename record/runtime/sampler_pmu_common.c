@@ -1,7 +1,7 @@
 /* Hardware samplers (pebs, ibs): per-thread events sharing one ring, the
  * signal of every event routed to its thread, the ring drained in the
  * handler through the pure converter of record/common/pmu_sample.c.
- * See sampler_pmu.h and pmu-samplers-notes.md.
+ * See sampler_pmu.h and commrec(1), section "Hardware samplers".
  *
  * Why not the generic rt_perf path: it opens one event per thread from
  * fill_attr (no precise_ip fallback, no IBS exclude_kernel retry), its
