@@ -175,6 +175,13 @@ int cmd_info(int argc, char **argv)
 		       fmt_duration(st.last_time - st.first_time, buf, sizeof buf), st.first_time,
 		       st.last_time);
 	printf("records: %" PRIu64 ", samples: %" PRIu64 "\n", st.records, st.samples);
+	uint64_t data = 0, frames = 0;
+	for (size_t i = 0; i < ct_trace_nthreads(t); i++) {
+		data += ct_trace_thread_bytes(t, i);
+		frames += ct_trace_thread_frames(t, i);
+	}
+	printf("record data: %" PRIu64 " bytes compressed in %" PRIu64 " frames, %.2f bytes per record\n",
+	       data, frames, st.records ? (double)data / (double)st.records : 0.0);
 	printf("lost records: %" PRIu64 "\n", st.lost_total);
 	for (unsigned r = 0; r < LOST_REASONS; r++)
 		if (st.lost_by_reason[r]) {

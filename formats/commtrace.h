@@ -403,6 +403,8 @@ size_t ct_trace_nthreads(const struct ct_trace *t);
 const struct ct_thread_info *ct_trace_thread(const struct ct_trace *t, size_t i);
 /* Number of data frames indexed for thread i (cheap). */
 size_t ct_trace_thread_frames(const struct ct_trace *t, size_t i);
+/* Compressed bytes of thread i's data frames (cheap: from the index). */
+uint64_t ct_trace_thread_bytes(const struct ct_trace *t, size_t i);
 
 /* Payload of a metadata section, NULL if absent (the last one wins if
  * several).  Owned by the trace. */

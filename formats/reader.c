@@ -739,6 +739,14 @@ size_t ct_trace_thread_frames(const struct ct_trace *t, size_t i)
 	return i < t->nthr ? t->thr[i].n : 0;
 }
 
+uint64_t ct_trace_thread_bytes(const struct ct_trace *t, size_t i)
+{
+	uint64_t sum = 0;
+	for (size_t k = 0; i < t->nthr && k < t->thr[i].n; k++)
+		sum += t->thr[i].f[k].size;
+	return sum;
+}
+
 const void *ct_trace_section(const struct ct_trace *t, enum ct_section kind, size_t *len)
 {
 	if (kind == CT_SEC_HEADER) {
