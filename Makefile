@@ -136,21 +136,23 @@ $(LIBRCOMMON): $(RCOMMON_OBJ) $(LIBFMT)
 $(LIBANA): $(ANA_OBJ) $(LIBFMT)
 	$(Q)rm -f $@ && ar rcs $@ $(ANA_OBJ)
 
+# The runtimes never link libpfm4: the launcher encodes PMU events.
+RT_COMMON_OBJ := $(filter-out %/pmu_pfm.o,$(RCOMMON_PIC_OBJ))
 $(RUNTIME): $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(LIBFMT_PIC)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared -o $@ $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(LIBFMT_PIC) \
-		$(ZSTD_LIBS) $(ZYDIS_LIBS) $(filter -lpfm,$(REC_LIBS)) -ldl -lpthread -lrt -Wl,-z,nodelete
+	$(Q)$(CC) -shared -o $@ $(RT_OBJ) $(RT_COMMON_OBJ) $(LIBFMT_PIC) \
+		$(ZSTD_LIBS) $(ZYDIS_LIBS) -ldl -lpthread -lrt -Wl,-z,nodelete
 
 # The inst runtime: the same runtime plus the compiler-instrumentation entry
 # points (__tsan_*) and libc bulk-copy interceptors; linked into programs
 # built with commrec-cc instead of being preloaded.
-RT_LIBS := $(ZSTD_LIBS) $(ZYDIS_LIBS) $(filter -lpfm,$(REC_LIBS)) -ldl -lpthread -lrt
+RT_LIBS := $(ZSTD_LIBS) $(ZYDIS_LIBS) -ldl -lpthread -lrt
 $(INST_RT): $(INST_OBJ) $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(LIBFMT_PIC)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared -Wl,-soname,libcommrec-inst.so -o $@ $(INST_OBJ) $(RT_OBJ) $(RCOMMON_PIC_OBJ) \
+	$(Q)$(CC) -shared -Wl,-soname,libcommrec-inst.so -o $@ $(INST_OBJ) $(RT_OBJ) $(RT_COMMON_OBJ) \
 		$(LIBFMT_PIC) $(RT_LIBS) -Wl,-z,nodelete
 $(INST_RT_A): $(INST_OBJ) $(RT_OBJ) $(RCOMMON_PIC_OBJ) $(FMT_PIC_OBJ)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $(INST_OBJ) $(RT_OBJ) $(RT_COMMON_OBJ) $(FMT_PIC_OBJ)
 
 $(COMMREC): $(LAUNCH_OBJ) $(LIBRCOMMON) $(LIBFMT)
 	@$(if $(Q),echo "  LD      $@")

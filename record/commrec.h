@@ -49,6 +49,7 @@ struct rec_opts {
 	uint64_t period_used;
 	const char *period_unit;     /* "us-cpu" or "events" */
 	char events_joined[1024];    /* comma list for COMMTRACE_EVENTS */
+	char pmu_attrs[1024];        /* pebs: COMMTRACE_PMU_ATTRS (pmu_pebs_attrs_format) */
 };
 
 /* options.c: 0 ok, 1 done (--help, --version, --list-samplers printed; exit
@@ -83,6 +84,9 @@ struct rec_run {
 	uint64_t start_ns, end_ns;   /* CLOCK_MONOTONIC */
 	int exec_errno;              /* exec failed in the child: errno, else 0 */
 	int pid;
+	/* the program's own resource usage (wait4; with its waited-for children) */
+	uint64_t utime_ns, stime_ns;
+	long maxrss_kb;              /* peak resident set, KiB */
 };
 /* fork, set up the environment, exec, forward signals, wait. 0 or -1. */
 int rec_run_program(const struct rec_opts *o, const char *path, const char *spool,

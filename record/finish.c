@@ -202,6 +202,10 @@ int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *
 	ct_kv_add(&kv, "exit_signal", "%d", exit_signal);
 	ct_kv_add(&kv, "recording", "%s", exit_signal ? "incomplete" : "complete");
 	ct_kv_add(&kv, "duration_ns", "%llu", (unsigned long long)(run->end_ns - run->start_ns));
+	ct_kv_add(&kv, "program_wall_ns", "%llu", (unsigned long long)(run->end_ns - run->start_ns));
+	ct_kv_add(&kv, "program_utime_ns", "%llu", (unsigned long long)run->utime_ns);
+	ct_kv_add(&kv, "program_stime_ns", "%llu", (unsigned long long)run->stime_ns);
+	ct_kv_add(&kv, "program_maxrss_kb", "%ld", run->maxrss_kb);
 	ct_kv_add(&kv, "commrec_version", "%s", CT_VERSION);
 	if (kv.overflow || kv.len >= sizeof summary) {
 		rec_err("internal error: summary too long");

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -140,7 +141,7 @@ static void forward(int sig, siginfo_t *si, void *uc)
 /* ---- environment -------------------------------------------------------- */
 
 static const char *const contract_vars[] = {
-	CT_ENV_SPOOL, CT_ENV_SAMPLER, CT_ENV_PERIOD, CT_ENV_EVENTS, CT_ENV_WATCHPOINTS,
+	CT_ENV_SPOOL, CT_ENV_SAMPLER, CT_ENV_PERIOD, CT_ENV_EVENTS, CT_ENV_PMU_ATTRS, CT_ENV_WATCHPOINTS,
 	CT_ENV_BOARD, CT_ENV_LINE_SIZE, CT_ENV_NO_ALLOC, CT_ENV_FULL, CT_ENV_VERBOSE, CT_ENV_PID,
 };
 
@@ -160,6 +161,7 @@ static int child_env(const struct rec_opts *o, const char *spool, const char *ru
 	if (setenv(CT_ENV_SPOOL, spool, 1) || setenv(CT_ENV_SAMPLER, o->sampler_used, 1) ||
 	    setenv_int(CT_ENV_PERIOD, (long long)o->period_used) ||
 	    (o->events_joined[0] && setenv(CT_ENV_EVENTS, o->events_joined, 1)) ||
+	    (o->pmu_attrs[0] && setenv(CT_ENV_PMU_ATTRS, o->pmu_attrs, 1)) ||
 	    setenv_int(CT_ENV_WATCHPOINTS, o->wp_used) ||
 	    setenv_int(CT_ENV_BOARD, o->board_size) ||
 	    setenv_int(CT_ENV_LINE_SIZE, o->line_size_used) ||
@@ -264,18 +266,23 @@ int rec_run_program(const struct rec_opts *o, const char *path, const char *spoo
 		run->exec_errno = err ? err : EINVAL;
 
 	int status = 0;
+	struct rusage ru;
 	pid_t w;
+	memset(&ru, 0, sizeof ru);
 	do
-		w = waitpid(pid, &status, 0);
+		w = wait4(pid, &status, 0, &ru);
 	while (w < 0 && errno == EINTR);
 	run->end_ns = rec_now_ns();
 	child_pid = 0;
 	for (size_t i = 0; i < NFWD; i++)
 		sigaction(forwarded[i], &old_sa[i], NULL);
 	if (w < 0) {
-		rec_err("waitpid: %s", strerror(errno));
+		rec_err("wait4: %s", strerror(errno));
 		return -1;
 	}
 	run->status = status;
+	run->utime_ns = (uint64_t)ru.ru_utime.tv_sec * 1000000000u + (uint64_t)ru.ru_utime.tv_usec * 1000u;
+	run->stime_ns = (uint64_t)ru.ru_stime.tv_sec * 1000000000u + (uint64_t)ru.ru_stime.tv_usec * 1000u;
+	run->maxrss_kb = ru.ru_maxrss;
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* Which samplers work on this machine (pmu_probe_sampler, in
- * record/common/pmu.c, probes all four), how many debug registers open here
+ * record/common/pmu_pfm.c, probes all four), how many debug registers open here
  * (probed by opening perf breakpoints, as the runtime will), --list-samplers
  * and the choice made by --sampler auto. */
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include "commrec.h"
 #include "commtrace.h"
 #include "pmu.h"
+#include "pmu_sample.h"
 
 #define SOFT_PERIOD_DEFAULT 1000      /* CPU microseconds */
 #define EVENT_PERIOD_DEFAULT 500000   /* events (pebs, ibs) or accesses (inst) */
@@ -150,6 +151,26 @@ int rec_choose_sampler(struct rec_opts *o)
 			return -1;
 		}
 		len += (size_t)w;
+	}
+
+	/* pebs: encode the events here (libpfm4) and pass the attrs to the
+	 * runtime, which does not link libpfm4. */
+	o->pmu_attrs[0] = '\0';
+	if (!strcmp(o->sampler_used, "pebs")) {
+		struct perf_event_attr a[PMU_CONV_MAX_EVENTS];
+		uint8_t kinds[PMU_CONV_MAX_EVENTS];
+		int n = pmu_pebs_attrs_kinds(o->events_joined[0] ? o->events_joined : NULL,
+		                             o->period_used, a, kinds, PMU_CONV_MAX_EVENTS, why,
+		                             sizeof why);
+		if (n <= 0) {
+			rec_err("pebs: %s", why[0] ? why : "no PEBS events");
+			return -1;
+		}
+		if (pmu_pebs_attrs_format(a, kinds, (size_t)n, o->pmu_attrs, sizeof o->pmu_attrs) < 0) {
+			rec_err("pebs: too many events for %s", CT_ENV_PMU_ATTRS);
+			return -1;
+		}
+		rec_info(2, "%s=%s", CT_ENV_PMU_ATTRS, o->pmu_attrs);
 	}
 
 	/* Watchpoints: probe what the machine gives; full traces need none. */

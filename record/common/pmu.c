@@ -1,11 +1,11 @@
-/* Sampler probes and perf_event_attr builders for the PMU samplers.
+/* perf_event_attr builders and open helpers for the PMU samplers, and the
+ * COMMTRACE_PMU_ATTRS encoding of PEBS attrs: the part the runtime links
+ * (no libpfm4; the encoding and the probes are in pmu_pfm.c).
  * See pmu.h and commrec(1), "Hardware samplers (pebs, ibs)". */
 #include "pmu.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/perf_event.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +14,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifdef HAVE_LIBPFM
-#include <perfmon/pfmlib_perf_event.h>
-#endif
 
 #ifndef PERF_SAMPLE_WEIGHT_STRUCT
 #define PERF_SAMPLE_WEIGHT_STRUCT (1U << 24)
@@ -31,13 +27,10 @@
                                PERF_SAMPLE_PERIOD | PERF_SAMPLE_DATA_SRC)
 #define IBS_SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
                          PERF_SAMPLE_CPU | PERF_SAMPLE_RAW | PERF_SAMPLE_PERIOD)
-#define SOFT_SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
-                          PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER)
 
 /* ---- small helpers ----------------------------------------------------- */
 
-static void say(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t cap, const char *fmt, ...)
+void pmu_say(char *why, size_t cap, const char *fmt, ...)
 {
 	if (!why || !cap)
 		return;
@@ -62,7 +55,7 @@ static void sysfs_path(char *out, size_t cap, const char *rel)
 	snprintf(out, cap, "%s%s", sysfs_root, rel);
 }
 
-static bool sysfs_exists(const char *rel)
+bool pmu_sysfs_exists(const char *rel)
 {
 	char p[512];
 	struct stat st;
@@ -71,7 +64,7 @@ static bool sysfs_exists(const char *rel)
 }
 
 /* First line of a file, trailing newline removed; false if unreadable. */
-static bool read_line(const char *path, char *out, size_t cap)
+bool pmu_read_line(const char *path, char *out, size_t cap)
 {
 	FILE *f = fopen(path, "re");
 	if (!f)
@@ -83,76 +76,10 @@ static bool read_line(const char *path, char *out, size_t cap)
 	return ok;
 }
 
-static int read_paranoid(void)
-{
-	char b[32];
-	if (!read_line("/proc/sys/kernel/perf_event_paranoid", b, sizeof b))
-		return -100; /* unknown */
-	return atoi(b);
-}
-
-/* Seccomp field of /proc/self/status: 0 none, 1 strict, 2 filter; -1 unknown. */
-static int read_seccomp(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	if (!f)
-		return -1;
-	char line[256];
-	int v = -1;
-	while (fgets(line, sizeof line, f)) {
-		if (!strncmp(line, "Seccomp:", 8)) {
-			v = atoi(line + 8);
-			break;
-		}
-	}
-	fclose(f);
-	return v;
-}
-
-static void cpu_vendor(char *out, size_t cap)
-{
-	snprintf(out, cap, "unknown");
-	FILE *f = fopen("/proc/cpuinfo", "re");
-	if (!f)
-		return;
-	char line[256];
-	while (fgets(line, sizeof line, f)) {
-		if (!strncmp(line, "vendor_id", 9)) {
-			char *c = strchr(line, ':');
-			if (c) {
-				c++;
-				while (*c == ' ' || *c == '\t')
-					c++;
-				c[strcspn(c, "\n")] = 0;
-				snprintf(out, cap, "%s", c);
-			}
-			break;
-		}
-	}
-	fclose(f);
-}
-
-static int sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group,
-                               unsigned long flags)
+int pmu_sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group,
+                            unsigned long flags)
 {
 	return (int)syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
-}
-
-/* Why perf_event_open was denied (EACCES/EPERM), with what to do. */
-static void denied_reason(char *buf, size_t cap, int err)
-{
-	int par = read_paranoid();
-	int sec = read_seccomp();
-	if (sec == 2)
-		snprintf(buf, cap, "%s; a seccomp filter is active (container runtime?): "
-		         "allow perf_event_open in its profile", strerror(err));
-	else if (par >= 2)
-		snprintf(buf, cap, "%s; perf_event_paranoid is %d: run sysctl "
-		         "kernel.perf_event_paranoid=%d", strerror(err), par, par >= 3 ? 2 : 1);
-	else if (par == -100)
-		snprintf(buf, cap, "%s; perf_event_paranoid unreadable", strerror(err));
-	else
-		snprintf(buf, cap, "%s; perf_event_paranoid is %d", strerror(err), par);
 }
 
 /* ---- weight type --------------------------------------------------------- */
@@ -172,7 +99,7 @@ uint64_t pmu_weight_sample_type(void)
 	a.disabled = 1;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
-	int fd = sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = pmu_sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd >= 0) {
 		close(fd);
 		cached = 1;
@@ -197,223 +124,126 @@ static void common_sampling_attr(struct perf_event_attr *a)
 	a->exclude_hv = 1;
 }
 
-#ifdef HAVE_LIBPFM
-static uint8_t kind_from_name(const char *ev)
+void pmu_pebs_attr_init(struct perf_event_attr *a, uint32_t type, uint64_t config,
+                        uint64_t config1, uint64_t config2, uint64_t period, unsigned precise)
 {
-	char up[256];
-	size_t i;
-	for (i = 0; ev[i] && i + 1 < sizeof up; i++)
-		up[i] = (char)((ev[i] >= 'a' && ev[i] <= 'z') ? ev[i] - 32 : ev[i]);
-	up[i] = 0;
-	bool st = strstr(up, "STORE") != NULL;
-	bool ld = strstr(up, "LOAD") != NULL;
-	if (st && !ld)
-		return PMU_KIND_STORE;
-	if (ld && !st)
-		return PMU_KIND_LOAD;
-	return PMU_KIND_UNKNOWN;
-}
-
-static int pfm_ready(char *why, size_t cap)
-{
-	int r = pfm_initialize();
-	if (r != PFM_SUCCESS) {
-		say(why, cap, "libpfm4 initialization failed: %s", pfm_strerror(r));
-		return -1;
-	}
-	return 0;
-}
-
-/* Encode one libpfm4 event string into *a. */
-static int encode_event(const char *ev, uint64_t period, struct perf_event_attr *a,
-                        char *why, size_t cap)
-{
-	pfm_perf_encode_arg_t arg;
 	memset(a, 0, sizeof *a);
-	memset(&arg, 0, sizeof arg);
-	arg.attr = a;
-	arg.size = sizeof arg;
-	int r = pfm_get_os_event_encoding(ev, PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
-	if (r != PFM_SUCCESS) {
-		say(why, cap, "libpfm4 cannot encode event %s: %s", ev, pfm_strerror(r));
-		return -1;
-	}
-	unsigned precise = a->precise_ip;
+	a->type = type;
+	a->config = config;
+	a->config1 = config1;
+	a->config2 = config2;
 	common_sampling_attr(a);
 	a->freq = 0;
 	a->sample_period = period;
 	a->sample_type = PEBS_BASE_SAMPLE_TYPE | pmu_weight_sample_type();
-	a->precise_ip = precise ? precise : 3;
+	a->precise_ip = precise ? (precise > 3 ? 3 : precise) : 3;
 	/* PEBS does not sample guests (and some kernels refuse precise events
 	 * without this); IBS, by contrast, refuses exclude_guest. */
 	a->exclude_guest = 1;
-	return 0;
 }
 
-/* Is name one of the comma-separated names in list? */
-static bool name_in_list(const char *name, const char *list)
+/* ---- COMMTRACE_PMU_ATTRS ------------------------------------------------ */
+
+static const char *kind_name(uint8_t k)
 {
-	size_t n = strlen(name);
-	for (const char *p = list; *p;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (len == n && !strncmp(p, name, n))
-			return true;
-		p += len;
-		if (*p == ',')
-			p++;
-	}
-	return false;
+	return k == PMU_KIND_LOAD ? "load" : k == PMU_KIND_STORE ? "store" : "any";
 }
 
-/* The default events: loads and stores of each active Intel core PMU. */
-static int default_events(uint64_t period, struct perf_event_attr *out, uint8_t *kinds,
-                          size_t max, char *why, size_t cap)
+int pmu_pebs_attrs_format(const struct perf_event_attr *a, const uint8_t *kinds, size_t n,
+                          char *out, size_t cap)
 {
-	/* In order of preference; the first pair the PMU knows is used.
-	 * Sandy Bridge and Ivy Bridge PEBS gives no data address for
-	 * MEM_UOPS_RETIRED (DataLA came with Haswell): there the load-latency
-	 * event (threshold 3 cycles: every load) and the precise-store event
-	 * carry it. */
-	static const struct { const char *only, *ld, *st; } pairs[] = {
-		{ "snb,ivb", "MEM_TRANS_RETIRED:LATENCY_ABOVE_THRESHOLD:ldlat=3",
-		  "MEM_TRANS_RETIRED:PRECISE_STORE" },
-		{ NULL, "MEM_INST_RETIRED:ALL_LOADS", "MEM_INST_RETIRED:ALL_STORES" },
-		{ NULL, "MEM_UOPS_RETIRED:ALL_LOADS", "MEM_UOPS_RETIRED:ALL_STORES" },
-	};
-	int n = 0;
-	char seen_core[128] = "";
-	pfm_pmu_t p;
-
-	pfm_for_all_pmus(p) {
-		pfm_pmu_info_t info;
-		memset(&info, 0, sizeof info);
-		info.size = sizeof info;
-		if (pfm_get_pmu_info(p, &info) != PFM_SUCCESS || !info.is_present ||
-		    info.type != PFM_PMU_TYPE_CORE)
-			continue;
-		if (!seen_core[0])
-			snprintf(seen_core, sizeof seen_core, "%s (%s)", info.desc, info.name);
-		for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
-			char ld[160], st[160];
-			if (pairs[k].only && !name_in_list(info.name, pairs[k].only))
-				continue;
-			snprintf(ld, sizeof ld, "%s::%s", info.name, pairs[k].ld);
-			snprintf(st, sizeof st, "%s::%s", info.name, pairs[k].st);
-			if (pfm_find_event(ld) < 0 || pfm_find_event(st) < 0)
-				continue;
-			if ((size_t)n + 2 > max) {
-				say(why, cap, "more PEBS events than the %zu allowed", max);
-				return -1;
-			}
-			if (encode_event(ld, period, &out[n], why, cap) < 0 ||
-			    encode_event(st, period, &out[n + 1], why, cap) < 0)
-				return -1;
-			if (kinds) {
-				kinds[n] = PMU_KIND_LOAD;
-				kinds[n + 1] = PMU_KIND_STORE;
-			}
-			n += 2;
-			break;
-		}
-	}
-	if (n == 0) {
-		if (seen_core[0])
-			say(why, cap, "libpfm4 knows no PEBS memory events (MEM_INST_RETIRED or "
-			    "MEM_UOPS_RETIRED ALL_LOADS/ALL_STORES) for %s", seen_core);
-		else
-			say(why, cap, "libpfm4 found no CPU PMU for this processor");
+	size_t len = 0;
+	if (!out || !cap)
 		return -1;
+	out[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		int w = snprintf(out + len, cap - len, "%s%s:%u:%#llx:%#llx:%#llx:%llu:%u",
+		                 i ? "," : "", kind_name(kinds ? kinds[i] : PMU_KIND_UNKNOWN),
+		                 (unsigned)a[i].type, (unsigned long long)a[i].config,
+		                 (unsigned long long)a[i].config1, (unsigned long long)a[i].config2,
+		                 (unsigned long long)a[i].sample_period, (unsigned)a[i].precise_ip);
+		if (w < 0 || (size_t)w >= cap - len) {
+			out[0] = 0;
+			return -1;
+		}
+		len += (size_t)w;
 	}
-	return n;
+	return (int)len;
 }
 
-static int expert_events(const char *spec, uint64_t period, struct perf_event_attr *out,
-                         uint8_t *kinds, size_t max, char *why, size_t cap)
+/* One unsigned field of an item, ending at ':' or at the item's end. */
+static bool parse_field(const char **p, const char *end, uint64_t max, uint64_t *v)
 {
-	int n = 0;
-	const char *s = spec;
-	while (*s) {
-		const char *e = strchr(s, ',');
-		size_t len = e ? (size_t)(e - s) : strlen(s);
-		char ev[256];
-		if (len == 0) {
-			say(why, cap, "empty event name in \"%s\"", spec);
-			return -1;
-		}
-		if (len >= sizeof ev) {
-			say(why, cap, "event name too long in \"%s\"", spec);
-			return -1;
-		}
-		memcpy(ev, s, len);
-		ev[len] = 0;
-		uint64_t p = period;
-		char *at = strrchr(ev, '@');
-		if (at) {
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(at + 1, &end, 0);
-			if (at[1] == 0 || *end || errno || v == 0 || at[1] == '-') {
-				say(why, cap, "bad period \"%s\" for event %.*s (want a positive "
-				    "integer after @)", at + 1, (int)(at - ev), ev);
-				return -1;
-			}
-			p = v;
-			*at = 0;
-		}
-		if ((size_t)n >= max) {
-			say(why, cap, "too many events in \"%s\" (at most %zu)", spec, max);
-			return -1;
-		}
-		if (encode_event(ev, p, &out[n], why, cap) < 0)
-			return -1;
-		if (kinds)
-			kinds[n] = kind_from_name(ev);
-		n++;
-		s += len;
-		if (*s == ',')
-			s++;
-	}
-	if (n == 0) {
-		say(why, cap, "no events in \"%s\"", spec);
-		return -1;
-	}
-	return n;
+	const char *s = *p;
+	if (s >= end || *s == ':' || *s == '-' || *s == '+' || *s == ' ')
+		return false;
+	char *e;
+	errno = 0;
+	unsigned long long x = strtoull(s, &e, 0);
+	if (errno || e == s || e > end || (e < end && *e != ':') || x > max)
+		return false;
+	*v = x;
+	*p = e < end ? e + 1 : e;
+	return true;
 }
-#endif
 
-int pmu_pebs_attrs_kinds(const char *spec, uint64_t period, struct perf_event_attr *out,
-                         uint8_t *kinds, size_t max, char *why, size_t cap)
+int pmu_pebs_attrs_parse(const char *s, struct perf_event_attr *out, uint8_t *kinds,
+                         size_t max, char *why, size_t cap)
 {
 	if (why && cap)
 		why[0] = 0;
-	if (!out || max == 0) {
-		say(why, cap, "no room for events");
+	if (!s || !*s) {
+		pmu_say(why, cap, "no PEBS events given (COMMTRACE_PMU_ATTRS is set by commrec)");
 		return -1;
 	}
-	if (period == 0) {
-		say(why, cap, "sampling period must be positive");
-		return -1;
+	size_t n = 0;
+	for (const char *p = s; *p;) {
+		const char *comma = strchr(p, ',');
+		const char *end = comma ? comma : p + strlen(p);
+		int ilen = (int)(end - p);
+		if (n >= max) {
+			pmu_say(why, cap, "more than %zu PEBS events in \"%s\"", max, s);
+			return -1;
+		}
+		const char *colon = memchr(p, ':', (size_t)(end - p));
+		size_t klen = colon ? (size_t)(colon - p) : 0;
+		uint8_t kind;
+		if (klen == 4 && !strncmp(p, "load", 4))
+			kind = PMU_KIND_LOAD;
+		else if (klen == 5 && !strncmp(p, "store", 5))
+			kind = PMU_KIND_STORE;
+		else if (klen == 3 && !strncmp(p, "any", 3))
+			kind = PMU_KIND_UNKNOWN;
+		else {
+			pmu_say(why, cap, "bad PEBS event \"%.*s\": want load|store|any:type:config:"
+			        "config1:config2:period[:precise]", ilen, p);
+			return -1;
+		}
+		const char *q = colon + 1;
+		uint64_t type, config, config1, config2, period, precise = 3;
+		if (!parse_field(&q, end, UINT32_MAX, &type) ||
+		    !parse_field(&q, end, UINT64_MAX, &config) ||
+		    !parse_field(&q, end, UINT64_MAX, &config1) ||
+		    !parse_field(&q, end, UINT64_MAX, &config2) ||
+		    !parse_field(&q, end, UINT64_MAX, &period) || period == 0 ||
+		    (q < end && (!parse_field(&q, end, 3, &precise) || precise == 0)) ||
+		    q != end || end[-1] == ':') {
+			pmu_say(why, cap, "bad PEBS event \"%.*s\": want load|store|any:type:config:"
+			        "config1:config2:period[:precise] (period > 0, precise 1..3)", ilen, p);
+			return -1;
+		}
+		pmu_pebs_attr_init(&out[n], (uint32_t)type, config, config1, config2, period,
+		                   (unsigned)precise);
+		if (kinds)
+			kinds[n] = kind;
+		n++;
+		p = comma ? comma + 1 : end;
+		if (comma && !*p) {
+			pmu_say(why, cap, "empty PEBS event at the end of \"%s\"", s);
+			return -1;
+		}
 	}
-#ifdef HAVE_LIBPFM
-	if (pfm_ready(why, cap) < 0)
-		return -1;
-	if (!spec || !*spec)
-		return default_events(period, out, kinds, max, why, cap);
-	return expert_events(spec, period, out, kinds, max, why, cap);
-#else
-	(void)spec;
-	(void)kinds;
-	say(why, cap, "commtrace was built without libpfm4 (needed to encode PEBS events): "
-	    "install libpfm4-dev and rebuild");
-	return -1;
-#endif
-}
-
-int pmu_pebs_attrs(const char *spec, uint64_t period, struct perf_event_attr *out,
-                   size_t max, char *why, size_t cap)
-{
-	return pmu_pebs_attrs_kinds(spec, period, out, NULL, max, why, cap);
+	return (int)n;
 }
 
 int pmu_open_precise(struct perf_event_attr *a, pid_t tid, int cpu, int group_fd,
@@ -423,7 +253,7 @@ int pmu_open_precise(struct perf_event_attr *a, pid_t tid, int cpu, int group_fd
 	int err = 0;
 	for (unsigned p = top;; p--) {
 		a->precise_ip = p;
-		int fd = sys_perf_event_open(a, tid, cpu, group_fd, flags);
+		int fd = pmu_sys_perf_event_open(a, tid, cpu, group_fd, flags);
 		if (fd >= 0)
 			return fd;
 		err = errno;
@@ -446,15 +276,15 @@ int pmu_ibs_attr(uint64_t period_ops, struct perf_event_attr *out, char *why, si
 		why[0] = 0;
 	memset(out, 0, sizeof *out);
 	sysfs_path(path, sizeof path, IBS_OP_DIR "/type");
-	if (!read_line(path, line, sizeof line) || atoi(line) <= 0) {
-		say(why, cap, "no AMD IBS op PMU (%s missing: not an AMD CPU with IBS, or a "
+	if (!pmu_read_line(path, line, sizeof line) || atoi(line) <= 0) {
+		pmu_say(why, cap, "no AMD IBS op PMU (%s missing: not an AMD CPU with IBS, or a "
 		    "virtual machine that does not expose it)", IBS_OP_DIR);
 		return -1;
 	}
 	out->type = (uint32_t)atoi(line);
 	common_sampling_attr(out);
-	bool opcnt = sysfs_exists(IBS_OP_DIR "/format/cnt_ctl");
-	bool swfilt = sysfs_exists(IBS_OP_DIR "/format/swfilt");
+	bool opcnt = pmu_sysfs_exists(IBS_OP_DIR "/format/cnt_ctl");
+	bool swfilt = pmu_sysfs_exists(IBS_OP_DIR "/format/swfilt");
 	out->config = opcnt ? (1ull << 19) : 0;  /* IbsOpCntCtl: count dispatched ops */
 	uint64_t p = period_ops & ~0xfull;
 	out->sample_period = p ? p : 0x10;
@@ -466,21 +296,21 @@ int pmu_ibs_attr(uint64_t period_ops, struct perf_event_attr *out, char *why, si
 		 * it (EINVAL): pmu_open_ibs retries without. */
 	}
 	if (!opcnt)
-		say(why, cap, "IBS op counter counts cycles (no cnt_ctl): period is in cycles");
+		pmu_say(why, cap, "IBS op counter counts cycles (no cnt_ctl): period is in cycles");
 	return 0;
 }
 
 int pmu_open_ibs(struct perf_event_attr *a, pid_t tid, int cpu, int group_fd,
                  unsigned long flags)
 {
-	int fd = sys_perf_event_open(a, tid, cpu, group_fd, flags);
+	int fd = pmu_sys_perf_event_open(a, tid, cpu, group_fd, flags);
 	if (fd >= 0 || errno != EINVAL || !a->exclude_kernel || (a->config2 & 1))
 		return fd;
 	int err = errno;
 	struct perf_event_attr b = *a;
 	b.exclude_kernel = 0;
 	b.exclude_hv = 0;
-	fd = sys_perf_event_open(&b, tid, cpu, group_fd, flags);
+	fd = pmu_sys_perf_event_open(&b, tid, cpu, group_fd, flags);
 	if (fd >= 0) {
 		*a = b;
 		return fd;
@@ -490,155 +320,3 @@ int pmu_open_ibs(struct perf_event_attr *a, pid_t tid, int cpu, int group_fd,
 	return -1;
 }
 
-/* ---- probes ------------------------------------------------------------- */
-
-static bool probe_soft(char *why, size_t cap)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
-	a.sample_period = 1000000;
-	a.sample_type = SOFT_SAMPLE_TYPE;
-	a.sample_regs_user = 1ull << 8; /* IP */
-	a.disabled = 1;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC;
-	int fd = sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd >= 0) {
-		close(fd);
-		say(why, cap, "task-clock sampling through perf_event_open");
-		return true;
-	}
-	int err = errno;
-	char r[256];
-	if (err == EACCES || err == EPERM)
-		denied_reason(r, sizeof r, err);
-	else if (err == ENOSYS)
-		snprintf(r, sizeof r, "%s (kernel without perf events, or blocked by seccomp: "
-		         "Seccomp %d)", strerror(err), read_seccomp());
-	else
-		snprintf(r, sizeof r, "%s", strerror(err));
-
-	/* The fallback: a per-thread CPU-time POSIX timer delivering a signal. */
-	timer_t t;
-	struct sigevent sev;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_NONE;
-	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t) == 0) {
-		timer_delete(t);
-		say(why, cap, "perf_event_open %s (%s): will use POSIX CPU-time timers "
-		    "(no user registers from the kernel: the handler's context is used)",
-		    err == EACCES || err == EPERM ? "denied" : "unavailable", r);
-		return true;
-	}
-	say(why, cap, "perf_event_open failed (%s) and POSIX CPU-time timers are unavailable "
-	    "(%s): use --sampler inst", r, strerror(errno));
-	return false;
-}
-
-static bool probe_pebs(char *why, size_t cap)
-{
-	if (!sysfs_exists("/sys/bus/event_source/devices/cpu") &&
-	    !sysfs_exists("/sys/bus/event_source/devices/cpu_core")) {
-		say(why, cap, "no CPU PMU exposed by this kernel (virtual machine without a "
-		    "virtual PMU?): use --sampler soft");
-		return false;
-	}
-	char vendor[64];
-	cpu_vendor(vendor, sizeof vendor);
-	if (strcmp(vendor, "GenuineIntel") != 0) {
-		say(why, cap, "not an Intel CPU (%s): use --sampler ibs on AMD, or --sampler soft",
-		    vendor);
-		return false;
-	}
-	struct perf_event_attr at[8];
-	char r[384];
-	int n = pmu_pebs_attrs(NULL, 100003, at, 8, r, sizeof r);
-	if (n < 0) {
-		say(why, cap, "%s: use --sampler soft", r);
-		return false;
-	}
-	unsigned best = 0;
-	for (int i = 0; i < n; i++) {
-		int fd = pmu_open_precise(&at[i], 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0) {
-			int err = errno;
-			if (err == EACCES || err == EPERM) {
-				denied_reason(r, sizeof r, err);
-				say(why, cap, "perf_event_open of the PEBS event refused (%s), or use "
-				    "--sampler soft", r);
-			} else if (err == ENOENT || err == EOPNOTSUPP || err == EINVAL) {
-				say(why, cap, "the CPU PMU refused the precise (PEBS) memory event: %s "
-				    "(PEBS not available, e.g. in a virtual machine): use --sampler soft",
-				    strerror(err));
-			} else if (err == EBUSY) {
-				say(why, cap, "PMU counters busy (another profiler, or the NMI "
-				    "watchdog: sysctl kernel.nmi_watchdog=0): use --sampler soft");
-			} else {
-				say(why, cap, "perf_event_open of the PEBS event failed: %s: use "
-				    "--sampler soft", strerror(err));
-			}
-			return false;
-		}
-		close(fd);
-		if (i == 0 || at[i].precise_ip < best)
-			best = at[i].precise_ip;
-	}
-	say(why, cap, "%d PEBS memory events open, precise_ip %u", n, best);
-	return true;
-}
-
-static bool probe_ibs(char *why, size_t cap)
-{
-	struct perf_event_attr a;
-	char r[256];
-	if (pmu_ibs_attr(0x10000, &a, r, sizeof r) < 0) {
-		say(why, cap, "%s: use --sampler soft", r);
-		return false;
-	}
-	int fd = pmu_open_ibs(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0) {
-		int err = errno;
-		if (err == EACCES || err == EPERM) {
-			denied_reason(r, sizeof r, err);
-			say(why, cap, "perf_event_open of IBS refused (%s%s), or use --sampler soft", r,
-			    a.config2 & 1 ? "" : "; this kernel cannot exclude kernel samples from "
-			    "IBS, which needs perf_event_paranoid <= 1");
-		} else {
-			say(why, cap, "perf_event_open of the IBS op PMU failed: %s: use --sampler soft",
-			    strerror(err));
-		}
-		return false;
-	}
-	close(fd);
-	say(why, cap, "IBS op sampling%s", a.exclude_kernel ? "" :
-	    " (kernel samples recorded by the PMU and dropped by commtrace)");
-	return true;
-}
-
-bool pmu_probe_sampler(const char *name, char *why, size_t cap)
-{
-	if (why && cap)
-		why[0] = 0;
-	if (!name) {
-		say(why, cap, "no sampler named");
-		return false;
-	}
-	if (!strcmp(name, "soft"))
-		return probe_soft(why, cap);
-	if (!strcmp(name, "pebs"))
-		return probe_pebs(why, cap);
-	if (!strcmp(name, "ibs"))
-		return probe_ibs(why, cap);
-	if (!strcmp(name, "inst")) {
-		say(why, cap, "works everywhere; the program must be compiled with "
-		    "-fsanitize=thread and linked with commtrace's runtime (commrec-cc, see commrec(1))");
-		return true;
-	}
-	say(why, cap, "unknown sampler \"%s\": choose pebs, ibs, soft or inst", name);
-	return false;
-}

@@ -1,6 +1,13 @@
 /* Hardware samplers' shared pieces: probing which samplers work here (for
  * commrec --list-samplers and --sampler auto) and building perf_event_attr
- * for the PMU samplers (pebs with libpfm4, ibs from sysfs). */
+ * for the PMU samplers (pebs with libpfm4, ibs from sysfs).
+ *
+ * Two files: pmu_pfm.c holds what needs libpfm4 (the PEBS event encoding,
+ * pmu_pebs_attrs*) and the sampler probes (the pebs probe encodes); only the
+ * launcher and the unit tests link it.  pmu.c holds the rest, which the
+ * preloaded runtime links without libpfm4: the launcher passes the encoded
+ * PEBS attrs in COMMTRACE_PMU_ATTRS (pmu_pebs_attrs_format ->
+ * pmu_pebs_attrs_parse). */
 #ifndef CT_PMU_H
 #define CT_PMU_H
 
@@ -41,7 +48,8 @@ bool pmu_probe_sampler(const char *name, char *why, size_t cap);
  * an optional "@period" (as hpcrun: "MEM_INST_RETIRED:ALL_LOADS@100000");
  * events without "@" use period.
  *
- * Each attr: type/config (and config1) from libpfm4, sample_type
+ * Each attr (pmu_pebs_attr_init): type/config/config1/config2 from libpfm4
+ * (its other fields are not used: flags like :u/:k are fixed), sample_type
  * IDENTIFIER|IP|TID|TIME|ADDR|CPU|PERIOD|DATA_SRC plus WEIGHT_STRUCT when the
  * kernel knows it, else WEIGHT (pmu_weight_sample_type()); IDENTIFIER lets
  * the loads and stores events share one ring (PERF_EVENT_IOC_SET_OUTPUT,
@@ -57,6 +65,30 @@ int pmu_pebs_attrs(const char *spec, uint64_t period, struct perf_event_attr *ou
 /* The same, also giving each event's access kind (PMU_KIND_*) in kinds[]. */
 int pmu_pebs_attrs_kinds(const char *spec, uint64_t period, struct perf_event_attr *out,
                          uint8_t *kinds, size_t max, char *why, size_t cap);
+
+/* The complete PEBS attr for one encoded event: what pmu_pebs_attrs builds
+ * around libpfm4's type/config/config1/config2 (the sample_type, flags and
+ * clock above), with sample_period = period and precise_ip = precise (3 if
+ * 0).  Both sides of COMMTRACE_PMU_ATTRS build their attrs with it. */
+void pmu_pebs_attr_init(struct perf_event_attr *a, uint32_t type, uint64_t config,
+                        uint64_t config1, uint64_t config2, uint64_t period, unsigned precise);
+
+/* COMMTRACE_PMU_ATTRS (rtconfig.h): n attrs from pmu_pebs_attrs_kinds as a
+ * comma list of kind:type:config:config1:config2:period:precise items, kind
+ * load|store|any (PMU_KIND_*), type, period and precise (the highest
+ * precise_ip to try) in decimal, the configs in hex, e.g.
+ *     load:4:0x81d0:0:0:500000:3,store:4:0x82d0:0:0:500000:3
+ * Writes the string into out; returns its length, or -1 if cap is too small
+ * (PMU_ATTRS_ITEM_MAX bytes per event always suffice). */
+#define PMU_ATTRS_ITEM_MAX 112
+int pmu_pebs_attrs_format(const struct perf_event_attr *a, const uint8_t *kinds, size_t n,
+                          char *out, size_t cap);
+/* The runtime's side: the attrs (pmu_pebs_attr_init) and kinds of such a
+ * string; precise may be left out (then 3).  Returns the number of attrs
+ * (1..max), or -1 with why filled.  Not async-signal-safe (it may probe
+ * pmu_weight_sample_type). */
+int pmu_pebs_attrs_parse(const char *s, struct perf_event_attr *out, uint8_t *kinds,
+                         size_t max, char *why, size_t cap);
 
 /* PERF_SAMPLE_WEIGHT_STRUCT if this kernel accepts it (5.12+), else
  * PERF_SAMPLE_WEIGHT.  Probed once with a software dummy event. */
@@ -88,5 +120,12 @@ int pmu_open_ibs(struct perf_event_attr *a, pid_t tid, int cpu, int group_fd,
 
 /* Tests only: read sysfs PMU files under root instead of "/" (NULL resets). */
 void pmu_set_sysfs_root(const char *root);
+
+/* Internal: pmu.c's helpers that pmu_pfm.c shares. */
+void pmu_say(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool pmu_sysfs_exists(const char *rel);      /* under the sysfs root above */
+bool pmu_read_line(const char *path, char *out, size_t cap);
+int pmu_sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group,
+                            unsigned long flags);
 
 #endif

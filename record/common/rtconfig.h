@@ -9,6 +9,13 @@
 #define CT_ENV_SAMPLER     "COMMTRACE_SAMPLER"      /* soft | pebs | ibs | inst (resolved, never auto) */
 #define CT_ENV_PERIOD      "COMMTRACE_PERIOD"       /* soft: CPU us; event samplers: events */
 #define CT_ENV_EVENTS      "COMMTRACE_EVENTS"       /* pebs: comma list of libpfm4 names[@period] */
+/* pebs: the encoded events, so that the runtime needs no libpfm4: a comma list
+ * of kind:type:config:config1:config2:period:precise, kind load|store|any,
+ * configs in hex (pmu_pebs_attrs_format in record/common/pmu.h); precise is
+ * the highest precise_ip to try: the runtime probes what opens with
+ * pmu_open_precise.  Computed by commrec from COMMTRACE_EVENTS (or the
+ * default events) and COMMTRACE_PERIOD. */
+#define CT_ENV_PMU_ATTRS   "COMMTRACE_PMU_ATTRS"
 #define CT_ENV_WATCHPOINTS "COMMTRACE_WATCHPOINTS"  /* 0..4 */
 #define CT_ENV_BOARD       "COMMTRACE_BOARD_SIZE"   /* online bulletin board entries */
 #define CT_ENV_LINE_SIZE   "COMMTRACE_LINE_SIZE"    /* bytes */

@@ -3,7 +3,10 @@
  * Two events per thread (loads and stores: MEM_INST_RETIRED.ALL_LOADS /
  * ALL_STORES or what pmu_pebs_attrs_kinds picks for this core, or the
  * COMMTRACE_EVENTS spec), each sampling every COMMTRACE_PERIOD events, the
- * stores event writing into the loads event's ring (SET_OUTPUT).  The data
+ * stores event writing into the loads event's ring (SET_OUTPUT).  The
+ * launcher encodes the events with libpfm4 and passes them in
+ * COMMTRACE_PMU_ATTRS (pmu_pebs_attrs_parse): the runtime does not link
+ * libpfm4, which would cost every recorded process about 2 MB.  The data
  * address is the PMU's (CT_SAMPLE_EXACT); length and kind come from
  * decoding the instruction at the precise ip (pmu_pebs_sample in
  * record/common/pmu_sample.c).
@@ -30,11 +33,10 @@ static int pebs_process_init(void)
 	char why[512];
 	struct perf_event_attr a[PMU_CONV_MAX_EVENTS];
 	uint8_t k[PMU_CONV_MAX_EVENTS];
-	const char *spec = getenv(CT_ENV_EVENTS);
-	int n = pmu_pebs_attrs_kinds(spec && *spec ? spec : NULL, rt_pmu_period(), a, k,
-	                             PMU_CONV_MAX_EVENTS, why, sizeof why);
+	int n = pmu_pebs_attrs_parse(getenv(CT_ENV_PMU_ATTRS), a, k, PMU_CONV_MAX_EVENTS, why,
+	                             sizeof why);
 	if (n <= 0) {
-		rt_log(1, "pebs: %s", why[0] ? why : "no PEBS events");
+		rt_log(1, "pebs: %s: %s", CT_ENV_PMU_ATTRS, why[0] ? why : "no PEBS events");
 		return -ENOENT;
 	}
 	/* Probe each event's precise_ip here, once, with the calling thread as

@@ -1,4 +1,4 @@
-/* Sampler probes and PMU attr builders.
+/* Sampler probes, PMU attr builders and the COMMTRACE_PMU_ATTRS round trip.
  *
  * PEBS encodings are checked with libpfm4's forced PMUs (LIBPFM_FORCE_PMU=skl,
  * icl, hsw, bdw, ... with LIBPFM_ENCODE_INACTIVE=1), so they need no Intel
@@ -39,6 +39,7 @@
 #include "ibs.h"
 #include "perf_ring.h"
 #include "pmu.h"
+#include "pmu_sample.h"
 
 #ifdef HAVE_LIBPFM
 #include <perfmon/pfmlib_perf_event.h>
@@ -135,6 +136,116 @@ static void test_weight_type(void)
 	printf("  weight: %s\n", w == PERF_SAMPLE_WEIGHT_STRUCT ? "WEIGHT_STRUCT" : "WEIGHT");
 }
 
+/* ---- COMMTRACE_PMU_ATTRS: attrs -> string -> attrs ------------------------ */
+
+/* Format a[0..n) with kinds, parse it back, and check the same attrs and
+ * kinds come out (the runtime's attrs are the launcher's). */
+static void roundtrip(const struct perf_event_attr *a, const uint8_t *kinds, size_t n)
+{
+	char env[PMU_CONV_MAX_EVENTS * PMU_ATTRS_ITEM_MAX];
+	int len = pmu_pebs_attrs_format(a, kinds, n, env, sizeof env);
+	CHECK(len > 0);
+	CHECK_EQ_U(strlen(env), (unsigned long long)len);
+	struct perf_event_attr b[PMU_CONV_MAX_EVENTS];
+	uint8_t k[PMU_CONV_MAX_EVENTS];
+	char why[256] = "";
+	memset(b, 0xa5, sizeof b);
+	int m = pmu_pebs_attrs_parse(env, b, k, PMU_CONV_MAX_EVENTS, why, sizeof why);
+	if (m != (int)n)
+		printf("  \"%s\": %d attrs (%s)\n", env, m, why);
+	CHECK_EQ_U(m, n);
+	for (size_t i = 0; i < n && m == (int)n; i++) {
+		CHECK(memcmp(&a[i], &b[i], sizeof b[i]) == 0);
+		CHECK_EQ_U(k[i], kinds[i]);
+	}
+}
+
+static void test_pmu_attrs_roundtrip(void)
+{
+	struct perf_event_attr a[PMU_CONV_MAX_EVENTS];
+	uint8_t kinds[PMU_CONV_MAX_EVENTS];
+	pmu_pebs_attr_init(&a[0], PERF_TYPE_RAW, 0x81d0, 0, 0, 500000, 0);
+	pmu_pebs_attr_init(&a[1], PERF_TYPE_RAW, 0x82d0, 0, 0, 500000, 3);
+	kinds[0] = PMU_KIND_LOAD;
+	kinds[1] = PMU_KIND_STORE;
+	/* the builder: what pmu_pebs_attrs gives (see check_pebs_attr) */
+	CHECK_EQ_U(a[0].precise_ip, 3);
+	CHECK_EQ_U(a[0].sample_type, PEBS_BASE | pmu_weight_sample_type());
+	CHECK_EQ_U(a[0].exclude_guest, 1);
+	CHECK_EQ_U(a[0].disabled, 1);
+	CHECK_EQ_U(a[0].clockid, CLOCK_MONOTONIC);
+	char env[512];
+	CHECK(pmu_pebs_attrs_format(a, kinds, 2, env, sizeof env) > 0);
+	CHECK_STR(env, "load:4:0x81d0:0:0:500000:3,store:4:0x82d0:0:0:500000:3");
+	roundtrip(a, kinds, 2);
+
+	/* every field at an edge: load latency with ldlat in config1, a
+	 * 64-bit config2, hybrid PMU type, huge period, lower precision,
+	 * an expert event of unknown kind; the most events the runtime takes */
+	pmu_pebs_attr_init(&a[0], PERF_TYPE_RAW, 0x1cd, 3, 0, 1, 3);
+	pmu_pebs_attr_init(&a[1], 8, 0x82d0, 0, UINT64_MAX, UINT64_MAX, 2);
+	pmu_pebs_attr_init(&a[2], UINT32_MAX, UINT64_MAX, UINT64_MAX, 1, 7, 1);
+	kinds[0] = PMU_KIND_LOAD;
+	kinds[1] = PMU_KIND_STORE;
+	kinds[2] = PMU_KIND_UNKNOWN;
+	for (size_t i = 3; i < PMU_CONV_MAX_EVENTS; i++) {
+		pmu_pebs_attr_init(&a[i], PERF_TYPE_RAW, 0x81d0 + i, i, 0, 1000 + i, 1 + i % 3);
+		kinds[i] = (uint8_t)(i % 2);
+	}
+	roundtrip(a, kinds, 3);
+	roundtrip(a, kinds, PMU_CONV_MAX_EVENTS);
+	CHECK(pmu_pebs_attrs_format(a, kinds, 3, env, sizeof env) > 0);
+	CHECK(contains(env, "any:4294967295:0xffffffffffffffff:0xffffffffffffffff:0x1:7:1"));
+	/* every event fits in PMU_ATTRS_ITEM_MAX */
+	CHECK(pmu_pebs_attrs_format(a, kinds, 3, env, 3 * PMU_ATTRS_ITEM_MAX) > 0);
+	/* too small a buffer */
+	CHECK(pmu_pebs_attrs_format(a, kinds, 2, env, 20) == -1);
+	CHECK_EQ_U(env[0], 0);
+
+	/* precise may be left out (3); decimal configs are accepted too */
+	struct perf_event_attr b[4];
+	uint8_t k[4];
+	char why[256];
+	CHECK_EQ_U(pmu_pebs_attrs_parse("load:4:33232:0:0:100", b, k, 4, why, sizeof why), 1);
+	pmu_pebs_attr_init(&a[0], PERF_TYPE_RAW, 0x81d0, 0, 0, 100, 3);
+	CHECK(memcmp(&a[0], &b[0], sizeof b[0]) == 0);
+	CHECK_EQ_U(k[0], PMU_KIND_LOAD);
+}
+
+static void test_pmu_attrs_parse_errors(void)
+{
+	static const char *const bad[] = {
+		"", "load", "load:", "loads:4:0x81d0:0:0:100:3", ":4:0x81d0:0:0:100:3",
+		"load:4:0x81d0:0:0", "load:4:0x81d0:0:0:0:3", "load:4:0x81d0:0:0:100:0",
+		"load:4:0x81d0:0:0:100:4", "load:4:0x81d0:0:0:100:3:1", "load:4:0x81d0:0:0:100:",
+		"load:4:0x81d0:0:0:-100:3", "load:4:0x81d0:0:zero:100:3", "load:4:0x81d0::0:100:3",
+		"load:4294967296:0x81d0:0:0:100:3", "load:4:0x1ffffffffffffffff:0:0:100:3",
+		"load:4:0x81d0:0:0:100:3,", ",load:4:0x81d0:0:0:100:3",
+		"load:4:0x81d0:0:0:100:3,,store:4:0x82d0:0:0:100:3", "load:4:0x81d0:0:0:12x:3",
+		"load: 4:0x81d0:0:0:100:3", "load:4:0x81d0:0:0:100:3 ",
+	};
+	struct perf_event_attr b[2];
+	uint8_t k[2];
+	char why[256];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		why[0] = 0;
+		int r = pmu_pebs_attrs_parse(bad[i], b, k, 2, why, sizeof why);
+		if (r != -1)
+			printf("  accepted bad COMMTRACE_PMU_ATTRS \"%s\"\n", bad[i]);
+		CHECK_EQ_U(r, (unsigned long long)-1);
+		CHECK(why[0] != 0);
+	}
+	CHECK(pmu_pebs_attrs_parse(NULL, b, k, 2, why, sizeof why) == -1);
+	CHECK(contains(why, "COMMTRACE_PMU_ATTRS"));
+	/* more events than room */
+	CHECK(pmu_pebs_attrs_parse("load:4:1:0:0:9,store:4:2:0:0:9,any:4:3:0:0:9", b, k, 2, why,
+	                           sizeof why) == -1);
+	CHECK(contains(why, "more than 2"));
+	/* kinds may be NULL */
+	CHECK_EQ_U(pmu_pebs_attrs_parse("store:4:2:0:0:9:2", b, NULL, 2, why, sizeof why), 1);
+	CHECK_EQ_U(b[0].precise_ip, 2);
+}
+
 /* ---- PEBS encodings with forced libpfm4 PMUs ---------------------------- */
 
 #ifdef HAVE_LIBPFM
@@ -210,6 +321,8 @@ static void forced_default(uint64_t ld, uint64_t st, uint64_t ld_config1)
 	CHECK_EQ_U(a[0].config1, ld_config1);
 	CHECK_EQ_U(kinds[0], PMU_KIND_LOAD);
 	CHECK_EQ_U(kinds[1], PMU_KIND_STORE);
+	/* what the launcher passes the runtime gives the same attrs */
+	roundtrip(a, kinds, 2);
 	/* the same through pmu_pebs_attrs */
 	struct perf_event_attr b[2];
 	CHECK_EQ_U(pmu_pebs_attrs(NULL, 10007, b, 2, why, sizeof why), 2);
@@ -275,6 +388,7 @@ static void expert(void)
 	CHECK_EQ_U(a[0].precise_ip, 2);
 	CHECK_EQ_U(a[0].sample_period, 0x1000);
 	CHECK_EQ_U(a[0].config, 0x81d0);
+	roundtrip(a, kinds, 1);
 	/* an event that is neither: kind unknown */
 	n = pmu_pebs_attrs_kinds("MEM_LOAD_RETIRED:L1_HIT,BR_INST_RETIRED:ALL_BRANCHES@7", 5003, a,
 	                         kinds, 4, why, sizeof why);
@@ -282,6 +396,7 @@ static void expert(void)
 	CHECK_EQ_U(kinds[0], PMU_KIND_LOAD);
 	CHECK_EQ_U(kinds[1], PMU_KIND_UNKNOWN);
 	CHECK_EQ_U(a[1].sample_period, 7);
+	roundtrip(a, kinds, 2);
 
 	/* errors */
 	static const char *const bad[] = {
@@ -544,6 +659,8 @@ int main(void)
 	RUN(test_probe_inst_unknown);
 	RUN(test_probe_soft_denied);
 	RUN(test_weight_type);
+	RUN(test_pmu_attrs_roundtrip);
+	RUN(test_pmu_attrs_parse_errors);
 #ifdef HAVE_LIBPFM
 	RUN(test_pebs_forced_skl);
 	RUN(test_pebs_forced_icl);
