@@ -215,12 +215,12 @@ install: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/commtrace \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 		$(DESTDIR)$(PREFIX)/include/commtrace
-	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
-	$(if $(RT_SRC),mv $(DESTDIR)$(PREFIX)/bin/libcommrec.so $(DESTDIR)$(PREFIX)/lib/commtrace/)
+	install -m 755 $(filter $(COMMREC) $(COMMANALYZE) $(COMMANALYZE_MPI),$(PROGRAMS) $(COMMANALYZE_MPI)) \
+		$(wildcard record/commrec-cc) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(filter %.so %.a,$(PROGRAMS)) $(LIBFMT) $(DESTDIR)$(PREFIX)/lib/commtrace/
 	install -m 644 formats/commtrace.h $(DESTDIR)$(PREFIX)/include/commtrace/
-	install -m 644 $(LIBFMT) $(DESTDIR)$(PREFIX)/lib/commtrace/
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
-	$(if $(wildcard doc/*.5),install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/)
+	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 
 clean:
 	rm -rf $(B) $(UBENCH_BIN)
