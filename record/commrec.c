@@ -116,10 +116,22 @@ int main(int argc, char **argv)
 		machine_free(&m);
 	}
 
-	char runtime[PATH_MAX];
-	if (rec_find_runtime(runtime, sizeof runtime) < 0)
+	/* A program built with commrec-cc carries the runtime (libcommrec-inst,
+	 * shared or static): preloading libcommrec.so too would start two. */
+	char runtime[PATH_MAX] = "";
+	bool own_runtime = rec_program_has_inst_runtime(prog);
+	if (!strcmp(o.sampler_used, "inst") && !own_runtime) {
+		rec_err("%s was not built with commrec-cc (it does not carry libcommrec-inst): "
+		        "--sampler inst needs the compiler's instrumentation; see commrec-cc(1)", prog);
 		return REC_EXIT_FAILED;
-	rec_info(1, "runtime: %s", runtime);
+	}
+	if (own_runtime) {
+		rec_info(1, "runtime: linked into %s (commrec-cc): nothing preloaded", prog);
+	} else {
+		if (rec_find_runtime(runtime, sizeof runtime) < 0)
+			return REC_EXIT_FAILED;
+		rec_info(1, "runtime: %s", runtime);
+	}
 
 	if (lstat(spool_rel, &st) == 0) {
 		if (!S_ISDIR(st.st_mode) || rec_remove_spool(spool_rel) < 0) {
@@ -144,7 +156,7 @@ int main(int argc, char **argv)
 
 	warn_before_run(prog);
 	struct rec_run run;
-	if (rec_run_program(&o, prog, spool, runtime, &run) < 0) {
+	if (rec_run_program(&o, prog, spool, own_runtime ? NULL : runtime, &run) < 0) {
 		rec_remove_spool(spool);
 		return REC_EXIT_FAILED;
 	}

@@ -79,6 +79,9 @@ int rec_write_meta(const struct rec_opts *o, const char *spool);
 int rec_find_program(const char *name, char *out, size_t cap);
 /* Path of libcommrec.so, 0 or -1 with a message. */
 int rec_find_runtime(char *out, size_t cap);
+/* The program carries the runtime itself (built with commrec-cc): it needs
+ * libcommrec-inst.so, or exports commtrace_inst_runtime (static runtime). */
+bool rec_program_has_inst_runtime(const char *path);
 struct rec_run {
 	int status;                  /* waitpid status */
 	uint64_t start_ns, end_ns;   /* CLOCK_MONOTONIC */

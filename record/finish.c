@@ -186,9 +186,40 @@ static void symbol_note(void *arg, const char *path, const char *what)
 	rec_info(1, "symbols: %s: %s", path, what);
 }
 
+/* The inst runtime's counts (SPOOL/inst-PID.txt, key=value lines, keys
+ * already "inst."): appended to the summary as they are. */
+static void add_inst_counts(struct ct_kv *kv, const char *spool)
+{
+	DIR *d = opendir(spool);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (strncmp(e->d_name, "inst-", 5) || l < 10 || strcmp(e->d_name + l - 4, ".txt"))
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s", spool, e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		char line[256];
+		while (fgets(line, sizeof line, f)) {
+			char *eq = strchr(line, '=');
+			if (!eq || strncmp(line, "inst.", 5))
+				continue;
+			*eq = '\0';
+			eq[1 + strcspn(eq + 1, "\n")] = '\0';
+			ct_kv_add(kv, line, "%s", eq + 1);
+		}
+		fclose(f);
+	}
+	closedir(d);
+}
+
 int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *run)
 {
-	char summary[1024];
+	char summary[8192];
 	struct ct_kv kv;
 	int exit_status = 0, exit_signal = 0;
 	if (WIFEXITED(run->status))
@@ -207,6 +238,7 @@ int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *
 	ct_kv_add(&kv, "program_stime_ns", "%llu", (unsigned long long)run->stime_ns);
 	ct_kv_add(&kv, "program_maxrss_kb", "%ld", run->maxrss_kb);
 	ct_kv_add(&kv, "commrec_version", "%s", CT_VERSION);
+	add_inst_counts(&kv, spool);
 	if (kv.overflow || kv.len >= sizeof summary) {
 		rec_err("internal error: summary too long");
 		return -1;
@@ -299,6 +331,7 @@ static bool spool_file(const char *name)
 	size_t l = strlen(name);
 	return !strcmp(name, "meta.zst") || is_thread_file(name) ||
 	       (!strncmp(name, "maps-", 5) && l > 9 && !strcmp(name + l - 4, ".txt")) ||
+	       (!strncmp(name, "inst-", 5) && l > 9 && !strcmp(name + l - 4, ".txt")) ||
 	       (l > 4 && !strcmp(name + l - 4, ".tmp"));
 }
 

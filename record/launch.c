@@ -1,5 +1,6 @@
 /* Running the program: find it and the runtime, set the COMMTRACE_*
  * environment (record/common/rtconfig.h), fork, exec, forward signals, wait. */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -119,6 +121,63 @@ int rec_find_runtime(char *out, size_t cap)
 	return -1;
 }
 
+/* Does the program at path carry the commtrace runtime itself?  True if it
+ * needs libcommrec-inst.so (DT_NEEDED) or defines the marker symbol
+ * commtrace_inst_runtime in .dynsym (commrec-cc --static-runtime exports
+ * it).  Reads the section headers (.dynamic, .dynsym and their string
+ * tables survive strip). */
+bool rec_program_has_inst_runtime(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	bool found = false;
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return false;
+	}
+	size_t n = (size_t)st.st_size;
+	const unsigned char *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return false;
+	const Elf64_Ehdr *eh = (const void *)m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > n ||
+	    (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > n - eh->e_shoff)
+		goto out;
+	const Elf64_Shdr *sh = (const void *)(m + eh->e_shoff);
+#define SEC_OK(s) ((s)->sh_offset <= n && (s)->sh_size <= n - (s)->sh_offset)
+	for (unsigned i = 0; i < eh->e_shnum && !found; i++) {
+		const Elf64_Shdr *s = &sh[i];
+		if ((s->sh_type != SHT_DYNAMIC && s->sh_type != SHT_DYNSYM) || !SEC_OK(s) ||
+		    s->sh_link >= eh->e_shnum || !SEC_OK(&sh[s->sh_link]))
+			continue;
+		const char *str = (const char *)m + sh[s->sh_link].sh_offset;
+		size_t strsz = sh[s->sh_link].sh_size;
+		if (s->sh_type == SHT_DYNAMIC) {
+			const Elf64_Dyn *d = (const void *)(m + s->sh_offset);
+			for (size_t k = 0; k < s->sh_size / sizeof *d && d[k].d_tag != DT_NULL; k++)
+				if (d[k].d_tag == DT_NEEDED && d[k].d_un.d_val < strsz &&
+				    !strncmp(str + d[k].d_un.d_val, "libcommrec-inst.so",
+				             strsz - d[k].d_un.d_val))
+					found = true;
+		} else {
+			const Elf64_Sym *y = (const void *)(m + s->sh_offset);
+			for (size_t k = 0; k < s->sh_size / sizeof *y; k++)
+				if (y[k].st_shndx != SHN_UNDEF && y[k].st_name < strsz &&
+				    !strncmp(str + y[k].st_name, "commtrace_inst_runtime",
+				             strsz - y[k].st_name))
+					found = true;
+		}
+	}
+#undef SEC_OK
+out:
+	munmap((void *)m, n);
+	return found;
+}
+
 /* ---- signals ------------------------------------------------------------ */
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -170,6 +229,8 @@ static int child_env(const struct rec_opts *o, const char *spool, const char *ru
 	    setenv_int(CT_ENV_VERBOSE, verbose) ||
 	    setenv_int(CT_ENV_PID, getpid()))
 		return -1;
+	if (!runtime)
+		return 0;            /* the program links the runtime (commrec-cc) */
 	const char *old = getenv("LD_PRELOAD");
 	if (old && *old) {
 		size_t n = strlen(runtime) + 1 + strlen(old) + 1;

@@ -1,0 +1,83 @@
+/* The inst sampler: programs compiled with -fsanitize=thread and linked with
+ * libcommrec-inst (commrec-cc) call the __tsan_* entry points defined here
+ * for every load, store, atomic and function entry/exit.  See inst-notes.md.
+ *
+ *   inst_rt.c      the sampler (struct sampler_ops rt_sampler_inst), the
+ *                  per-thread countdowns, the plain access / function hooks,
+ *                  sampled and full recording, the clock, the statistics.
+ *   inst_atomic.c  __tsan_atomic*: performed here with the requested order.
+ *   inst_mem.c     memcpy / memmove / memset (and their __tsan_ and _chk
+ *                  forms): recorded as line-sized accesses, then done by libc.
+ */
+#ifndef CT_INST_H
+#define CT_INST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt.h"
+
+#define INST_LD 0   /* countdown index: loads */
+#define INST_ST 1   /* countdown index: stores, atomic stores and read-modify-writes */
+
+/* Statistics, per thread (folded into process totals at the thread's end). */
+enum inst_stat {
+	IS_BULK_RANGED,        /* memcpy/memset parts already recorded by a range */
+	IS_ATOMIC_LOAD, IS_ATOMIC_STORE, IS_ATOMIC_RMW, IS_ATOMIC_CAS, IS_ATOMIC_FENCE,
+	IS_RANGE_READ, IS_RANGE_READ_BYTES, IS_RANGE_WRITE, IS_RANGE_WRITE_BYTES,
+	IS_MEMCPY, IS_MEMCPY_BYTES, IS_MEMMOVE, IS_MEMMOVE_BYTES, IS_MEMSET, IS_MEMSET_BYTES,
+	IS_UNALIGNED, IS_VOLATILE, IS_VPTR, IS_FUNC_ENTER, IS_FUNC_EXIT,
+	IS_UNRECORDED,         /* accesses seen while the thread was not recorded */
+	IS_WAITS,              /* full mode: times the ring was full and the thread waited */
+	IS_WAIT_NS,
+	IS_MAX
+};
+
+struct inst_tls {
+	int64_t left[2];       /* countdown to the next recorded access, per kind */
+	int64_t refill[2];     /* the value left[] was last set to */
+	uint64_t done[2];      /* accesses counted before the last refill */
+	uintptr_t rd_addr, wr_addr; /* the last __tsan_{read,write}_range (gcc then */
+	size_t rd_len, wr_len;      /* copies with a memcpy call: not twice) */
+	bool on;               /* this thread is recorded by the inst sampler */
+	bool in_push;          /* full mode: a push is in progress (signal nesting) */
+	uint64_t stat[IS_MAX];
+};
+
+extern RT_TLS struct inst_tls inst_t;
+extern bool inst_full;          /* --full: every access */
+extern bool inst_funcs;         /* FUNC_ENTER/EXIT records (full mode) */
+extern uint64_t inst_period;    /* sampled mode: N */
+extern bool inst_in_so;         /* the runtime is libcommrec-inst.so (not linked statically) */
+
+/* One access of len bytes at addr (kind enum ct_access_kind, which countdown
+ * idx) that brought left[idx] to 0 or below: record or sample it. */
+void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip);
+/* Atomics that read: inst_pre when the countdown expired (before the
+ * operation), inst_post after it if inst_pre returned true. */
+struct inst_pend {
+	struct rt_thread *t;
+	struct ct_record *r;     /* full mode: the reserved slot */
+	uintptr_t addr, ip;
+	uint8_t len, kind;
+	bool nested;
+};
+bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, int idx,
+              uintptr_t ip);
+void inst_post(struct inst_pend *p);
+/* n consecutive bytes from addr accessed by one operation at ip: one access
+ * per touched cache line (len = bytes in that line). */
+void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip);
+/* The caller is this thread's recorded program code (not the runtime). */
+static inline bool inst_thread_on(void)
+{
+	return inst_t.on && !rt_guard;
+}
+
+/* inst_mem.c */
+void inst_mem_init(void);
+
+#define INST_RET() ((uintptr_t)__builtin_return_address(0))
+
+#endif

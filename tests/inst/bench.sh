@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Cost of the inst sampler on tests/inst/bench.c (not a test: prints a table).
+#   tests/inst/bench.sh [threads] [rounds]      (CT_BUILD, COMMREC_INST_LIBDIR, CC)
+# Columns: the kernel's parallel time (median of 3) and its ratio to the plain
+# -O2 build (no instrumentation); for full traces, the trace size per access.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=${CT_BUILD:-$ROOT/build}
+export COMMREC_INST_LIBDIR=${COMMREC_INST_LIBDIR:-$B}
+T=${1:-2}
+R=${2:-1000}
+RF=${3:-200}           # rounds for full traces (slow)
+W=$(mktemp -d "${TMPDIR:-/tmp}/ct-instbench.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+CC=${CC:-gcc}
+$CC -O2 -pthread "$ROOT/tests/inst/bench.c" -o "$W/plain" || exit 1
+CC=$CC "$ROOT/record/commrec-cc" -O2 -pthread "$ROOT/tests/inst/bench.c" -o "$W/inst" || exit 1
+CC=$CC "$ROOT/record/commrec-cc" --no-func -O2 -pthread "$ROOT/tests/inst/bench.c" -o "$W/nofunc" || exit 1
+printf 'int x;\n' >"$W/e.c" && gcc -shared -fPIC -o "$W/empty.so" "$W/e.c"
+export COMMTRACE_RUNTIME="$W/empty.so"
+
+median3() { sort -n | sed -n 2p; }
+t_of() { sed -n 's/^time //p' "$1"; }
+
+# run LABEL KERNEL ROUNDS PROG [commrec options]
+declare -A base
+run() {
+	local label=$1 k=$2 r=$3 prog=$4; shift 4
+	local times=()
+	for _ in 1 2 3; do
+		rm -rf "$W/t.zst" "$W/t.zst.spool"
+		if [ $# -gt 0 ]; then
+			"$B/commrec" -q -f -o "$W/t.zst" "$@" -- "$W/$prog" "$T" "$r" "$k" >/dev/null 2>"$W/err" || { cat "$W/err"; return; }
+		else
+			"$W/$prog" "$T" "$r" "$k" >/dev/null 2>"$W/err"
+		fi
+		times+=("$(t_of "$W/err")")
+	done
+	local t
+	t=$(printf '%s\n' "${times[@]}" | median3)
+	[ "$label" = plain ] && base[$k.$r]=$t
+	local extra=""
+	if [ -e "$W/t.zst" ] && [[ " $* " == *" --full "* ]]; then
+		local n size
+		n=$("$B/commanalyze" info "$W/t.zst" | sed -n 's/^ *records=//p' | head -1)
+		size=$(stat -c %s "$W/t.zst")
+		extra=$(python3 -c "print('%d records, %.2f bytes/record, %.0f ns/record/thread' % ($n, $size / $n, $t * 1e9 * $T / $n))")
+	fi
+	printf '%-7s %-22s %5d %9.4f s %7.1fx  %s\n' "$k" "$label" "$r" "$t" \
+		"$(python3 -c "print($t / ${base[$k.$r]})")" "$extra"
+}
+
+echo "threads $T, $(nproc) cpus, CC=$CC; kernel, mode, rounds, parallel time (median of 3), ratio to plain"
+for k in stream hash; do
+	run plain "$k" "$R" plain
+	run "inst, no commrec" "$k" "$R" inst
+	run "sampled -c 500000" "$k" "$R" inst --sampler inst
+	run "sampled -c 10000" "$k" "$R" inst --sampler inst -c 10000
+	run "sampled -c 1000" "$k" "$R" inst --sampler inst -c 1000
+	run plain "$k" "$RF" plain
+	run "inst, no commrec" "$k" "$RF" inst
+	run "full" "$k" "$RF" inst --sampler inst --full
+	run "full, --no-func" "$k" "$RF" nofunc --sampler inst --full
+done
