@@ -158,8 +158,10 @@ uint32_t rt_poke_mark;
 int rt_push(struct rt_thread *t, const struct ct_record *r)
 {
 	uint32_t fill;
+	rt_guard++;     /* the ring copy is the runtime's, not the program's */
 	int rc = recring_push(&t->ring, r, &fill);
 	rt_poke_if(fill);
+	rt_guard--;
 	return rc;
 }
 
@@ -170,7 +172,7 @@ int rt_push_wait(struct rt_thread *t, const struct ct_record *r)
 	for (int i = 0; i < 500; i++) {
 		/* check first: a failed push would count as a lost record */
 		if (recring_used(&t->ring) + 2 * recring_rec_units(r->type) <= t->ring.cap &&
-		    recring_push(&t->ring, r, NULL) == 0)
+		    rt_push(t, r) == 0)
 			return 0;
 		rt_writer_poke();
 		struct timespec ts = { 0, 1000000 };

@@ -144,43 +144,50 @@ static bool is_poll_code(int code)
 	return code >= POLL_IN && code <= POLL_HUP;
 }
 
-static void rt_handler(int sig, siginfo_t *si, void *uc)
+/* The runtime's part of a signal: true when the signal was ours (handled). */
+static bool handle_ours(int sig, siginfo_t *si, void *uc, struct rt_thread *t)
 {
-	int saved = errno;
-	struct rt_thread *t = rt_self;
 	if (sig == SIGTRAP) {
-		if (si->si_code == TRAP_PERF) {
-			/* siginfo _sigfault: _addr at 16, then _perf._data at 24 */
-			uint64_t data;
-			memcpy(&data, (char *)si + 24, sizeof data);
-			if ((data & 0xffff0000u) == RT_SIG_MAGIC) {
-				if (t && !atomic_load(&t->stopped))
-					rt_wp_on_sigtrap(t, si, uc);
-				goto out;
-			}
-		}
-		chain(sig, si, uc);
-		goto out;
+		if (si->si_code != TRAP_PERF)
+			return false;
+		/* siginfo _sigfault: _addr at 16, then _perf._data at 24 */
+		uint64_t data;
+		memcpy(&data, (char *)si + 24, sizeof data);
+		if ((data & 0xffff0000u) != RT_SIG_MAGIC)
+			return false;
+		if (t && !atomic_load(&t->stopped))
+			rt_wp_on_sigtrap(t, si, uc);
+		return true;
 	}
 	if (si->si_code == SI_TIMER && (si->si_value.sival_int & 0xffff0000) == (int)RT_SIG_MAGIC) {
 		if (t && !atomic_load(&t->stopped) && t->sampler)
 			t->sampler->on_signal(t, si, uc);
-		goto out;
+		return true;
 	}
-	if (is_poll_code(si->si_code)) {
-		int fd = si->si_fd;
-		if (t && !atomic_load(&t->stopped)) {
-			/* the sampler decides whether si_fd is one of its events */
-			if (t->sampler && t->sampler->on_signal(t, si, uc))
-				goto out;
-			if (rt_wp_on_async(t, si, uc))
-				goto out;
-		}
-		if (fd >= 0 && fd < 65536 && atomic_load(&rt_fd_ours[fd]))
-			goto out;          /* a late signal of an event we closed */
+	if (!is_poll_code(si->si_code))
+		return false;
+	int fd = si->si_fd;
+	if (t && !atomic_load(&t->stopped)) {
+		/* the sampler decides whether si_fd is one of its events */
+		if (t->sampler && t->sampler->on_signal(t, si, uc))
+			return true;
+		if (rt_wp_on_async(t, si, uc))
+			return true;
 	}
-	chain(sig, si, uc);
-out:
+	/* a late signal of an event we closed */
+	return fd >= 0 && fd < 65536 && atomic_load(&rt_fd_ours[fd]);
+}
+
+static void rt_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	/* guarded: the runtime's own copies (memcpy in the static inst
+	 * runtime) must not be recorded as the program's */
+	rt_guard++;
+	bool ours = handle_ours(sig, si, uc, rt_self);
+	rt_guard--;
+	if (!ours)
+		chain(sig, si, uc);
 	errno = saved;
 }
 

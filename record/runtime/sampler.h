@@ -50,7 +50,7 @@ extern const struct sampler_ops rt_sampler_soft;
 extern const struct sampler_ops rt_sampler_pebs;   /* sampler_pebs.c */
 extern const struct sampler_ops rt_sampler_ibs;    /* sampler_ibs.c */
 /* record/inst/inst_rt.c: linked into libcommrec-inst only (weak here) */
-extern const struct sampler_ops rt_sampler_inst __attribute__((weak));
+extern const struct sampler_ops rt_sampler_inst __attribute__((weak, visibility("hidden")));
 
 /* One generic sample, as the samplers hand it to the runtime. */
 struct rt_sample_in {
