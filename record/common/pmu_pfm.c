@@ -456,7 +456,7 @@ bool pmu_probe_sampler(const char *name, char *why, size_t cap)
 		return probe_ibs(why, cap);
 	if (!strcmp(name, "inst")) {
 		pmu_say(why, cap, "works everywhere; the program must be compiled with "
-		    "-fsanitize=thread and linked with commtrace's runtime (commrec-cc, see commrec(1))");
+		    "-fsanitize=thread and linked with commtrace's runtime (see commrec-cc(1))");
 		return true;
 	}
 	pmu_say(why, cap, "unknown sampler \"%s\": choose pebs, ibs, soft or inst", name);
