@@ -197,7 +197,7 @@ endif
 
 # ---- top-level jobs -----------------------------------------------------------
 deps:
-	@scripts/deps.sh
+	@MPI=$(MPI) scripts/deps.sh
 
 check: deps
 	@$(MAKE) --no-print-directory all
