@@ -14,27 +14,59 @@
 #include "symbols.h"
 #include "symtab.h"
 
+/* A set of addresses: open addressing with linear probing while the spool is
+ * scanned (a full trace holds millions of records but few distinct code
+ * addresses), then the distinct ones sorted in place.  0 marks an empty
+ * slot: address 0 is never added. */
 struct addrs {
 	uint64_t *v;
-	size_t n, cap;
+	size_t n, cap;   /* cap: 0 or a power of two */
 	int oom;
 };
+
+static size_t addr_slot(uint64_t x, size_t cap)
+{
+	return (size_t)((x * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+static int addr_grow(struct addrs *a)
+{
+	size_t nc = a->cap ? a->cap * 2 : 4096;
+	uint64_t *q = calloc(nc, sizeof *q);
+	if (!q)
+		return -1;
+	for (size_t i = 0; i < a->cap; i++) {
+		uint64_t x = a->v[i];
+		if (!x)
+			continue;
+		size_t h = addr_slot(x, nc);
+		while (q[h])
+			h = (h + 1) & (nc - 1);
+		q[h] = x;
+	}
+	free(a->v);
+	a->v = q;
+	a->cap = nc;
+	return 0;
+}
 
 static void addr_add(struct addrs *a, uint64_t x)
 {
 	if (!x || a->oom)
 		return;
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 4096;
-		uint64_t *q = realloc(a->v, nc * sizeof *q);
-		if (!q) {
-			a->oom = 1;
-			return;
-		}
-		a->v = q;
-		a->cap = nc;
+	/* at most half full */
+	if (2 * (a->n + 1) > a->cap && addr_grow(a)) {
+		a->oom = 1;
+		return;
 	}
-	a->v[a->n++] = x;
+	size_t h = addr_slot(x, a->cap);
+	while (a->v[h]) {
+		if (a->v[h] == x)
+			return;
+		h = (h + 1) & (a->cap - 1);
+	}
+	a->v[h] = x;
+	a->n++;
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -43,16 +75,16 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* The set becomes a sorted array of its n distinct addresses. */
 static void addr_sort_unique(struct addrs *a)
 {
-	if (!a->n)
-		return;
-	qsort(a->v, a->n, sizeof *a->v, cmp_u64);
-	size_t o = 1;
-	for (size_t i = 1; i < a->n; i++)
-		if (a->v[i] != a->v[o - 1])
+	size_t o = 0;
+	for (size_t i = 0; i < a->cap; i++)
+		if (a->v[i])
 			a->v[o++] = a->v[i];
 	a->n = o;
+	if (o)
+		qsort(a->v, o, sizeof *a->v, cmp_u64);
 }
 
 /* Every code address of the spool's records.  Watchpoint hits report the
