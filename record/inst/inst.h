@@ -1,6 +1,7 @@
 /* The inst sampler: programs compiled with -fsanitize=thread and linked with
  * libcommrec-inst (commrec-cc) call the __tsan_* entry points defined here
- * for every load, store, atomic and function entry/exit.  See inst-notes.md.
+ * for every load, store, atomic and function entry/exit.  See commrec(1),
+ * "The inst sampler", and commrec-cc(1).
  *
  *   inst_rt.c      the sampler (struct sampler_ops rt_sampler_inst), the
  *                  per-thread countdowns, the plain access / function hooks,

@@ -16,7 +16,7 @@
  * (libZydis).  Calls from uninstrumented libraries through the PLT are
  * recorded (they are the thread's accesses); copies made inside libc
  * (qsort, stdio, string functions) are not seen.  strcpy, memcmp & co are
- * not intercepted (see inst-notes.md). */
+ * not intercepted (see commrec(1), "The inst sampler"). */
 #include "inst.h"
 
 #include <dlfcn.h>
