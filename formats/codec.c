@@ -127,9 +127,17 @@ static inline void slot_use(uint64_t *cur, uint64_t *old, unsigned k, uint64_t v
 	*cur = v;
 }
 
+/* Bytes of the varint of x, by the position of its highest bit (a table:
+ * the division by 7 was a visible part of the SAMPLE encoding). */
+static const uint8_t vlen_of_bits[64] = {
+	1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3,
+	4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6,
+	7, 7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 10,
+};
+
 static inline unsigned vlen(uint64_t x)
 {
-	return 1 + (unsigned)(63 - __builtin_clzll(x | 1)) / 7;
+	return vlen_of_bits[63 - __builtin_clzll(x | 1)];
 }
 
 /* The slot whose delta is shortest (the lowest on ties). */
@@ -148,15 +156,107 @@ static inline unsigned slot_best(uint64_t cur, const uint64_t *old, uint64_t v)
 
 #define ALLOC_OLD_ADDR 0x80    /* ALLOC kind byte: old_addr follows */
 
+/* One-byte varints inline, the loop for the rest. */
+static inline uint8_t *put_v_fast(uint8_t *o, uint64_t v)
+{
+	if (__builtin_expect(v < 0x80, 1)) {
+		*o = (uint8_t)v;
+		return o + 1;
+	}
+	return put_v(o, v);
+}
+
+/* The SAMPLE record (the bulk of a full trace): the same bytes as the
+ * generic encoding below would give (FORMAT.md), with the common cases
+ * (ip equal to a recent one, unchanged cpu/period/flags/len, one-byte
+ * deltas) on straight paths. */
+static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
+{
+	uint8_t ext = 0;
+	if (__builtin_expect(s->cpu != c->cpu, 0)) ext |= SX_CPU;
+	if (__builtin_expect(s->period != c->period, 0)) ext |= SX_PERIOD;
+	if (__builtin_expect(s->flags != c->flags, 0)) ext |= SX_FLAGS;
+	if (s->data_src) ext |= SX_DATA_SRC;
+	if (s->weight) ext |= SX_WEIGHT;
+	/* data address: the delta base with the shortest varint, the lowest
+	 * slot on ties (slot_best) */
+	uint64_t addr = s->addr, base = c->addr;
+	uint64_t d = zz(addr - base);
+	unsigned ka = 0;
+	if (d >= 0x80) {
+		unsigned bl = vlen(d);
+		for (unsigned k = 1; k < 4; k++) {
+			uint64_t dk = zz(addr - c->addr_old[k - 1]);
+			unsigned l = vlen(dk);
+			if (l < bl) {
+				bl = l;
+				ka = k;
+				d = dk;
+				if (l == 1)
+					break;
+			}
+		}
+	}
+	/* code address: a recent one (slot index), else a delta */
+	uint64_t ip = s->ip;
+	unsigned ki;
+	if (ip == c->ip) {
+		ki = 0;
+	} else {
+		ki = 1;
+		while (ki < IP_SLOTS && c->ip_old[ki - 1] != ip)
+			ki++;
+	}
+	unsigned kind = s->kind;
+	uint8_t pres = (uint8_t)((ext ? SP_EXT : 0) | (s->len != c->len ? SP_LEN : 0) |
+		(kind < SP_KIND_ESCAPE ? kind : SP_KIND_ESCAPE) << SP_KIND_SHIFT |
+		ka << SP_ADDR_SHIFT | (ki < IP_SLOTS ? SP_IP_HIT : 0));
+	*o++ = pres;
+	if (ki < IP_SLOTS) {
+		*o++ = (uint8_t)ki;
+	} else {
+		o = put_v(o, zz(ip - c->ip));
+		ki = IP_SLOTS - 1;
+	}
+	o = put_v_fast(o, d);
+	/* move the used slots to the front (slot_use) */
+	if (ki) {
+		for (unsigned j = ki - 1; j > 0; j--)
+			c->ip_old[j] = c->ip_old[j - 1];
+		c->ip_old[0] = c->ip;
+	}
+	c->ip = ip;
+	if (ka) {
+		for (unsigned j = ka - 1; j > 0; j--)
+			c->addr_old[j] = c->addr_old[j - 1];
+		c->addr_old[0] = c->addr;
+	}
+	c->addr = addr;
+	if (pres & SP_LEN) { *o++ = s->len; c->len = s->len; }
+	if (kind >= SP_KIND_ESCAPE) *o++ = (uint8_t)kind;
+	c->kind = (uint8_t)kind;
+	if (__builtin_expect(ext != 0, 0)) {
+		*o++ = ext;
+		if (ext & SX_CPU) { o = put_v(o, s->cpu); c->cpu = s->cpu; }
+		if (ext & SX_PERIOD) { o = put_v(o, s->period); c->period = s->period; }
+		if (ext & SX_FLAGS) { *o++ = s->flags; c->flags = s->flags; }
+		if (ext & SX_DATA_SRC) o = put_v(o, s->data_src);
+		if (ext & SX_WEIGHT) o = put_v(o, s->weight);
+	}
+	return o;
+}
+
 size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out)
 {
 	uint8_t *o = out;
 	if (r->type == 0 || r->type > CT_REC_TYPE_MAX)
 		return 0;             /* unknown type: nothing written, state kept */
 	*o++ = r->type;
-	o = put_zz(o, r->time, c->time);
+	o = put_v_fast(o, zz(r->time - c->time));
 	c->time = r->time;
 
+	if (__builtin_expect(r->type == CT_REC_SAMPLE, 1))
+		return (size_t)(encode_sample(c, &r->u.sample, o) - out);
 	switch (r->type) {
 	case CT_REC_SAMPLE: {
 		const struct ct_sample *s = &r->u.sample;

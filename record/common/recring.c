@@ -147,6 +147,27 @@ int recring_pop(struct recring *r, struct ct_record *out)
 	}
 }
 
+void recring_release(struct recring *r, uint64_t cur)
+{
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	if (cur == tail)
+		return;
+	/* Clear the ready bytes of the consumed units (only the first unit of
+	 * each record and of each pad has one set; the producer reuses none of
+	 * them before it sees the new tail). */
+	uint32_t mask = r->cap - 1, from = (uint32_t)(tail & mask);
+	uint64_t n = cur - tail;
+	uint8_t *ready = (uint8_t *)r->ready;
+	if (from + n <= r->cap) {
+		memset(ready + from, 0, n);
+	} else {
+		memset(ready + from, 0, r->cap - from);
+		memset(ready, 0, n - (r->cap - from));
+	}
+	/* release: our reads of the units and the clears come before */
+	atomic_store_explicit(&r->tail, cur, memory_order_release);
+}
+
 uint32_t recring_used(const struct recring *r)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);

@@ -79,6 +79,18 @@ struct ct_record *recring_reserve(struct recring *r, uint32_t *fill_level);
 /* Would a record of `type` fit now (reservation could still fail if a
  * signal handler of the producer pushes in between)? */
 bool recring_has_room(const struct recring *r, unsigned type);
+/* Room for one unit (SAMPLE, FUNC_*...), judged first from the producer's
+ * cached view of tail, reading the consumer's line only when that view says
+ * full (recring_has_room reads it every time).  Producer side only. */
+static inline bool recring_has_room1(struct recring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	if (head + 1 - __atomic_load_n(&r->tail_cache, __ATOMIC_RELAXED) <= r->cap)
+		return true;
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	__atomic_store_n(&r->tail_cache, tail, __ATOMIC_RELAXED);
+	return head + 1 - tail <= r->cap;
+}
 /* Publish a reserved record. */
 void recring_commit(struct recring *r, struct ct_record *rec);
 /* reserve + copy + commit; 0, or -1 when full. */
@@ -88,6 +100,39 @@ int recring_push(struct recring *r, const struct ct_record *rec, uint32_t *fill_
  * not use are zero) and release its units.  1 with a record, 0 when the
  * next record is not there or not yet committed. */
 int recring_pop(struct recring *r, struct ct_record *out);
+/* Batch consumer: read records in place, release their units later.
+ *   uint64_t cur = recring_cursor(r);
+ *   while ((rec = recring_peek(r, &cur, &k)) != NULL) { use rec (k units) }
+ *   recring_release(r, cur);
+ * recring_peek returns the next committed record at *cur (skipping pads),
+ * or NULL when the next one is not committed (or the ring is empty: the
+ * consumer does not read head, only the ready bytes), and advances *cur
+ * past it.  The record stays valid until recring_release(r, cur') with
+ * cur' beyond it; release clears the ready bytes of [tail, cur) and
+ * publishes the new tail (release every few hundred units: the producer
+ * sees the room only then).  Only the first recring_rec_bytes(type) bytes
+ * of a record are its own, capped at its units. */
+static inline uint64_t recring_cursor(const struct recring *r)
+{
+	return atomic_load_explicit(&r->tail, memory_order_relaxed);
+}
+static inline const struct ct_record *recring_peek(struct recring *r, uint64_t *cur, uint32_t *units)
+{
+	for (;;) {
+		uint32_t pos = (uint32_t)(*cur & (r->cap - 1));
+		uint8_t k = atomic_load_explicit(&r->ready[pos], memory_order_acquire);
+		if (!k)
+			return NULL;
+		if (k & RECRING_PAD) {
+			*cur += k & ~RECRING_PAD;
+			continue;
+		}
+		*cur += k;
+		*units = k;
+		return (const struct ct_record *)(r->data + (size_t)pos * RECRING_UNIT);
+	}
+}
+void recring_release(struct recring *r, uint64_t cur);
 /* Units in use (reserved, committed or not). */
 uint32_t recring_used(const struct recring *r);
 

@@ -28,7 +28,7 @@
  * next 10 ms) pulls it back onto CLOCK_MONOTONIC.  All threads use the same
  * function of a synchronized counter, so the cross-thread order of the
  * timestamps is that of the TSC reads.  COMMTRACE_INST_CLOCK=mono|tsc
- * overrides the choice.  Numbers: inst-notes.md. */
+ * overrides the choice.  Numbers: commrec(1), "The inst sampler". */
 #include "inst.h"
 
 #include <errno.h>
@@ -348,13 +348,17 @@ static inline struct rt_thread *rec_thread(struct inst_tls *T)
 	return NULL;
 }
 
+/* Full-mode waits (record/runtime/rt_writer.c; to be declared in rt.h). */
+
 /* Full mode: wait for room in the ring, until it is half empty (waiting for
- * one slot at a time would wake the writer for every record).  Yielding
+ * one slot at a time would wake the writer for every record).  A few yields
  * first (the writer is usually running, and a wake-up on another CPU comes
- * back within microseconds; a sleep would last the 50 us timer slack at
- * least), then short sleeps.  Not when nested in a push of this thread (a
- * signal handler of the program: the writer may be waiting for the slot the
- * interrupted push reserved) nor while the process ends. */
+ * back within microseconds), then sleeps on the writer's progress word
+ * (futex: the writer wakes us when the ring is half empty; 200 us timeout):
+ * yielding in a loop took the CPU from the writer when the program has as
+ * many threads as there are CPUs.  Not when nested in a push of this thread
+ * (a signal handler of the program: the writer may be waiting for the slot
+ * the interrupted push reserved) nor while the process ends. */
 static void full_wait(struct rt_thread *t, struct inst_tls *T)
 {
 	if (T->in_push || atomic_load(&rt_exiting))
@@ -366,15 +370,20 @@ static void full_wait(struct rt_thread *t, struct inst_tls *T)
 	uint64_t t0 = rt_now(), last_move = t0;
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	rt_writer_poke();
-	for (unsigned i = 0; recring_used(r) > r->cap / 2 || !recring_has_room(r, CT_REC_SAMPLE); i++) {
+	atomic_fetch_add(&rt_full_waiters, 1);
+	for (unsigned i = 0;; i++) {
+		/* the word before the look at the ring (seq_cst: the writer
+		 * stores tail, then reads the waiters count) */
+		uint32_t w = rt_writer_room_word();
+		if (!(recring_used(r) > r->cap / 2 || !recring_has_room(r, CT_REC_SAMPLE)))
+			break;
 		if (atomic_load(&rt_exiting))
 			break;
-		if (i < 2000) {
+		if (i < 16) {
 			sched_yield();
 			continue;
 		}
-		struct timespec ts = { 0, 20000 };
-		nanosleep(&ts, NULL);
+		rt_writer_wait_room(w, 200000);
 		uint64_t now = rt_now(), nt = atomic_load_explicit(&r->tail, memory_order_relaxed);
 		if (nt != tail) {
 			tail = nt;
@@ -384,16 +393,19 @@ static void full_wait(struct rt_thread *t, struct inst_tls *T)
 			 * (and counted), the program runs on */
 			break;
 		}
-		if ((i & 63) == 0)
+		if ((i & 15) == 0)
 			rt_writer_poke();
 	}
+	atomic_fetch_sub(&rt_full_waiters, 1);
 	T->stat[IS_WAIT_NS] += rt_now() - t0;
 }
 
 static inline struct ct_record *full_reserve(struct rt_thread *t, struct inst_tls *T)
 {
 	struct recring *r = &t->ring;
-	if (__builtin_expect(!recring_has_room(r, CT_REC_SAMPLE), 0))
+	/* the cached view of the writer's progress first: reading its line
+	 * at every access made the line bounce between the two CPUs */
+	if (__builtin_expect(!recring_has_room1(r), 0))
 		full_wait(t, T);
 	uint32_t fill;
 	/* one unit: SAMPLE, FUNC_ENTER and FUNC_EXIT records all fit */

@@ -166,6 +166,11 @@ int rt_writer_start(void);
 void rt_writer_poke(void);
 void rt_writer_stop(void);           /* final drain, flush, join */
 void rt_writer_emergency(int sig);      /* from a fatal signal handler */
+/* full-mode backpressure (inst --full): producers waiting for ring room
+ * sleep on the writer's room word until it has drained a ring to half */
+extern _Atomic uint32_t rt_full_waiters;
+uint32_t rt_writer_room_word(void);
+void rt_writer_wait_room(uint32_t word, long max_ns);
 
 /* rt_signal.c */
 int rt_signals_init(void);

@@ -56,6 +56,36 @@ void rt_writer_poke(void)
 
 static bool spool_still_ours(struct rt_thread *t);
 
+/* ---- full-mode backpressure ---------------------------------------------------
+ * A thread whose ring is full (inst --full: no record may be dropped) sleeps
+ * on rt_full_word until the writer has made room (rt_writer_wait_room, from
+ * record/inst/inst_rt.c), instead of yielding in a loop: with more program
+ * threads than CPUs the spinning took the CPU the writer needed.  The
+ * writer bumps the word and wakes the sleepers when a ring with waiters is
+ * at most half full again, and after each pass (a timeout bounds any missed
+ * wake-up). */
+_Atomic uint32_t rt_full_waiters;
+static _Atomic uint32_t rt_full_word;
+
+static void wake_full_waiters(void)
+{
+	atomic_fetch_add(&rt_full_word, 1);
+	syscall(SYS_futex, &rt_full_word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+/* Program thread (never in a signal handler): sleep until the writer makes
+ * progress or max_ns pass.  Returns the word seen, for the next call. */
+uint32_t rt_writer_room_word(void)
+{
+	return atomic_load(&rt_full_word);
+}
+
+void rt_writer_wait_room(uint32_t word, long max_ns)
+{
+	struct timespec ts = { 0, max_ns };
+	syscall(SYS_futex, &rt_full_word, FUTEX_WAIT_PRIVATE, word, &ts, NULL, 0);
+}
+
 /* ---- sink with loss accounting ---------------------------------------------- */
 
 static void report_write_loss(struct rt_thread *t, uint32_t pending)
@@ -201,43 +231,91 @@ static bool spool_still_ours(struct rt_thread *t)
 	return true;
 }
 
+static bool make_sink(struct rt_thread *t)
+{
+	if (t->sink)
+		return true;
+	if (t->sink_failed)
+		return false;
+	t->sink = malloc(sizeof *t->sink);
+	if (!t->sink || ct_sink_init(t->sink, t->spool_fd, block_cap(), rt_cfg.zlevel) < 0) {
+		free(t->sink);
+		t->sink = NULL;
+		t->sink_failed = true;
+		rt_log(1, "thread %u: no memory for its writer", t->index);
+		return false;
+	}
+	sink_share(t->sink);
+	uint64_t n = atomic_fetch_add(&sinks_live, 1) + 1;
+	if (n > atomic_load(&sinks_peak))
+		atomic_store(&sinks_peak, n);
+	return true;
+}
+
+/* Units consumed between two releases of ring space to the producer: one
+ * store to the consumer's line and one clear of the ready bytes per batch,
+ * not per record (the producer reads tail only when its view says full). */
+#define DRAIN_BATCH 256
+
 static void drain(struct rt_thread *t)
 {
 	struct ct_record r;
-	if (recring_used(&t->ring) && !spool_still_ours(t)) {
-		while (recring_pop(&t->ring, &r))
+	struct recring *ring = &t->ring;
+	if (recring_used(ring) && !spool_still_ours(t)) {
+		while (recring_pop(ring, &r))
 			t->lost_write++;
-		recring_take_lost(&t->ring);
+		recring_take_lost(ring);
 		return;
 	}
-	while (recring_pop(&t->ring, &r)) {
-		if (!t->sink && !t->sink_failed) {
-			t->sink = malloc(sizeof *t->sink);
-			if (!t->sink || ct_sink_init(t->sink, t->spool_fd, block_cap(), rt_cfg.zlevel) < 0) {
-				free(t->sink);
-				t->sink = NULL;
-				t->sink_failed = true;
-				rt_log(1, "thread %u: no memory for its writer", t->index);
+	uint64_t cur = recring_cursor(ring), released = cur;
+	bool woke = false;
+	const struct ct_record *src;
+	uint32_t k;
+	while ((src = recring_peek(ring, &cur, &k)) != NULL) {
+		/* the next units are most likely written by now: fetch them while
+		 * this one is encoded */
+		__builtin_prefetch(ring->data + (size_t)((cur + 4) & (ring->cap - 1)) * RECRING_UNIT);
+		if (__builtin_expect(!make_sink(t), 0)) {
+			t->lost_write++;
+		} else {
+			unsigned type = src->type;
+			if (k == 1 && (type == CT_REC_SAMPLE || type == CT_REC_FUNC_ENTER ||
+			               type == CT_REC_FUNC_EXIT)) {
+				/* the hot types: their fields are all in the first unit,
+				 * and the encoder reads no other byte of r */
+				memcpy(&r, src, RECRING_UNIT);
 			} else {
-				sink_share(t->sink);
-				uint64_t n = atomic_fetch_add(&sinks_live, 1) + 1;
-				if (n > atomic_load(&sinks_peak))
-					atomic_store(&sinks_peak, n);
+				size_t n = recring_rec_bytes(type);
+				if (n > (size_t)k * RECRING_UNIT)
+					n = (size_t)k * RECRING_UNIT;   /* never read past the record's units */
+				memset(&r, 0, sizeof r);
+				memcpy(&r, src, n);
+			}
+			if (r.time < t->last_time)
+				r.time = t->last_time;  /* keep the stream's time order (see DESIGN) */
+			else
+				t->last_time = r.time;
+			sink_put(t, &r);
+			t->written++;
+			w_records++;
+		}
+		if (cur - released >= DRAIN_BATCH) {
+			recring_release(ring, cur);
+			released = cur;
+			/* the thread may wait for half of its ring (seq_cst: our
+			 * tail store before the look at the waiters, Dekker) */
+			if (!woke) {
+				atomic_thread_fence(memory_order_seq_cst);
+				if (atomic_load_explicit(&rt_full_waiters, memory_order_relaxed) &&
+				    recring_used(ring) <= ring->cap / 2) {
+					wake_full_waiters();
+					woke = true;
+				}
 			}
 		}
-		if (!t->sink) {
-			t->lost_write++;
-			continue;
-		}
-		if (r.time < t->last_time)
-			r.time = t->last_time;  /* keep the stream's time order (see DESIGN) */
-		else
-			t->last_time = r.time;
-		sink_put(t, &r);
-		t->written++;
-		w_records++;
 	}
-	uint64_t lost = recring_take_lost(&t->ring);
+	recring_release(ring, cur);
+	uint64_t lost = recring_take_lost(ring);
 	if (lost && t->sink) {
 		r = (struct ct_record){ .type = CT_REC_LOST, .time = t->last_time };
 		r.u.lost.reason = CT_LOST_BUFFER_FULL;
@@ -276,6 +354,9 @@ static bool pass(void)
 		if (st == RT_T_ENDED && recring_used(&t->ring) == 0)
 			finish_thread(i, t);
 	}
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&rt_full_waiters, memory_order_relaxed))
+		wake_full_waiters();
 	return busy;
 }
 

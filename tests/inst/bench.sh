@@ -2,7 +2,8 @@
 # Cost of the inst sampler on tests/inst/bench.c (not a test: prints a table).
 #   tests/inst/bench.sh [threads] [rounds]      (CT_BUILD, COMMREC_INST_LIBDIR, CC)
 # Columns: the kernel's parallel time (median of 3) and its ratio to the plain
-# -O2 build (no instrumentation); for full traces, the trace size per access.
+# -O2 build (no instrumentation); for full traces, the trace size per access
+# and the writer thread's CPU per record (median of 3, its own statistics).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${CT_BUILD:-$ROOT/build}
@@ -27,10 +28,13 @@ declare -A base
 run() {
 	local label=$1 k=$2 r=$3 prog=$4; shift 4
 	local times=()
+	: >"$W/wstat"
 	for _ in 1 2 3; do
 		rm -rf "$W/t.zst" "$W/t.zst.spool"
 		if [ $# -gt 0 ]; then
-			"$B/commrec" -q -f -o "$W/t.zst" "$@" -- "$W/$prog" "$T" "$r" "$k" >/dev/null 2>"$W/err" || { cat "$W/err"; return; }
+			"$B/commrec" -q -v -v -v -f -o "$W/t.zst" "$@" -- "$W/$prog" "$T" "$r" "$k" >/dev/null 2>"$W/err" || { cat "$W/err"; return; }
+			# the writer's own statistics: ns of its CPU per record
+			sed -n 's/.*writer: \([0-9]*\) records, .* (\([0-9.]*\) s cpu).*/\1 \2/p' "$W/err" >>"$W/wstat"
 		else
 			"$W/$prog" "$T" "$r" "$k" >/dev/null 2>"$W/err"
 		fi
@@ -44,7 +48,9 @@ run() {
 		local n size
 		n=$("$B/commanalyze" info "$W/t.zst" | sed -n 's/^ *records=//p' | head -1)
 		size=$(stat -c %s "$W/t.zst")
-		extra=$(python3 -c "print('%d records, %.2f bytes/record, %.0f ns/record/thread' % ($n, $size / $n, $t * 1e9 * $T / $n))")
+		local wns
+		wns=$(awk '$1 > 0 { print $2 * 1e9 / $1 }' "$W/wstat" | median3)
+		extra=$(python3 -c "print('%d records, %.2f bytes/record, %.0f ns/record/thread, writer %.1f ns/record' % ($n, $size / $n, $t * 1e9 * $T / $n, ${wns:-0}))")
 	fi
 	printf '%-7s %-22s %5d %9.4f s %7.1fx  %s\n' "$k" "$label" "$r" "$t" \
 		"$(python3 -c "print($t / ${base[$k.$r]})")" "$extra"
