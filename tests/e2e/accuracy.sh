@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Accuracy of the models on the microbenchmarks, against the ground truth
+# (exact on a full trace).  Runs scripts/accuracy.sh --quick (which builds
+# the benchmarks with record/commrec-cc, records each one full, inst-sampled
+# and soft, with every benchmark thread pinned to cpu i mod ncpus, and
+# analyzes them; see its header and doc/accuracy.md) and asserts on the
+# metrics it writes (--tsv: BENCH METRIC VALUE).  Configurations:
+# write_volume, false_sharing (f=0.5 and f=0.9), read_write and objects with
+# 2 threads, p2p with 4; full traces 4M iterations per thread (10-20 MB
+# each), inst-sampled 60M, soft half the default length.
+#
+# Tolerances.  Every bound below comes with its reason; where it is
+# empirical, it is a margin over the worst value seen in repeated runs (up to
+# 11, numbers given per bound) on the 2-cpu development VM (AMD EPYC, no
+# PMU; 2026-11-21), given as
+# "seen: [min, max]".
+. "$(dirname "$0")/../lib.sh"
+
+for f in "$COMMREC" "$COMMANALYZE" "$CT_BUILD/libcommrec-inst.so" "$CT_BUILD/libcommrec.so"; do
+	if [ ! -e "$f" ]; then
+		skip accuracy "build $f first (make)"
+		exit 0
+	fi
+done
+command -v python3 >/dev/null || { skip accuracy "needs python3"; exit 0; }
+command -v gcc >/dev/null || { skip accuracy "needs gcc"; exit 0; }
+unset COMMTRACE_SPOOL COMMTRACE_PID COMMTRACE_RUNTIME
+
+T=$WORK/acc.tsv
+t0=$(date +%s)
+if ! B=$CT_BUILD "$CT_ROOT/scripts/accuracy.sh" --quick --tsv "$T" --keep "$WORK/acc" \
+	>"$WORK/acc.out" 2>"$WORK/acc.err"; then
+	fail accuracy/run "scripts/accuracy.sh failed: $(tail -c 600 "$WORK/acc.err" | tr '\n' '|')"
+	done_tests
+fi
+pass accuracy/run
+echo "INFO accuracy: $(($(date +%s) - t0)) s"
+cat "$WORK/acc.out"
+sed 's/^/INFO /' "$T"
+
+val() { awk -F'\t' -v i="$1" -v m="$2" '$1 == i && $2 == m { print $3 }' "$T"; }
+# within NAME ID METRIC LO HI: LO <= value <= HI
+within() {
+	local n=$1 v
+	v=$(val "$2" "$3")
+	if [ -z "$v" ]; then
+		fail "$n" "no metric $2 $3 in the table"
+	elif python3 -c "import sys; v=float('$v'); sys.exit(0 if $4 <= v <= $5 else 1)"; then
+		pass "$n"
+	else
+		fail "$n" "$2 $3 = $v, want [$4, $5]"
+	fi
+}
+
+ALL="write_volume false_sharing false_sharing_f0.9 read_write p2p objects"
+WRITE_ONLY="write_volume false_sharing false_sharing_f0.9 p2p objects"
+
+# ---- exact: what the benchmarks' own counts predict ------------------------------
+for b in $ALL; do
+	# Precondition: the workers ran at the same time.  Transfers per shared
+	# access: seen [0.0093, 0.27] pinned; runs where the two threads took
+	# turns on one cpu (unpinned) gave < 0.0001.  Not an accuracy bound: a
+	# failure here means the measurement setup broke (pinning).
+	within "accuracy/exact/$b/parallel" "$b" exact_per_access 0.002 1
+	# Where the communication is: the cells the benchmark communicates in
+	# (all-to-all: the worker pair; p2p: the pairs; read_write: reader <-
+	# writer, directed) hold all of exact's volume but the startup and
+	# teardown transfers (the main thread creating and joining the threads,
+	# the runner's per-thread structs).  Those are a few dozen whatever the
+	# length: seen share >= 0.9991 at 1M iterations, so >= 0.998.
+	within "accuracy/exact/$b/expected_cells" "$b" exact_expected_share 0.998 1
+	# Cells the benchmark never lets communicate (p2p: between pairs;
+	# read_write: into the writer): exactly 0 in the benchmark's own data;
+	# seen 0-1 (a runner struct line); a constant, so <= 8.
+	within "accuracy/exact/$b/unexpected_cells" "$b" exact_unexpected 0 8
+	# A transfer into a thread needs an access of that thread: at most its
+	# shared accesses, plus the few startup transfers.
+	within "accuracy/exact/$b/in_le_accesses" "$b" exact_in_over_accesses -1e12 8
+done
+for b in write_volume read_write p2p objects; do
+	# true sharing only: one word per shared line (seen false <= 0.00036:
+	# the runner's structs)
+	within "accuracy/exact/$b/true_sharing" "$b" exact_false_frac 0 0.002
+done
+for b in $WRITE_ONLY; do
+	# Lines that are only written (every access is a store or an atomic):
+	# a transfer into a thread makes it the last writer and the next transfer
+	# on that line takes the line from it, so with two threads per line the
+	# two directions differ by at most 1 per line, whatever the schedule.
+	# Seen <= 2 (the shared line plus a runner struct line); <= 4.
+	within "accuracy/exact/$b/directions_alternate" "$b" exact_direction_asym 0 4
+done
+# false_sharing, 2 threads, every access an atomic add either to the
+# thread's own word of the false line (probability f) or to the common word
+# of the true line.  exact counts a transfer when the line's previous
+# access was the other thread's: on each line the transfers are the
+# alternations of its access sequence, all false on the false line, all
+# true on the true line.  How many depends on the interleaving: with
+# independent random interleaving the expected false share is exactly f;
+# with strict alternation (ABAB...) it is f/(2-f) : (1-f)/(1+f), 0.94 at
+# f=0.9; with coarse interleaving (long runs of one thread) each line
+# changes hands once per switch whatever f: 0.5.  What holds for every
+# schedule: at f=0.5 the two lines are exchangeable (the choice of line is
+# independent of the timing), so the false share is 0.5 up to noise; its
+# standard deviation with ~1e5 transfers is ~0.002 (seen [0.4988, 0.5018]):
+# +-0.01.  At f=0.9: between 0.5 (coarse) and 0.94 (alternation); the
+# pinned threads interleave finely (seen [0.856, 0.918]): [0.80, 0.95],
+# which fails both for a detector that ignores f and for coarse runs.
+within accuracy/exact/false_sharing/false_half false_sharing exact_false_frac 0.49 0.51
+within accuracy/exact/false_sharing_f0.9/false_share false_sharing_f0.9 exact_false_frac 0.80 0.95
+
+# ---- emulate (ComDetective on the same full trace, default period 10000) ------
+# Total volume, emulate / exact, on the same execution.  ComDetective's
+# estimate counts a detection for the sampling period it stands for (10000
+# accesses; a watchpoint hit x 64/(4 x 8) = x2): with ~400 store samples per thread
+# it is a statistical estimate.  Seen over 11 runs x 6 configurations:
+# ratio [0.51, 2.09] (-49% to +109%); false_sharing f=0.9 tends low
+# (0.51-1.45), read_write spreads widest (0.63-2.09).  Bound [1/3, 3]
+# (emulate within a factor 3 of exact): about 1.5x the worst seen on either
+# side.  It is length-dependent: at 1M iterations per thread (~100 samples)
+# the ratio reached 3.45, which is why the full traces have 4M.  And it
+# needs threads that run in parallel: when they took turns on one cpu
+# (unpinned), exact saw a few dozen transfers and emulate was off by 1000x
+# (each detection still weighs 10000).
+EMU_LO=0.33
+EMU_HI=3
+for b in $ALL; do
+	within "accuracy/emulate/$b/volume" "$b" emulate_ratio "$EMU_LO" "$EMU_HI"
+	# the volume is where exact's is (seen 1.0 everywhere): no pairs
+	# invented, nothing on the main thread, read_write's direction right
+	within "accuracy/emulate/$b/expected_cells" "$b" emulate_expected_share 0.99 1
+done
+# p2p: the two heaviest pairs are the benchmark's pairs (seen 1.0)
+within accuracy/emulate/p2p/pairs p2p emulate_topk 1 1
+
+# ---- inst-sampled and soft recordings: the pattern ------------------------------
+# Other executions than the full one: only the pattern compares (volumes
+# per access differ with the interleaving, soft weights are CPU time).
+for s in inst soft; do
+	for b in $ALL; do
+		# all the detected volume in the cells exact has it in (seen 1.0):
+		# >= 0.99
+		within "accuracy/$s/$b/expected_cells" "$b" ${s}_expected_share 0.99 1
+	done
+	within "accuracy/$s/p2p/pairs" p2p ${s}_topk 1 1
+	# p2p, correlation of the 10 symmetric cells (main thread included)
+	# with exact's.  Seen: inst [0.77, 1.0] (11 runs), soft [0.986, 0.998]
+	# (3 runs at p2p's default length; [0.57, 1.0] in 8 runs at half of it,
+	# hence the default length in --quick too).  The
+	# low values come from the balance between the two pairs (how long each
+	# pair's threads ran at the same time differs between executions):
+	# exact 1:1 against a recording's 1:4 still gives 0.83, opposite
+	# imbalances 2:1 against 1:2 give 0.76 and 3:1 against 1:3 give 0.52.
+	# Bound 0.5: it tolerates any balance the scheduler can make up to 3:1
+	# each way, while a detector that spread the volume uniformly over the
+	# six worker pairs (no pair structure) would score 0.41 (and fail the
+	# expected_cells and pairs tests above).
+	within "accuracy/$s/p2p/pearson" p2p ${s}_pearson 0.5 1
+done
+# inst: the false share follows f.  Seen at f=0.5 [0.41, 0.51], at f=0.9
+# [0.81, 0.93] (~100 detections per run: binomial sd ~0.05):
+# f=0.5 within 0.35-0.65, f=0.9 above 0.7.  Not asserted for soft: its
+# false share at f=0.9 ranged [0.51, 0.89] (few samples, CPU-time weights;
+# see doc/accuracy.md).
+within accuracy/inst/false_sharing/false_half false_sharing inst_false_frac 0.35 0.65
+within accuracy/inst/false_sharing_f0.9/false_share false_sharing_f0.9 inst_false_frac 0.7 1
+
+done_tests
