@@ -108,8 +108,21 @@ echo "sweep: one decode pass for 64 grid points against 64 separate analyses"
 B=$B tests/bench_sweep.sh
 
 # ---- exact mode --------------------------------------------------------------------
-if [ -x "$B/libcommrec-inst.so" ] || [ -f "$B/libcommrec-inst.so" ]; then
-	if [ -x tests/bench_inst.sh ]; then
-		B=$B tests/bench_inst.sh "$W" | while IFS='|' read -r a b c; do row "$a" "$b" "$c"; done
+echo
+echo "exact mode (inst sampler, tests/inst/bench.c): slowdown against the plain -O2 build"
+if [ -f "$B/libcommrec-inst.so" ]; then
+	CT_BUILD="$PWD/$B" tests/inst/bench.sh
+	# exact replay speed on a full trace of the stream kernel
+	CC=gcc COMMREC_INST_LIBDIR="$PWD/$B" record/commrec-cc -O2 -pthread tests/inst/bench.c -o "$W/ib" &&
+	"$REC" -q -f --sampler inst --full -o "$W/full.zst" -- "$W/ib" 2 200 stream >/dev/null 2>&1
+	if [ -f "$W/full.zst" ]; then
+		nrec=$("$ANA" info "$W/full.zst" | awk -F'[ ,]+' '/^records:/ {print $2; exit}')
+		time_cmd exact "$ANA" matrix "$W/full.zst" --model exact --format csv -o "$W/e.csv"
+		echo
+		row "exact replay records/s (1 core)" \
+			"$(awk -v n="$nrec" -v s="$(cat "$W/exact.sec")" 'BEGIN{ if (s > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
+		row "  full trace" "$nrec records" ""
 	fi
+else
+	echo "n/a: build/libcommrec-inst.so missing"
 fi
