@@ -132,6 +132,9 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
 EOF
 $CC -O2 -shared -fPIC -o "$W/pin.so" "$W/pin.c" -ldl 2>"$W/pin.err" ||
 	{ echo "accuracy.sh: cannot build pin.so: $(head -c 300 "$W/pin.err")" >&2; exit 1; }
+# pin.so is preloaded into commrec too (it passes LD_PRELOAD on): a sanitizer
+# build of commrec (make check ASAN=1) must not insist on coming first
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 
 # rec ID MODE PROG ARGS...: trace $W/ID.MODE.zst, output $W/ID.MODE.out
 rec() {
