@@ -437,20 +437,12 @@ int cmd_report(int argc, char **argv)
 				return EXIT_USAGE;
 		} else if (!strcmp(a, "--symbols-from-binaries")) {
 			from_binaries = true;
-		} else if (a[0] == '-' && a[1]) {
-			ana_err("report: unknown option '%s'", a);
+		} else if (arg_trace("report", a, &path)) {
 			return EXIT_USAGE;
-		} else if (path) {
-			ana_err("report: one trace only ('%s' and '%s')", path, a);
-			return EXIT_USAGE;
-		} else {
-			path = a;
 		}
 	}
-	if (!path) {
-		ana_err("report: which trace? usage: commanalyze [report] TRACE [model options]");
+	if (arg_trace_given("report", path, "[report] TRACE [model options]"))
 		return EXIT_USAGE;
-	}
 	struct analysis an;
 	struct analysis_hooks hooks;
 	struct attrib_hook ah;
