@@ -363,16 +363,19 @@ void ct_spool_thread_path(char *out, size_t cap, const char *dir, uint32_t index
  * index order (each cut at its last whole frame), the maps, the extra
  * sections given (for example symbols), then a SUMMARY section built from
  * summary_kv (the join adds per-thread records/lost counts itself).  The
- * output is written to a temporary name and renamed at the end.  Returns 0,
- * or -1 with err filled. */
+ * output is written to a fresh file created exclusively beside out_path
+ * (random name, never following a symbolic link) and moved to out_path at
+ * the end.  An existing out_path is replaced only with CT_JOIN_REPLACE and
+ * only if it is a regular file.  Returns 0, or -1 with err filled. */
 struct ct_join_section {
 	enum ct_section kind;
 	const void *data;
 	size_t len;
 };
+#define CT_JOIN_REPLACE 1u   /* replace out_path if it is a regular file */
 int ct_join(const char *spool_dir, const char *out_path,
             const struct ct_join_section *extra, size_t nextra,
-            const char *summary_kv, struct ct_error *err);
+            const char *summary_kv, unsigned flags, struct ct_error *err);
 
 /* ---- reading ----------------------------------------------------------- */
 

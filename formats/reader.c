@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -46,10 +48,12 @@ struct src {
 	bool borrowed;          /* map belongs to the caller */
 };
 
-static int map_file(const char *path, struct src *s, struct ct_error *err)
+/* Files inside a spool directory are the recorder's own: a symbolic link
+ * there was put by someone else and is not followed (in_spool). */
+static int map_file(const char *path, bool in_spool, struct src *s, struct ct_error *err)
 {
 	memset(s, 0, sizeof *s);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | (in_spool ? O_NOFOLLOW : 0));
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		seterr(err, "%s: %s", path, strerror(errno));
@@ -515,7 +519,7 @@ static int list_spool(const char *dir, struct tfile **out, size_t *nout, char **
 			struct stat st;
 			if (!p)
 				goto oom;
-			if (stat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
+			if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode)) {
 				free(p);
 				continue;
 			}
@@ -561,7 +565,7 @@ static void free_tfiles(struct tfile *v, size_t n)
 static char *read_text(const char *path, size_t *len)
 {
 	struct src s;
-	if (map_file(path, &s, NULL) < 0)
+	if (map_file(path, true, &s, NULL) < 0)
 		return NULL;
 	char *b = malloc(s.size + 1);
 	if (b) {
@@ -602,7 +606,7 @@ static int open_dir(struct ct_trace *t, const char *dir, struct ct_error *err)
 		seterr(err, "%s: out of memory", dir);
 		return -1;
 	}
-	int rc = map_file(meta, s, err);
+	int rc = map_file(meta, true, s, err);
 	free(meta);
 	if (rc < 0)
 		return -1;
@@ -622,7 +626,7 @@ static int open_dir(struct ct_trace *t, const char *dir, struct ct_error *err)
 			seterr(err, "%s: out of memory", dir);
 			goto fail;
 		}
-		if (map_file(tf[i].path, s, err) < 0)
+		if (map_file(tf[i].path, true, s, err) < 0)
 			goto fail;
 		t->nsrc++;
 		if (index_source(t, (uint32_t)(t->nsrc - 1), 0, ROLE_THREAD, err) < 0)
@@ -667,7 +671,7 @@ struct ct_trace *ct_trace_open(const char *path, struct ct_error *err)
 			seterr(err, "%s: out of memory", path);
 			goto fail;
 		}
-		if (map_file(path, s, err) < 0)
+		if (map_file(path, false, s, err) < 0)
 			goto fail;
 		t->nsrc++;
 		size_t off;
@@ -1214,9 +1218,82 @@ static int join_file(struct jstate *j, struct jout *o, const struct src *s, size
 	return 0;
 }
 
+/* The output is written to a fresh file beside it, created exclusively
+ * under a random name (O_EXCL: never a file, FIFO or symlink someone put
+ * there, and no name another user can take first), then put in place. */
+static int create_fresh(const char *out_path, char **tmp_path, struct ct_error *err)
+{
+	size_t tl = strlen(out_path) + 32;
+	char *tmp = malloc(tl);
+	if (!tmp) {
+		seterr(err, "%s: out of memory", out_path);
+		return -1;
+	}
+	for (int attempt = 0; attempt < 100; attempt++) {
+		uint64_t r = 0;
+		if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+			r = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ ((uint64_t)attempt << 48) ^
+			    (uint64_t)(uintptr_t)tmp;
+		snprintf(tmp, tl, "%s.%012llx.tmp", out_path, (unsigned long long)(r & 0xffffffffffffull));
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			*tmp_path = tmp;
+			return fd;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	seterr(err, "%s: %s", tmp, strerror(errno));
+	free(tmp);
+	return -1;
+}
+
+/* Only a regular file is ever replaced, and only when asked to: a device
+ * node, FIFO, socket, directory or symbolic link at out_path stays. */
+static int check_replaceable(const char *out_path, unsigned flags, struct ct_error *err)
+{
+	struct stat st;
+	if (lstat(out_path, &st) < 0)
+		return 0;
+	if (!(flags & CT_JOIN_REPLACE)) {
+		seterr(err, "%s: exists (not replaced)", out_path);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		seterr(err, "%s: not a regular file (%s): not replaced", out_path,
+		       S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode) ? "a directory" :
+		       S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" :
+		       S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "special");
+		return -1;
+	}
+	return 0;
+}
+
+/* tmp -> out_path.  Without CT_JOIN_REPLACE nothing that appeared at
+ * out_path meanwhile is replaced (renameat2 RENAME_NOREPLACE, or link
+ * where the file system lacks it); with it, only a regular file is. */
+static int install_output(const char *tmp, const char *out_path, unsigned flags,
+                          struct ct_error *err)
+{
+	if (flags & CT_JOIN_REPLACE) {
+		if (check_replaceable(out_path, flags, err) < 0)
+			return -1;
+		if (rename(tmp, out_path) == 0)
+			return 0;
+	} else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out_path, RENAME_NOREPLACE) == 0) {
+		return 0;
+	} else if ((errno == EINVAL || errno == ENOSYS) && link(tmp, out_path) == 0) {
+		unlink(tmp);
+		return 0;
+	}
+	seterr(err, "%s: %s%s", out_path, strerror(errno),
+	       errno == EEXIST ? " (appeared while joining: not replaced)" : "");
+	return -1;
+}
+
 int ct_join(const char *spool_dir, const char *out_path,
             const struct ct_join_section *extra, size_t nextra,
-            const char *summary_kv, struct ct_error *err)
+            const char *summary_kv, unsigned flags, struct ct_error *err)
 {
 	struct src meta;
 	struct ct_header hdr;
@@ -1233,7 +1310,7 @@ int ct_join(const char *spool_dir, const char *out_path,
 		seterr(err, "%s: out of memory", spool_dir);
 		return -1;
 	}
-	if (map_file(mpath, &meta, err) < 0) {
+	if (map_file(mpath, true, &meta, err) < 0) {
 		free(mpath);
 		return -1;
 	}
@@ -1243,19 +1320,16 @@ int ct_join(const char *spool_dir, const char *out_path,
 	if (list_spool(spool_dir, &tf, &ntf, &maps_path, err) < 0)
 		goto out_meta;
 	j.dctx = ZSTD_createDCtx();
-	size_t tl = strlen(out_path) + 5;
-	tmp = malloc(tl);
-	if (!j.dctx || !tmp) {
+	if (!j.dctx) {
 		seterr(err, "%s: out of memory", out_path);
 		goto out;
 	}
-	snprintf(tmp, tl, "%s.tmp", out_path);
-	o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	o.path = tmp;
-	if (o.fd < 0) {
-		seterr(err, "%s: %s", tmp, strerror(errno));
+	if (check_replaceable(out_path, flags, err) < 0)
 		goto out;
-	}
+	o.fd = create_fresh(out_path, &tmp, err);
+	o.path = tmp;
+	if (o.fd < 0)
+		goto out;
 
 	/* meta.zst: the header and the trace-wide sections */
 	jwrite(&o, meta.map, off);
@@ -1263,7 +1337,7 @@ int ct_join(const char *spool_dir, const char *out_path,
 		goto oom;
 	for (size_t i = 0; i < ntf && !o.err; i++) {
 		struct src s;
-		if (map_file(tf[i].path, &s, err) < 0)
+		if (map_file(tf[i].path, true, &s, err) < 0)
 			goto out;
 		int rc = join_file(&j, &o, &s, 0, ROLE_THREAD);
 		unmap_file(&s);
@@ -1323,10 +1397,8 @@ int ct_join(const char *spool_dir, const char *out_path,
 		seterr(err, "%s: write: %s", tmp, strerror(o.err));
 		goto out;
 	}
-	if (rename(tmp, out_path) < 0) {
-		seterr(err, "%s: rename to %s: %s", tmp, out_path, strerror(errno));
+	if (install_output(tmp, out_path, flags, err) < 0)
 		goto out;
-	}
 	ret = 0;
 	goto out;
 oom:

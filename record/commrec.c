@@ -139,7 +139,8 @@ int main(int argc, char **argv)
 			return REC_EXIT_FAILED;
 		}
 	}
-	if (mkdir(spool_rel, 0755) < 0) {
+	/* private: nobody else can put files (or links) into it */
+	if (mkdir(spool_rel, 0700) < 0) {
 		rec_err("cannot create %s: %s", spool_rel, strerror(errno));
 		return REC_EXIT_FAILED;
 	}

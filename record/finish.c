@@ -97,16 +97,32 @@ static const char *field(const char *line, int i, size_t *len)
 	}
 }
 
+/* fopen that never follows a symbolic link (the spool's files are ours:
+ * a link there was put by someone else). */
+static FILE *fopen_nofollow(const char *path, int flags, const char *mode)
+{
+	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, mode);
+	if (!f)
+		close(fd);
+	return f;
+}
+
 /* Rewrite one maps file: the "-" build-id of every line that maps an ELF
  * file with a build-id note becomes its hex.  0 or -1. */
 static int enrich_maps(const char *path, struct bid_cache *cache)
 {
-	FILE *in = fopen(path, "re");
+	FILE *in = fopen_nofollow(path, O_RDONLY, "r");
 	if (!in)
 		return -1;
 	char tmp[PATH_MAX + 8];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *out = fopen(tmp, "we");
+	/* a new file: a leftover of ours goes first, and whatever is there then
+	 * (a link someone planted) makes the exclusive create fail */
+	unlink(tmp);
+	FILE *out = fopen_nofollow(tmp, O_WRONLY | O_CREAT | O_EXCL, "w");
 	if (!out) {
 		fclose(in);
 		return -1;
@@ -200,7 +216,7 @@ static void add_inst_counts(struct ct_kv *kv, const char *spool)
 			continue;
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s/%s", spool, e->d_name);
-		FILE *f = fopen(path, "re");
+		FILE *f = fopen_nofollow(path, O_RDONLY, "r");
 		if (!f)
 			continue;
 		char line[256];
@@ -262,7 +278,7 @@ int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *
 		rec_warn("no symbols in the trace (%s): analyze it on this machine with "
 		         "--symbols-from-binaries", serr);
 	}
-	int jr = ct_join(spool, o->output, extra, nextra, summary, &err);
+	int jr = ct_join(spool, o->output, extra, nextra, summary, o->force ? CT_JOIN_REPLACE : 0, &err);
 	free(sym);
 	if (jr < 0) {
 		rec_err("cannot write %s: %s", o->output, err.msg[0] ? err.msg : "join failed");

@@ -297,7 +297,8 @@ static int open_spool_file(uint32_t index)
 {
 	char path[4200];
 	ct_spool_thread_path(path, sizeof path, rt_cfg.spool, index);
-	return rt_fd_high(open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+	/* a new file, never one (or a link) someone put there */
+	return rt_fd_high(open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 }
 
 static bool registry_add(struct rt_thread *t)

@@ -130,7 +130,10 @@ void rt_write_maps(void)
 	path[p] = 0;
 	memcpy(tmp, path, p);
 	memcpy(tmp + p, ".tmp", 5);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* a new file: a leftover of ours goes first, and whatever is there
+	 * then (a link someone planted) makes the exclusive create fail */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
 	size_t done = 0;

@@ -206,7 +206,13 @@ static bool spool_still_ours(struct rt_thread *t)
 	 * spool file by name, appending: it holds whole frames only. */
 	char path[4200];
 	ct_spool_thread_path(path, sizeof path, rt_cfg.spool, t->index);
-	int fd = rt_fd_high(open(path, O_WRONLY | O_APPEND | O_CLOEXEC));
+	int fd = rt_fd_high(open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+	uint64_t dev, ino;
+	rt_fd_id(fd, &dev, &ino);
+	if (fd >= 0 && (dev != t->spool_dev || ino != t->spool_ino)) {
+		close(fd);           /* not the file we created: never write to it */
+		fd = -1;
+	}
 	uint32_t pending = t->sink ? t->sink->block_records : 0;
 	if (t->sink) {
 		t->sink->block_len = CT_BLOCK_HEADER_BYTES;   /* its frame may have been half written */
@@ -222,7 +228,6 @@ static bool spool_still_ours(struct rt_thread *t)
 	}
 	rt_log(2, "thread %u: the program closed its spool file: reopened", t->index);
 	t->spool_fd = fd;
-	rt_fd_id(fd, &t->spool_dev, &t->spool_ino);
 	if (t->sink) {
 		t->sink->fd = fd;
 		if (pending)

@@ -457,7 +457,7 @@ static void test_hostile_spool(void)
 	}
 	CHECK(try_read(sp, false) == DAMAGED);
 	snprintf(p, sizeof p, "%s/out.zst", dir);
-	CHECK(ct_join(sp, p, NULL, 0, NULL, &err) == 0);
+	CHECK(ct_join(sp, p, NULL, 0, NULL, 0, &err) == 0);
 	CHECK(try_read(p, true) == CLEAN);
 }
 

@@ -1,6 +1,7 @@
 /* Spool directory and join: meta.zst + thread files + maps files ->
  * trace.zst with a SUMMARY; the spool directory read directly; torn thread
  * files; thousands of threads. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -125,6 +126,21 @@ static unsigned count_records(struct ct_trace *t, int *rc_out)
 	return n;
 }
 
+/* Files named *.tmp in dir (a join leaves none behind). */
+static unsigned count_tmp_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+	while (d && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		n += l > 4 && !strcmp(e->d_name + l - 4, ".tmp");
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static void test_join(void)
 {
 	char dir[600], out[600], tmp[700];
@@ -133,7 +149,7 @@ static void test_join(void)
 	snprintf(out, sizeof out, "%s/trace1.zst", root);
 	CHECK(make_spool(dir) == 0);
 	struct ct_join_section extra[] = { { CT_SEC_SYMBOLS, "symbols!", 8 } };
-	int rc = ct_join(dir, out, extra, 1, "exit_status=3\nsignal=0", &err);
+	int rc = ct_join(dir, out, extra, 1, "exit_status=3\nsignal=0", 0, &err);
 	CHECK(rc == 0);
 	if (rc) {
 		printf("%s\n", err.msg);
@@ -141,6 +157,7 @@ static void test_join(void)
 	}
 	snprintf(tmp, sizeof tmp, "%s.tmp", out);
 	CHECK(access(tmp, F_OK) != 0);                   /* renamed away */
+	CHECK_EQ_U(count_tmp_files(root), 0);
 	struct ct_trace *t = ct_trace_open(out, &err);
 	CHECK(t != NULL);
 	if (!t)
@@ -266,7 +283,7 @@ static void test_torn_thread_file(void)
 	CHECK(n < 3002 + 5003 + 13 && n > 3002 + 13);
 	ct_trace_close(t);
 
-	CHECK(ct_join(dir, out, NULL, 0, NULL, &err) == 0);
+	CHECK(ct_join(dir, out, NULL, 0, NULL, 0, &err) == 0);
 	t = ct_trace_open(out, &err);
 	CHECK(t != NULL);
 	if (!t)
@@ -293,15 +310,68 @@ static void test_join_errors(void)
 	snprintf(dir, sizeof dir, "%s/nometa", root);
 	snprintf(out, sizeof out, "%s/nometa.zst", root);
 	CHECK(mkdir(dir, 0755) == 0);
-	CHECK(ct_join(dir, out, NULL, 0, NULL, &err) == -1);
+	CHECK(ct_join(dir, out, NULL, 0, NULL, 0, &err) == -1);
 	CHECK(strstr(err.msg, "meta.zst") != NULL);
 	CHECK(access(out, F_OK) != 0);
 	CHECK(ct_trace_open(dir, &err) == NULL);
-	CHECK(ct_join("/nonexistent/dir", out, NULL, 0, NULL, &err) == -1);
+	CHECK(ct_join("/nonexistent/dir", out, NULL, 0, NULL, 0, &err) == -1);
 	/* unwritable output directory */
 	snprintf(dir, sizeof dir, "%s/spool1", root);
-	CHECK(ct_join(dir, "/nonexistent/dir/out.zst", NULL, 0, NULL, &err) == -1);
+	CHECK(ct_join(dir, "/nonexistent/dir/out.zst", NULL, 0, NULL, 0, &err) == -1);
 	CHECK(strstr(err.msg, "/nonexistent/dir/out.zst") != NULL);
+}
+
+/* The temporary file is created exclusively: a symbolic link planted at the
+ * old fixed name OUT.tmp (or at OUT) never leads the join to write through
+ * it, and no file other than a regular one is ever replaced (issue 17). */
+static void test_join_never_follows(void)
+{
+	char dir[600], out[600], tmp[700], victim[600], buf[64];
+	struct ct_error err = { "" };
+	snprintf(dir, sizeof dir, "%s/spool1", root);
+	snprintf(victim, sizeof victim, "%s/victim", root);
+	CHECK(write_text(victim, "precious\n", 1000) == 0);
+	chmod(victim, 0600);
+
+	/* OUT.tmp -> victim: the join writes elsewhere, the victim stays */
+	snprintf(out, sizeof out, "%s/planted.zst", root);
+	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	CHECK(symlink(victim, tmp) == 0);
+	CHECK(ct_join(dir, out, NULL, 0, NULL, 0, &err) == 0);
+	FILE *f = fopen(victim, "r");
+	CHECK(f && fgets(buf, sizeof buf, f) && !strcmp(buf, "precious\n"));
+	if (f)
+		fclose(f);
+	struct stat st;
+	CHECK(lstat(tmp, &st) == 0 && S_ISLNK(st.st_mode));   /* left as it was */
+	CHECK(lstat(out, &st) == 0 && S_ISREG(st.st_mode));
+	unlink(tmp);
+
+	/* OUT is a symbolic link, a FIFO: never replaced, even when asked to */
+	snprintf(out, sizeof out, "%s/link.zst", root);
+	CHECK(symlink(victim, out) == 0);
+	CHECK(ct_join(dir, out, NULL, 0, NULL, CT_JOIN_REPLACE, &err) == -1);
+	CHECK(strstr(err.msg, "not a regular file") != NULL);
+	CHECK(lstat(out, &st) == 0 && S_ISLNK(st.st_mode));
+	CHECK(ct_join(dir, out, NULL, 0, NULL, 0, &err) == -1);
+	CHECK(strstr(err.msg, "exists") != NULL);
+	snprintf(out, sizeof out, "%s/fifo.zst", root);
+	CHECK(mkfifo(out, 0600) == 0);
+	CHECK(ct_join(dir, out, NULL, 0, NULL, CT_JOIN_REPLACE, &err) == -1);
+	CHECK(lstat(out, &st) == 0 && S_ISFIFO(st.st_mode));
+	f = fopen(victim, "r");
+	CHECK(f && fgets(buf, sizeof buf, f) && !strcmp(buf, "precious\n"));
+	if (f)
+		fclose(f);
+
+	/* a regular file is replaced with CT_JOIN_REPLACE only */
+	snprintf(out, sizeof out, "%s/regular.zst", root);
+	CHECK(write_text(out, "old\n", 1000) == 0);
+	CHECK(ct_join(dir, out, NULL, 0, NULL, 0, &err) == -1);
+	CHECK(stat(out, &st) == 0 && st.st_size == 4);
+	CHECK(ct_join(dir, out, NULL, 0, NULL, CT_JOIN_REPLACE, &err) == 0);
+	CHECK(stat(out, &st) == 0 && st.st_size > 4);
+	CHECK_EQ_U(count_tmp_files(root), 0);
 }
 
 /* Thousands of thread files, including empty ones (threads that never
@@ -322,7 +392,7 @@ static void test_many_threads(void)
 		}
 		CHECK(write_thread(dir, i, 2, 0, 0) == 0);
 	}
-	CHECK(ct_join(dir, out, NULL, 0, NULL, &err) == 0);
+	CHECK(ct_join(dir, out, NULL, 0, NULL, 0, &err) == 0);
 	struct ct_trace *t = ct_trace_open(out, &err);
 	CHECK(t != NULL);
 	if (!t)
@@ -360,6 +430,7 @@ int main(void)
 	RUN(test_open_spool_dir);
 	RUN(test_torn_thread_file);
 	RUN(test_join_errors);
+	RUN(test_join_never_follows);
 	RUN(test_many_threads);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", root);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# End-to-end: the faults of issue 17, each as a case that fails without the
+# fix (checked against the build before it) and passes with it.
+#   symlink-tmp     a symbolic link planted at OUT.tmp: the file it points to
+#                   is not written; OUT is a trace
+#   spool-links     links planted at a manual run's spool files (thread file,
+#                   maps-PID.txt.tmp): the files they point to are not written
+. "$(dirname "$0")/../lib.sh"
+. "$UBENCH/ubrec.sh"
+ulimit -c 0
+
+if ! ub_have_recorder; then
+	skip record_faults "no recorder: $COMMREC and $CT_BUILD/libcommrec.so needed"
+	done_tests
+fi
+
+# same_text NAME FILE WANT: FILE still holds exactly WANT (and one line).
+same_text() {
+	local name=$1 file=$2 want=$3
+	if [ "$(tr -d '\0' <"$file" 2>/dev/null)" = "$want" ]; then
+		pass "$name"
+	else
+		fail "$name" "$file was written: now '$(head -c 80 "$file" 2>/dev/null | tr -c '[:print:]' '?')'"
+	fi
+}
+
+# is_trace FILE: a regular file that commanalyze (or at least its magic) accepts.
+is_trace() {
+	[ -f "$1" ] && [ ! -L "$1" ] || return 1
+	if [ -x "$COMMANALYZE" ]; then
+		"$COMMANALYZE" info "$1" >/dev/null 2>&1
+	else
+		[ "$(head -c 4 "$1" | od -An -tx1 | tr -d ' ')" = "502a4d18" ]
+	fi
+}
+
+# ---- symlink-tmp: OUT.tmp -> victim ---------------------------------------------
+victim=$WORK/victim
+echo precious >"$victim"
+chmod 600 "$victim"
+out=$WORK/sym.zst
+ln -s "$victim" "$out.tmp"
+rc=0
+"$COMMREC" -q -o "$out" -s soft -- /bin/true >"$WORK/sym.err" 2>&1 || rc=$?
+same_text faults/symlink-tmp "$victim" precious
+if [ "$rc" -eq 0 ] && is_trace "$out"; then
+	pass faults/symlink-tmp-trace
+else
+	fail faults/symlink-tmp-trace "status $rc, want 0 and a trace at $out: $(tail -n 3 "$WORK/sym.err" | tr '\n' '|')"
+fi
+if [ -L "$out.tmp" ] && ! ls "$WORK" | grep -v '^sym\.zst\.tmp$' | grep -q '\.tmp$'; then
+	pass faults/symlink-tmp-leftover
+else
+	fail faults/symlink-tmp-leftover "want the planted link left alone and no other .tmp file: $(ls "$WORK" | tr '\n' ' ')"
+fi
+
+# ---- spool-links: a manual run, links at the files the runtime creates -------
+# exec keeps the shell's pid: the program's maps file is maps-$$.txt.
+spool=$WORK/manual.spool
+mkdir -m 700 "$spool"
+echo precious >"$WORK/victim-maps"
+echo precious >"$WORK/victim-thread"
+sh -c 'ln -s "$1/victim-maps" "$2/maps-$$.txt.tmp"; ln -s "$1/victim-thread" "$2/thread-000000.zst";
+       exec env LD_PRELOAD="$3" COMMTRACE_SPOOL="$2" COMMTRACE_SAMPLER=soft COMMTRACE_VERBOSE=0 /bin/true' \
+	sh "$WORK" "$spool" "$CT_BUILD/libcommrec.so" >"$WORK/manual.err" 2>&1
+same_text faults/spool-link-maps "$WORK/victim-maps" precious
+same_text faults/spool-link-thread "$WORK/victim-thread" precious
+
+done_tests
