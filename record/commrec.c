@@ -56,6 +56,13 @@ static void warn_before_run(const char *path)
 	}
 }
 
+static const char *file_kind(mode_t m)
+{
+	return S_ISLNK(m) ? "a symbolic link" : S_ISCHR(m) ? "a character device" :
+	       S_ISBLK(m) ? "a block device" : S_ISFIFO(m) ? "a FIFO" :
+	       S_ISSOCK(m) ? "a socket" : "not a plain file";
+}
+
 static const char *signame(int sig)
 {
 	const char *s = sigdescr_np(sig);
@@ -80,6 +87,11 @@ int main(int argc, char **argv)
 	if (lstat(o.output, &st) == 0) {
 		if (S_ISDIR(st.st_mode)) {
 			rec_err("%s is a directory: give a file name with -o", o.output);
+			return REC_EXIT_FAILED;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			rec_err("%s is not a regular file (%s): commrec never replaces it, even with -f; "
+			        "give another name with -o", o.output, file_kind(st.st_mode));
 			return REC_EXIT_FAILED;
 		}
 		if (!o.force) {

@@ -5,6 +5,9 @@
 #                   is not written; OUT is a trace
 #   spool-links     links planted at a manual run's spool files (thread file,
 #                   maps-PID.txt.tmp): the files they point to are not written
+#   fifo-output     -f -o FIFO: refused (status 125), the FIFO stays
+#   device-output   -f -o DEVICE (a character device made with mknod, root
+#                   only): refused, the device stays
 . "$(dirname "$0")/../lib.sh"
 . "$UBENCH/ubrec.sh"
 ulimit -c 0
@@ -65,5 +68,30 @@ sh -c 'ln -s "$1/victim-maps" "$2/maps-$$.txt.tmp"; ln -s "$1/victim-thread" "$2
 	sh "$WORK" "$spool" "$CT_BUILD/libcommrec.so" >"$WORK/manual.err" 2>&1
 same_text faults/spool-link-maps "$WORK/victim-maps" precious
 same_text faults/spool-link-thread "$WORK/victim-thread" precious
+
+# ---- fifo-output: -f -o FIFO ------------------------------------------------------
+mkfifo "$WORK/fifo.zst"
+rc=0
+timeout -k 5 30 "$COMMREC" -q -f -o "$WORK/fifo.zst" -s soft -- /bin/true >"$WORK/fifo.err" 2>&1 || rc=$?
+if [ "$rc" -eq 125 ] && [ -p "$WORK/fifo.zst" ]; then
+	pass faults/fifo-output
+else
+	fail faults/fifo-output "status $rc (want 125), $(stat -c %F "$WORK/fifo.zst" 2>&1) (want fifo): $(tail -n 2 "$WORK/fifo.err" | tr '\n' '|')"
+fi
+
+# ---- device-output: -f -o DEVICE (a null device of our own) ------------------------
+if [ "$(id -u)" -ne 0 ]; then
+	skip faults/device-output "mknod needs root (the FIFO case covers the same check)"
+elif ! mknod "$WORK/null" c 1 3 2>/dev/null; then
+	skip faults/device-output "mknod is not allowed here (the FIFO case covers the same check)"
+else
+	rc=0
+	"$COMMREC" -q -f -o "$WORK/null" -s soft -- /bin/true >"$WORK/dev.err" 2>&1 || rc=$?
+	if [ "$rc" -eq 125 ] && [ -c "$WORK/null" ]; then
+		pass faults/device-output
+	else
+		fail faults/device-output "status $rc (want 125), $(stat -c %F "$WORK/null" 2>&1) (want character special file)"
+	fi
+fi
 
 done_tests
