@@ -1,0 +1,92 @@
+/* The container, internal to formats/: mapped files, the frame scanner,
+ * HEADER checks, the spool directory listing and block loading, shared by
+ * the reader (reader.c) and the join (join.c).  Not installed: the public
+ * face of the format is commtrace.h. */
+#ifndef CT_CONTAINER_H
+#define CT_CONTAINER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zstd.h>
+
+#include "commtrace.h"
+
+#define FMT(a, b) __attribute__((format(printf, a, b)))
+
+/* err->msg = the formatted message (err may be NULL). */
+void cti_seterr(struct ct_error *err, const char *fmt, ...) FMT(2, 3);
+
+static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t rd32(const uint8_t *p) { return rd16(p) | (uint32_t)rd16(p + 2) << 16; }
+
+/* Grow *p (elements of elem bytes) to hold need; 0, or -1 out of memory. */
+int cti_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* ---- mapped files ---- */
+
+struct src {
+	char *path;
+	const uint8_t *map;     /* NULL for an empty file */
+	size_t size;
+	size_t valid_end;       /* end of the last whole frame indexed */
+	bool borrowed;          /* map belongs to the caller */
+};
+
+/* Map a regular file read-only (in_spool: never through a symbolic link). */
+int cti_map_file(const char *path, bool in_spool, struct src *s, struct ct_error *err);
+void cti_unmap_file(struct src *s);
+
+/* ---- frames ---- */
+
+enum { FR_SECTION, FR_FOREIGN, FR_DATA };
+
+struct frame_scan {
+	int what;               /* FR_* */
+	uint64_t size;          /* whole frame, header included */
+	uint16_t kind;          /* FR_SECTION */
+	const uint8_t *payload; /* FR_SECTION: body after the section header */
+	size_t plen;
+	uint64_t content;       /* FR_DATA: decompressed size */
+};
+
+/* One frame at off.  1 with *f filled, 0 at the end of the file, -1 with why
+ * filled if the bytes at off are not a whole, acceptable frame. */
+int cti_scan_frame(const uint8_t *base, size_t total, size_t off, struct frame_scan *f,
+                   char *why, size_t whycap);
+/* The first frame of a trace or meta.zst must be a HEADER section this
+ * reader accepts: 0 with *h and the offset after it, else -1 with err. */
+int cti_read_first_header(const struct src *s, struct ct_header *h, size_t *next,
+                          struct ct_error *err);
+/* Decompress a data frame into *buf (grown, at most CT_BLOCK_MAX) and check
+ * its block header: 0 with *count and the record bytes [*rp, *rend), or -1
+ * with why filled. */
+int cti_load_frame(ZSTD_DCtx *dctx, const uint8_t *src, uint64_t size, uint32_t content,
+                   uint8_t **buf, size_t *bufcap, const uint8_t **rp, const uint8_t **rend,
+                   uint32_t *count, char *why, size_t whycap);
+
+/* What a file may contribute (FORMAT.md, "Spool directory"): a trace file
+ * everything; a spool's meta.zst its trace-wide sections (no THREAD, no
+ * SUMMARY, no data); a spool thread file its THREAD sections and data
+ * frames.  Anything else in a spool file is skipped. */
+enum role { ROLE_TRACE, ROLE_META, ROLE_THREAD };
+bool cti_role_takes_section(enum role role, uint16_t kind);
+
+/* ---- spool directory ---- */
+
+struct tfile {
+	uint32_t index;
+	char *path;
+};
+
+/* "dir/name", malloc'd (NULL when out of memory). */
+char *cti_path_join(const char *dir, const char *name);
+/* Thread files sorted by index, and the newest maps-PID.txt (by mtime, then
+ * by the larger PID).  -1 with err on failure. */
+int cti_list_spool(const char *dir, struct tfile **out, size_t *nout, char **maps_path,
+                   struct ct_error *err);
+void cti_free_tfiles(struct tfile *v, size_t n);
+/* Whole small file of the spool, NUL-terminated; NULL on error. */
+char *cti_read_text(const char *path, size_t *len);
+
+#endif
