@@ -258,44 +258,6 @@ size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *
 	if (__builtin_expect(r->type == CT_REC_SAMPLE, 1))
 		return (size_t)(encode_sample(c, &r->u.sample, o) - out);
 	switch (r->type) {
-	case CT_REC_SAMPLE: {
-		const struct ct_sample *s = &r->u.sample;
-		uint8_t ext = 0;
-		if (s->cpu != c->cpu) ext |= SX_CPU;
-		if (s->period != c->period) ext |= SX_PERIOD;
-		if (s->flags != c->flags) ext |= SX_FLAGS;
-		if (s->data_src) ext |= SX_DATA_SRC;
-		if (s->weight) ext |= SX_WEIGHT;
-		unsigned ka = slot_best(c->addr, c->addr_old, s->addr);
-		unsigned ki = 0;
-		while (ki < IP_SLOTS && slot_get(c->ip, c->ip_old, ki) != s->ip)
-			ki++;
-		uint8_t pres = (uint8_t)((ext ? SP_EXT : 0) | (s->len != c->len ? SP_LEN : 0) |
-			(s->kind < SP_KIND_ESCAPE ? s->kind : SP_KIND_ESCAPE) << SP_KIND_SHIFT |
-			ka << SP_ADDR_SHIFT | (ki < IP_SLOTS ? SP_IP_HIT : 0));
-		*o++ = pres;
-		if (ki < IP_SLOTS) {
-			*o++ = (uint8_t)ki;
-		} else {
-			o = put_zz(o, s->ip, c->ip);
-			ki = IP_SLOTS - 1;
-		}
-		o = put_zz(o, s->addr, slot_get(c->addr, c->addr_old, ka));
-		slot_use(&c->ip, c->ip_old, ki, s->ip);
-		slot_use(&c->addr, c->addr_old, ka, s->addr);
-		if (pres & SP_LEN) { *o++ = s->len; c->len = s->len; }
-		if (s->kind >= SP_KIND_ESCAPE) *o++ = s->kind;
-		c->kind = s->kind;
-		if (ext) {
-			*o++ = ext;
-			if (ext & SX_CPU) { o = put_v(o, s->cpu); c->cpu = s->cpu; }
-			if (ext & SX_PERIOD) { o = put_v(o, s->period); c->period = s->period; }
-			if (ext & SX_FLAGS) { *o++ = s->flags; c->flags = s->flags; }
-			if (ext & SX_DATA_SRC) o = put_v(o, s->data_src);
-			if (ext & SX_WEIGHT) o = put_v(o, s->weight);
-		}
-		break;
-	}
 	case CT_REC_WP_ARM: {
 		const struct ct_wp_arm *a = &r->u.arm;
 		unsigned n = a->nwp > CT_WP_MAX ? CT_WP_MAX : a->nwp;
