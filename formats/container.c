@@ -27,12 +27,21 @@ void cti_seterr(struct ct_error *err, const char *fmt, ...)
 
 /* ---- mapped files ------------------------------------------------------------ */
 
+static const char *not_regular(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" :
+	       S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISSOCK(m) ? "a socket" :
+	       S_ISDIR(m) ? "a directory" : "not a regular file";
+}
+
 /* Files inside a spool directory are the recorder's own: a symbolic link
- * there was put by someone else and is not followed (in_spool). */
+ * there was put by someone else and is not followed (in_spool).  The open
+ * never blocks (O_NONBLOCK: a FIFO without a writer, a device), and
+ * anything but a regular file is refused. */
 int cti_map_file(const char *path, bool in_spool, struct src *s, struct ct_error *err)
 {
 	memset(s, 0, sizeof *s);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | (in_spool ? O_NOFOLLOW : 0));
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (in_spool ? O_NOFOLLOW : 0));
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		cti_seterr(err, "%s: %s", path, strerror(errno));
@@ -41,7 +50,8 @@ int cti_map_file(const char *path, bool in_spool, struct src *s, struct ct_error
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		cti_seterr(err, "%s: not a regular file", path);
+		cti_seterr(err, "%s: %s, not a trace file%s", path, not_regular(st.st_mode),
+		           S_ISFIFO(st.st_mode) ? " (traces are read in place: save one to a file first)" : "");
 		close(fd);
 		return -1;
 	}

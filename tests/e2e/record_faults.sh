@@ -8,13 +8,29 @@
 #   fifo-output     -f -o FIFO: refused (status 125), the FIFO stays
 #   device-output   -f -o DEVICE (a character device made with mknod, root
 #                   only): refused, the device stays
+#   fifo-input      commanalyze info FIFO (no writer): status 2 at once with
+#                   a message naming the FIFO, no hang
 . "$(dirname "$0")/../lib.sh"
 . "$UBENCH/ubrec.sh"
 ulimit -c 0
 
 if ! ub_have_recorder; then
 	skip record_faults "no recorder: $COMMREC and $CT_BUILD/libcommrec.so needed"
-	done_tests
+	# ---- fifo-input: commanalyze on a FIFO nobody writes to ------------------------
+if [ -x "$COMMANALYZE" ]; then
+	mkfifo "$WORK/in.fifo"
+	rc=0
+	timeout -k 5 20 "$COMMANALYZE" info "$WORK/in.fifo" >"$WORK/fifo-in.out" 2>"$WORK/fifo-in.err" || rc=$?
+	if [ "$rc" -eq 2 ] && grep -q "in.fifo: a FIFO" "$WORK/fifo-in.err"; then
+		pass faults/fifo-input
+	else
+		fail faults/fifo-input "status $rc (want 2; 124: it hung), stderr: $(head -c 200 "$WORK/fifo-in.err")"
+	fi
+else
+	skip faults/fifo-input "no analyzer at $COMMANALYZE"
+fi
+
+done_tests
 fi
 
 # same_text NAME FILE WANT: FILE still holds exactly WANT (and one line).
@@ -92,6 +108,20 @@ else
 	else
 		fail faults/device-output "status $rc (want 125), $(stat -c %F "$WORK/null" 2>&1) (want character special file)"
 	fi
+fi
+
+# ---- fifo-input: commanalyze on a FIFO nobody writes to ------------------------
+if [ -x "$COMMANALYZE" ]; then
+	mkfifo "$WORK/in.fifo"
+	rc=0
+	timeout -k 5 20 "$COMMANALYZE" info "$WORK/in.fifo" >"$WORK/fifo-in.out" 2>"$WORK/fifo-in.err" || rc=$?
+	if [ "$rc" -eq 2 ] && grep -q "in.fifo: a FIFO" "$WORK/fifo-in.err"; then
+		pass faults/fifo-input
+	else
+		fail faults/fifo-input "status $rc (want 2; 124: it hung), stderr: $(head -c 200 "$WORK/fifo-in.err")"
+	fi
+else
+	skip faults/fifo-input "no analyzer at $COMMANALYZE"
 fi
 
 done_tests

@@ -340,6 +340,29 @@ static void test_empty_trace(void)
 	ct_trace_close(t);
 }
 
+/* A FIFO without a writer (and a device) is refused at once, with a
+ * message naming it, instead of blocking in open() (issue 17).  A child
+ * process with an alarm: a hang fails the case instead of the suite. */
+static void fifo_case(void)
+{
+	char p[600];
+	struct ct_error err = { "" };
+	snprintf(p, sizeof p, "%s/fifo.zst", dir);
+	CHECK(mkfifo(p, 0600) == 0);
+	alarm(10);
+	CHECK(ct_trace_open(p, &err) == NULL);
+	CHECK(strstr(err.msg, p) && strstr(err.msg, "FIFO"));
+	CHECK(ct_trace_open("/dev/null", &err) == NULL);
+	CHECK(strstr(err.msg, "device") != NULL);
+	alarm(0);
+	unlink(p);
+}
+
+static void test_fifo_refused(void)
+{
+	check_in_child(fifo_case);
+}
+
 /* The sink reports write errors (here: a read-only descriptor) without
  * aborting, and keeps working. */
 static void test_sink_write_error(void)
@@ -479,6 +502,7 @@ int main(void)
 	RUN(test_many_thread_sections);
 	RUN(test_zstd_cli);
 	RUN(test_empty_trace);
+	RUN(test_fifo_refused);
 	RUN(test_sink_write_error);
 	RUN(test_sink_counters);
 	RUN(test_sink_disk_full);
