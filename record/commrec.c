@@ -204,6 +204,10 @@ int main(int argc, char **argv)
 	}
 	rec_info(1, "%d thread file%s in the spool", nthreads, nthreads == 1 ? "" : "s");
 
+	/* From here on commrec writes files (the maps, the trace): beyond the
+	 * file size limit (ulimit -f) a write must fail with EFBIG and be
+	 * reported, not kill commrec with SIGXFSZ. */
+	signal(SIGXFSZ, SIG_IGN);
 	int nmaps = rec_add_buildids(spool);
 	rec_info(1, "build-ids added to %d maps file%s", nmaps, nmaps == 1 ? "" : "s");
 

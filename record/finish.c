@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -281,7 +282,12 @@ int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *
 	int jr = ct_join(spool, o->output, extra, nextra, summary, o->force ? CT_JOIN_REPLACE : 0, &err);
 	free(sym);
 	if (jr < 0) {
-		rec_err("cannot write %s: %s", o->output, err.msg[0] ? err.msg : "join failed");
+		struct rlimit fsize;
+		char why[128] = "";
+		if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
+			snprintf(why, sizeof why, " (the file size limit, ulimit -f, is %llu bytes)",
+			         (unsigned long long)fsize.rlim_cur);
+		rec_err("cannot write %s: %s%s", o->output, err.msg[0] ? err.msg : "join failed", why);
 		return -1;
 	}
 	rec_info(1, "joined in %.3f s", (double)(rec_now_ns() - t0) / 1e9);

@@ -6,6 +6,7 @@
 #include "rt.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <link.h>
 #include <string.h>
@@ -91,6 +92,33 @@ static size_t convert_line(const char *l, size_t n, char *out, size_t pos, size_
 	return put_str(out, pos, cap, "\n", 1);
 }
 
+/* Write len bytes; the count written.  Beyond RLIMIT_FSIZE the kernel
+ * sends SIGXFSZ to the writing thread: it is blocked meanwhile and the one
+ * the write raised is taken back, so the program never sees it (the file
+ * is then incomplete and dropped). */
+static size_t write_quietly(int fd, const char *p, size_t len)
+{
+	sigset_t xfsz, old, pending;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	sigpending(&pending);
+	bool was_pending = sigismember(&pending, SIGXFSZ);
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, p + done, len - done);
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	if (done < len && !was_pending) {
+		struct timespec zero = { 0, 0 };
+		sigtimedwait(&xfsz, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return done;
+}
+
 void rt_write_maps(void)
 {
 	static char *in, *out;
@@ -136,13 +164,7 @@ void rt_write_maps(void)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	size_t done = 0;
-	while (done < pos) {
-		ssize_t w = write(fd, out + done, pos - done);
-		if (w <= 0)
-			break;
-		done += (size_t)w;
-	}
+	size_t done = write_quietly(fd, out, pos);
 	close(fd);
 	if (done == pos)
 		rename(tmp, path);

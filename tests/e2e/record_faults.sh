@@ -8,6 +8,10 @@
 #   fifo-output     -f -o FIFO: refused (status 125), the FIFO stays
 #   device-output   -f -o DEVICE (a character device made with mknod, root
 #                   only): refused, the device stays
+#   ulimit-f        a file size limit between the largest spool file and the
+#                   trace: commrec exits 125 with a message (not killed by
+#                   SIGXFSZ), the program ran to its end, the spool is kept,
+#                   no temporary file is left
 #   fifo-input      commanalyze info FIFO (no writer): status 2 at once with
 #                   a message naming the FIFO, no hang
 . "$(dirname "$0")/../lib.sh"
@@ -16,7 +20,39 @@ ulimit -c 0
 
 if ! ub_have_recorder; then
 	skip record_faults "no recorder: $COMMREC and $CT_BUILD/libcommrec.so needed"
-	# ---- fifo-input: commanalyze on a FIFO nobody writes to ------------------------
+	# ---- ulimit-f: the trace does not fit the file size limit ---------------------------
+if ub_build write_volume; then
+	wv=(write_volume -t 2 -n 20000000 -S 7)
+	mkdir "$WORK/fs"
+	"$COMMREC" -q --keep-spool -o "$WORK/fs/probe.zst" -s soft -- "$UBENCH/${wv[@]}" >/dev/null 2>&1
+	biggest=$(find "$WORK/fs/probe.zst.spool" -type f -printf '%s\n' | sort -n | tail -n 1)
+	total=$(stat -c %s "$WORK/fs/probe.zst" 2>/dev/null || echo 0)
+	# KiB units (ulimit -f): 1 KiB above the largest spool file, if the trace is larger still
+	limit=$(( (${biggest:-0} + 1023) / 1024 + 1 ))
+	if [ -z "$biggest" ] || [ $((limit * 1024)) -ge "$total" ]; then
+		skip faults/ulimit-f "no file size limit fits between the spool files (largest $biggest bytes) and the trace ($total bytes)"
+	else
+		rc=0
+		(ulimit -f "$limit"; exec "$COMMREC" -q -o "$WORK/fs/t.zst" -s soft -- "$UBENCH/${wv[@]}") \
+			>"$WORK/fs.out" 2>"$WORK/fs.err" || rc=$?
+		if [ "$rc" -eq 125 ] && grep -q "File too large" "$WORK/fs.err"; then
+			pass faults/ulimit-f-status
+		else
+			fail faults/ulimit-f-status "status $rc (want 125, and a message; 153 = killed by SIGXFSZ): $(tail -n 2 "$WORK/fs.err" | tr '\n' '|')"
+		fi
+		check faults/ulimit-f-program grep -q '^done ' "$WORK/fs.out"
+		check faults/ulimit-f-spool-kept test -s "$WORK/fs/t.zst.spool/meta.zst"
+		if ls "$WORK/fs" | grep -q '\.tmp$'; then
+			fail faults/ulimit-f-no-tmp "temporary files left: $(ls "$WORK/fs" | tr '\n' ' ')"
+		else
+			pass faults/ulimit-f-no-tmp
+		fi
+	fi
+else
+	fail faults/ulimit-f "cannot build tests/ubench/write_volume"
+fi
+
+# ---- fifo-input: commanalyze on a FIFO nobody writes to ------------------------
 if [ -x "$COMMANALYZE" ]; then
 	mkfifo "$WORK/in.fifo"
 	rc=0
@@ -108,6 +144,38 @@ else
 	else
 		fail faults/device-output "status $rc (want 125), $(stat -c %F "$WORK/null" 2>&1) (want character special file)"
 	fi
+fi
+
+# ---- ulimit-f: the trace does not fit the file size limit ---------------------------
+if ub_build write_volume; then
+	wv=(write_volume -t 2 -n 20000000 -S 7)
+	mkdir "$WORK/fs"
+	"$COMMREC" -q --keep-spool -o "$WORK/fs/probe.zst" -s soft -- "$UBENCH/${wv[@]}" >/dev/null 2>&1
+	biggest=$(find "$WORK/fs/probe.zst.spool" -type f -printf '%s\n' | sort -n | tail -n 1)
+	total=$(stat -c %s "$WORK/fs/probe.zst" 2>/dev/null || echo 0)
+	# KiB units (ulimit -f): 1 KiB above the largest spool file, if the trace is larger still
+	limit=$(( (${biggest:-0} + 1023) / 1024 + 1 ))
+	if [ -z "$biggest" ] || [ $((limit * 1024)) -ge "$total" ]; then
+		skip faults/ulimit-f "no file size limit fits between the spool files (largest $biggest bytes) and the trace ($total bytes)"
+	else
+		rc=0
+		(ulimit -f "$limit"; exec "$COMMREC" -q -o "$WORK/fs/t.zst" -s soft -- "$UBENCH/${wv[@]}") \
+			>"$WORK/fs.out" 2>"$WORK/fs.err" || rc=$?
+		if [ "$rc" -eq 125 ] && grep -q "File too large" "$WORK/fs.err"; then
+			pass faults/ulimit-f-status
+		else
+			fail faults/ulimit-f-status "status $rc (want 125, and a message; 153 = killed by SIGXFSZ): $(tail -n 2 "$WORK/fs.err" | tr '\n' '|')"
+		fi
+		check faults/ulimit-f-program grep -q '^done ' "$WORK/fs.out"
+		check faults/ulimit-f-spool-kept test -s "$WORK/fs/t.zst.spool/meta.zst"
+		if ls "$WORK/fs" | grep -q '\.tmp$'; then
+			fail faults/ulimit-f-no-tmp "temporary files left: $(ls "$WORK/fs" | tr '\n' ' ')"
+		else
+			pass faults/ulimit-f-no-tmp
+		fi
+	fi
+else
+	fail faults/ulimit-f "cannot build tests/ubench/write_volume"
 fi
 
 # ---- fifo-input: commanalyze on a FIFO nobody writes to ------------------------
