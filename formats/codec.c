@@ -570,6 +570,32 @@ void ct_thread_info_encode(const struct ct_thread_info *ti, uint8_t out[CT_THREA
 	memcpy(out + 24, ti->name, strnlen(ti->name, 15));
 }
 
+void ct_counts_encode(uint32_t index, uint32_t flags, const struct ct_counts *c,
+                      uint8_t out[CT_COUNTS_BYTES])
+{
+	put32(out + 0, index);
+	put32(out + 4, flags);
+	put64(out + 8, c->produced);
+	put64(out + 16, c->buffer_full);
+	put64(out + 24, c->added);
+	put64(out + 32, c->write_error);
+}
+
+int ct_counts_decode(const void *vp, size_t len, uint32_t *index, uint32_t *flags,
+                     struct ct_counts *c)
+{
+	const uint8_t *p = vp;
+	if (len < CT_COUNTS_BYTES)
+		return -1;
+	*index = get32(p + 0);
+	*flags = get32(p + 4);
+	c->produced = get64(p + 8);
+	c->buffer_full = get64(p + 16);
+	c->added = get64(p + 24);
+	c->write_error = get64(p + 32);
+	return 0;
+}
+
 int ct_thread_info_decode(const void *vp, size_t len, struct ct_thread_info *ti)
 {
 	const uint8_t *p = vp;

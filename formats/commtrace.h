@@ -27,7 +27,7 @@ extern "C" {
 
 /* ---- versions ---------------------------------------------------------- */
 
-#define CT_FORMAT_VERSION 1     /* written by this library */
+#define CT_FORMAT_VERSION 2     /* written by this library (FORMAT.md, Changelog) */
 #define CT_FORMAT_MIN_READ 1    /* oldest version this library reads */
 
 /* Feature bits in the header: what kinds of content a trace may hold.  A
@@ -267,7 +267,8 @@ enum ct_section {
 	CT_SEC_MAPS = 6,         /* text: one mapping a line, see FORMAT.md */
 	CT_SEC_SUMMARY = 7,      /* text: key=value lines; present only in a complete trace */
 	CT_SEC_SYMBOLS = 8,      /* symbol tables for portable analysis (FORMAT.md) */
-	CT_SEC_MAX = 8
+	CT_SEC_COUNTS = 9,       /* spool thread files only: struct ct_counts (the join sums it into SUMMARY) */
+	CT_SEC_MAX = 9
 };
 
 struct ct_header {
@@ -286,6 +287,25 @@ struct ct_thread_info {
 	char name[16];           /* comm, NUL-terminated, may be empty */
 };
 
+/* How many records were made for a thread and what became of them
+ * (FORMAT.md, "COUNTS").  written + buffer_full + write_error + unflushed
+ * = produced + added, where written is what the trace holds and unflushed
+ * what was still in memory when the process died. */
+struct ct_counts {
+	uint64_t produced;       /* records the thread's code made (pushed or dropped) */
+	uint64_t buffer_full;    /* of those, dropped: the thread's ring was full */
+	uint64_t added;          /* records the writer added to the stream (LOST) */
+	uint64_t write_error;    /* records in frames that could not be written */
+};
+
+#define CT_COUNTS_BYTES 40       /* u32 index, u32 flags, 4 x u64 */
+#define CT_COUNTS_LIVE 1u        /* flags: the counts are kept up to date */
+void ct_counts_encode(uint32_t index, uint32_t flags, const struct ct_counts *c,
+                      uint8_t out[CT_COUNTS_BYTES]);
+/* 0, or -1 if len < CT_COUNTS_BYTES. */
+int ct_counts_decode(const void *p, size_t len, uint32_t *index, uint32_t *flags,
+                     struct ct_counts *c);
+
 /* ---- writing ----------------------------------------------------------- */
 
 /* Encodes records into blocks and writes each block as one zstd frame to fd.
@@ -303,6 +323,7 @@ struct ct_sink {
 	void *cctx;              /* ZSTD_CCtx */
 	struct ct_codec codec;
 	uint64_t records, bytes_written, frames;
+	uint64_t dropped;        /* records of blocks that could not be written */
 	int error;               /* errno of the first write failure, 0 if none */
 };
 
@@ -312,6 +333,9 @@ struct ct_sink {
 int ct_sink_init(struct ct_sink *s, int fd, size_t block_cap, int level);
 int ct_sink_append(struct ct_sink *s, const struct ct_record *r);  /* 0 or -errno */
 int ct_sink_flush(struct ct_sink *s);                               /* 0 or -errno */
+/* Drop the block being built (its frame may already be half in the file):
+ * its records count as dropped. */
+void ct_sink_discard(struct ct_sink *s);
 void ct_sink_destroy(struct ct_sink *s);   /* does not flush, does not close fd */
 
 /* Write one skippable metadata frame. 0 or -errno. */
@@ -354,10 +378,18 @@ int ct_thread_info_decode(const void *p, size_t len, struct ct_thread_info *ti);
 
 /* While recording, a spool directory holds:
  *   meta.zst            header and trace-wide metadata (written first)
- *   thread-NNNNNN.zst   per thread: THREAD section, then data frames
+ *   thread-NNNNNN.zst   per thread: THREAD section, COUNTS section, then
+ *                       data frames
  *   maps-PID.txt        the memory map (CT_SEC_MAPS text), rewritten at exit
  * Thread file names for a given index: */
 void ct_spool_thread_path(char *out, size_t cap, const char *dir, uint32_t index);
+/* The start of a thread file: its THREAD section and a COUNTS section of
+ * zeros (flags 0), in one write.  The counts' fields then sit at
+ * CT_SPOOL_COUNTS_OFFSET (their flags word 4 bytes before): the runtime
+ * maps the page and keeps them up to date in place, so that they survive
+ * the process.  0 or -errno. */
+int ct_spool_thread_start(int fd, const struct ct_thread_info *ti);
+#define CT_SPOOL_COUNTS_OFFSET (2 * (8 + CT_SECTION_HEADER_BYTES) + CT_THREAD_INFO_BYTES + 8)
 
 /* Join a spool directory into one trace file: meta.zst, the thread files in
  * index order (each cut at its last whole frame), the maps, the extra

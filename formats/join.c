@@ -18,6 +18,8 @@
 struct tstat {
 	uint32_t index;
 	uint64_t records, frames, lost;
+	struct ct_counts c;     /* from the COUNTS sections of its segments */
+	unsigned segments, counted;  /* segments, and those with live counts */
 };
 
 static int cmp_tstat(const void *a, const void *b)
@@ -108,6 +110,22 @@ static void jdamage(struct jstate *j, const char *path, size_t off, const char *
 	}
 }
 
+/* A COUNTS section after a THREAD section: that segment's counts (kept only
+ * if the runtime kept them up to date, and for that thread). */
+static void add_counts(struct tstat *st, const uint8_t *p, size_t len)
+{
+	uint32_t index, flags;
+	struct ct_counts c;
+	if (ct_counts_decode(p, len, &index, &flags, &c) < 0 || index != st->index ||
+	    !(flags & CT_COUNTS_LIVE) || st->counted == st->segments)
+		return;
+	st->c.produced += c.produced;
+	st->c.buffer_full += c.buffer_full;
+	st->c.added += c.added;
+	st->c.write_error += c.write_error;
+	st->counted++;
+}
+
 /* Copy the frames of one spool file that its role allows (byte for byte,
  * contiguous runs in one write), decoding data frames to count records.
  * Stops at the first frame that is torn or does not decode. */
@@ -127,7 +145,10 @@ static int join_file(struct jstate *j, struct jout *o, const struct src *s, size
 			break;
 		}
 		bool take = false;
-		if (f.what == FR_SECTION && !cti_role_takes_section(role, f.kind)) {
+		if (f.what == FR_SECTION && f.kind == CT_SEC_COUNTS && role == ROLE_THREAD) {
+			if (cur >= 0)
+				add_counts(&j->st[cur], f.payload, f.plen);
+		} else if (f.what == FR_SECTION && !cti_role_takes_section(role, f.kind)) {
 			/* skipped */
 		} else if (f.what == FR_SECTION && f.kind == CT_SEC_THREAD) {
 			struct ct_thread_info ti;
@@ -137,7 +158,7 @@ static int join_file(struct jstate *j, struct jout *o, const struct src *s, size
 			}
 			if (cti_grow((void **)&j->st, &j->stcap, j->nst + 1, sizeof *j->st) < 0)
 				return -1;
-			j->st[j->nst] = (struct tstat){ .index = ti.index };
+			j->st[j->nst] = (struct tstat){ .index = ti.index, .segments = 1 };
 			cur = (long)j->nst++;
 			take = true;
 		} else if (f.what == FR_SECTION) {
@@ -187,6 +208,70 @@ static int join_file(struct jstate *j, struct jout *o, const struct src *s, size
 	}
 	jwrite(o, s->map + run, run_end - run);
 	return 0;
+}
+
+/* The per-thread lines of the SUMMARY (thread index order; a thread's
+ * segments, in one file or several, added up) and the totals. */
+static void summarize_threads(struct jstate *j, struct tbuf *sum)
+{
+	uint64_t records = 0, frames = 0, lost = 0, nthreads = 0;
+	struct ct_counts all = { 0, 0, 0, 0 };
+	uint64_t produced = 0, unflushed = 0, counted = 0, count_errors = 0;
+	for (size_t i = 0; i < j->nst;) {
+		struct tstat a = j->st[i++];
+		while (i < j->nst && j->st[i].index == a.index) {   /* same thread in several files */
+			const struct tstat *b = &j->st[i++];
+			a.records += b->records;
+			a.frames += b->frames;
+			a.lost += b->lost;
+			a.c.produced += b->c.produced;
+			a.c.buffer_full += b->c.buffer_full;
+			a.c.added += b->c.added;
+			a.c.write_error += b->c.write_error;
+			a.segments += b->segments;
+			a.counted += b->counted;
+		}
+		unsigned n = a.index;
+		tprintf(sum, "thread.%u.records=%llu\nthread.%u.frames=%llu\nthread.%u.lost=%llu\n",
+		        n, (unsigned long long)a.records, n, (unsigned long long)a.frames,
+		        n, (unsigned long long)a.lost);
+		records += a.records;
+		frames += a.frames;
+		lost += a.lost;
+		nthreads++;
+		if (a.counted != a.segments)
+			continue;       /* counts unknown (a version 1 spool, or never kept) */
+		/* produced = records + buffer_full + write_error + unflushed */
+		uint64_t made = a.c.produced + a.c.added;
+		uint64_t accounted = a.records + a.c.buffer_full + a.c.write_error;
+		tprintf(sum, "thread.%u.produced=%llu\nthread.%u.lost.buffer_full=%llu\n"
+		        "thread.%u.lost.write_error=%llu\n", n, (unsigned long long)made,
+		        n, (unsigned long long)a.c.buffer_full, n, (unsigned long long)a.c.write_error);
+		if (accounted <= made) {
+			tprintf(sum, "thread.%u.lost.unflushed=%llu\n", n, (unsigned long long)(made - accounted));
+			unflushed += made - accounted;
+		} else {
+			tprintf(sum, "thread.%u.count_error=the trace holds %llu records, %llu more than "
+			        "were made and not lost\n", n, (unsigned long long)a.records,
+			        (unsigned long long)(accounted - made));
+			count_errors++;
+		}
+		produced += made;
+		all.buffer_full += a.c.buffer_full;
+		all.write_error += a.c.write_error;
+		counted++;
+	}
+	tprintf(sum, "threads=%llu\nrecords=%llu\nframes=%llu\nlost=%llu\ntorn_frames=%llu\ndropped_bytes=%llu\n",
+	        (unsigned long long)nthreads, (unsigned long long)records, (unsigned long long)frames,
+	        (unsigned long long)lost, (unsigned long long)j->torn, (unsigned long long)j->dropped_bytes);
+	tprintf(sum, "threads_counted=%llu\n", (unsigned long long)counted);
+	if (counted)
+		tprintf(sum, "produced=%llu\nlost.buffer_full=%llu\nlost.write_error=%llu\n"
+		        "lost.unflushed=%llu\n", (unsigned long long)produced,
+		        (unsigned long long)all.buffer_full, (unsigned long long)all.write_error,
+		        (unsigned long long)unflushed);
+	if (count_errors)
+		tprintf(sum, "count_errors=%llu\n", (unsigned long long)count_errors);
 }
 
 /* The output is written to a fresh file beside it, created exclusively
@@ -308,8 +393,11 @@ int ct_join(const char *spool_dir, const char *out_path,
 		goto oom;
 	for (size_t i = 0; i < ntf && !o.err; i++) {
 		struct src s;
-		if (cti_map_file(tf[i].path, true, &s, err) < 0)
-			goto out;
+		struct ct_error why;
+		if (cti_map_file(tf[i].path, true, &s, &why) < 0) {
+			jdamage(&j, tf[i].path, 0, why.msg, 0);     /* (not a file of ours) */
+			continue;
+		}
 		int rc = join_file(&j, &o, &s, 0, ROLE_THREAD);
 		cti_unmap_file(&s);
 		if (rc < 0)
@@ -333,26 +421,7 @@ int ct_join(const char *spool_dir, const char *out_path,
 		size_t l = strlen(summary_kv);
 		tprintf(&sum, "%s%s", summary_kv, summary_kv[l - 1] == '\n' ? "" : "\n");
 	}
-	uint64_t records = 0, frames = 0, lost = 0, nthreads = 0;
-	for (size_t i = 0; i < j.nst;) {
-		struct tstat a = j.st[i++];
-		while (i < j.nst && j.st[i].index == a.index) {   /* same thread in several files */
-			a.records += j.st[i].records;
-			a.frames += j.st[i].frames;
-			a.lost += j.st[i].lost;
-			i++;
-		}
-		tprintf(&sum, "thread.%u.records=%llu\nthread.%u.frames=%llu\nthread.%u.lost=%llu\n",
-		        a.index, (unsigned long long)a.records, a.index, (unsigned long long)a.frames,
-		        a.index, (unsigned long long)a.lost);
-		records += a.records;
-		frames += a.frames;
-		lost += a.lost;
-		nthreads++;
-	}
-	tprintf(&sum, "threads=%llu\nrecords=%llu\nframes=%llu\nlost=%llu\ntorn_frames=%llu\ndropped_bytes=%llu\n",
-	        (unsigned long long)nthreads, (unsigned long long)records, (unsigned long long)frames,
-	        (unsigned long long)lost, (unsigned long long)j.torn, (unsigned long long)j.dropped_bytes);
+	summarize_threads(&j, &sum);
 	if (j.damaged)
 		tprintf(&sum, "damage=%s\n", j.first_damage.msg);
 	if (sum.oom)

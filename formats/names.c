@@ -79,6 +79,7 @@ const char *ct_section_name(unsigned kind)
 		[CT_SEC_MAPS] = "maps",
 		[CT_SEC_SUMMARY] = "summary",
 		[CT_SEC_SYMBOLS] = "symbols",
+		[CT_SEC_COUNTS] = "counts",
 	};
 	return kind <= CT_SEC_MAX ? n[kind] : NULL;
 }

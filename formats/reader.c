@@ -235,8 +235,11 @@ static int open_dir(struct ct_trace *t, const char *dir, struct ct_error *err)
 			cti_seterr(err, "%s: out of memory", dir);
 			goto fail;
 		}
-		if (cti_map_file(tf[i].path, true, s, err) < 0)
-			goto fail;
+		struct ct_error why;
+		if (cti_map_file(tf[i].path, true, s, &why) < 0) {
+			add_damage(t, tf[i].path, 0, why.msg);     /* (not a file of ours) */
+			continue;
+		}
 		t->nsrc++;
 		if (index_source(t, (uint32_t)(t->nsrc - 1), 0, ROLE_THREAD, err) < 0)
 			goto fail;

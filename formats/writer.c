@@ -114,6 +114,7 @@ int ct_sink_flush(struct ct_sink *s)
 	put32le(s->block + 4, s->block_records);
 	size_t z = ZSTD_compress2(s->cctx, s->zbuf, s->zbuf_cap, s->block, s->block_len);
 	/* The block is consumed whatever happens next: a frame is the unit of loss. */
+	uint32_t nrec = s->block_records;
 	s->block_len = CT_BLOCK_HEADER_BYTES;
 	s->block_records = 0;
 	ct_codec_reset(&s->codec);
@@ -131,9 +132,18 @@ int ct_sink_flush(struct ct_sink *s)
 		}
 		undo_partial(s->fd, done);
 	}
+	s->dropped += nrec;
 	if (!s->error)
 		s->error = -rc;
 	return rc;
+}
+
+void ct_sink_discard(struct ct_sink *s)
+{
+	s->dropped += s->block_records;
+	s->block_len = CT_BLOCK_HEADER_BYTES;
+	s->block_records = 0;
+	ct_codec_reset(&s->codec);
 }
 
 int ct_sink_append(struct ct_sink *s, const struct ct_record *r)
@@ -154,17 +164,24 @@ int ct_sink_append(struct ct_sink *s, const struct ct_record *r)
 
 /* ---- sections ------------------------------------------------------------------ */
 
-int ct_write_section(int fd, enum ct_section kind, const void *payload, size_t len)
+/* The 16 bytes before a section's body: skippable frame header, section
+ * header. */
+static void section_header(uint8_t *hdr, enum ct_section kind, size_t len)
 {
-	uint8_t hdr[8 + CT_SECTION_HEADER_BYTES];
-	if (len > UINT32_MAX - CT_SECTION_HEADER_BYTES)
-		return -EFBIG;
 	put32le(hdr, CT_SKIPPABLE_MAGIC);
 	put32le(hdr + 4, (uint32_t)(len + CT_SECTION_HEADER_BYTES));
 	put32le(hdr + 8, CT_SECTION_MAGIC);
 	hdr[12] = (uint8_t)kind;
 	hdr[13] = (uint8_t)((unsigned)kind >> 8);
 	hdr[14] = hdr[15] = 0;
+}
+
+int ct_write_section(int fd, enum ct_section kind, const void *payload, size_t len)
+{
+	uint8_t hdr[8 + CT_SECTION_HEADER_BYTES];
+	if (len > UINT32_MAX - CT_SECTION_HEADER_BYTES)
+		return -EFBIG;
+	section_header(hdr, kind, len);
 	struct iovec iov[2] = { { hdr, sizeof hdr }, { (void *)payload, len } };
 	size_t done;
 	int rc = write_all_v(fd, iov, len ? 2 : 1, &done);
@@ -185,6 +202,25 @@ int ct_write_thread_info(int fd, const struct ct_thread_info *ti)
 	uint8_t b[CT_THREAD_INFO_BYTES];
 	ct_thread_info_encode(ti, b);
 	return ct_write_section(fd, CT_SEC_THREAD, b, sizeof b);
+}
+
+int ct_spool_thread_start(int fd, const struct ct_thread_info *ti)
+{
+	/* two sections, built here so that the offsets are this layout's */
+	enum { SEC = 8 + CT_SECTION_HEADER_BYTES };
+	uint8_t b[2 * SEC + CT_THREAD_INFO_BYTES + CT_COUNTS_BYTES];
+	const struct ct_counts zero = { 0, 0, 0, 0 };
+	section_header(b, CT_SEC_THREAD, CT_THREAD_INFO_BYTES);
+	ct_thread_info_encode(ti, b + SEC);
+	section_header(b + SEC + CT_THREAD_INFO_BYTES, CT_SEC_COUNTS, CT_COUNTS_BYTES);
+	ct_counts_encode(ti->index, 0, &zero, b + 2 * SEC + CT_THREAD_INFO_BYTES);
+	_Static_assert(2 * SEC + CT_THREAD_INFO_BYTES + 8 == CT_SPOOL_COUNTS_OFFSET, "counts offset");
+	struct iovec iov = { b, sizeof b };
+	size_t done;
+	int rc = write_all_v(fd, &iov, 1, &done);
+	if (rc)
+		undo_partial(fd, done);
+	return rc;
 }
 
 /* ---- key=value text ---------------------------------------------------------------- */
