@@ -42,11 +42,14 @@ void recring_init(struct recring *r, void *mem, uint32_t cap)
 	r->data = mem;
 	r->ready = (_Atomic uint8_t *)((uint8_t *)mem + (size_t)cap * RECRING_UNIT);
 	r->units = (uint8_t *)mem + (size_t)cap * RECRING_UNIT + cap;
+	memset(&r->own_counts, 0, sizeof r->own_counts);
+	r->counts = &r->own_counts;
 }
 
 static struct ct_record *reserve_units(struct recring *r, uint32_t k, uint32_t *fill_level)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	recring_count(&r->counts->produced);
 	for (;;) {
 		uint32_t pos = (uint32_t)(head & (r->cap - 1));
 		uint32_t pad = pos + k > r->cap ? r->cap - pos : 0;
@@ -60,6 +63,7 @@ static struct ct_record *reserve_units(struct recring *r, uint32_t k, uint32_t *
 		if (head + need - tail > r->cap) {
 			uint64_t before = atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&r->lost_total, 1, memory_order_relaxed);
+			recring_count(&r->counts->buffer_full);
 			if (fill_level)
 				*fill_level = before == 0 ? r->cap : 0;
 			return NULL;

@@ -22,7 +22,11 @@
  * leaves an earlier record not ready behind a ready one: the consumer stops
  * at the first record that is not ready, so the stream keeps reservation
  * order.  A full ring drops the record and counts it (lost); the consumer
- * reports the count (recring_take_lost). */
+ * reports the count (recring_take_lost).
+ *
+ * Every reservation, made or refused, is also counted in *counts
+ * (produced, and buffer_full when refused): in the runtime a shared mapping
+ * of the thread's spool file, so that the counts outlive the process. */
 #ifndef CT_RECRING_H
 #define CT_RECRING_H
 
@@ -46,9 +50,23 @@ struct recring {
 	uint8_t *data;              /* cap * RECRING_UNIT bytes */
 	_Atomic uint8_t *ready;     /* cap bytes: units of the committed record starting here */
 	uint8_t *units;             /* cap bytes: units reserved for the record starting here */
+	struct ct_counts *counts;   /* produced, buffer_full (&own_counts until redirected) */
+	struct ct_counts own_counts;
 	/* consumer side (the writer), on its own cache line */
 	_Alignas(64) _Atomic uint64_t tail;  /* next unit to consume */
 };
+
+/* +1 on a counter that this thread and its signal handlers update, and
+ * other threads only read: one add instruction cannot be cut by a signal
+ * (no lock prefix needed, the line is this thread's). */
+static inline void recring_count(uint64_t *c)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("addq $1, %0" : "+m"(*c));
+#else
+	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+#endif
+}
 
 /* Bytes of struct ct_record a record of this type uses (its prefix). */
 size_t recring_rec_bytes(unsigned type);
@@ -106,8 +124,8 @@ int recring_pop(struct recring *r, struct ct_record *out);
  *   recring_release(r, cur);
  * recring_peek returns the next committed record at *cur (skipping pads),
  * or NULL when the next one is not committed (or the ring is empty: the
- * consumer does not read head, only the ready bytes), and advances *cur
- * past it.  The record stays valid until recring_release(r, cur') with
+ * consumer does not read head, only the ready bytes, or a whole ring has
+ * been read since the last release), and advances *cur past it.  The record stays valid until recring_release(r, cur') with
  * cur' beyond it; release clears the ready bytes of [tail, cur) and
  * publishes the new tail (release every few hundred units: the producer
  * sees the room only then).  Only the first recring_rec_bytes(type) bytes
@@ -118,7 +136,12 @@ static inline uint64_t recring_cursor(const struct recring *r)
 }
 static inline const struct ct_record *recring_peek(struct recring *r, uint64_t *cur, uint32_t *units)
 {
+	/* a whole ring read since the last release: the units ahead are the
+	 * ones read first (their ready bytes are cleared only at release) */
+	uint64_t lap_end = atomic_load_explicit(&r->tail, memory_order_relaxed) + r->cap;
 	for (;;) {
+		if (*cur >= lap_end)
+			return NULL;
 		uint32_t pos = (uint32_t)(*cur & (r->cap - 1));
 		uint8_t k = atomic_load_explicit(&r->ready[pos], memory_order_acquire);
 		if (!k)

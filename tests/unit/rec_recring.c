@@ -247,6 +247,58 @@ static void test_untyped_reserve(void)
 	}
 }
 
+/* A full ring read in one batch (peek without release, as the writer does
+ * between releases) yields each record once: the cursor stops a ring
+ * ahead of tail instead of coming round to the records it read (found by
+ * the produced/written counts: a writer with a 64-unit ring wrote stale
+ * records again). */
+static void test_full_ring_one_batch(void)
+{
+	uint8_t *mem = mem8;
+	struct recring r;
+	memset(mem, 0, sizeof mem8);
+	recring_init(&r, mem, 8);
+	for (int lap = 0; lap < 3; lap++) {
+		for (uint64_t i = 0; i < 8; i++) {
+			struct ct_record in = rec(100 * (uint64_t)lap + i);
+			CHECK(recring_push(&r, &in, NULL) == 0);
+		}
+		uint64_t cur = recring_cursor(&r);
+		const struct ct_record *x;
+		uint32_t k, n = 0;
+		while (n < 20 && (x = recring_peek(&r, &cur, &k)) != NULL) {
+			CHECK_EQ_U(x->time, 100 * (uint64_t)lap + n % 8);
+			n++;
+		}
+		CHECK_EQ_U(n, 8);
+		recring_release(&r, cur);
+		CHECK_EQ_U(recring_used(&r), 0);
+	}
+}
+
+/* Every reservation is counted where counts points: made (produced) and,
+ * when the ring was full, dropped (buffer_full). */
+static void test_counts(void)
+{
+	uint8_t *mem = mem4;
+	struct recring r;
+	struct ct_counts c = { 0, 0, 0, 0 };
+	memset(mem, 0, sizeof mem4);
+	recring_init(&r, mem, 4);
+	CHECK(r.counts == &r.own_counts);
+	r.counts = &c;
+	struct ct_record in = rec(1), out;
+	for (int i = 0; i < 6; i++)
+		recring_push(&r, &in, NULL);
+	CHECK_EQ_U(c.produced, 6);
+	CHECK_EQ_U(c.buffer_full, 2);
+	CHECK_EQ_U(recring_pop(&r, &out), 1);
+	CHECK(recring_reserve_type(&r, CT_REC_ALLOC, NULL) != NULL);   /* made, not yet committed */
+	CHECK_EQ_U(c.produced, 7);
+	CHECK_EQ_U(c.buffer_full, 2);
+	CHECK_EQ_U(r.own_counts.produced, 0);
+}
+
 int main(void)
 {
 	RUN(test_fifo);
@@ -254,6 +306,8 @@ int main(void)
 	RUN(test_interrupted_push);
 	RUN(test_sizes_and_wrap);
 	RUN(test_untyped_reserve);
+	RUN(test_full_ring_one_batch);
+	RUN(test_counts);
 	RUN(test_concurrent);
 	return check_summary();
 }
