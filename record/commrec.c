@@ -6,8 +6,10 @@
  * program (127/126 like a shell); choose the sampler (--sampler auto: pebs,
  * ibs, soft); find the runtime; make OUTPUT.spool/ and write meta.zst in it;
  * run the program with the runtime preloaded; add build-ids to the maps;
- * join the spool into OUTPUT; remove the spool; one line of totals.  See
- * doc/commrec.1. */
+ * join the spool into OUTPUT; remove the spool; one line of totals.
+ * commrec --recover SPOOL joins what a recording that did not finish left.
+ * See doc/commrec.1. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -22,6 +24,7 @@
 #include "commrec.h"
 #include "commtrace.h"
 #include "machine.h"
+#include "rtstatus.h"
 
 /* Why the runtime may not have loaded into the program at path. */
 static void explain_no_runtime(const char *path, char *why, size_t cap)
@@ -63,6 +66,120 @@ static const char *file_kind(mode_t m)
 	       S_ISSOCK(m) ? "a socket" : "not a plain file";
 }
 
+/* The output may be written: absent, or a regular file and -f. */
+static int check_output(const struct rec_opts *o)
+{
+	struct stat st;
+	if (lstat(o->output, &st) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		rec_err("%s is a directory: give a file name with -o", o->output);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rec_err("%s is not a regular file (%s): commrec never replaces it, even with -f; "
+		        "give another name with -o", o->output, file_kind(st.st_mode));
+		return -1;
+	}
+	if (!o->force) {
+		rec_err("%s exists: use -f to overwrite it, or -o to write another file", o->output);
+		return -1;
+	}
+	return 0;
+}
+
+/* A process still recording into spool: one whose maps file is there and
+ * whose environment names the spool (a pid reused since is not).  Its pid,
+ * or 0. */
+static int live_recorder(const char *spool)
+{
+	char real[PATH_MAX];
+	DIR *d = opendir(spool);
+	if (!d || !realpath(spool, real)) {
+		if (d)
+			closedir(d);
+		return 0;
+	}
+	char want[PATH_MAX + 32];
+	int wl = snprintf(want, sizeof want, "%s=%s", CT_ENV_SPOOL, real);
+	int live = 0;
+	struct dirent *e;
+	while (!live && (e = readdir(d))) {
+		char *end;
+		long pid = strncmp(e->d_name, "maps-", 5) ? 0 : strtol(e->d_name + 5, &end, 10);
+		if (pid <= 0 || strcmp(end, ".txt") || (kill((pid_t)pid, 0) < 0 && errno != EPERM))
+			continue;
+		char path[64], env[65536];
+		snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+		FILE *f = fopen(path, "re");
+		if (!f) {
+			live = (int)pid;         /* cannot tell: assume it is */
+			continue;
+		}
+		size_t n = fread(env, 1, sizeof env - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < n && !live; i += strlen(env + i) + 1) {
+			env[n] = 0;
+			if (!strncmp(env + i, want, (size_t)wl) && env[i + (size_t)wl] == 0)
+				live = (int)pid;
+		}
+	}
+	closedir(d);
+	return live;
+}
+
+/* --recover SPOOL: join what a recording that did not finish left (commrec
+ * killed, or the machine's OOM killer took both) into a trace. */
+static int recover(struct rec_opts *o)
+{
+	char spool[PATH_MAX], out[PATH_MAX];
+	size_t n = strlen(o->recover);
+	while (n > 1 && o->recover[n - 1] == '/')
+		n--;
+	if (n >= sizeof spool) {
+		rec_err("spool directory name too long");
+		return REC_EXIT_FAILED;
+	}
+	memcpy(spool, o->recover, n);
+	spool[n] = 0;
+	if (!o->output_given) {
+		if (n <= 6 || strcmp(spool + n - 6, ".spool")) {
+			rec_err("%s does not end in .spool: give the trace file to write with -o", spool);
+			return REC_EXIT_FAILED;
+		}
+		snprintf(out, sizeof out, "%.*s", (int)(n - 6), spool);
+		o->output = out;
+	}
+	struct stat st;
+	char meta[PATH_MAX + 16];
+	snprintf(meta, sizeof meta, "%s/meta.zst", spool);
+	if (lstat(spool, &st) < 0 || !S_ISDIR(st.st_mode) || lstat(meta, &st) < 0) {
+		rec_err("%s is not a spool directory (no %s): nothing to recover", spool, meta);
+		return REC_EXIT_FAILED;
+	}
+	if (check_output(o) < 0)
+		return REC_EXIT_FAILED;
+	int pid = live_recorder(spool);
+	if (pid) {
+		rec_err("process %d is still recording into %s: wait for it to end (or stop it), "
+		        "then recover", pid, spool);
+		return REC_EXIT_FAILED;
+	}
+	signal(SIGXFSZ, SIG_IGN);    /* EFBIG is reported (see main) */
+	if (rec_spool_threads(spool) <= 0)
+		rec_warn("%s holds no thread files: the trace will have no records", spool);
+	rec_add_buildids(spool);
+	if (rec_join(o, spool, NULL) < 0) {
+		rec_err("the spool is kept in %s", spool);
+		return REC_EXIT_FAILED;
+	}
+	if (!o->keep_spool && rec_remove_spool(spool) < 0)
+		rec_warn("could not remove %s", spool);
+	if (o->verbose >= 0)
+		rec_report(o);
+	return 0;
+}
+
 static const char *signame(int sig)
 {
 	const char *s = sigdescr_np(sig);
@@ -83,22 +200,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	if (o.recover)
+		return recover(&o);
+	if (check_output(&o) < 0)
+		return REC_EXIT_FAILED;
 	struct stat st;
-	if (lstat(o.output, &st) == 0) {
-		if (S_ISDIR(st.st_mode)) {
-			rec_err("%s is a directory: give a file name with -o", o.output);
-			return REC_EXIT_FAILED;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			rec_err("%s is not a regular file (%s): commrec never replaces it, even with -f; "
-			        "give another name with -o", o.output, file_kind(st.st_mode));
-			return REC_EXIT_FAILED;
-		}
-		if (!o.force) {
-			rec_err("%s exists: use -f to overwrite it, or -o to write another file", o.output);
-			return REC_EXIT_FAILED;
-		}
-	}
 
 	/* The spool: OUTPUT.spool/ beside the output. */
 	char spool_rel[PATH_MAX], spool[PATH_MAX];
@@ -107,8 +213,8 @@ int main(int argc, char **argv)
 		return REC_EXIT_FAILED;
 	}
 	if (lstat(spool_rel, &st) == 0 && !o.force) {
-		rec_err("%s exists (left by an earlier recording? commanalyze can read it): "
-		        "remove it, or use -f", spool_rel);
+		rec_err("%s exists (left by an earlier recording? commrec --recover %s makes a "
+		        "trace of it): remove it, or use -f", spool_rel, spool_rel);
 		return REC_EXIT_FAILED;
 	}
 
@@ -192,7 +298,14 @@ int main(int argc, char **argv)
 	}
 
 	int nthreads = rec_spool_threads(spool);
-	if (nthreads <= 0) {
+	struct rt_status rst;
+	if (nthreads <= 0 && rec_runtime_status(spool, &rst) && rst.threads_unrecorded) {
+		/* the runtime ran but could record no thread: a trace that says so */
+		rec_warn("no thread of %s was recorded (%llu not recorded%s): the trace says so",
+		         o.argv[0], (unsigned long long)rst.threads_unrecorded,
+		         rst.unrecorded[RT_UNREC_NO_FD] ? ": no file descriptor above the program's "
+		         "limit; raise the hard limit, ulimit -Hn" : "");
+	} else if (nthreads <= 0) {
 		char why[512];
 		explain_no_runtime(prog, why, sizeof why);
 		rec_err("the program ran (exit status %d) but nothing was recorded: %s", status, why);
@@ -212,7 +325,8 @@ int main(int argc, char **argv)
 	rec_info(1, "build-ids added to %d maps file%s", nmaps, nmaps == 1 ? "" : "s");
 
 	if (rec_join(&o, spool, &run) < 0) {
-		rec_err("the spool is kept in %s: commanalyze can read it as it is", spool_rel);
+		rec_err("the spool is kept in %s: commrec --recover %s joins it into a trace "
+		        "(commanalyze can also read it as it is)", spool_rel, spool_rel);
 		return REC_EXIT_FAILED;
 	}
 	if (!o.keep_spool && rec_remove_spool(spool) < 0)

@@ -36,6 +36,8 @@ struct rec_opts {
 	bool no_alloc;               /* --no-alloc */
 	bool full;                   /* --full (inst) */
 	bool keep_spool;             /* --keep-spool */
+	const char *recover;         /* --recover SPOOL */
+	bool output_given;           /* -o */
 	int verbose;                 /* -q: -1, default 0, -v: 1, -vv: 2 */
 	char **argv;                 /* the program and its arguments */
 	int argc;
@@ -98,9 +100,13 @@ int rec_run_program(const struct rec_opts *o, const char *path, const char *spoo
 /* finish.c */
 /* Number of thread files in the spool. */
 int rec_spool_threads(const char *spool);
+/* The runtime's status pages of the spool added up; how many there were. */
+struct rt_status;
+int rec_runtime_status(const char *spool, struct rt_status *sum);
 /* Rewrite every maps-PID.txt with build-ids; the number of files done. */
 int rec_add_buildids(const char *spool);
-/* Join to o->output with the summary; 0 or -1 with a message printed. */
+/* Join to o->output with the summary (run: what the launcher saw; NULL for
+ * a recovered spool); 0 or -1 with a message printed. */
 int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *run);
 /* The one line "commrec: wrote ..." (reads the trace back). */
 void rec_report(const struct rec_opts *o);

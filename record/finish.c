@@ -16,6 +16,7 @@
 #include "commrec.h"
 #include "symbols.h"
 #include "commtrace.h"
+#include "rtstatus.h"
 
 #ifndef CT_VERSION
 #define CT_VERSION "0.0.0"
@@ -195,6 +196,103 @@ int rec_add_buildids(const char *spool)
 	return n;
 }
 
+/* ---- the runtime's status ------------------------------------------------------ */
+
+/* The runtime's status pages of the spool (status-PID.bin), added up into
+ * *sum; the number of them. */
+int rec_runtime_status(const char *spool, struct rt_status *sum)
+{
+	memset(sum, 0, sizeof *sum);
+	DIR *d = opendir(spool);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int pid;
+		char tail[8];
+		if (sscanf(e->d_name, "status-%d.bi%1s", &pid, tail) != 2 || strcmp(tail, "n"))
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s", spool, e->d_name);
+		struct rt_status st;
+		FILE *f = fopen_nofollow(path, O_RDONLY, "r");
+		bool ok = f && fread(&st, sizeof st, 1, f) == 1 && st.magic == RT_STATUS_MAGIC &&
+		          st.version == RT_STATUS_VERSION;
+		if (f)
+			fclose(f);
+		if (!ok)
+			continue;
+		sum->fd_soft = st.fd_soft;
+		sum->fd_hard = st.fd_hard;
+		sum->fd_mode = st.fd_mode;
+		sum->threads_started += st.threads_started;
+		sum->threads_unrecorded += st.threads_unrecorded;
+		for (int i = 0; i < RT_UNREC_WHYS; i++)
+			sum->unrecorded[i] += st.unrecorded[i];
+		if (st.timer_threads && !sum->timer_threads)
+			sum->timer_errno = st.timer_errno;
+		sum->timer_threads += st.timer_threads;
+		sum->timer_samples += st.timer_samples;
+		sum->timer_cpu_ns += st.timer_cpu_ns;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* SUMMARY keys from the runtime's status: threads it could not record
+ * (the recording is then incomplete), the soft sampler's timer fallback
+ * with the sampling period it measured. */
+static void status_kv(struct ct_kv *kv, const char *spool)
+{
+	struct rt_status st;
+	if (!rec_runtime_status(spool, &st))
+		return;
+	static const char *const why[RT_UNREC_WHYS] = {
+		[RT_UNREC_NO_FD] = "no_fd", [RT_UNREC_SPOOL] = "spool",
+		[RT_UNREC_MEMORY] = "memory", [RT_UNREC_REGISTRY] = "registry",
+	};
+	ct_kv_add(kv, "threads_started", "%llu", (unsigned long long)st.threads_started);
+	ct_kv_add(kv, "threads_unrecorded", "%llu", (unsigned long long)st.threads_unrecorded);
+	for (int i = 0; i < RT_UNREC_WHYS; i++) {
+		char key[64];
+		snprintf(key, sizeof key, "threads_unrecorded.%s", why[i]);
+		if (st.unrecorded[i])
+			ct_kv_add(kv, key, "%llu", (unsigned long long)st.unrecorded[i]);
+	}
+	static const char *const mode[] = {
+		[RT_FD_NONE] = "none", [RT_FD_ABOVE] = "above-limit", [RT_FD_TOP] = "top-of-limit",
+	};
+	ct_kv_add(kv, "fd_limit", "%llu/%llu", (unsigned long long)st.fd_soft,
+	          (unsigned long long)st.fd_hard);
+	ct_kv_add(kv, "fd_mode", "%s", st.fd_mode <= RT_FD_TOP ? mode[st.fd_mode] : "?");
+	if (st.threads_unrecorded) {
+		ct_kv_add(kv, "recording", "incomplete");
+		if (st.unrecorded[RT_UNREC_NO_FD])
+			ct_kv_add(kv, "incomplete", "%llu of %llu threads not recorded: no file descriptor "
+			          "above the program's limit (open files: soft %llu, hard %llu; raise the "
+			          "hard limit: ulimit -Hn)", (unsigned long long)st.threads_unrecorded,
+			          (unsigned long long)st.threads_started, (unsigned long long)st.fd_soft,
+			          (unsigned long long)st.fd_hard);
+		else
+			ct_kv_add(kv, "incomplete", "%llu of %llu threads not recorded (see "
+			          "threads_unrecorded.*)", (unsigned long long)st.threads_unrecorded,
+			          (unsigned long long)st.threads_started);
+	}
+	if (st.timer_threads) {
+		ct_kv_add(kv, "sampler_fallback", "posix-timer");
+		ct_kv_add(kv, "sampler_fallback_reason", "%s",
+		          st.timer_errno ? strerror(st.timer_errno) : "asked for (COMMTRACE_SOFT_TIMER)");
+		ct_kv_add(kv, "sampler_fallback_threads", "%llu", (unsigned long long)st.timer_threads);
+		ct_kv_add(kv, "sampler_fallback_signals", "%llu", (unsigned long long)st.timer_samples);
+		ct_kv_add(kv, "sampler_fallback_cpu_ns", "%llu", (unsigned long long)st.timer_cpu_ns);
+		if (st.timer_samples)
+			ct_kv_add(kv, "period_measured_ns", "%llu",
+			          (unsigned long long)(st.timer_cpu_ns / st.timer_samples));
+	}
+}
+
 /* ---- join ----------------------------------------------------------------- */
 
 static void symbol_note(void *arg, const char *path, const char *what)
@@ -234,10 +332,14 @@ static void add_inst_counts(struct ct_kv *kv, const char *spool)
 	closedir(d);
 }
 
-int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *run)
+/* What the launcher saw of the run (none for a recovered spool: the
+ * launcher that ran the program is gone). */
+static void run_kv(struct ct_kv *kv, const struct rec_run *run)
 {
-	char summary[8192];
-	struct ct_kv kv;
+	if (!run) {
+		ct_kv_add(kv, "recording", "recovered");
+		return;
+	}
 	int exit_status = 0, exit_signal = 0;
 	if (WIFEXITED(run->status))
 		exit_status = WEXITSTATUS(run->status);
@@ -245,15 +347,23 @@ int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *
 		exit_signal = WTERMSIG(run->status);
 		exit_status = 128 + exit_signal;
 	}
+	ct_kv_add(kv, "exit_status", "%d", exit_status);
+	ct_kv_add(kv, "exit_signal", "%d", exit_signal);
+	ct_kv_add(kv, "recording", "%s", exit_signal ? "incomplete" : "complete");
+	ct_kv_add(kv, "duration_ns", "%llu", (unsigned long long)(run->end_ns - run->start_ns));
+	ct_kv_add(kv, "program_wall_ns", "%llu", (unsigned long long)(run->end_ns - run->start_ns));
+	ct_kv_add(kv, "program_utime_ns", "%llu", (unsigned long long)run->utime_ns);
+	ct_kv_add(kv, "program_stime_ns", "%llu", (unsigned long long)run->stime_ns);
+	ct_kv_add(kv, "program_maxrss_kb", "%ld", run->maxrss_kb);
+}
+
+int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *run)
+{
+	char summary[8192];
+	struct ct_kv kv;
 	ct_kv_init(&kv, summary, sizeof summary);
-	ct_kv_add(&kv, "exit_status", "%d", exit_status);
-	ct_kv_add(&kv, "exit_signal", "%d", exit_signal);
-	ct_kv_add(&kv, "recording", "%s", exit_signal ? "incomplete" : "complete");
-	ct_kv_add(&kv, "duration_ns", "%llu", (unsigned long long)(run->end_ns - run->start_ns));
-	ct_kv_add(&kv, "program_wall_ns", "%llu", (unsigned long long)(run->end_ns - run->start_ns));
-	ct_kv_add(&kv, "program_utime_ns", "%llu", (unsigned long long)run->utime_ns);
-	ct_kv_add(&kv, "program_stime_ns", "%llu", (unsigned long long)run->stime_ns);
-	ct_kv_add(&kv, "program_maxrss_kb", "%ld", run->maxrss_kb);
+	run_kv(&kv, run);
+	status_kv(&kv, spool);
 	ct_kv_add(&kv, "commrec_version", "%s", CT_VERSION);
 	add_inst_counts(&kv, spool);
 	if (kv.overflow || kv.len >= sizeof summary) {
@@ -347,13 +457,15 @@ void rec_report(const struct rec_opts *o)
 
 /* ---- spool removal ---------------------------------------------------------- */
 
-/* Only what a spool holds: meta.zst, thread-*.zst, maps-*.txt, *.tmp. */
+/* Only what a spool holds: meta.zst, thread-*.zst, maps-*.txt, inst-*.txt,
+ * status-*.bin, *.tmp. */
 static bool spool_file(const char *name)
 {
 	size_t l = strlen(name);
 	return !strcmp(name, "meta.zst") || is_thread_file(name) ||
 	       (!strncmp(name, "maps-", 5) && l > 9 && !strcmp(name + l - 4, ".txt")) ||
 	       (!strncmp(name, "inst-", 5) && l > 9 && !strcmp(name + l - 4, ".txt")) ||
+	       (!strncmp(name, "status-", 7) && l > 11 && !strcmp(name + l - 4, ".bin")) ||
 	       (l > 4 && !strcmp(name + l - 4, ".tmp"));
 }
 

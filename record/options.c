@@ -56,6 +56,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: commrec [options] [--] PROGRAM [ARGS...]\n"
+"       commrec --recover SPOOL [-o FILE] [-f] [--keep-spool]\n"
 "Record how the threads of PROGRAM communicate through memory into a trace\n"
 "file for commanalyze.\n"
 "\n"
@@ -75,6 +76,9 @@ static void usage(FILE *f)
 "      --no-alloc          do not record allocations\n"
 "      --full              inst: record every access, not a sample\n"
 "      --keep-spool        keep FILE.spool/ after joining\n"
+"      --recover SPOOL     join what a recording that did not finish left in\n"
+"                          SPOOL (commrec or the program killed) into a trace\n"
+"                          (default FILE: SPOOL without .spool)\n"
 "  -q, --quiet             print only errors\n"
 "  -v, --verbose           say what is being done (repeat for more)\n"
 "      --list-samplers     which samplers work on this machine, and why not\n"
@@ -115,6 +119,7 @@ static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 
 enum {
 	OPT_LINE_SIZE = 256, OPT_NO_ALLOC, OPT_FULL, OPT_KEEP_SPOOL, OPT_LIST_SAMPLERS,
+	OPT_RECOVER,
 };
 
 static const struct option long_opts[] = {
@@ -129,6 +134,7 @@ static const struct option long_opts[] = {
 	{"no-alloc", no_argument, NULL, OPT_NO_ALLOC},
 	{"full", no_argument, NULL, OPT_FULL},
 	{"keep-spool", no_argument, NULL, OPT_KEEP_SPOOL},
+	{"recover", required_argument, NULL, OPT_RECOVER},
 	{"quiet", no_argument, NULL, 'q'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"list-samplers", no_argument, NULL, OPT_LIST_SAMPLERS},
@@ -184,6 +190,7 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 			if (!*optarg)
 				return bad("empty output file name");
 			o->output = optarg;
+			o->output_given = true;
 			break;
 		case 'f':
 			o->force = true;
@@ -232,6 +239,11 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 		case OPT_KEEP_SPOOL:
 			o->keep_spool = true;
 			break;
+		case OPT_RECOVER:
+			if (!*optarg)
+				return bad("empty spool directory name");
+			o->recover = optarg;
+			break;
 		case 'q':
 			o->verbose = -1;
 			break;
@@ -260,6 +272,11 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 	rec_verbose = o->verbose;
 	if (*list_samplers)
 		return 0;
+	if (o->recover) {
+		if (optind < argc)
+			return bad("--recover joins a spool: no program to run ('%s')", argv[optind]);
+		return 0;
+	}
 	if (optind >= argc)
 		return bad("no program to record: commrec [options] [--] PROGRAM [ARGS...]");
 	if (!argv[optind][0])

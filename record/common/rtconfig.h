@@ -31,6 +31,7 @@
 #define CT_ENV_RING_UNITS  "COMMTRACE_RING_UNITS"   /* record ring per thread, 64-byte units, power of 2 [4096] */
 #define CT_ENV_BLOCK       "COMMTRACE_BLOCK"        /* raw bytes per compressed frame [65536] */
 #define CT_ENV_ZLEVEL      "COMMTRACE_ZLEVEL"       /* zstd level of the spool files [1] */
+#define CT_ENV_FLUSH_MS    "COMMTRACE_FLUSH_MS"     /* a record waits at most this long before it is in the spool file [1000] */
 #define CT_ENV_INST_CLOCK  "COMMTRACE_INST_CLOCK"   /* inst full mode: "mono" or "tsc" timestamps [tsc when usable] */
 #define CT_ENV_INST_FUNCS  "COMMTRACE_INST_FUNCS"   /* inst full mode: "0": no function entry/exit records */
 

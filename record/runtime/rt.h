@@ -16,6 +16,7 @@
 #include "recring.h"
 #include "perf_ring.h"
 #include "sampler.h"
+#include "rtstatus.h"
 
 #define RT_EXPORT __attribute__((visibility("default")))
 #define RT_TLS _Thread_local __attribute__((tls_model("initial-exec")))
@@ -49,6 +50,7 @@ struct rt_thread {
 	timer_t timer;
 	bool timer_ok;
 	uint64_t period_ns;        /* soft: ns per sample */
+	uint64_t timer_cpu_prev;   /* soft, timer: thread CPU time at the last expiration */
 	uint64_t hnd_start, hnd_end; /* last handler run (CLOCK_MONOTONIC) */
 	_Atomic int stopped;       /* no more sampling (thread end, exit, fork) */
 
@@ -86,6 +88,9 @@ struct rt_thread {
 
 	/* writer side */
 	struct ct_sink *sink;
+	void *counts_page;         /* the spool file's first page, mapped shared (COUNTS) */
+	uint64_t block_since;      /* when the sink's block got its first record */
+	uint64_t dropped_unsunk;   /* records dropped before reaching the sink */
 	uint64_t last_time;
 	uint64_t written, lost_write;
 	uint64_t lost_in_block;    /* losses reported by LOST records in the current block */
@@ -143,7 +148,13 @@ void rt_shutdown(int status);
 extern struct rt_thread *_Atomic rt_threads[RT_MAX_THREADS];
 extern _Atomic uint32_t rt_threads_hw;   /* high-water mark of used registry slots */
 void rt_flush_skips(struct rt_thread *t, uint64_t now);
+/* Where the runtime's descriptors go (rt_main.c): open them between
+ * rt_fd_window_begin and _end, then move each with rt_fd_high (which
+ * closes it and returns -1, errno EMFILE, where there is no room). */
+void rt_fd_window_begin(void);
+void rt_fd_window_end(void);
 int rt_fd_high(int fd);
+bool rt_fd_room(void);
 bool rt_fd_is(int fd, uint64_t dev, uint64_t ino);
 void rt_fd_id(int fd, uint64_t *dev, uint64_t *ino);
 void rt_perf_fd_opened(int fd);
@@ -162,6 +173,12 @@ static inline void rt_poke_if(uint32_t fill)
 }
 
 /* rt_writer.c */
+/* The thread's spool file: created (exclusively), its THREAD and COUNTS
+ * sections written, the counts mapped so that the ring counts into the
+ * file.  0, or -1 with errno (the thread is then not recorded). */
+int rt_spool_open(struct rt_thread *t, const struct ct_thread_info *ti);
+/* A thread that will not be recorded after all: its spool file goes. */
+void rt_spool_abandon(struct rt_thread *t);
 int rt_writer_start(void);
 void rt_writer_poke(void);
 void rt_writer_stop(void);           /* final drain, flush, join */
@@ -191,6 +208,14 @@ extern bool rt_wp_sigtrap;         /* trap delivery: sigtrap (true) or O_ASYNC *
 /* rt_alloc.c */
 void rt_alloc_init(void);
 void *rt_boot_alloc(size_t size);
+
+/* rt_status.c: the status page for the launcher (rtstatus.h) */
+extern struct rt_status *rt_st;
+void rt_status_init(void);
+void rt_status_thread_started(void);
+void rt_status_unrecorded(enum rt_unrecorded_why why);
+void rt_status_timer_thread(int why_errno);
+void rt_status_timer_sample(uint64_t cpu_ns);
 
 /* rt_maps.c */
 void rt_write_maps(void);

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,6 @@ static _Atomic uint32_t next_index;
  * counts as one, so the writer does that itself (rt_writer.c). */
 _Atomic int rt_live_threads;
 _Atomic int rt_main_exited;
-static _Atomic uint64_t threads_unrecorded;
 static const struct sampler_ops *sampler;
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 static void (*real__exit)(int) __attribute__((noreturn));
@@ -220,39 +220,109 @@ static void thread_stack(struct rt_thread *t)
 }
 
 /* File descriptors: every live thread holds up to 6 of the runtime's (its
- * spool file, the sampler event, 4 breakpoints).  So that they neither eat
- * the program's descriptor budget nor sit at numbers the program expects to
- * be free (a program that closes descriptors it did not open, then opens a
- * file, must never get one of ours back and have trace frames written into
- * it), the soft RLIMIT_NOFILE is raised towards the hard limit at start and
- * the runtime's descriptors are moved above the program's original soft
- * limit. */
-static int fd_base = -1;
+ * spool file, the sampler event, 4 breakpoints).  They must not take
+ * numbers the program uses (a program that opens files up to its limit
+ * must open as many as without commrec):
+ *   - where the hard RLIMIT_NOFILE leaves room, each is moved above the
+ *     program's soft limit (raised for the move only, then put back: the
+ *     program sees its own limit);
+ *   - where soft = hard (common in containers) and the limit is large
+ *     (>= RT_FD_TOP_MIN), into its top eighth, which a program reaches
+ *     last (the trace says so: fd_mode);
+ *   - otherwise nowhere: the descriptor is closed and the thread is not
+ *     recorded (counted in the status page, said in the trace). */
+static enum rt_fd_mode fd_mode(const struct rlimit *rl)
+{
+	if (rl->rlim_cur == RLIM_INFINITY || rl->rlim_max > rl->rlim_cur)
+		return RT_FD_ABOVE;
+	return rl->rlim_cur >= RT_FD_TOP_MIN ? RT_FD_TOP : RT_FD_NONE;
+}
 
 static void fd_setup(void)
 {
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return;
-	rlim_t want = rl.rlim_cur + 6 * 1024 + 64;
-	if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
-		want = rl.rlim_max;
-	if (want <= rl.rlim_cur)
+	rt_st->fd_soft = rl.rlim_cur;
+	rt_st->fd_hard = rl.rlim_max;
+	rt_st->fd_mode = fd_mode(&rl);
+	if (rt_st->fd_mode == RT_FD_NONE)
+		rt_log(1, "the limit on open files (ulimit -n %llu, hard limit the same) leaves no "
+		       "descriptor for the recorder that the program might not need: threads are "
+		       "not recorded (raise the hard limit: ulimit -Hn)", (unsigned long long)rl.rlim_max);
+}
+
+bool rt_fd_room(void)
+{
+	return rt_st->fd_mode != RT_FD_NONE;
+}
+
+/* The window in which the runtime opens descriptors: one thread at a time
+ * (a lock the program never holds), the soft limit raised to the hard one
+ * (RT_FD_ABOVE) so that an open succeeds even when the program uses every
+ * number it may, put back at the end.  Nests on the owning thread. */
+static atomic_flag fd_lock = ATOMIC_FLAG_INIT;
+static _Atomic pid_t fd_owner;
+static int fd_depth;
+static struct rlimit fd_saved;   /* the program's limit while the window is open */
+static bool fd_raised;
+
+void rt_fd_window_begin(void)
+{
+	pid_t me = (pid_t)syscall(SYS_gettid);
+	if (atomic_load(&fd_owner) == me) {
+		fd_depth++;
 		return;
-	rlim_t base = rl.rlim_cur;
-	rl.rlim_cur = want;
-	if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && base < INT32_MAX)
-		fd_base = (int)base;
+	}
+	while (atomic_flag_test_and_set_explicit(&fd_lock, memory_order_acquire))
+		sched_yield();
+	atomic_store(&fd_owner, me);
+	fd_depth = 1;
+	fd_raised = false;
+	if (getrlimit(RLIMIT_NOFILE, &fd_saved) < 0) {
+		fd_saved.rlim_cur = fd_saved.rlim_max = RLIM_INFINITY;
+		return;
+	}
+	if (fd_mode(&fd_saved) == RT_FD_ABOVE && fd_saved.rlim_cur != RLIM_INFINITY) {
+		struct rlimit up = { fd_saved.rlim_max, fd_saved.rlim_max };
+		fd_raised = setrlimit(RLIMIT_NOFILE, &up) == 0;
+	}
+}
+
+void rt_fd_window_end(void)
+{
+	if (--fd_depth > 0)
+		return;
+	if (fd_raised)
+		setrlimit(RLIMIT_NOFILE, &fd_saved);
+	atomic_store(&fd_owner, 0);
+	atomic_flag_clear_explicit(&fd_lock, memory_order_release);
 }
 
 int rt_fd_high(int fd)
 {
-	if (fd < 0 || fd_base < 0 || fd >= fd_base)
+	if (fd < 0)
 		return fd;
-	int hi = fcntl(fd, F_DUPFD_CLOEXEC, fd_base);
+	rt_fd_window_begin();
+	const struct rlimit *rl = &fd_saved;
+	int hi = -1, err = EMFILE;
+	if (rl->rlim_cur == RLIM_INFINITY || rl->rlim_cur > INT32_MAX || (rlim_t)fd >= rl->rlim_cur) {
+		hi = fd;                 /* nothing to move, or already above */
+	} else if (fd_mode(rl) == RT_FD_ABOVE) {
+		if (fd_raised) {
+			hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)rl->rlim_cur);
+			err = errno;
+		}
+	} else if (fd_mode(rl) == RT_FD_TOP) {
+		int top = (int)(rl->rlim_cur - rl->rlim_cur / 8);
+		hi = fd >= top ? fd : fcntl(fd, F_DUPFD_CLOEXEC, top);
+		err = errno;
+	}
+	if (hi != fd)
+		close(fd);
+	rt_fd_window_end();
 	if (hi < 0)
-		return fd;           /* no room up there: keep it where it is */
-	close(fd);
+		errno = err;
 	return hi;
 }
 
@@ -293,14 +363,6 @@ void rt_perf_close(int fd)
 		close(fd);
 }
 
-static int open_spool_file(uint32_t index)
-{
-	char path[4200];
-	ct_spool_thread_path(path, sizeof path, rt_cfg.spool, index);
-	/* a new file, never one (or a link) someone put there */
-	return rt_fd_high(open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-}
-
 static bool registry_add(struct rt_thread *t)
 {
 	for (uint32_t i = 0; i < RT_MAX_THREADS; i++) {
@@ -319,12 +381,13 @@ static bool registry_add(struct rt_thread *t)
 struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index)
 {
 	rt_guard++;
+	rt_status_thread_started();
 	size_t head = (sizeof(struct rt_thread) + 63) & ~(size_t)63;
 	size_t bytes = head + recring_bytes(rt_cfg.ring_slots);
 	bytes = (bytes + 4095) & ~(size_t)4095;
 	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
-		atomic_fetch_add(&threads_unrecorded, 1);
+		rt_status_unrecorded(RT_UNREC_MEMORY);
 		rt_guard--;
 		return NULL;
 	}
@@ -346,24 +409,26 @@ struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index)
 	thread_stack(t);
 	atomic_store(&t->state, RT_T_RUNNING);
 
-	t->spool_fd = open_spool_file(t->index);
-	rt_fd_id(t->spool_fd, &t->spool_dev, &t->spool_ino);
-	if (t->spool_fd < 0) {
-		rt_log(1, "cannot create the spool file of thread %u in %s: %s", t->index,
-		       rt_cfg.spool, strerror(errno));
-		munmap(mem, bytes);
-		atomic_fetch_add(&threads_unrecorded, 1);
-		rt_guard--;
-		return NULL;
-	}
 	struct ct_thread_info ti = {
 		.index = t->index, .parent = parent, .tid = t->tid, .pid = rt_pid,
 		.start_ns = rt_now(),
 	};
 	prctl(PR_GET_NAME, ti.name, 0, 0, 0);
 	ti.name[15] = 0;
-	if (ct_write_thread_info(t->spool_fd, &ti) < 0)
-		rt_log(1, "thread %u: cannot write its spool file header", t->index);
+	/* the thread's descriptors (spool file, sampler, watchpoints) are
+	 * opened in one window: above the program's limit (rt_fd_high) */
+	rt_fd_window_begin();
+	if (rt_spool_open(t, &ti) < 0) {
+		rt_fd_window_end();
+		bool no_fd = errno == EMFILE;
+		if (!no_fd || rt_fd_room())    /* (no room at all: said once at start) */
+			rt_log(1, "cannot create the spool file of thread %u in %s: %s: it is not "
+			       "recorded", t->index, rt_cfg.spool, strerror(errno));
+		munmap(mem, bytes);
+		rt_status_unrecorded(no_fd ? RT_UNREC_NO_FD : RT_UNREC_SPOOL);
+		rt_guard--;
+		return NULL;
+	}
 
 	struct ct_record r = { .type = CT_REC_THREAD_START, .time = ti.start_ns };
 	r.u.start.stack_lo = t->stack_lo;
@@ -383,9 +448,10 @@ struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index)
 
 	if (!registry_add(t)) {
 		rt_log(1, "more than %d threads alive: thread %u is not recorded", RT_MAX_THREADS, t->index);
-		close(t->spool_fd);
+		rt_spool_abandon(t);
+		rt_fd_window_end();
 		munmap(mem, bytes);
-		atomic_fetch_add(&threads_unrecorded, 1);
+		rt_status_unrecorded(RT_UNREC_REGISTRY);
 		rt_guard--;
 		return NULL;
 	}
@@ -396,6 +462,7 @@ struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index)
 		rt_log(2, "thread %u: no sampler", t->index);
 	if (rt_cfg.watchpoints > 0 && rt_board_ok)
 		rt_wp_thread_start(t);
+	rt_fd_window_end();
 	rt_guard--;
 	return t;
 }
@@ -578,7 +645,10 @@ static void atfork_child(void)
 	uint32_t hw = atomic_load(&rt_threads_hw);
 	for (uint32_t i = 0; i < hw; i++) {
 		struct rt_thread *o = atomic_load(&rt_threads[i]);
-		if (o && rt_fd_is(o->spool_fd, o->spool_dev, o->spool_ino))
+		if (!o)
+			continue;
+		o->ring.counts = &o->ring.own_counts;   /* the mapping is the parent's file */
+		if (rt_fd_is(o->spool_fd, o->spool_dev, o->spool_ino))
 			close(o->spool_fd);
 	}
 	dec_init();
@@ -602,6 +672,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 		setenv(CT_ENV_PID, b, 1);
 	}
 	read_config();
+	rt_status_init();
 	fd_setup();
 	rt_poke_mark = rt_cfg.ring_slots / 4;
 	real__exit = dlsym(RTLD_NEXT, "_exit");

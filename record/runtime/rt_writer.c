@@ -21,6 +21,9 @@
 #include <unistd.h>
 
 #define WRITER_PERIOD_MS 10
+/* A record waits at most this long in a thread's block before the block is
+ * written as a frame (COMMTRACE_FLUSH_MS): what a SIGKILL can lose. */
+#define FLUSH_AGE_MS_DEFAULT 1000
 
 /* Wake-ups: a futex word, not an eventfd: the runtime holds as few file
  * descriptors as it can (a program that closes descriptors it did not open
@@ -86,7 +89,97 @@ void rt_writer_wait_room(uint32_t word, long max_ns)
 	syscall(SYS_futex, &rt_full_word, FUTEX_WAIT_PRIVATE, word, &ts, NULL, 0);
 }
 
+/* ---- spool files ------------------------------------------------------------- */
+
+/* The counts of a thread as the file holds them (flags word first). */
+static struct ct_counts *file_counts(void *page)
+{
+	return (struct ct_counts *)((char *)page + CT_SPOOL_COUNTS_OFFSET);
+}
+
+int rt_spool_open(struct rt_thread *t, const struct ct_thread_info *ti)
+{
+	char path[4200];
+	if (!rt_fd_room()) {
+		errno = EMFILE;          /* never a descriptor the program may use */
+		return -1;
+	}
+	ct_spool_thread_path(path, sizeof path, rt_cfg.spool, t->index);
+	/* a new file, never one (or a link) someone put there */
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	fd = rt_fd_high(fd);
+	if (fd < 0) {
+		int e = errno;
+		unlink(path);
+		errno = e;
+		return -1;
+	}
+	int rc = ct_spool_thread_start(fd, ti);
+	if (rc < 0) {
+		close(fd);
+		unlink(path);
+		errno = -rc;
+		return -1;
+	}
+	t->spool_fd = fd;
+	rt_fd_id(fd, &t->spool_dev, &t->spool_ino);
+	/* The counts are kept in the file itself (a shared mapping of its first
+	 * page: no descriptor held, and they survive a SIGKILL).  Without the
+	 * mapping the thread is recorded with its counts unknown (flags 0). */
+	void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (page != MAP_FAILED) {
+		t->counts_page = page;
+		t->ring.counts = file_counts(page);
+		uint32_t live = CT_COUNTS_LIVE;
+		memcpy((char *)page + CT_SPOOL_COUNTS_OFFSET - 4, &live, sizeof live);
+	}
+	return 0;
+}
+
+void rt_spool_abandon(struct rt_thread *t)
+{
+	char path[4200];
+	t->ring.counts = &t->ring.own_counts;
+	if (t->counts_page)
+		munmap(t->counts_page, 4096);
+	t->counts_page = NULL;
+	ct_spool_thread_path(path, sizeof path, rt_cfg.spool, t->index);
+	unlink(path);
+	close(t->spool_fd);
+	t->spool_fd = -1;
+}
+
+/* The writer's share of the counts: the records it added, those it could
+ * not write (frames that failed, records that never reached the sink). */
+static void sync_counts(struct rt_thread *t)
+{
+	t->ring.counts->write_error = t->dropped_unsunk + (t->sink ? t->sink->dropped : 0);
+}
+
+static uint64_t flush_age_ns = FLUSH_AGE_MS_DEFAULT * 1000000ull;
+static uint64_t pass_now;        /* the time of the current pass */
+
 /* ---- sink with loss accounting ---------------------------------------------- */
+
+/* Append r to the thread's sink, with the accounting of the counts: a
+ * record of the writer's own (own: LOST) is added, a record the sink did
+ * not take is dropped, and a block that starts gets its time (the age
+ * flush).  Returns what ct_sink_append returns. */
+static int append(struct rt_thread *t, const struct ct_record *r, bool own)
+{
+	struct ct_sink *s = t->sink;
+	uint64_t before = s->records;
+	if (own)
+		t->ring.counts->added++;     /* written by the writer only */
+	int rc = ct_sink_append(s, r);
+	if (s->records == before)
+		t->dropped_unsunk++;
+	else if (s->block_records == 1)
+		t->block_since = pass_now;
+	return rc;
+}
 
 static void report_write_loss(struct rt_thread *t, uint32_t pending)
 {
@@ -98,7 +191,7 @@ static void report_write_loss(struct rt_thread *t, uint32_t pending)
 	r.u.lost.reason = CT_LOST_WRITE_ERROR;
 	r.u.lost.count = total;
 	/* Goes into the fresh block: no flush is triggered by it. */
-	if (ct_sink_append(t->sink, &r) == 0) {
+	if (append(t, &r, true) == 0) {
 		t->lost_in_block = total;
 		t->lostrecs_in_block = 1;
 	} else {
@@ -112,12 +205,12 @@ static void report_write_loss(struct rt_thread *t, uint32_t pending)
 	}
 }
 
-static void sink_put(struct rt_thread *t, const struct ct_record *r)
+static void sink_put(struct rt_thread *t, const struct ct_record *r, bool own)
 {
 	struct ct_sink *s = t->sink;
 	bool will_flush = s->block_len + CT_RECORD_MAX_BYTES > s->block_cap;
 	uint32_t pending = s->block_records;
-	int rc = ct_sink_append(s, r);
+	int rc = append(t, r, own);
 	if (will_flush) {
 		if (rc < 0 && pending)
 			report_write_loss(t, pending);
@@ -142,13 +235,12 @@ static void sink_flush(struct rt_thread *t)
 	if (ct_sink_flush(t->sink) < 0) {
 		report_write_loss(t, pending);
 		/* try once more to get the LOST record out */
-		pending = t->sink->block_records;
-		if (ct_sink_flush(t->sink) < 0 && pending)
-			t->lost_write += 0; /* nothing more we can do */
+		ct_sink_flush(t->sink);   /* (if it fails too, its records count as dropped) */
 	} else {
 		t->lost_in_block = 0;
 		t->lostrecs_in_block = 0;
 	}
+	sync_counts(t);
 }
 
 /* All sinks share one compression context and one output buffer: only the
@@ -206,7 +298,9 @@ static bool spool_still_ours(struct rt_thread *t)
 	 * spool file by name, appending: it holds whole frames only. */
 	char path[4200];
 	ct_spool_thread_path(path, sizeof path, rt_cfg.spool, t->index);
+	rt_fd_window_begin();
 	int fd = rt_fd_high(open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+	rt_fd_window_end();
 	uint64_t dev, ino;
 	rt_fd_id(fd, &dev, &ino);
 	if (fd >= 0 && (dev != t->spool_dev || ino != t->spool_ino)) {
@@ -214,11 +308,8 @@ static bool spool_still_ours(struct rt_thread *t)
 		fd = -1;
 	}
 	uint32_t pending = t->sink ? t->sink->block_records : 0;
-	if (t->sink) {
-		t->sink->block_len = CT_BLOCK_HEADER_BYTES;   /* its frame may have been half written */
-		t->sink->block_records = 0;
-		ct_codec_reset(&t->sink->codec);
-	}
+	if (t->sink)
+		ct_sink_discard(t->sink);   /* its frame may have been half written */
 	if (fd < 0) {
 		t->spool_lost = true;
 		t->lost_write += pending;
@@ -268,8 +359,9 @@ static void drain(struct rt_thread *t)
 	struct recring *ring = &t->ring;
 	if (recring_used(ring) && !spool_still_ours(t)) {
 		while (recring_pop(ring, &r))
-			t->lost_write++;
+			t->lost_write++, t->dropped_unsunk++;
 		recring_take_lost(ring);
+		sync_counts(t);
 		return;
 	}
 	uint64_t cur = recring_cursor(ring), released = cur;
@@ -282,6 +374,7 @@ static void drain(struct rt_thread *t)
 		__builtin_prefetch(ring->data + (size_t)((cur + 4) & (ring->cap - 1)) * RECRING_UNIT);
 		if (__builtin_expect(!make_sink(t), 0)) {
 			t->lost_write++;
+			t->dropped_unsunk++;
 		} else {
 			unsigned type = src->type;
 			if (k == 1 && (type == CT_REC_SAMPLE || type == CT_REC_FUNC_ENTER ||
@@ -300,7 +393,7 @@ static void drain(struct rt_thread *t)
 				r.time = t->last_time;  /* keep the stream's time order (see DESIGN) */
 			else
 				t->last_time = r.time;
-			sink_put(t, &r);
+			sink_put(t, &r, false);
 			t->written++;
 			w_records++;
 		}
@@ -325,8 +418,18 @@ static void drain(struct rt_thread *t)
 		r = (struct ct_record){ .type = CT_REC_LOST, .time = t->last_time };
 		r.u.lost.reason = CT_LOST_BUFFER_FULL;
 		r.u.lost.count = lost;
-		sink_put(t, &r);
+		sink_put(t, &r, true);
 	}
+	sync_counts(t);
+}
+
+/* A block whose first record waited flush_age_ns is written now, full or
+ * not: a process killed without warning (SIGKILL, the OOM killer) loses at
+ * most that much of each thread's records. */
+static void flush_if_old(struct rt_thread *t)
+{
+	if (t->sink && t->sink->block_records && pass_now - t->block_since >= flush_age_ns)
+		sink_flush(t);
 }
 
 static void finish_thread(uint32_t slot, struct rt_thread *t)
@@ -340,6 +443,8 @@ static void finish_thread(uint32_t slot, struct rt_thread *t)
 	if (rt_fd_is(t->spool_fd, t->spool_dev, t->spool_ino))
 		close(t->spool_fd);
 	t->spool_fd = -1;
+	if (t->counts_page)
+		munmap(t->counts_page, 4096);   /* the counts are final */
 	atomic_store(&rt_threads[slot], NULL);
 	munmap(t, t->map_bytes);
 }
@@ -349,6 +454,7 @@ static bool pass(void)
 {
 	bool busy = false;
 	uint32_t hw = atomic_load(&rt_threads_hw);
+	pass_now = rt_now();
 	for (uint32_t i = 0; i < hw; i++) {
 		struct rt_thread *t = atomic_load(&rt_threads[i]);
 		if (!t)
@@ -358,6 +464,8 @@ static bool pass(void)
 		drain(t);
 		if (st == RT_T_ENDED && recring_used(&t->ring) == 0)
 			finish_thread(i, t);
+		else
+			flush_if_old(t);
 	}
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&rt_full_waiters, memory_order_relaxed))
@@ -471,6 +579,9 @@ static void *writer_main(void *arg)
 
 int rt_writer_start(void)
 {
+	const char *ms = getenv(CT_ENV_FLUSH_MS);
+	if (ms && *ms && strtoull(ms, NULL, 10) > 0)
+		flush_age_ns = strtoull(ms, NULL, 10) * 1000000ull;
 	if (rt_create_internal_thread(&writer, writer_main, NULL) != 0)
 		return -1;
 	writer_running = true;

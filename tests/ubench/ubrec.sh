@@ -8,7 +8,11 @@
 #       runs `commrec -q -f -o $WORK/ID.zst OPTIONS -- $UBENCH/PROG ARGS`
 #       (soft sampler unless OPTIONS choose one) under a time limit; leaves
 #       $WORK/ID.out (program stdout), $WORK/ID.err (stderr of both) and sets
-#       UB_RC to commrec's exit status (124: the time limit hit).
+#       UB_RC to commrec's exit status (124: the time limit hit).  Every
+#       trace written is checked: its per-thread counts add up (test
+#       ID/counts, ub_counts).
+#   ub_counts NAME TRACE            records written + lost = produced, per
+#       thread (build/tests/fmt_counts TRACE NAME --all-counted)
 #   ub_plain ID PROG [ARGS...]      the same without commrec (UB_RC too)
 #   ub_dump ID [DUMP-OPTIONS...]    commanalyze dump of $WORK/ID.zst to
 #       stdout; UB_RC is its status (call it directly, not in $(...), or use
@@ -47,6 +51,20 @@ ub_record() {
 	UB_RC=0
 	timeout -k 5 "$UB_TIMEOUT" "$COMMREC" -q -f -o "$WORK/$id.zst" "${sampler[@]}" "${opts[@]}" \
 		-- "$UBENCH/$prog" "$@" >"$WORK/$id.out" 2>"$WORK/$id.err" || UB_RC=$?
+	local rc=$UB_RC
+	[ -s "$WORK/$id.zst" ] && ub_counts "$id/counts" "$WORK/$id.zst"
+	UB_RC=$rc
+}
+
+ub_counts() {
+	local out
+	out=$("$CT_BUILD/tests/fmt_counts" "$2" "$1" --all-counted 2>&1)
+	if [ $? -ne 0 ]; then
+		echo "FAIL $1: ${out##*FAIL $1: }"
+		ct_failed=1
+	else
+		echo "PASS $1"
+	fi
 }
 
 ub_plain() {
