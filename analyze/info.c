@@ -45,7 +45,12 @@ bool trace_is_complete(struct ct_trace *t, char *why, size_t cap)
 	if (ct_trace_meta(t, CT_SEC_SUMMARY, "recording", v, sizeof v) && strcmp(v, "complete")) {
 		char sig[16] = "";
 		ct_trace_meta(t, CT_SEC_SUMMARY, "exit_signal", sig, sizeof sig);
-		if (sig[0] && strcmp(sig, "0")) {
+		if (ct_trace_meta(t, CT_SEC_SUMMARY, "incomplete", why, cap)) {
+			/* the recorder's own words (threads it could not record) */
+		} else if (!strcmp(v, "recovered")) {
+			snprintf(why, cap, "recovered from the spool of a recording that did not finish "
+			         "(commrec --recover): the last records of its threads may be missing");
+		} else if (sig[0] && strcmp(sig, "0")) {
 			int s = atoi(sig);
 			snprintf(why, cap, "the program was killed by signal %s (%s): its last records may be missing",
 			         sig, s > 0 && s < 65 ? strsignal(s) : "?");

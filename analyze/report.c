@@ -77,7 +77,7 @@ static double pct(double a, double b)
 static void sampler_line(struct report *r)
 {
 	struct ct_trace *t = r->a->trace;
-	char period[32] = "?", unit[32] = "", wp[16] = "?", what[96];
+	char period[32] = "?", unit[32] = "", wp[16] = "?", what[160], measured[32];
 	snprintf(r->sampler, sizeof r->sampler, "?");
 	ct_trace_meta(t, CT_SEC_CONFIG, "sampler", r->sampler, sizeof r->sampler);
 	ct_trace_meta(t, CT_SEC_CONFIG, "period", period, sizeof period);
@@ -87,6 +87,10 @@ static void sampler_line(struct report *r)
 	const struct ct_header *h = ct_trace_header(t);
 	if (h && (h->features & CT_FEAT_FULL))
 		snprintf(what, sizeof what, "every access (full trace)");
+	else if (r->cpu_time && ct_trace_meta(t, CT_SEC_SUMMARY, "period_measured_ns", measured,
+	                                      sizeof measured))
+		snprintf(what, sizeof what, "a sample every %.0f us of CPU time per thread (measured: "
+		         "POSIX-timer fallback; %s us asked)", strtod(measured, NULL) / 1e3, period);
 	else if (r->cpu_time)
 		snprintf(what, sizeof what, "a sample every %s us of CPU time per thread", period);
 	else if (unit[0])
