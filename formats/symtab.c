@@ -2,6 +2,7 @@
  * The payload layout is in formats/FORMAT.md, "SYMBOLS (kind 8)". */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,89 @@ void symtab_finish(struct symtab *s)
 		qsort(s->mods, s->n, sizeof *s->mods, cmp_mod);
 }
 
+/* ---- the tables of a module, as the SYMBOLS payload lays them out --------------
+ * Each table is a u32 count, then that many records of little-endian fields
+ * (FORMAT.md, "SYMBOLS"); one description serves the writer and the reader. */
+
+struct st_field {
+	uint8_t bytes;             /* 1, 4 or 8 */
+	uint8_t off;               /* offset in the element */
+};
+
+#define FIELD(type, member) { sizeof(((type *)0)->member), offsetof(type, member) }
+#define MAX_FIELDS 7
+
+struct st_table {
+	const char *what;          /* for messages: "file", "function", ... */
+	size_t elem;               /* bytes of one element in memory */
+	size_t v, n, cap;          /* offsets in struct st_module: array, count, capacity */
+	struct st_field f[MAX_FIELDS];
+	unsigned nf;
+};
+
+#define TABLE(what, type, arr, cnt, cap, ...) \
+	{ what, sizeof(type), offsetof(struct st_module, arr), offsetof(struct st_module, cnt), \
+	  offsetof(struct st_module, cap), { __VA_ARGS__ }, \
+	  sizeof((struct st_field[]){ __VA_ARGS__ }) / sizeof(struct st_field) }
+
+static const struct st_table tables[] = {
+	TABLE("file", uint32_t, files, nfiles, cap_files, { 4, 0 }),
+	TABLE("function", struct st_func, funcs, nfuncs, cap_funcs,
+	      FIELD(struct st_func, start), FIELD(struct st_func, size), FIELD(struct st_func, name)),
+	TABLE("line", struct st_line, lines, nlines, cap_lines,
+	      FIELD(struct st_line, addr), FIELD(struct st_line, len), FIELD(struct st_line, file),
+	      FIELD(struct st_line, line)),
+	TABLE("type", struct st_type, types, ntypes, cap_types,
+	      FIELD(struct st_type, kind), FIELD(struct st_type, name), FIELD(struct st_type, size),
+	      FIELD(struct st_type, elem), FIELD(struct st_type, count),
+	      FIELD(struct st_type, first_member), FIELD(struct st_type, nmembers)),
+	TABLE("member", struct st_member, members, nmembers, cap_members,
+	      FIELD(struct st_member, name), FIELD(struct st_member, offset),
+	      FIELD(struct st_member, size), FIELD(struct st_member, type)),
+	TABLE("variable", struct st_var, vars, nvars, cap_vars,
+	      FIELD(struct st_var, addr), FIELD(struct st_var, size), FIELD(struct st_var, name),
+	      FIELD(struct st_var, type)),
+};
+#define NTABLES (sizeof tables / sizeof tables[0])
+
+static void **table_array(const struct st_table *t, const struct st_module *m)
+{
+	return (void **)((char *)m + t->v);
+}
+
+static size_t *table_count(const struct st_module *m, size_t off)
+{
+	return (size_t *)((char *)m + off);
+}
+
+static size_t record_bytes(const struct st_table *t)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < t->nf; i++)
+		n += t->f[i].bytes;
+	return n;
+}
+
+static uint64_t field_get(const void *elem, struct st_field f)
+{
+	const char *p = (const char *)elem + f.off;
+	switch (f.bytes) {
+	case 1: return *(const uint8_t *)p;
+	case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+	default: { uint64_t v; memcpy(&v, p, 8); return v; }
+	}
+}
+
+static void field_set(void *elem, struct st_field f, uint64_t v)
+{
+	char *p = (char *)elem + f.off;
+	switch (f.bytes) {
+	case 1: *(uint8_t *)p = (uint8_t)v; break;
+	case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+	default: memcpy(p, &v, 8); break;
+	}
+}
+
 /* ---- serialization -------------------------------------------------------- */
 
 struct wbuf {
@@ -361,6 +445,23 @@ static void put_u32_at(uint8_t *p, uint32_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+static void write_table(struct wbuf *w, const struct st_table *t, const struct st_module *m)
+{
+	size_t n = *table_count(m, t->n);
+	const char *v = *table_array(t, m);
+	wb_u32(w, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		for (unsigned k = 0; k < t->nf; k++) {
+			uint64_t x = field_get(v + i * t->elem, t->f[k]);
+			if (t->f[k].bytes == 1)
+				wb_u8(w, (uint8_t)x);
+			else if (t->f[k].bytes == 4)
+				wb_u32(w, (uint32_t)x);
+			else
+				wb_u64(w, x);
+		}
+}
+
 int symtab_serialize(const struct symtab *s, void **out, size_t *len)
 {
 	struct wbuf w = { 0 };
@@ -385,47 +486,8 @@ int symtab_serialize(const struct symtab *s, void **out, size_t *len)
 		wb_u32(&w, m->flags);
 		wb_u32(&w, (uint32_t)m->str_len);
 		wb_put(&w, m->str, m->str_len);
-		wb_u32(&w, (uint32_t)m->nfiles);
-		for (size_t i = 0; i < m->nfiles; i++)
-			wb_u32(&w, m->files[i]);
-		wb_u32(&w, (uint32_t)m->nfuncs);
-		for (size_t i = 0; i < m->nfuncs; i++) {
-			wb_u64(&w, m->funcs[i].start);
-			wb_u64(&w, m->funcs[i].size);
-			wb_u32(&w, m->funcs[i].name);
-		}
-		wb_u32(&w, (uint32_t)m->nlines);
-		for (size_t i = 0; i < m->nlines; i++) {
-			wb_u64(&w, m->lines[i].addr);
-			wb_u32(&w, m->lines[i].len);
-			wb_u32(&w, m->lines[i].file);
-			wb_u32(&w, m->lines[i].line);
-		}
-		wb_u32(&w, (uint32_t)m->ntypes);
-		for (size_t i = 0; i < m->ntypes; i++) {
-			const struct st_type *t = &m->types[i];
-			wb_u8(&w, t->kind);
-			wb_u32(&w, t->name);
-			wb_u64(&w, t->size);
-			wb_u32(&w, t->elem);
-			wb_u64(&w, t->count);
-			wb_u32(&w, t->first_member);
-			wb_u32(&w, t->nmembers);
-		}
-		wb_u32(&w, (uint32_t)m->nmembers);
-		for (size_t i = 0; i < m->nmembers; i++) {
-			wb_u32(&w, m->members[i].name);
-			wb_u64(&w, m->members[i].offset);
-			wb_u64(&w, m->members[i].size);
-			wb_u32(&w, m->members[i].type);
-		}
-		wb_u32(&w, (uint32_t)m->nvars);
-		for (size_t i = 0; i < m->nvars; i++) {
-			wb_u64(&w, m->vars[i].addr);
-			wb_u64(&w, m->vars[i].size);
-			wb_u32(&w, m->vars[i].name);
-			wb_u32(&w, m->vars[i].type);
-		}
+		for (size_t k2 = 0; k2 < NTABLES; k2++)
+			write_table(&w, &tables[k2], m);
 		if (!w.err)
 			put_u32_at(w.p + at, (uint32_t)(w.len - at - 4));
 	}
@@ -487,6 +549,79 @@ static bool str_ok(const struct st_module *m, uint32_t off, bool none_ok)
 	return (none_ok && off == ST_NONE) || off < m->str_len;
 }
 
+/* One table: its count (checked against what is left), the allocation, the
+ * records.  -1 on a bad count or no memory. */
+static int read_table(struct rbuf *r, const struct st_table *t, struct st_module *m)
+{
+	uint32_t n;
+	if (!rb_count(r, record_bytes(t), &n))
+		return -1;
+	void **v = table_array(t, m);
+	if (n && !(*v = malloc(n * t->elem)))
+		return -1;
+	*table_count(m, t->n) = *table_count(m, t->cap) = n;
+	for (uint32_t i = 0; i < n; i++) {
+		char *e = (char *)*v + i * t->elem;
+		memset(e, 0, t->elem);
+		for (unsigned k = 0; k < t->nf; k++)
+			field_set(e, t->f[k], rb_le(r, t->f[k].bytes));
+	}
+	return 0;
+}
+
+/* The references between the tables (string offsets, indices, ranges):
+ * every one inside what it points into. */
+static int check_tables(const struct st_module *m, char *err, size_t errcap)
+{
+	for (size_t i = 0; i < m->nfiles; i++)
+		if (!str_ok(m, m->files[i], false))
+			FAIL("file %zu: bad name offset", i);
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		const struct st_func *f = &m->funcs[i];
+		if (!str_ok(m, f->name, false))
+			FAIL("function %zu: bad name offset", i);
+		if (f->start + f->size < f->start)
+			FAIL("function %zu: size wraps", i);
+	}
+	for (size_t i = 0; i < m->nlines; i++) {
+		const struct st_line *l = &m->lines[i];
+		if (l->file != ST_NONE && l->file >= m->nfiles)
+			FAIL("line %zu: bad file index", i);
+		if (l->addr + l->len < l->addr)
+			FAIL("line %zu: range wraps", i);
+	}
+	for (size_t i = 0; i < m->nmembers; i++) {
+		const struct st_member *mb = &m->members[i];
+		if (!str_ok(m, mb->name, true))
+			FAIL("member %zu: bad name offset", i);
+		if (mb->type != ST_NONE && mb->type >= m->ntypes)
+			FAIL("member %zu: bad type index", i);
+	}
+	for (size_t i = 0; i < m->ntypes; i++) {
+		const struct st_type *t = &m->types[i];
+		if (t->kind > ST_T_KIND_MAX)
+			FAIL("type %zu: unknown kind %u", i, t->kind);
+		if (!str_ok(m, t->name, true))
+			FAIL("type %zu: bad name offset", i);
+		if (t->elem != ST_NONE && t->elem >= m->ntypes)
+			FAIL("type %zu: bad element type", i);
+		if (t->first_member > m->nmembers || t->nmembers > m->nmembers - t->first_member)
+			FAIL("type %zu: bad member range", i);
+	}
+	for (size_t i = 0; i < m->nvars; i++) {
+		const struct st_var *v = &m->vars[i];
+		if (!str_ok(m, v->name, false))
+			FAIL("variable %zu: bad name offset", i);
+		if (v->type != ST_NONE && v->type >= m->ntypes)
+			FAIL("variable %zu: bad type index", i);
+		if (v->addr + v->size < v->addr)
+			FAIL("variable %zu: size wraps", i);
+	}
+	return 0;
+fail:
+	return -1;
+}
+
 static int parse_module(struct st_module *m, struct rbuf *r, char *err, size_t errcap)
 {
 	uint16_t pl = rb_u16(r);
@@ -525,110 +660,11 @@ static int parse_module(struct st_module *m, struct rbuf *r, char *err, size_t e
 	m->str_len = m->str_cap = sl;
 	r->p += sl;
 
-	uint32_t n;
-	if (!rb_count(r, 4, &n))
-		FAIL("bad file count");
-	if (n && !(m->files = malloc(n * sizeof *m->files)))
-		FAIL("out of memory");
-	m->nfiles = m->cap_files = n;
-	for (uint32_t i = 0; i < n; i++)
-		if (!str_ok(m, m->files[i] = rb_u32(r), false))
-			FAIL("file %u: bad name offset", i);
-
-	if (!rb_count(r, 20, &n))
-		FAIL("bad function count");
-	if (n && !(m->funcs = malloc(n * sizeof *m->funcs)))
-		FAIL("out of memory");
-	m->nfuncs = m->cap_funcs = n;
-	for (uint32_t i = 0; i < n; i++) {
-		struct st_func *f = &m->funcs[i];
-		f->start = rb_u64(r);
-		f->size = rb_u64(r);
-		f->name = rb_u32(r);
-		if (!str_ok(m, f->name, false))
-			FAIL("function %u: bad name offset", i);
-		if (f->start + f->size < f->start)
-			FAIL("function %u: size wraps", i);
-	}
-
-	if (!rb_count(r, 20, &n))
-		FAIL("bad line count");
-	if (n && !(m->lines = malloc(n * sizeof *m->lines)))
-		FAIL("out of memory");
-	m->nlines = m->cap_lines = n;
-	for (uint32_t i = 0; i < n; i++) {
-		struct st_line *l = &m->lines[i];
-		l->addr = rb_u64(r);
-		l->len = rb_u32(r);
-		l->file = rb_u32(r);
-		l->line = rb_u32(r);
-		if (l->file != ST_NONE && l->file >= m->nfiles)
-			FAIL("line %u: bad file index", i);
-		if (l->addr + l->len < l->addr)
-			FAIL("line %u: range wraps", i);
-	}
-
-	if (!rb_count(r, 33, &n))
-		FAIL("bad type count");
-	if (n && !(m->types = malloc(n * sizeof *m->types)))
-		FAIL("out of memory");
-	m->ntypes = m->cap_types = n;
-	for (uint32_t i = 0; i < n; i++) {
-		struct st_type *t = &m->types[i];
-		t->kind = rb_u8(r);
-		t->name = rb_u32(r);
-		t->size = rb_u64(r);
-		t->elem = rb_u32(r);
-		t->count = rb_u64(r);
-		t->first_member = rb_u32(r);
-		t->nmembers = rb_u32(r);
-	}
-	if (!rb_count(r, 24, &n))
-		FAIL("bad member count");
-	if (n && !(m->members = malloc(n * sizeof *m->members)))
-		FAIL("out of memory");
-	m->nmembers = m->cap_members = n;
-	for (uint32_t i = 0; i < n; i++) {
-		struct st_member *mb = &m->members[i];
-		mb->name = rb_u32(r);
-		mb->offset = rb_u64(r);
-		mb->size = rb_u64(r);
-		mb->type = rb_u32(r);
-		if (!str_ok(m, mb->name, true))
-			FAIL("member %u: bad name offset", i);
-		if (mb->type != ST_NONE && mb->type >= m->ntypes)
-			FAIL("member %u: bad type index", i);
-	}
-	for (size_t i = 0; i < m->ntypes; i++) {
-		const struct st_type *t = &m->types[i];
-		if (t->kind > ST_T_KIND_MAX)
-			FAIL("type %zu: unknown kind %u", i, t->kind);
-		if (!str_ok(m, t->name, true))
-			FAIL("type %zu: bad name offset", i);
-		if (t->elem != ST_NONE && t->elem >= m->ntypes)
-			FAIL("type %zu: bad element type", i);
-		if (t->first_member > m->nmembers || t->nmembers > m->nmembers - t->first_member)
-			FAIL("type %zu: bad member range", i);
-	}
-
-	if (!rb_count(r, 24, &n))
-		FAIL("bad variable count");
-	if (n && !(m->vars = malloc(n * sizeof *m->vars)))
-		FAIL("out of memory");
-	m->nvars = m->cap_vars = n;
-	for (uint32_t i = 0; i < n; i++) {
-		struct st_var *v = &m->vars[i];
-		v->addr = rb_u64(r);
-		v->size = rb_u64(r);
-		v->name = rb_u32(r);
-		v->type = rb_u32(r);
-		if (!str_ok(m, v->name, false))
-			FAIL("variable %u: bad name offset", i);
-		if (v->type != ST_NONE && v->type >= m->ntypes)
-			FAIL("variable %u: bad type index", i);
-		if (v->addr + v->size < v->addr)
-			FAIL("variable %u: size wraps", i);
-	}
+	for (size_t k = 0; k < NTABLES; k++)
+		if (read_table(r, &tables[k], m) < 0)
+			FAIL("bad %s count", tables[k].what);
+	if (check_tables(m, err, errcap) < 0)
+		return -1;
 	if (r->bad)
 		FAIL("truncated");
 	if (r->p != r->end)
