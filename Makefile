@@ -4,6 +4,8 @@
 #   make check        run every test (installs missing Debian packages first)
 #   make MPI=1        also build commanalyze-mpi (needs libopenmpi-dev)
 #   make bench        print the performance table
+#   make fuzz         build the fuzz targets (clang, libFuzzer) and run each
+#                     for FUZZ_TIME seconds (default 60) on its corpus
 #   make demo         record and analyze a bundled example
 #   make install      PREFIX=/usr/local DESTDIR=
 #   make clean
@@ -20,6 +22,7 @@
 #   tests/unit/rec_*.c   -> ... and record/common
 #   tests/unit/ana_*.c   -> ... and the analyzer library
 #   tests/ubench/*.c     -> tests/ubench/NAME (microbenchmarks, pthreads)
+#   tests/fuzz/*_fuzz.c  -> build/fuzz/NAME_replay (make check), NAME_fuzz (make fuzz)
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -96,6 +99,9 @@ LAUNCH_OBJ := $(call obj,std,$(LAUNCH_SRC))
 ANA_OBJ := $(call obj,std,$(ANA_SRC))
 UBENCH_BIN := $(UBENCH_SRC:.c=)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+FUZZ_SRC := $(wildcard tests/fuzz/*_fuzz.c)
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
+FUZZ_REPLAY := $(patsubst tests/fuzz/%_fuzz.c,$(B)/fuzz/%_replay,$(FUZZ_SRC))
 
 LIBFMT := $(B)/libctformat.a
 LIBFMT_PIC := $(B)/libctformat-pic.a
@@ -111,10 +117,10 @@ PROGRAMS := $(if $(LAUNCH_SRC),$(COMMREC)) $(if $(RT_SRC),$(RUNTIME)) \
             $(if $(INST_SRC),$(INST_RT) $(INST_RT_A)) \
             $(if $(wildcard analyze/main.c),$(COMMANALYZE))
 
-.PHONY: all deps check bench demo install clean programs tests
+.PHONY: all deps check bench demo install clean programs tests fuzz
 all: programs tests
 programs: $(PROGRAMS)
-tests: $(UNIT_BIN) $(UBENCH_BIN)
+tests: $(UNIT_BIN) $(UBENCH_BIN) $(FUZZ_REPLAY)
 
 # ---- rules --------------------------------------------------------------------
 $(B)/std/%.o: %.c
@@ -172,6 +178,25 @@ $(B)/tests/ana_%: $(B)/std/tests/unit/ana_%.o $(LIBANA) $(LIBFMT)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
 
+# Fuzz targets (tests/fuzz/NAME_fuzz.c, libFuzzer's LLVMFuzzerTestOneInput):
+# `make fuzz` builds each with clang -fsanitize=fuzzer and runs it for
+# FUZZ_TIME seconds on a copy of its corpus (tests/fuzz/corpus/NAME/, new
+# inputs are kept in build/fuzz/NAME.corpus/); `make check` replays the
+# committed corpus through the same entry point built by the normal
+# compiler with -DCT_FUZZ_MAIN (tests/e2e/fuzz_corpus.sh).
+FUZZ_TIME ?= 60
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	-Iformats $(ZSTD_CFLAGS) $(FEAT_CFLAGS)
+$(B)/fuzz/%_fuzz: tests/fuzz/%_fuzz.c tests/fuzz/replay_main.h $(FMT_SRC) $(wildcard formats/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZCC  $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FMT_SRC) $(ZSTD_LIBS) $(DWARF_LIBS) -lm
+$(B)/fuzz/%_replay: tests/fuzz/%_fuzz.c tests/fuzz/replay_main.h $(LIBFMT)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS_ALL) $(SAN) -DCT_FUZZ_MAIN -o $@ $< $(LIBFMT) $(ZSTD_LIBS) \
+		$(if $(filter 1,$(HAVE_LIBDWARF)),$(DWARF_LIBS)) -lm
+
 # Microbenchmarks: plain programs, never sanitized (they are recorded).
 tests/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
 	@$(if $(Q),echo "  CC      $@")
@@ -206,6 +231,11 @@ check: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@B=$(B) tests/bench.sh
+
+fuzz:
+	@FUZZ=1 scripts/deps.sh
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+	@B=$(B) FUZZ_TIME=$(FUZZ_TIME) tests/fuzz/run.sh $(FUZZ_BIN)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

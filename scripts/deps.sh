@@ -1,10 +1,12 @@
 #!/bin/sh
 # Check (and, as root, install) the Debian packages commtrace needs.
 # Usage: scripts/deps.sh        (MPI=1 in the environment adds OpenMPI for
-#                                 the MPI sweep, commanalyze-mpi)
+#                                 the MPI sweep, commanalyze-mpi; FUZZ=1
+#                                 clang and libFuzzer for make fuzz)
 set -eu
 need="gcc make pkg-config libzstd-dev zstd libzydis-dev libpfm4-dev libdwarf-dev libelf-dev libhdf5-dev hdf5-tools python3"
 [ "${MPI:-}" = 1 ] && need="$need libopenmpi-dev openmpi-bin"
+[ "${FUZZ:-}" = 1 ] && need="$need clang libclang-rt-dev"
 missing=""
 for p in $need; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

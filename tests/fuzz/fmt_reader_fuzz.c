@@ -1,16 +1,9 @@
 /* Fuzz target for the trace reader and the record decoder.
  *
- * libFuzzer:
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *       -Iformats tests/fuzz/fmt_reader_fuzz.c formats/codec.c formats/names.c \
- *       formats/reader.c formats/writer.c -lzstd -o fmt_reader_fuzz
- *   ./fmt_reader_fuzz -max_len=65536 corpus/
- * Replay files without a fuzzer (regression runs, any compiler):
- *   cc -std=c11 -D_GNU_SOURCE -g -DCT_FUZZ_MAIN -fsanitize=address,undefined \
- *       -Iformats tests/fuzz/fmt_reader_fuzz.c formats/codec.c formats/names.c \
- *       formats/reader.c formats/writer.c -lzstd -o fmt_reader_replay
- *   ./fmt_reader_replay tests/malformed/[a-z]*.zst corpus/[0-9a-z]*
- * A seed corpus: CT_MALFORMED_DUMP=corpus build/tests/fmt_malformed.
+ * `make fuzz` builds it with clang (libFuzzer) and runs it from
+ * tests/fuzz/corpus/fmt_reader/; `make check` replays that corpus through
+ * the same entry point built with -DCT_FUZZ_MAIN (replay_main.h).  More
+ * seeds: CT_MALFORMED_DUMP=DIR build/tests/fmt_malformed.
  *
  * Each input is read twice: as a whole trace (ct_trace_open_mem, then every
  * record through the per-thread and the merged cursors), and as a raw
@@ -68,44 +61,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	return 0;
 }
 
-#ifdef CT_FUZZ_MAIN
-int main(int argc, char **argv)
-{
-	int bad = 0;
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		if (!f) {
-			perror(argv[i]);
-			bad = 1;
-			continue;
-		}
-		size_t cap = 1 << 16, n = 0, got;
-		uint8_t *b = malloc(cap);
-		while (b && (got = fread(b + n, 1, cap - n, f)) > 0) {
-			n += got;
-			if (n == cap) {
-				uint8_t *nb = realloc(b, cap *= 2);
-				if (!nb) {
-					free(b);
-					b = NULL;
-				}
-				b = nb;
-			}
-		}
-		fclose(f);
-		if (!b) {
-			fprintf(stderr, "%s: out of memory\n", argv[i]);
-			bad = 1;
-			continue;
-		}
-		/* an exact-size copy so that ASAN catches any read past the end */
-		uint8_t *exact = malloc(n ? n : 1);
-		memcpy(exact, b, n);
-		free(b);
-		LLVMFuzzerTestOneInput(exact, n);
-		free(exact);
-		printf("ok %s (%zu bytes)\n", argv[i], n);
-	}
-	return bad;
-}
-#endif
+void fuzz_replay_done(void) {}
+
+#include "replay_main.h"

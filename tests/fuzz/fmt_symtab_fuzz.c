@@ -2,16 +2,11 @@
  * are parsed; whatever parses is looked up, serialized and parsed again
  * (the same bytes must come back).
  *
- * libFuzzer:
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *       -Iformats tests/fuzz/fmt_symtab_fuzz.c formats/symtab.c -o fmt_symtab_fuzz
- *   ./fmt_symtab_fuzz -max_len=65536 corpus/
- * Replay files without a fuzzer:
- *   cc -std=c11 -D_GNU_SOURCE -g -DCT_FUZZ_MAIN -fsanitize=address,undefined \
- *       -Iformats tests/fuzz/fmt_symtab_fuzz.c formats/symtab.c -o fmt_symtab_replay
- *   ./fmt_symtab_replay FILE...
- * Seeds: the SYMBOLS payload of any trace (commanalyze dump does not print
- * it; cut it out with the section offsets, or serialize a table in a test). */
+ * `make fuzz` builds it with clang (libFuzzer) and runs it from
+ * tests/fuzz/corpus/fmt_symtab/ (a SYMBOLS payload cut out of a recorded
+ * trace); `make check` replays that corpus through the same entry point
+ * built with -DCT_FUZZ_MAIN (replay_main.h).
+ */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,21 +54,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	return 0;
 }
 
-#ifdef CT_FUZZ_MAIN
-int main(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		if (!f) {
-			perror(argv[i]);
-			continue;
-		}
-		static uint8_t buf[1 << 22];
-		size_t n = fread(buf, 1, sizeof buf, f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, n);
-		printf("%s: ok\n", argv[i]);
-	}
-	return 0;
-}
-#endif
+void fuzz_replay_done(void) {}
+
+#include "replay_main.h"
