@@ -13,8 +13,11 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#define SOFT_THROTTLE_MAX 1024     /* longest period: this times the configured one */
 
 static _Atomic int use_timer;     /* 1 after the first perf failure */
 static _Atomic int timer_logged;
@@ -49,6 +52,15 @@ static uint64_t soft_rec_period(struct rt_thread *t, const struct perf_rec *r)
 	return t->period_ns;
 }
 
+static int timer_set(struct rt_thread *t)
+{
+	struct itimerspec its;
+	its.it_interval.tv_sec = (time_t)(t->period_ns / 1000000000ull);
+	its.it_interval.tv_nsec = (long)(t->period_ns % 1000000000ull);
+	its.it_value = its.it_interval;
+	return timer_settime(t->timer, 0, &its, NULL);
+}
+
 static int timer_start(struct rt_thread *t)
 {
 	struct sigevent sev;
@@ -59,11 +71,7 @@ static int timer_start(struct rt_thread *t)
 	sev._sigev_un._tid = t->tid;
 	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) < 0)
 		return -errno;
-	struct itimerspec its;
-	its.it_interval.tv_sec = (time_t)(t->period_ns / 1000000000ull);
-	its.it_interval.tv_nsec = (long)(t->period_ns % 1000000000ull);
-	its.it_value = its.it_interval;
-	if (timer_settime(t->timer, 0, &its, NULL) < 0) {
+	if (timer_set(t) < 0) {
 		int e = errno;
 		timer_delete(t->timer);
 		return -e;
@@ -133,12 +141,37 @@ static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 	return 1;
 }
 
+/* Throttling: twice the period, for the perf event (PERF_EVENT_IOC_PERIOD,
+ * from its next sample on) or the timer.  Samples still in the perf ring
+ * when the period changes are recorded with the new one. */
+static uint64_t soft_lengthen_period(struct rt_thread *t)
+{
+	uint64_t p = t->period_ns * 2, old = t->period_ns;
+	if (p > rt_cfg.period * 1000 * SOFT_THROTTLE_MAX)
+		return 0;
+	if (t->samp_fd >= 0) {
+		if (ioctl(t->samp_fd, PERF_EVENT_IOC_PERIOD, &p) < 0)
+			return 0;
+		t->period_ns = p;
+		return p;
+	}
+	if (!t->timer_ok)
+		return 0;
+	t->period_ns = p;
+	if (timer_set(t) < 0) {
+		t->period_ns = old;
+		return 0;
+	}
+	return p;
+}
+
 const struct sampler_ops rt_sampler_soft = {
 	.name = "soft",
 	.process_init = NULL,
 	.thread_start = soft_thread_start,
 	.thread_stop = soft_thread_stop,
 	.on_signal = soft_on_signal,
+	.lengthen_period = soft_lengthen_period,
 	.fill_attr = soft_fill_attr,
 	.rec_access = soft_rec_access,
 	.rec_period = soft_rec_period,
