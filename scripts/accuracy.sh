@@ -3,7 +3,7 @@
 # measured against the ground truth: the `exact` model on a full trace
 # (commrec --sampler inst --full).
 #
-#   scripts/accuracy.sh [-o FILE.md] [--tsv FILE] [--keep DIR] [--quick]
+#   scripts/accuracy.sh [-o FILE.md] [--tsv FILE] [--keep DIR] [--quick|--full-only]
 #
 # Builds the microbenchmarks with record/commrec-cc (and plainly with gcc, for
 # the soft sampler) into a temporary directory; per benchmark records
@@ -19,6 +19,9 @@
 #                tests/e2e/accuracy.sh asserts on)
 #   --keep DIR   keep the programs, traces, outputs and matrices in DIR
 #   --quick      soft runs of half the benchmarks' default length (but p2p)
+#   --full-only  only the full recordings, analyzed with exact and emulate
+#                (the metrics exact_* and emulate_*; no document): what
+#                tests/e2e/exact_invariants.sh checks in make check
 # Environment: B (build directory, default build), CC (gcc), NFULL (4000000),
 # NINST (60000000), IPERIOD (10000).
 #
@@ -36,17 +39,20 @@ case $B in /*) BD=$B ;; *) BD=$ROOT/$B ;; esac
 COMMREC=$BD/commrec
 COMMANALYZE=$BD/commanalyze
 CC=${CC:-gcc}
-OUT='' TSV='' KEEP='' QUICK=0
+OUT='' TSV='' KEEP='' QUICK=0 FULL_ONLY=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	-o) OUT=$2; shift 2 ;;
 	--tsv) TSV=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--quick) QUICK=1; shift ;;
+	--full-only) FULL_ONLY=1; shift ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed 's/^# \{0,1\}//; /^set -eu/d'; exit 0 ;;
 	*) echo "accuracy.sh: unknown argument '$1' (see -h)" >&2; exit 2 ;;
 	esac
 done
+[ $FULL_ONLY = 1 ] && [ -n "$OUT" ] &&
+	{ echo "accuracy.sh: --full-only makes no document (-o)" >&2; exit 2; }
 NFULL=${NFULL:-4000000}
 IPERIOD=${IPERIOD:-10000}
 NINST=${NINST:-60000000}
@@ -82,6 +88,7 @@ CFLAGS=(-std=c11 -D_GNU_SOURCE -O2 -pthread)
 for p in write_volume false_sharing read_write p2p objects; do
 	CC=$CC "$ROOT/record/commrec-cc" "${CFLAGS[@]}" "$ROOT/tests/ubench/$p.c" -o "$W/$p.inst" 2>"$W/$p.cc.err" ||
 		{ echo "accuracy.sh: commrec-cc $p failed: $(head -c 400 "$W/$p.cc.err")" >&2; exit 1; }
+	[ $FULL_ONLY = 1 ] && continue    # the plain build is for the soft recordings
 	$CC "${CFLAGS[@]}" "$ROOT/tests/ubench/$p.c" -o "$W/$p.plain" 2>>"$W/$p.cc.err" ||
 		{ echo "accuracy.sh: $CC $p failed" >&2; exit 1; }
 done
@@ -173,6 +180,9 @@ for c in "${CONFIGS[@]}"; do
 	ids+=("$id")
 	# shellcheck disable=SC2086
 	rec "$id" full "$prog" $args -n "$NFULL" -S 1
+	for k in all true false; do mat "$id" full exact "$k"; done
+	for k in all false; do mat "$id" full emulate "$k"; done
+	[ $FULL_ONLY = 1 ] && continue
 	# shellcheck disable=SC2086
 	rec "$id" inst "$prog" $args -n "$NINST" -S 2
 	if [ $QUICK = 1 ]; then
@@ -190,9 +200,7 @@ for c in "${CONFIGS[@]}"; do
 		# shellcheck disable=SC2086
 		rec "$id" soft "$prog" $args -S 3
 	fi
-	for k in all true false; do mat "$id" full exact "$k"; done
 	for k in all false; do
-		mat "$id" full emulate "$k"
 		mat "$id" inst comdetective "$k"
 		mat "$id" soft comdetective "$k"
 	done
@@ -202,7 +210,7 @@ t_end=$(date +%s)
 cat >"$W/acc.py" <<'EOF'
 import csv, math, re, sys
 
-W, ids = sys.argv[1], sys.argv[2:]
+W, full_only, ids = sys.argv[1], sys.argv[2] == '1', sys.argv[3:]
 
 def bench_out(path):
     """benchmark output -> (tid -> index, per-thread counts, program)"""
@@ -309,7 +317,9 @@ for i in ids:
     put(i, 'exact_in_over_accesses', over)
     exs = sym(ex['all'], nodes)
     exp_pairs = [k for k in exs if 'm' not in k and (expected(prog, k[0], k[1]) or expected(prog, k[1], k[0]))]
-    runs = [('emulate', 'full', 'emulate'), ('inst', 'inst', 'comdetective'), ('soft', 'soft', 'comdetective')]
+    runs = [('emulate', 'full', 'emulate')]
+    if not full_only:
+        runs += [('inst', 'inst', 'comdetective'), ('soft', 'soft', 'comdetective')]
     put(i, 'exact_expected_share', sum(v for (d, s), v in ex['all'].items() if expected(prog, d, s)) / max(1.0, tot))
     for name, mode, model in runs:
         t2, c2, _ = bench_out(f'{W}/{i}.{mode}.out')
@@ -342,7 +352,7 @@ for i in ids:
 for i, name, v in out:
     print(f'{i}\t{name}\t{v:.6g}' if isinstance(v, float) else f'{i}\t{name}\t{v}')
 EOF
-python3 "$W/acc.py" "$W" "${ids[@]}" >"$W/acc.tsv"
+python3 "$W/acc.py" "$W" "$FULL_ONLY" "${ids[@]}" >"$W/acc.tsv"
 [ -z "$TSV" ] || cp "$W/acc.tsv" "$TSV"
 
 # ---- the document ------------------------------------------------------------
@@ -377,6 +387,10 @@ table() {
 	done
 }
 
+if [ $FULL_ONLY = 1 ]; then
+	echo "(full recordings and analysis $((t_end - t_start)) s; metrics: ${TSV:-not kept (--tsv)})"
+	exit 0
+fi
 if [ -z "$OUT" ]; then
 	table
 	echo

@@ -10,6 +10,7 @@
 # hang CI).  Each program's line shows its elapsed time.  The last line is
 # the summary: "N passed, N failed, N skipped in S s".
 # Filter with TESTS=pattern (substring of the program name).
+#   tests/run.sh SCRIPT...   runs those scripts instead (make accuracy).
 set -u
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -53,16 +54,22 @@ run_one() {
 
 want() { [ -z "${TESTS:-}" ] || [[ "$1" == *"$TESTS"* ]]; }
 
-for t in "$B"/tests/*; do
-	[ -x "$t" ] && [ -f "$t" ] || continue
-	want "$t" || continue
-	run_one "unit/$(basename "$t")" "$t"
-done
-for t in tests/e2e/*.sh; do
-	[ -f "$t" ] || continue
-	want "$t" || continue
-	run_one "e2e/$(basename "$t" .sh)" bash "$t"
-done
+if [ $# -gt 0 ]; then
+	for t in "$@"; do
+		run_one "$(basename "$t" .sh)" bash "$t"
+	done
+else
+	for t in "$B"/tests/*; do
+		[ -x "$t" ] && [ -f "$t" ] || continue
+		want "$t" || continue
+		run_one "unit/$(basename "$t")" "$t"
+	done
+	for t in tests/e2e/*.sh; do
+		[ -f "$t" ] || continue
+		want "$t" || continue
+		run_one "e2e/$(basename "$t" .sh)" bash "$t"
+	done
+fi
 
 [ ${#failed_names[@]} -eq 0 ] || echo "failed: ${failed_names[*]}"
 echo "$pass passed, $fail failed, $skip skipped in $(elapsed "$suite_start") s"
