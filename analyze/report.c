@@ -106,17 +106,23 @@ static void sampler_line(struct report *r)
 	printf("  %-13s %s: %s; %s watchpoint registers\n", "sampler", r->sampler, what, wp);
 }
 
-/* What the trace says about watchpoints, where it matters: the models that
- * replay the recorded watchpoints (comdetective) on a sampled trace.  (exact
- * and emulate on a full trace need none, window and signature use none.) */
+/* Do the recorded watchpoints matter to this analysis?  Only to the model
+ * that replays them (comdetective) on a sampled trace: exact and emulate on
+ * a full trace need none, window and signature use none. */
+static bool recorded_watchpoints_matter(const struct analysis *a)
+{
+	const struct ct_header *h = ct_trace_header(a->trace);
+	return !strcmp(a->model->name, "comdetective") && !(h && (h->features & CT_FEAT_FULL));
+}
+
+/* What the trace says about watchpoints, where it matters. */
 static void watchpoint_warnings(struct report *r, uint64_t arms, uint64_t hits)
 {
 	struct analysis *a = r->a;
 	struct ct_trace *t = a->trace;
-	const struct ct_header *h = ct_trace_header(t);
 	char v[64], probe[32] = "", detail[256] = "", forced[8] = "0";
 	uint64_t w;
-	if (strcmp(a->model->name, "comdetective") || (h && (h->features & CT_FEAT_FULL)) ||
+	if (!recorded_watchpoints_matter(a) ||
 	    !ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints", v, sizeof v) || !parse_u64(v, &w))
 		return;
 	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_probe", probe, sizeof probe);
@@ -321,7 +327,8 @@ static void sec_totals(struct report *r)
 	       "   thread that accesses it; each detected event counts for its sample's period)\n");
 	char probe[32] = "";
 	ct_trace_meta(a->trace, CT_SEC_CONFIG, "watchpoint_probe", probe, sizeof probe);
-	if (!r->events && a->stats.samples && !strcmp(probe, "no-fire"))
+	if (!r->events && a->stats.samples && !strcmp(probe, "no-fire") &&
+	    recorded_watchpoints_matter(a))
 		warn(r, "no communication detected: without watchpoints (see below) the samples of "
 		        "two threads must meet on a line; try --model window, which pairs samples "
 		        "of different threads, or a smaller commrec -c period");
