@@ -4,6 +4,7 @@
 # (commrec --sampler inst --full).
 #
 #   scripts/accuracy.sh [-o FILE.md] [--tsv FILE] [--keep DIR] [--quick|--full-only]
+#                       [--configs ID,ID...]
 #
 # Builds the microbenchmarks with record/commrec-cc (and plainly with gcc, for
 # the soft sampler) into a temporary directory; per benchmark records
@@ -19,9 +20,10 @@
 #                tests/accuracy.sh, make accuracy, asserts on)
 #   --keep DIR   keep the programs, traces, outputs and matrices in DIR
 #   --quick      soft runs of half the benchmarks' default length (but p2p)
-#   --full-only  only the full recordings, analyzed with exact and emulate
-#                (the metrics exact_* and emulate_*; no document): what
-#                tests/e2e/exact_invariants.sh checks in make check
+#   --full-only  only the full recordings, analyzed with exact (the metrics
+#                exact_*; no document): what tests/e2e/exact_invariants.sh
+#                checks in make check
+#   --configs L  only these configurations (IDs below, comma-separated)
 # Environment: B (build directory, default build), CC (gcc), NFULL (4000000),
 # NINST (60000000), IPERIOD (10000).
 #
@@ -39,7 +41,7 @@ case $B in /*) BD=$B ;; *) BD=$ROOT/$B ;; esac
 COMMREC=$BD/commrec
 COMMANALYZE=$BD/commanalyze
 CC=${CC:-gcc}
-OUT='' TSV='' KEEP='' QUICK=0 FULL_ONLY=0
+OUT='' TSV='' KEEP='' QUICK=0 FULL_ONLY=0 ONLY=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-o) OUT=$2; shift 2 ;;
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=$2; shift 2 ;;
 	--quick) QUICK=1; shift ;;
 	--full-only) FULL_ONLY=1; shift ;;
+	--configs) ONLY=,$2,; shift 2 ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed 's/^# \{0,1\}//; /^set -eu/d'; exit 0 ;;
 	*) echo "accuracy.sh: unknown argument '$1' (see -h)" >&2; exit 2 ;;
 	esac
@@ -84,8 +87,19 @@ CONFIGS=(
 	"objects objects -t 2 -k malloc -s 0.5"
 )
 
+if [ -n "$ONLY" ]; then
+	kept=()
+	for c in "${CONFIGS[@]}"; do
+		case $ONLY in *,"${c%% *}",*) kept+=("$c") ;; esac
+	done
+	[ ${#kept[@]} -gt 0 ] || { echo "accuracy.sh: --configs: no such configuration" >&2; exit 2; }
+	CONFIGS=("${kept[@]}")
+fi
+# the programs the configurations run
+progs=$(for c in "${CONFIGS[@]}"; do read -r _ p _ <<<"$c"; echo "$p"; done | sort -u)
+
 CFLAGS=(-std=c11 -D_GNU_SOURCE -O2 -pthread)
-for p in write_volume false_sharing read_write p2p objects; do
+for p in $progs; do
 	CC=$CC "$ROOT/record/commrec-cc" "${CFLAGS[@]}" "$ROOT/tests/ubench/$p.c" -o "$W/$p.inst" 2>"$W/$p.cc.err" ||
 		{ echo "accuracy.sh: commrec-cc $p failed: $(head -c 400 "$W/$p.cc.err")" >&2; exit 1; }
 	[ $FULL_ONLY = 1 ] && continue    # the plain build is for the soft recordings
@@ -181,8 +195,8 @@ for c in "${CONFIGS[@]}"; do
 	# shellcheck disable=SC2086
 	rec "$id" full "$prog" $args -n "$NFULL" -S 1
 	for k in all true false; do mat "$id" full exact "$k"; done
-	for k in all false; do mat "$id" full emulate "$k"; done
 	[ $FULL_ONLY = 1 ] && continue
+	for k in all false; do mat "$id" full emulate "$k"; done
 	# shellcheck disable=SC2086
 	rec "$id" inst "$prog" $args -n "$NINST" -S 2
 	if [ $QUICK = 1 ]; then
@@ -317,9 +331,8 @@ for i in ids:
     put(i, 'exact_in_over_accesses', over)
     exs = sym(ex['all'], nodes)
     exp_pairs = [k for k in exs if 'm' not in k and (expected(prog, k[0], k[1]) or expected(prog, k[1], k[0]))]
-    runs = [('emulate', 'full', 'emulate')]
-    if not full_only:
-        runs += [('inst', 'inst', 'comdetective'), ('soft', 'soft', 'comdetective')]
+    runs = [] if full_only else [('emulate', 'full', 'emulate'), ('inst', 'inst', 'comdetective'),
+                                 ('soft', 'soft', 'comdetective')]
     put(i, 'exact_expected_share', sum(v for (d, s), v in ex['all'].items() if expected(prog, d, s)) / max(1.0, tot))
     for name, mode, model in runs:
         t2, c2, _ = bench_out(f'{W}/{i}.{mode}.out')

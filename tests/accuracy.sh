@@ -21,14 +21,7 @@
 # and schedule is checked in make check by tests/e2e/exact_invariants.sh.
 . "$(dirname "$0")/../lib.sh"
 
-for f in "$COMMREC" "$COMMANALYZE" "$CT_BUILD/libcommrec-inst.so" "$CT_BUILD/libcommrec.so"; do
-	if [ ! -e "$f" ]; then
-		skip accuracy "build $f first (make)"
-		exit 0
-	fi
-done
-command -v python3 >/dev/null || { skip accuracy "needs python3"; exit 0; }
-command -v gcc >/dev/null || { skip accuracy "needs gcc"; exit 0; }
+require accuracy "$COMMREC" "$COMMANALYZE" "$CT_BUILD/libcommrec-inst.so" "$CT_BUILD/libcommrec.so" python3 gcc
 unset COMMTRACE_SPOOL COMMTRACE_PID COMMTRACE_RUNTIME
 
 T=$WORK/acc.tsv
