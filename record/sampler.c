@@ -3,7 +3,6 @@
  * watchpoints work here (wp_probe.h: armed on a word, written, counted),
  * --list-samplers, the choice made by --sampler auto, and the period with
  * its floor. */
-#include <errno.h>
 #include <stdbool.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>

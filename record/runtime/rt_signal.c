@@ -38,15 +38,17 @@
  * kernel's queue, and each of their handlers makes the thread use more CPU
  * time, which brings more signals (measured on a 2-cpu VM at a 20 us
  * period: a 0.2 s program ran 13 s).  The kernel's part of delivering a
- * signal is not in the measure.   The program's signal
- * masks are left alone: a thread that blocks our signal loses its samples
- * meanwhile (the kernel ring may then overflow: LOST records). */
+ * signal is not in the measure.
+ *
+ * The program's signal masks are left alone: a thread that blocks our
+ * signal loses its samples meanwhile (the kernel ring may then overflow:
+ * LOST records). */
 #include "rt.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <string.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -297,6 +299,19 @@ static void account(struct rt_thread *t, uint64_t c0)
 	t->cost_ns = 0;
 }
 
+/* A SIGIO fallback: the signals come faster than they are handled, so
+ * lengthen t's period at once (once per window), unless the SIGIO may be
+ * the program's own (it has a handler for it). */
+static void queue_was_full(struct rt_thread *t)
+{
+	struct sigaction *pa = &prog_act[SIGIO];
+	if ((pa->sa_handler == SIG_DFL || pa->sa_handler == SIG_IGN) && rt_cfg.throttle &&
+	    t->sampler->lengthen_period && !t->queue_throttled) {
+		t->queue_throttled = true;
+		throttle(t, 0);
+	}
+}
+
 static void rt_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
@@ -314,14 +329,8 @@ static void rt_handler(int sig, siginfo_t *si, void *uc)
 		ours = handle_ours(sig, si, uc, t);
 	if (t && (ours || fallback))
 		account(t, c0);
-	/* A full queue means the signals come faster than they are handled:
-	 * lengthen the period at once, unless the SIGIO may be the program's */
-	struct sigaction *pa = &prog_act[SIGIO];
-	if (fallback && (pa->sa_handler == SIG_DFL || pa->sa_handler == SIG_IGN) &&
-	    rt_cfg.throttle && t->sampler->lengthen_period && !t->queue_throttled) {
-		t->queue_throttled = true;      /* once per window */
-		throttle(t, 0);
-	}
+	if (fallback)
+		queue_was_full(t);
 	if (t)
 		atomic_store(&t->in_handler, 0);
 	rt_guard--;
