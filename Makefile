@@ -3,6 +3,9 @@
 #   make [all]        build commrec, libcommrec.so, commanalyze, tests
 #   make check        run every test (installs missing Debian packages first)
 #   make MPI=1        also build commanalyze-mpi (needs libopenmpi-dev)
+#   make accuracy     accuracy of the models against exact: regenerates
+#                     doc/accuracy.md and asserts its bounds (several minutes;
+#                     not part of check: its bounds are measurements)
 #   make bench        print the performance table
 #   make fuzz         build the fuzz targets (clang, libFuzzer) and run each
 #                     for FUZZ_TIME seconds (default 60) on its corpus
@@ -56,6 +59,11 @@ HAVE_HDF5 := $(call have_hdr,hdf5.h,$(HDF5_CFLAGS))
 HAVE_LIBDWARF := $(call have_hdr,libdwarf.h,$(DWARF_CFLAGS))
 HAVE_LIBPFM := $(call have_hdr,perfmon/pfmlib_perf_event.h,)
 
+# Required: their absence is a message naming the Debian package (make deps
+# installs them as root), not a compiler error on a missing header.
+REQUIRED_HDRS := zstd.h:libzstd-dev Zydis/Zydis.h:libzydis-dev
+MISSING_PKGS := $(foreach h,$(REQUIRED_HDRS),$(if $(call have_hdr,$(firstword $(subst :, ,$(h))),$(ZSTD_CFLAGS)),,$(lastword $(subst :, ,$(h)))))
+
 FEAT_CFLAGS :=
 ANA_LIBS :=
 REC_LIBS :=
@@ -74,6 +82,20 @@ REC_LIBS += -lpfm
 endif
 
 CFLAGS_ALL := $(BASE_CFLAGS) $(ZSTD_CFLAGS) $(FEAT_CFLAGS) $(CFLAGS)
+
+# The build configuration (optional features found, compiler, flags) in a
+# stamp that every object depends on: rewritten only when it changes, so
+# installing libpfm4-dev (or ASAN=1, or new CFLAGS) and running make again
+# rebuilds what it affects.  One line says what is enabled when it changes.
+yesno = $(if $(1),yes,no ($(2)))
+FEATURES := hdf5=$(HAVE_HDF5) libdwarf=$(HAVE_LIBDWARF) libpfm4=$(HAVE_LIBPFM)
+BUILD_CONFIG := $(FEATURES) cc=$(CC) flags=$(CFLAGS_ALL) $(SAN)
+BUILD_STAMP := $(B)/build-config
+ifneq ($(BUILD_CONFIG),$(file <$(BUILD_STAMP)))
+$(shell mkdir -p $(B))
+$(file >$(BUILD_STAMP),$(BUILD_CONFIG))
+$(info features: HDF5 output $(call yesno,$(HAVE_HDF5),libhdf5-dev); DWARF symbols $(call yesno,$(HAVE_LIBDWARF),libdwarf-dev); PMU event names for pebs $(call yesno,$(HAVE_LIBPFM),libpfm4-dev))
+endif
 # The runtime is preloaded into other programs: no sanitizers, PIC, hidden
 # symbols except the interposed ones.
 RT_CFLAGS := $(CFLAGS_ALL) -fPIC -fvisibility=hidden -Irecord/common -Irecord/runtime
@@ -117,18 +139,25 @@ PROGRAMS := $(if $(LAUNCH_SRC),$(COMMREC)) $(if $(RT_SRC),$(RUNTIME)) \
             $(if $(INST_SRC),$(INST_RT) $(INST_RT_A)) \
             $(if $(wildcard analyze/main.c),$(COMMANALYZE))
 
-.PHONY: all deps check bench demo install clean programs tests fuzz
+.PHONY: all deps check accuracy bench demo install clean programs tests fuzz required
 all: programs tests
 programs: $(PROGRAMS)
 tests: $(UNIT_BIN) $(UBENCH_BIN) $(FUZZ_REPLAY)
 
 # ---- rules --------------------------------------------------------------------
-$(B)/std/%.o: %.c
+required:
+ifneq ($(strip $(MISSING_PKGS)),)
+	@echo "commtrace needs the Debian package(s):$(MISSING_PKGS)" >&2
+	@echo "  install them: apt-get install$(MISSING_PKGS)   (or, as root: make deps)" >&2
+	@exit 1
+endif
+
+$(B)/std/%.o: %.c $(BUILD_STAMP) | required
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS_ALL) $(SAN) -Irecord/common -Ianalyze -MMD -MP -c $< -o $@
 
-$(B)/pic/%.o: %.c
+$(B)/pic/%.o: %.c $(BUILD_STAMP) | required
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC PIC  $<")
 	$(Q)$(CC) $(RT_CFLAGS) -MMD -MP -c $< -o $@
@@ -208,7 +237,7 @@ ifeq ($(MPI),1)
 MPICC ?= mpicc
 COMMANALYZE_MPI := $(B)/commanalyze-mpi
 MPI_OBJ := $(B)/mpi/analyze/sweep_mpi.o $(B)/mpi/analyze/mpi/main_mpi.o
-$(B)/mpi/%.o: %.c
+$(B)/mpi/%.o: %.c $(BUILD_STAMP) | required
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  MPICC   $<")
 	$(Q)$(MPICC) $(CFLAGS_ALL) $(SAN) -DHAVE_MPI -Irecord/common -Ianalyze -MMD -MP -c $< -o $@
@@ -227,6 +256,10 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory all
 	@B=$(B) ASAN=$(ASAN) tests/run.sh
+
+accuracy: deps
+	@$(MAKE) --no-print-directory all
+	@B=$(B) tests/run.sh tests/accuracy.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all

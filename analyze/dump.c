@@ -112,8 +112,8 @@ void dump_record(FILE *f, const struct ct_record *r)
 		fprintf(f, " status=%" PRId32, r->u.end.status);
 		break;
 	case CT_REC_MARKER: {
-		static const char *const kn[] = { "begin", "end", "phase" };
-		fprintf(f, " kind=%s name=", r->u.marker.kind < 3 ? kn[r->u.marker.kind] : "unknown");
+		static const char *const kn[] = { "begin", "end", "phase", "throttle" };
+		fprintf(f, " kind=%s name=", r->u.marker.kind < 4 ? kn[r->u.marker.kind] : "unknown");
 		put_name(f, r->u.marker.name, sizeof r->u.marker.name);
 		break;
 	}

@@ -17,6 +17,15 @@
 #define FEW_EVENTS 100
 #define HIGH_LOSS 0.05
 #define HIGH_SKIP 0.20
+#define HIGH_RUNTIME 0.05     /* samples in the recorder's runtime */
+#define MANY_ARMS 100         /* watchpoint arms without any hit: suspicious */
+
+/* Sampling periods the runtime lengthened (MARKER records of kind
+ * throttle), per thread: collected while the model runs. */
+struct throttled {
+	size_t nthreads;
+	uint64_t *period;         /* per thread: the longest, 0 if never throttled */
+};
 
 struct report {
 	struct analysis *a;
@@ -25,8 +34,9 @@ struct report {
 	uint64_t duration;        /* ns, 0 if unknown */
 	bool cpu_time;            /* sample periods are CPU time (soft), not counts */
 	char sampler[64];
-	char warn[16][400];
+	char warn[16][640];
 	size_t nwarn;
+	struct throttled thr;
 };
 
 static void warn(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -100,6 +110,128 @@ static void sampler_line(struct report *r)
 	printf("  %-13s %s: %s; %s watchpoint registers\n", "sampler", r->sampler, what, wp);
 }
 
+/* Do the recorded watchpoints matter to this analysis?  Only to the model
+ * that replays them (comdetective) on a sampled trace: exact and emulate on
+ * a full trace need none, window and signature use none. */
+static bool recorded_watchpoints_matter(const struct analysis *a)
+{
+	const struct ct_header *h = ct_trace_header(a->trace);
+	return !strcmp(a->model->name, "comdetective") && !(h && (h->features & CT_FEAT_FULL));
+}
+
+/* What the trace says about watchpoints, where it matters. */
+static void watchpoint_warnings(struct report *r, uint64_t arms, uint64_t hits)
+{
+	struct analysis *a = r->a;
+	struct ct_trace *t = a->trace;
+	char v[64], probe[32] = "", detail[256] = "", forced[8] = "0";
+	uint64_t w;
+	if (!recorded_watchpoints_matter(a) ||
+	    !ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints", v, sizeof v) || !parse_u64(v, &w))
+		return;
+	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_probe", probe, sizeof probe);
+	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_probe_detail", detail, sizeof detail);
+	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints_forced", forced, sizeof forced);
+	if (!strcmp(probe, "no-fire")) {
+		if (w == 0)
+			warn(r, "watchpoints do not fire on the machine this trace was recorded on "
+			        "(commrec's probe: %s), so commrec armed none: communication that only one "
+			        "thread's samples see is missed, the figures come from samples alone. For "
+			        "watchpoints record on bare metal or on a machine with a PMU; or record every "
+			        "access (commrec --sampler inst --full, commrec-cc(1)) and use --model exact "
+			        "or emulate", detail);
+		else
+			warn(r, "watchpoints were armed although commrec's probe found they do not fire "
+			        "on the recording machine (%s; commrec --force-watchpoints): %" PRIu64
+			        " arms, %" PRIu64 " hits", detail, arms, hits);
+		return;
+	}
+	if (w == 0)
+		warn(r, "watchpoints were off when recording: communication seen by only one "
+		        "sample side is missed (commrec -w 4)");
+	else if (a->opts.watchpoints > w && a->opts.watchpoints != MODEL_WP_NONE)
+		warn(r, "--watchpoints %u is more than the %" PRIu64 " registers recorded: hits "
+		        "are scaled as the registers actually armed", a->opts.watchpoints, w);
+	else if (!arms && a->stats.samples)
+		warn(r, "no watchpoint was armed although %" PRIu64 " registers were configured", w);
+	else if (arms >= MANY_ARMS && !hits)
+		warn(r, "%" PRIu64 " watchpoint arms and not one hit: the debug registers may not "
+		        "fire on the recording machine%s ('commrec --list-samplers' probes them), or "
+		        "no other thread touched the watched lines before they expired", arms,
+		        forced[0] == '1' ? " (armed with --force-watchpoints)" : "");
+}
+
+/* ---- throttling ------------------------------------------------------------ */
+
+static void throttled_record(void *self, const struct ct_record *rec)
+{
+	struct throttled *th = self;
+	unsigned long long p;
+	if (rec->type != CT_REC_MARKER || rec->u.marker.kind != CT_MARK_THROTTLE ||
+	    rec->thread >= th->nthreads || sscanf(rec->u.marker.name, "period=%llu", &p) != 1)
+		return;
+	if (p > th->period[rec->thread])
+		th->period[rec->thread] = p;
+}
+
+static void throttled_finish(void *self)
+{
+	(void)self;
+}
+
+/* The analysis' setup, then the throttle consumer beside its consumers. */
+struct report_setup {
+	struct analysis_hooks *h;
+	int (*inner)(void *, struct analysis *);
+	void *inner_arg;
+	struct throttled *thr;
+};
+
+static int report_hook_setup(void *arg, struct analysis *an)
+{
+	struct report_setup *rs = arg;
+	int rc = rs->inner ? rs->inner(rs->inner_arg, an) : 0;
+	if (rc)
+		return rc;
+	rs->thr->nthreads = thread_space(an->trace);
+	rs->thr->period = calloc(rs->thr->nthreads ? rs->thr->nthreads : 1, sizeof *rs->thr->period);
+	if (!rs->thr->period || rs->h->npre >= ANALYSIS_HOOKS_MAX) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	rs->h->pre[rs->h->npre++] = (struct record_consumer){ rs->thr, throttled_record,
+	                                                      throttled_finish };
+	return 0;
+}
+
+/* "throttled  2 of 5 threads, period lengthened up to 400 us ..." */
+static void throttle_line(struct report *r)
+{
+	const struct throttled *th = &r->thr;
+	size_t n = 0;
+	uint64_t longest = 0;
+	for (size_t i = 0; i < th->nthreads; i++) {
+		n += th->period[i] > 0;
+		if (th->period[i] > longest)
+			longest = th->period[i];
+	}
+	if (!n)
+		return;
+	char limit[16] = "?", when[64];
+	ct_trace_meta(r->a->trace, CT_SEC_CONFIG, "throttle", limit, sizeof limit);
+	if (r->cpu_time)
+		snprintf(when, sizeof when, "%.0f us of CPU time", (double)longest / 1e3);
+	else
+		snprintf(when, sizeof when, "%" PRIu64, longest);
+	printf("  %-13s %zu of %zu threads: period lengthened up to %s\n", "throttled", n,
+	       ct_trace_nthreads(r->a->trace), when);
+	warn(r, "the recorder throttled the sampling of %zu thread%s: its signal handlers took "
+	        "more than %s%% of their CPU time (or the signal queue was full), so it lengthened "
+	        "their period, up to %s. Their samples carry the longer period (the weights stay "
+	        "right), but there are fewer of them: a longer commrec -c avoids it", n,
+	     n == 1 ? "" : "s", limit, when);
+}
+
 static void sec_trace(struct report *r)
 {
 	struct analysis *a = r->a;
@@ -134,17 +266,8 @@ static void sec_trace(struct report *r)
 	}
 	printf("  %-13s %" PRIu64 " (samples %" PRIu64 ", watchpoint arms %" PRIu64 ", hits %" PRIu64
 	       ")\n", "records", a->stats.records, a->stats.samples, arms, hits);
-	uint64_t w;
-	if (ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints", v, sizeof v) && parse_u64(v, &w)) {
-		if (w == 0)
-			warn(r, "watchpoints were off when recording: communication seen by only one "
-			        "sample side is missed (commrec -w 4)");
-		else if (a->opts.watchpoints > w && a->opts.watchpoints != MODEL_WP_NONE)
-			warn(r, "--watchpoints %u is more than the %" PRIu64 " registers recorded: hits "
-			        "are scaled as the registers actually armed", a->opts.watchpoints, w);
-		else if (!arms && a->stats.samples)
-			warn(r, "no watchpoint was armed although %" PRIu64 " registers were configured", w);
-	}
+	watchpoint_warnings(r, arms, hits);
+	throttle_line(r);
 }
 
 static void sec_model(struct report *r)
@@ -206,7 +329,14 @@ static void sec_totals(struct report *r)
 	       pct(r->fa, r->total), fmt_count(r->fa, b3, sizeof b3));
 	printf("  (a line transfer: a cache line moving from the thread that wrote it to another\n"
 	       "   thread that accesses it; each detected event counts for its sample's period)\n");
-	if (!r->events && a->stats.samples)
+	char probe[32] = "";
+	ct_trace_meta(a->trace, CT_SEC_CONFIG, "watchpoint_probe", probe, sizeof probe);
+	if (!r->events && a->stats.samples && !strcmp(probe, "no-fire") &&
+	    recorded_watchpoints_matter(a))
+		warn(r, "no communication detected: without watchpoints (see below) the samples of "
+		        "two threads must meet on a line; try --model window, which pairs samples "
+		        "of different threads, or a smaller commrec -c period");
+	else if (!r->events && a->stats.samples)
 		warn(r, "no communication detected (try a longer --expiry, e.g. ns:1000000, or the "
 		        "window model)");
 	else if (r->events && r->events < FEW_EVENTS && !via[COMM_VIA_EXACT])
@@ -370,12 +500,21 @@ static void sec_lost(struct report *r)
 				not_access += s->skipped_by_reason[k];
 		}
 	printf("\n");
-	/* the accesses whose address was lost: a bias, unlike non-accesses */
-	uint64_t failed = s->skipped_total - not_access;
+	/* the accesses whose address was lost: a bias, unlike non-accesses;
+	 * samples in the runtime are neither: the recorder's own cost */
+	uint64_t in_rt = s->skipped_by_reason[CT_SKIP_RUNTIME];
+	uint64_t failed = s->skipped_total - not_access - in_rt;
 	double fail_frac = (double)failed / (double)(s->samples + failed ? s->samples + failed : 1);
-	if (not_access)
+	double rt_frac = (double)in_rt / (double)(s->samples + s->skipped_total ? s->samples + s->skipped_total : 1);
+	if (not_access || in_rt)
 		printf("  %-26s %" PRIu64 " not user memory accesses (normal), %" PRIu64
-		       " accesses without an address\n", "", not_access, failed);
+		       " in the recorder's runtime, %" PRIu64 " accesses without an address\n", "",
+		       not_access, in_rt, failed);
+	if (rt_frac > HIGH_RUNTIME)
+		warn(r, "%.1f%% of the samples fell inside the recorder's runtime (its signal "
+		        "handlers), not in the program: the sampling period is too short for this "
+		        "machine (a longer commrec -c; the recorder throttles itself above --throttle)",
+		     100 * rt_frac);
 	if (lost_frac > HIGH_LOSS)
 		warn(r, "high loss: %.1f%% of records were lost (larger buffers, a longer period)",
 		     100 * lost_frac);
@@ -451,13 +590,18 @@ int cmd_report(int argc, char **argv)
 	struct analysis_hooks hooks;
 	struct attrib_hook ah;
 	attrib_hooks_init(&hooks, &ah, from_binaries);
+	struct throttled thr = { 0, NULL };
+	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr };
+	hooks.setup = report_hook_setup;
+	hooks.arg = &rs;
 	int rc = analysis_run_hooks(&an, path, &o, true, &hooks);
 	if (rc) {
+		free(thr.period);
 		attrib_free(ah.a);
 		analysis_free(&an);
 		return rc;
 	}
-	struct report r = { .a = &an };
+	struct report r = { .a = &an, .thr = thr };
 	if (an.warning[0])
 		warn(&r, "%s", an.warning);
 	sec_trace(&r);
@@ -480,6 +624,7 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "commanalyze: %s\n", an.err.msg);
 		status = EXIT_BADTRACE;
 	}
+	free(thr.period);
 	attrib_free(ah.a);
 	analysis_free(&an);
 	return status;

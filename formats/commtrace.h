@@ -151,6 +151,10 @@ struct ct_thread_end {
 
 enum ct_marker_kind {
 	CT_MARK_REGION_BEGIN = 0, CT_MARK_REGION_END = 1, CT_MARK_PHASE = 2,
+	/* the runtime lengthened the thread's sampling period (throttling):
+	 * name "period=N share=P%", N the new period in the SAMPLE period unit,
+	 * P the runtime's share of the thread's CPU time that triggered it */
+	CT_MARK_THROTTLE = 3,
 };
 
 struct ct_marker {

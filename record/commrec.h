@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "rtconfig.h"
+#include "wp_probe.h"
 
 /* Exit statuses of commrec itself (otherwise it returns the program's). */
 #define REC_EXIT_FAILED CT_EXIT_RECORD_FAILED  /* 125: could not record */
@@ -23,11 +24,20 @@
 
 #define REC_MAX_EVENTS 16
 
+/* Sampling periods (sampler.c): defaults, and the floors below which the
+ * runtime's signal handler would take over the program. */
+#define REC_SOFT_PERIOD_DEFAULT 1000     /* soft: CPU microseconds */
+#define REC_SOFT_PERIOD_MIN CT_SOFT_PERIOD_MIN
+#define REC_EVENT_PERIOD_DEFAULT 500000  /* pebs, ibs: events; inst: accesses */
+#define REC_EVENT_PERIOD_MIN 10000       /* pebs, ibs */
+#define REC_THROTTLE_DEFAULT 25          /* percent of a thread's CPU time */
+
 struct rec_opts {
 	const char *output;          /* -o (default "trace.zst") */
 	bool force;                  /* -f */
 	const char *sampler;         /* -s as given: auto pebs ibs soft inst */
 	uint64_t period;             /* -c, 0 = default of the sampler */
+	bool force_wp;               /* --force-watchpoints: arm even if they do not fire */
 	const char *events[REC_MAX_EVENTS]; /* -e NAME[@PERIOD] */
 	int nevents;
 	int watchpoints;             /* -w, -1 = as many as the machine gives */
@@ -44,11 +54,14 @@ struct rec_opts {
 	/* what the launcher decided */
 	const char *sampler_used;    /* resolved: pebs ibs soft inst */
 	char sampler_reason[1024];
-	int wp_available;            /* debug registers usable here, 0..4 */
+	struct wp_probe wp_probe;    /* do watchpoints work here (wp_probe.h) */
+	int wp_available;            /* debug registers that open and fire here, 0..4 */
 	int wp_used;                 /* watchpoints passed to the runtime */
 	int line_size_used;
 	bool line_size_from_sysfs;
-	uint64_t period_used;
+	uint64_t period_used;        /* -c or the default, raised to the floor */
+	uint64_t period_floor;       /* the sampler's shortest period (0: none) */
+	double throttle_share;       /* runtime CPU share that lengthens the period (0: off) */
 	const char *period_unit;     /* "us-cpu" or "events" */
 	char events_joined[1024];    /* comma list for COMMTRACE_EVENTS */
 	char pmu_attrs[1024];        /* pebs: COMMTRACE_PMU_ATTRS (pmu_pebs_attrs_format) */
@@ -66,10 +79,10 @@ void rec_info(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 /* sampler.c */
 bool rec_sampler_works(const char *name, char *why, size_t cap);
-int rec_probe_watchpoints(int want);         /* debug registers that open here, <= want */
 void rec_list_samplers(void);
-/* Fill o->sampler_used, sampler_reason, period_used, period_unit and
- * wp_available; 0 or -1 with a message printed. */
+/* Fill o->sampler_used, sampler_reason, period_used (the floor applied),
+ * period_unit, throttle_share, and from the watchpoint probe wp_probe,
+ * wp_available and wp_used; 0 or -1 with a message printed. */
 int rec_choose_sampler(struct rec_opts *o);
 
 /* meta.c: write SPOOL/meta.zst; 0 or -1 with a message printed. */

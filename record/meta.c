@@ -53,9 +53,17 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 	ct_kv_add(kv, "sampler_reason", "%s", o->sampler_reason);
 	ct_kv_add(kv, "period", "%llu", (unsigned long long)o->period_used);
 	ct_kv_add(kv, "period_unit", "%s", o->period_unit);
+	ct_kv_add(kv, "period_requested", "%llu", (unsigned long long)o->period);
+	ct_kv_add(kv, "period_floor", "%llu", (unsigned long long)o->period_floor);
+	ct_kv_add(kv, "throttle", "%d", (int)(o->throttle_share * 100 + 0.5));
 	ct_kv_add(kv, "events", "%s", o->events_joined);
 	ct_kv_add(kv, "watchpoints", "%d", o->wp_used);
 	ct_kv_add(kv, "watchpoints_available", "%d", o->wp_available);
+	char detail[256];
+	wp_probe_detail(&o->wp_probe, detail, sizeof detail);
+	ct_kv_add(kv, "watchpoint_probe", "%s", wp_verdict_name(o->wp_probe.verdict));
+	ct_kv_add(kv, "watchpoint_probe_detail", "%s", detail);
+	ct_kv_add(kv, "watchpoints_forced", "%d", o->force_wp);
 	ct_kv_add(kv, "board_size", "%d", o->board_size);
 	ct_kv_add(kv, "line_size", "%d", o->line_size_used);
 	ct_kv_add(kv, "line_size_source", "%s",

@@ -65,11 +65,18 @@ static void usage(FILE *f)
 "  -s, --sampler NAME      auto|pebs|ibs|soft|inst (default auto: pebs, then\n"
 "                          ibs, then soft; see --list-samplers)\n"
 "  -c, --period N          soft: CPU microseconds between samples of a thread\n"
-"                          (default %d); pebs, ibs: events per sample\n"
-"                          (default %d); inst: accesses per sample\n"
+"                          (default %d, at least %d); pebs, ibs: events per\n"
+"                          sample (default %d, at least %d); inst:\n"
+"                          accesses per sample\n"
+"      --throttle PCT      lengthen a thread's sampling period when the\n"
+"                          runtime takes more than PCT%% of its CPU time\n"
+"                          (soft; default %d, 0 never)\n"
 "  -e, --event NAME[@N]    pebs: libpfm4 event to sample (repeatable)\n"
 "  -w, --watchpoints N     debug registers per thread, 0..%d (default: all the\n"
-"                          machine gives; 0 disables watchpoints)\n"
+"                          machine gives; 0 disables watchpoints).  Where\n"
+"                          they open but do not fire (some virtual machines;\n"
+"                          see --list-samplers) none are armed\n"
+"      --force-watchpoints arm them even where the probe says they do not fire\n"
 "  -b, --board-size N      bulletin board entries (default %d)\n"
 "      --line-size N       cache line size in bytes (default: from sysfs,\n"
 "                          else 64)\n"
@@ -89,7 +96,8 @@ static void usage(FILE *f)
 "%d if commrec could not record (bad option, no sampler, runtime not\n"
 "loaded, join failed); 126 if PROGRAM is not executable; 127 if not found.\n"
 "See commrec(1).\n",
-		1000, 500000, CT_WP_MAX, 127, REC_EXIT_FAILED);
+		REC_SOFT_PERIOD_DEFAULT, REC_SOFT_PERIOD_MIN, REC_EVENT_PERIOD_DEFAULT,
+		REC_EVENT_PERIOD_MIN, REC_THROTTLE_DEFAULT, CT_WP_MAX, 127, REC_EXIT_FAILED);
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -119,7 +127,7 @@ static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 
 enum {
 	OPT_LINE_SIZE = 256, OPT_NO_ALLOC, OPT_FULL, OPT_KEEP_SPOOL, OPT_LIST_SAMPLERS,
-	OPT_RECOVER,
+	OPT_RECOVER, OPT_FORCE_WP, OPT_THROTTLE,
 };
 
 static const struct option long_opts[] = {
@@ -129,6 +137,8 @@ static const struct option long_opts[] = {
 	{"period", required_argument, NULL, 'c'},
 	{"event", required_argument, NULL, 'e'},
 	{"watchpoints", required_argument, NULL, 'w'},
+	{"force-watchpoints", no_argument, NULL, OPT_FORCE_WP},
+	{"throttle", required_argument, NULL, OPT_THROTTLE},
 	{"board-size", required_argument, NULL, 'b'},
 	{"line-size", required_argument, NULL, OPT_LINE_SIZE},
 	{"no-alloc", no_argument, NULL, OPT_NO_ALLOC},
@@ -176,6 +186,7 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 	o->output = "trace.zst";
 	o->sampler = "auto";
 	o->watchpoints = -1;
+	o->throttle_share = REC_THROTTLE_DEFAULT / 100.0;
 	o->board_size = 127;
 	*list_samplers = false;
 	uint64_t v;
@@ -218,6 +229,14 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 				return bad("invalid number of watchpoints '%s': expected 0..%d", optarg,
 				           CT_WP_MAX);
 			o->watchpoints = (int)v;
+			break;
+		case OPT_FORCE_WP:
+			o->force_wp = true;
+			break;
+		case OPT_THROTTLE:
+			if (!parse_u64(optarg, 0, 100, &v))
+				return bad("invalid --throttle '%s': expected a percentage 0..100", optarg);
+			o->throttle_share = (double)v / 100.0;
 			break;
 		case 'b':
 			if (!parse_u64(optarg, 1, 1u << 20, &v))

@@ -1,29 +1,18 @@
 /* Which samplers work on this machine (pmu_probe_sampler, in
- * record/common/pmu_pfm.c, probes all four), how many debug registers open here
- * (probed by opening perf breakpoints, as the runtime will), --list-samplers
- * and the choice made by --sampler auto. */
-#include <errno.h>
+ * record/common/pmu_pfm.c, probes all four), whether debug-register
+ * watchpoints work here (wp_probe.h: armed on a word, written, counted),
+ * --list-samplers, the choice made by --sampler auto, and the period with
+ * its floor. */
 #include <stdbool.h>
 #include <inttypes.h>
-#include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "commrec.h"
 #include "commtrace.h"
 #include "pmu.h"
 #include "pmu_sample.h"
-
-#define SOFT_PERIOD_DEFAULT 1000      /* CPU microseconds */
-#define EVENT_PERIOD_DEFAULT 500000   /* events (pebs, ibs) or accesses (inst) */
-
-static int perf_open(struct perf_event_attr *a)
-{
-	return (int)syscall(SYS_perf_event_open, a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-}
 
 bool rec_sampler_works(const char *name, char *why, size_t cap)
 {
@@ -34,34 +23,25 @@ bool rec_sampler_works(const char *name, char *why, size_t cap)
 	return ok;
 }
 
-static volatile uint64_t wp_probe_words[CT_WP_MAX];
-
-int rec_probe_watchpoints(int want)
+/* What the probe's verdict means, in plain words, for --list-samplers and
+ * the warning of a recording. */
+static const char *wp_meaning(enum wp_verdict v)
 {
-	int fds[CT_WP_MAX], n = 0;
-	if (want > CT_WP_MAX)
-		want = CT_WP_MAX;
-	for (; n < want; n++) {
-		struct perf_event_attr a;
-		memset(&a, 0, sizeof a);
-		a.size = sizeof a;
-		a.type = PERF_TYPE_BREAKPOINT;
-		a.bp_type = HW_BREAKPOINT_RW;
-		a.bp_addr = (uint64_t)(uintptr_t)&wp_probe_words[n];
-		a.bp_len = HW_BREAKPOINT_LEN_8;
-		a.sample_period = 1;
-		a.exclude_kernel = 1;
-		a.exclude_hv = 1;
-		a.disabled = 1;
-		fds[n] = perf_open(&a);
-		if (fds[n] < 0) {
-			rec_info(2, "watchpoint probe: breakpoint %d: %s", n, strerror(errno));
-			break;
-		}
+	switch (v) {
+	case WP_NO_FIRE:
+		return "the debug registers do not work on this machine (likely a virtual machine "
+		       "whose hypervisor does not virtualize them), so commrec records without "
+		       "watchpoints and sees communication only where samples of both threads catch "
+		       "it (far fewer events); for watchpoints, record on bare metal or a machine "
+		       "with a PMU, or record every access instead (--sampler inst --full, analyzed "
+		       "with the exact or emulate model; commrec-cc(1)); --force-watchpoints arms "
+		       "them anyway";
+	case WP_NO_OPEN:
+		return "perf breakpoints are refused here (kernel.perf_event_paranoid, seccomp, or "
+		       "no debug registers): recording works without them, use -w 0 to silence this";
+	default:
+		return "";
 	}
-	for (int i = 0; i < n; i++)
-		close(fds[i]);
-	return n;
 }
 
 void rec_list_samplers(void)
@@ -78,12 +58,17 @@ void rec_list_samplers(void)
 	}
 	printf("%-8s %-6s %s\n", "auto", pick ? "yes" : "no",
 	       pick ? pick : "no sampler works here (see the reasons above)");
-	int wp = rec_probe_watchpoints(CT_WP_MAX);
-	if (wp)
-		printf("watchpoints: %d debug register%s per thread\n", wp, wp == 1 ? "" : "s");
+	struct wp_probe p;
+	char detail[256];
+	wp_probe_run(&p, CT_WP_MAX);
+	wp_probe_detail(&p, detail, sizeof detail);
+	if (p.verdict == WP_FIRE)
+		printf("watchpoints: %d debug register%s per thread (probe: %s, %.2f ms)\n", p.fired,
+		       p.fired == 1 ? "" : "s", detail, (double)p.ns / 1e6);
 	else
-		printf("watchpoints: none (perf breakpoints cannot be opened here; "
-		       "recording works without them, use -w 0 to silence this)\n");
+		printf("watchpoints: %s here (probe: %s, %.2f ms): %s\n",
+		       p.verdict == WP_NO_FIRE ? "do not fire" : "none", detail, (double)p.ns / 1e6,
+		       wp_meaning(p.verdict));
 }
 
 /* The why of a refused sampler, with the way out if it lacks one. */
@@ -94,6 +79,63 @@ static void refuse(const char *name, const char *why)
 	else
 		rec_err("sampler %s does not work here: %s; use --sampler soft", name, why);
 	rec_err("'commrec --list-samplers' shows what works on this machine");
+}
+
+/* The period, its unit and its floor: below the floor a sample costs the
+ * runtime's signal handler about as much CPU time as the program gets
+ * between two samples, and the signals queue up faster than they are
+ * handled (measured on a 2-cpu VM: -c 20 made a 0.2 s program run 13 s). */
+static void choose_period(struct rec_opts *o)
+{
+	bool soft = !strcmp(o->sampler_used, "soft");
+	bool inst = !strcmp(o->sampler_used, "inst");
+	o->period_unit = soft ? "us-cpu" : inst ? "accesses" : "events";
+	o->period_used = o->period ? o->period : soft ? REC_SOFT_PERIOD_DEFAULT : REC_EVENT_PERIOD_DEFAULT;
+	/* inst samples without signals: its cost per sample is a function call */
+	o->period_floor = soft ? REC_SOFT_PERIOD_MIN : inst ? 0 : REC_EVENT_PERIOD_MIN;
+	if (o->full)
+		o->period_used = 1;
+	else if (o->period_used < o->period_floor) {
+		rec_warn("-c %" PRIu64 " is below the %s sampler's shortest period, %" PRIu64 " %s: "
+		         "each sample costs the runtime's signal handler several microseconds, and "
+		         "shorter periods let it take over the program; using %" PRIu64,
+		         o->period_used, o->sampler_used, o->period_floor,
+		         soft ? "us of CPU time" : "events", o->period_floor);
+		o->period_used = o->period_floor;
+	}
+	if (!soft)
+		o->throttle_share = 0;   /* only the soft sampler lengthens its period */
+}
+
+/* Watchpoints: probe whether they open and fire here (full traces need
+ * none; the probe still runs: its verdict goes into the trace). */
+static void choose_watchpoints(struct rec_opts *o)
+{
+	int want = o->watchpoints >= 0 ? o->watchpoints : (o->full ? 0 : CT_WP_MAX);
+	struct wp_probe *p = &o->wp_probe;
+	wp_probe_run(p, CT_WP_MAX);
+	char detail[256];
+	wp_probe_detail(p, detail, sizeof detail);
+	rec_info(1, "watchpoint probe: %s: %s (%.2f ms)", wp_verdict_name(p->verdict), detail,
+	         (double)p->ns / 1e6);
+	o->wp_available = p->fired;
+	int usable = o->force_wp ? p->retargeted : p->fired;
+	o->wp_used = want < usable ? want : usable;
+	if (!want)
+		return;
+	if (p->verdict == WP_NO_FIRE && !o->force_wp) {
+		rec_warn("watchpoints do not fire on this machine (%s): %s", detail,
+		         wp_meaning(p->verdict));
+	} else if (p->verdict == WP_NO_FIRE) {
+		rec_warn("watchpoints do not fire on this machine (%s): arming %d anyway "
+		         "(--force-watchpoints); expect no hits", detail, o->wp_used);
+	} else if (want > usable) {
+		if (o->watchpoints >= 0)
+			rec_warn("only %d of the %d watchpoints asked for work here (%s); using %d",
+			         usable, want, detail, usable);
+		else
+			rec_info(1, "watchpoints: %d usable here", usable);
+	}
 }
 
 int rec_choose_sampler(struct rec_opts *o)
@@ -134,12 +176,7 @@ int rec_choose_sampler(struct rec_opts *o)
 	}
 	rec_info(1, "sampler: %s (%s)", o->sampler_used, o->sampler_reason);
 
-	bool soft = !strcmp(o->sampler_used, "soft");
-	bool inst = !strcmp(o->sampler_used, "inst");
-	o->period_unit = soft ? "us-cpu" : inst ? "accesses" : "events";
-	o->period_used = o->period ? o->period : soft ? SOFT_PERIOD_DEFAULT : EVENT_PERIOD_DEFAULT;
-	if (o->full)
-		o->period_used = 1;
+	choose_period(o);
 
 	size_t len = 0;
 	o->events_joined[0] = '\0';
@@ -173,16 +210,6 @@ int rec_choose_sampler(struct rec_opts *o)
 		rec_info(2, "%s=%s", CT_ENV_PMU_ATTRS, o->pmu_attrs);
 	}
 
-	/* Watchpoints: probe what the machine gives; full traces need none. */
-	int want = o->watchpoints >= 0 ? o->watchpoints : (o->full ? 0 : CT_WP_MAX);
-	o->wp_available = rec_probe_watchpoints(CT_WP_MAX);
-	if (want > o->wp_available) {
-		if (o->watchpoints >= 0)
-			rec_warn("only %d of the %d watchpoints asked for can be opened here; using %d",
-			         o->wp_available, want, o->wp_available);
-		else
-			rec_info(1, "watchpoints: %d usable here", o->wp_available);
-	}
-	o->wp_used = want < o->wp_available ? want : o->wp_available;
+	choose_watchpoints(o);
 	return 0;
 }

@@ -3,7 +3,8 @@
 # measured against the ground truth: the `exact` model on a full trace
 # (commrec --sampler inst --full).
 #
-#   scripts/accuracy.sh [-o FILE.md] [--tsv FILE] [--keep DIR] [--quick]
+#   scripts/accuracy.sh [-o FILE.md] [--tsv FILE] [--keep DIR] [--quick|--full-only]
+#                       [--configs ID,ID...]
 #
 # Builds the microbenchmarks with record/commrec-cc (and plainly with gcc, for
 # the soft sampler) into a temporary directory; per benchmark records
@@ -16,9 +17,13 @@
 #
 #   -o FILE      write the whole document there (default: the table on stdout)
 #   --tsv FILE   one line per benchmark and metric: BENCH METRIC VALUE (what
-#                tests/e2e/accuracy.sh asserts on)
+#                tests/accuracy.sh, make accuracy, asserts on)
 #   --keep DIR   keep the programs, traces, outputs and matrices in DIR
 #   --quick      soft runs of half the benchmarks' default length (but p2p)
+#   --full-only  only the full recordings, analyzed with exact (the metrics
+#                exact_*; no document): what tests/e2e/exact_invariants.sh
+#                checks in make check
+#   --configs L  only these configurations (IDs below, comma-separated)
 # Environment: B (build directory, default build), CC (gcc), NFULL (4000000),
 # NINST (60000000), IPERIOD (10000).
 #
@@ -36,17 +41,21 @@ case $B in /*) BD=$B ;; *) BD=$ROOT/$B ;; esac
 COMMREC=$BD/commrec
 COMMANALYZE=$BD/commanalyze
 CC=${CC:-gcc}
-OUT='' TSV='' KEEP='' QUICK=0
+OUT='' TSV='' KEEP='' QUICK=0 FULL_ONLY=0 ONLY=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-o) OUT=$2; shift 2 ;;
 	--tsv) TSV=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--quick) QUICK=1; shift ;;
+	--full-only) FULL_ONLY=1; shift ;;
+	--configs) ONLY=,$2,; shift 2 ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed 's/^# \{0,1\}//; /^set -eu/d'; exit 0 ;;
 	*) echo "accuracy.sh: unknown argument '$1' (see -h)" >&2; exit 2 ;;
 	esac
 done
+[ $FULL_ONLY = 1 ] && [ -n "$OUT" ] &&
+	{ echo "accuracy.sh: --full-only makes no document (-o)" >&2; exit 2; }
 NFULL=${NFULL:-4000000}
 IPERIOD=${IPERIOD:-10000}
 NINST=${NINST:-60000000}
@@ -78,10 +87,22 @@ CONFIGS=(
 	"objects objects -t 2 -k malloc -s 0.5"
 )
 
+if [ -n "$ONLY" ]; then
+	kept=()
+	for c in "${CONFIGS[@]}"; do
+		case $ONLY in *,"${c%% *}",*) kept+=("$c") ;; esac
+	done
+	[ ${#kept[@]} -gt 0 ] || { echo "accuracy.sh: --configs: no such configuration" >&2; exit 2; }
+	CONFIGS=("${kept[@]}")
+fi
+# the programs the configurations run
+progs=$(for c in "${CONFIGS[@]}"; do read -r _ p _ <<<"$c"; echo "$p"; done | sort -u)
+
 CFLAGS=(-std=c11 -D_GNU_SOURCE -O2 -pthread)
-for p in write_volume false_sharing read_write p2p objects; do
+for p in $progs; do
 	CC=$CC "$ROOT/record/commrec-cc" "${CFLAGS[@]}" "$ROOT/tests/ubench/$p.c" -o "$W/$p.inst" 2>"$W/$p.cc.err" ||
 		{ echo "accuracy.sh: commrec-cc $p failed: $(head -c 400 "$W/$p.cc.err")" >&2; exit 1; }
+	[ $FULL_ONLY = 1 ] && continue    # the plain build is for the soft recordings
 	$CC "${CFLAGS[@]}" "$ROOT/tests/ubench/$p.c" -o "$W/$p.plain" 2>>"$W/$p.cc.err" ||
 		{ echo "accuracy.sh: $CC $p failed" >&2; exit 1; }
 done
@@ -173,6 +194,9 @@ for c in "${CONFIGS[@]}"; do
 	ids+=("$id")
 	# shellcheck disable=SC2086
 	rec "$id" full "$prog" $args -n "$NFULL" -S 1
+	for k in all true false; do mat "$id" full exact "$k"; done
+	[ $FULL_ONLY = 1 ] && continue
+	for k in all false; do mat "$id" full emulate "$k"; done
 	# shellcheck disable=SC2086
 	rec "$id" inst "$prog" $args -n "$NINST" -S 2
 	if [ $QUICK = 1 ]; then
@@ -190,9 +214,7 @@ for c in "${CONFIGS[@]}"; do
 		# shellcheck disable=SC2086
 		rec "$id" soft "$prog" $args -S 3
 	fi
-	for k in all true false; do mat "$id" full exact "$k"; done
 	for k in all false; do
-		mat "$id" full emulate "$k"
 		mat "$id" inst comdetective "$k"
 		mat "$id" soft comdetective "$k"
 	done
@@ -202,7 +224,7 @@ t_end=$(date +%s)
 cat >"$W/acc.py" <<'EOF'
 import csv, math, re, sys
 
-W, ids = sys.argv[1], sys.argv[2:]
+W, full_only, ids = sys.argv[1], sys.argv[2] == '1', sys.argv[3:]
 
 def bench_out(path):
     """benchmark output -> (tid -> index, per-thread counts, program)"""
@@ -309,7 +331,8 @@ for i in ids:
     put(i, 'exact_in_over_accesses', over)
     exs = sym(ex['all'], nodes)
     exp_pairs = [k for k in exs if 'm' not in k and (expected(prog, k[0], k[1]) or expected(prog, k[1], k[0]))]
-    runs = [('emulate', 'full', 'emulate'), ('inst', 'inst', 'comdetective'), ('soft', 'soft', 'comdetective')]
+    runs = [] if full_only else [('emulate', 'full', 'emulate'), ('inst', 'inst', 'comdetective'),
+                                 ('soft', 'soft', 'comdetective')]
     put(i, 'exact_expected_share', sum(v for (d, s), v in ex['all'].items() if expected(prog, d, s)) / max(1.0, tot))
     for name, mode, model in runs:
         t2, c2, _ = bench_out(f'{W}/{i}.{mode}.out')
@@ -342,7 +365,7 @@ for i in ids:
 for i, name, v in out:
     print(f'{i}\t{name}\t{v:.6g}' if isinstance(v, float) else f'{i}\t{name}\t{v}')
 EOF
-python3 "$W/acc.py" "$W" "${ids[@]}" >"$W/acc.tsv"
+python3 "$W/acc.py" "$W" "$FULL_ONLY" "${ids[@]}" >"$W/acc.tsv"
 [ -z "$TSV" ] || cp "$W/acc.tsv" "$TSV"
 
 # ---- the document ------------------------------------------------------------
@@ -377,6 +400,10 @@ table() {
 	done
 }
 
+if [ $FULL_ONLY = 1 ]; then
+	echo "(full recordings and analysis $((t_end - t_start)) s; metrics: ${TSV:-not kept (--tsv)})"
+	exit 0
+fi
 if [ -z "$OUT" ]; then
 	table
 	echo
@@ -389,14 +416,17 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 	cat <<EOF
 # Accuracy of the models on the microbenchmarks
 
-Generated by \`scripts/accuracy.sh -o doc/accuracy.md\` (do not edit by hand;
-\`tests/e2e/accuracy.sh\` asserts bounds on the same measurements).
+Generated by \`make accuracy\` (\`scripts/accuracy.sh -o doc/accuracy.md\`; do not edit by hand;
+\`tests/accuracy.sh\` asserts bounds on the same measurements).
 
 - **Machine:** ${cpu:-unknown cpu}, $(nproc) online cpus, Linux $(uname -r), $(${CC} --version | head -n 1).
   A virtual machine **without a PMU**: the \`pebs\` and \`ibs\` samplers
   cannot run here, so **their accuracy is not measured**. Measured are
   the \`inst\` sampler (compiler instrumentation: exact addresses, no
   skid) and the \`soft\` sampler (timer samples, addresses reconstructed).
+- **Watchpoints** (commrec's probe): $("$COMMREC" --list-samplers 2>/dev/null | sed -n 's/): .*/)/; s/^watchpoints: //p').
+  Where they do not fire, the inst and soft recordings have none (commrec
+  does not arm them), so their comdetective figures come from samples alone.
 - **Date:** $(date -u '+%Y-%m-%d %H:%M UTC'), commtrace $(cat "$ROOT/VERSION" 2>/dev/null || echo '?')$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null | sed 's/^/, commit /') (plus uncommitted changes, if any).
 - **Run time:** $((t_end - t_start)) s of building, recording and analysis.
 - **One run**: every number below comes from one recording each; the spread
@@ -456,7 +486,8 @@ EOF
 ## How to read it
 
 - **exact** matches what the benchmarks' own counts predict (asserted by
-  tests/e2e/accuracy.sh): all but a few dozen startup transfers (the
+  tests/accuracy.sh; what holds for every schedule also by
+  tests/e2e/exact_invariants.sh in make check): all but a few dozen startup transfers (the
   runner's per-thread structs) in the cells the benchmark communicates in;
   none between p2p's pairs or into read_write's writer; on lines that are
   only written, the two directions of a pair differ by at most one per

@@ -17,6 +17,10 @@
  * default events) and COMMTRACE_PERIOD. */
 #define CT_ENV_PMU_ATTRS   "COMMTRACE_PMU_ATTRS"
 #define CT_ENV_WATCHPOINTS "COMMTRACE_WATCHPOINTS"  /* 0..4 */
+/* Percent of a thread's CPU time the runtime's signal handlers may take
+ * before the runtime lengthens that thread's sampling period (soft sampler);
+ * 0: never.  [25] */
+#define CT_ENV_THROTTLE    "COMMTRACE_THROTTLE"
 #define CT_ENV_BOARD       "COMMTRACE_BOARD_SIZE"   /* online bulletin board entries */
 #define CT_ENV_LINE_SIZE   "COMMTRACE_LINE_SIZE"    /* bytes */
 #define CT_ENV_NO_ALLOC    "COMMTRACE_NO_ALLOC"     /* "1": no allocation records */
@@ -37,6 +41,10 @@
 
 /* Read by the launcher only: path of libcommrec.so (else next to commrec, then ../lib/commtrace/). */
 #define CT_ENV_RUNTIME     "COMMTRACE_RUNTIME"
+
+/* The soft sampler's shortest period, CPU microseconds: the launcher raises
+ * -c to it, the runtime a smaller COMMTRACE_PERIOD (see commrec(1)). */
+#define CT_SOFT_PERIOD_MIN 100
 
 /* Exit status of commrec when it could not record (the program's own status
  * is returned otherwise).  Chosen outside the range shells use for signals

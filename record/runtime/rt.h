@@ -65,6 +65,16 @@ struct rt_thread {
 	uint64_t trap_ns, traps, arms, arm_ns;
 	uint64_t rnd;
 
+	/* the runtime's own cost on this thread, and throttling (rt_signal.c) */
+	_Atomic int in_handler;            /* in the runtime's signal handler now */
+	uint32_t cost_runs;                /* our signals handled in this window */
+	uint32_t cost_timed;               /* of them, timed in thread CPU time */
+	uint64_t cost_ns;                  /* the CPU time of the timed ones */
+	uint64_t cost_cpu0;                /* thread CPU time at the window's start */
+	uint32_t throttles;                /* times the period was lengthened */
+	uint32_t peak_share;               /* highest runtime share seen, percent */
+	bool queue_throttled;              /* throttled for a full queue in this window */
+
 	/* watchpoints */
 	int nwp;                   /* registers opened */
 	int wp_fd[CT_WP_MAX];
@@ -106,6 +116,7 @@ struct rt_config {
 	char sampler[16];
 	uint64_t period;           /* soft: us */
 	int watchpoints;           /* 0..4 */
+	uint32_t throttle;         /* percent of CPU time, 0: never throttle */
 	uint32_t board_size, line_size;
 	bool no_alloc;
 	bool soft_timer;           /* COMMTRACE_SOFT_TIMER=1 */

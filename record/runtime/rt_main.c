@@ -129,9 +129,14 @@ static void read_config(void)
 	rt_cfg.period = env_u64(CT_ENV_PERIOD, 1000);
 	if (rt_cfg.period == 0)
 		rt_cfg.period = 1000;
+	if (!strcmp(rt_cfg.sampler, "soft") && rt_cfg.period < CT_SOFT_PERIOD_MIN)
+		rt_cfg.period = CT_SOFT_PERIOD_MIN;   /* the floor, as commrec -c */
 	rt_cfg.watchpoints = (int)env_u64(CT_ENV_WATCHPOINTS, 4);
 	if (rt_cfg.watchpoints > CT_WP_MAX)
 		rt_cfg.watchpoints = CT_WP_MAX;
+	rt_cfg.throttle = (uint32_t)env_u64(CT_ENV_THROTTLE, 25);
+	if (rt_cfg.throttle > 100)
+		rt_cfg.throttle = 100;
 	rt_cfg.board_size = (uint32_t)env_u64(CT_ENV_BOARD, 1024);
 	if (rt_cfg.board_size == 0 || rt_cfg.board_size > (1u << 24))
 		rt_cfg.board_size = 1024;
@@ -467,14 +472,32 @@ struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index)
 	return t;
 }
 
-/* On the thread itself (status 0), or at process end for a thread that is
- * still running (status: fatal signal or 0; self false). */
+/* Wait (bounded, ~20 ms) until t, another thread that was just stopped, is
+ * out of the runtime's signal handler: a handler that had begun before the
+ * stop may still be counting skipped samples.  (seq_cst: the handler sets
+ * in_handler before it reads stopped, we set stopped before we read
+ * in_handler, so one of the two sees the other.)  False if it is not out. */
+static bool wait_out_of_handler(struct rt_thread *t)
+{
+	for (int i = 0; i < 400 && atomic_load(&t->in_handler); i++) {
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
+	}
+	return !atomic_load(&t->in_handler);
+}
+
+/* On the thread itself (self), or at process end from the writer for a
+ * thread that is still running (a worker never joined, an OpenMP thread):
+ * then its skipped-sample counts are flushed here too, before its
+ * THREAD_END, or they would be lost. */
 void rt_thread_stop_sampling(struct rt_thread *t, int self)
 {
 	atomic_store(&t->stopped, 1);
 	if (t->sampler)
 		t->sampler->thread_stop(t, self);
 	rt_wp_thread_stop(t, self);
+	if (!self && wait_out_of_handler(t))
+		rt_flush_skips(t, rt_now());
 }
 
 void rt_thread_finish(struct rt_thread *t, int status)
@@ -507,10 +530,12 @@ void rt_thread_stats(struct rt_thread *t)
 	if (rt_cfg.verbose < 3)
 		return;
 	rt_log(3, "thread %u: %llu samples, %llu in the runtime, %llu kernel-lost, %llu throttled; "
+	       "runtime share peak %u%%, period lengthened %u times; "
 	       "handlers %llu runs %.2f us avg; arms %llu %.2f us avg; traps %llu %.2f us avg in handler; "
 	       "callsite cache %llu hits %llu misses; ring lost %llu",
 	       t->index, (unsigned long long)t->nsamples, (unsigned long long)t->skip_runtime,
 	       (unsigned long long)t->pmu_lost, (unsigned long long)t->pmu_throttle,
+	       t->peak_share, t->throttles,
 	       (unsigned long long)t->hnd_runs, t->hnd_runs ? t->hnd_ns / 1e3 / (double)t->hnd_runs : 0.0,
 	       (unsigned long long)t->arms, t->arms ? t->arm_ns / 1e3 / (double)t->arms : 0.0,
 	       (unsigned long long)t->traps, t->traps ? t->trap_ns / 1e3 / (double)t->traps : 0.0,

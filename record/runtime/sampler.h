@@ -34,6 +34,11 @@ struct sampler_ops {
 	 * signal with si_code SI_TIMER and our tag, or any POLL_* code (check
 	 * si_fd against your fds); returns 1 if it was this sampler's. */
 	int (*on_signal)(struct rt_thread *t, siginfo_t *si, void *uc);
+	/* Throttling (may be NULL: the sampler cannot): on the thread itself,
+	 * in its signal handler, double the thread's sampling period; returns
+	 * the new period in the unit of the SAMPLE records' period field, or 0
+	 * when it is already at its longest. */
+	uint64_t (*lengthen_period)(struct rt_thread *t);
 
 	/* For the generic perf path (rt_perf_thread_start): */
 	/* Fill the event attr (type, config, period, sample_type...). The

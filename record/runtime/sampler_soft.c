@@ -13,8 +13,11 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#define SOFT_THROTTLE_MAX 1024     /* longest period: this times the configured one */
 
 static _Atomic int use_timer;     /* 1 after the first perf failure */
 static _Atomic int timer_logged;
@@ -57,6 +60,15 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static int timer_set(struct rt_thread *t)
+{
+	struct itimerspec its;
+	its.it_interval.tv_sec = (time_t)(t->period_ns / 1000000000ull);
+	its.it_interval.tv_nsec = (long)(t->period_ns % 1000000000ull);
+	its.it_value = its.it_interval;
+	return timer_settime(t->timer, 0, &its, NULL);
+}
+
 static int timer_start(struct rt_thread *t, int why_errno)
 {
 	struct sigevent sev;
@@ -67,11 +79,7 @@ static int timer_start(struct rt_thread *t, int why_errno)
 	sev._sigev_un._tid = t->tid;
 	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) < 0)
 		return -errno;
-	struct itimerspec its;
-	its.it_interval.tv_sec = (time_t)(t->period_ns / 1000000000ull);
-	its.it_interval.tv_nsec = (long)(t->period_ns % 1000000000ull);
-	its.it_value = its.it_interval;
-	if (timer_settime(t->timer, 0, &its, NULL) < 0) {
+	if (timer_set(t) < 0) {
 		int e = errno;
 		timer_delete(t->timer);
 		return -e;
@@ -150,6 +158,30 @@ static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 	return 1;
 }
 
+/* Throttling: twice the period, for the perf event (PERF_EVENT_IOC_PERIOD,
+ * from its next sample on) or the timer.  Samples still in the perf ring
+ * when the period changes are recorded with the new one. */
+static uint64_t soft_lengthen_period(struct rt_thread *t)
+{
+	uint64_t p = t->period_ns * 2, old = t->period_ns;
+	if (p > rt_cfg.period * 1000 * SOFT_THROTTLE_MAX)
+		return 0;
+	if (t->samp_fd >= 0) {
+		if (ioctl(t->samp_fd, PERF_EVENT_IOC_PERIOD, &p) < 0)
+			return 0;
+		t->period_ns = p;
+		return p;
+	}
+	if (!t->timer_ok)
+		return 0;
+	t->period_ns = p;
+	if (timer_set(t) < 0) {
+		t->period_ns = old;
+		return 0;
+	}
+	return p;
+}
+
 const struct sampler_ops rt_sampler_soft = {
 	.name = "soft",
 	.process_init = NULL,
@@ -159,4 +191,5 @@ const struct sampler_ops rt_sampler_soft = {
 	.fill_attr = soft_fill_attr,
 	.rec_access = soft_rec_access,
 	.rec_period = soft_rec_period,
+	.lengthen_period = soft_lengthen_period,
 };

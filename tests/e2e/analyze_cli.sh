@@ -111,10 +111,40 @@ if run report 0 "$A" "$G"; then
 	check report_transfer_defined grep -q 'a line transfer: a cache line moving from the thread that wrote it' "$WORK/out"
 	check report_false_explained grep -Eq '^ +false sharing +16\.7% +1\.00k +different bytes of one line$' "$WORK/out"
 	check report_few_events grep -q 'only 3 communication events' "$WORK/out"
-	check report_skip_split grep -q '1 not user memory accesses (normal), 3 accesses without an address' "$WORK/out"
+	check report_skip_split grep -q "1 not user memory accesses (normal), 0 in the recorder's runtime, 3 accesses without an address" "$WORK/out"
 	check report_more_section bash -c "sed -n '/^== More ==/,\$p' '$WORK/out' | grep -q '^  commanalyze matrix $G '"
 	check report_more_objects grep -q "^  commanalyze objects $G " "$WORK/out"
 	check report_width bash -c "! grep -n '^  - .\{97\}' '$WORK/out'"
+fi
+
+# ---- report: what the recording machine could do ------------------------------
+# recorded where watchpoints do not fire (commrec's probe), a throttled
+# thread, samples in the runtime (ana_mktrace nofire)
+"$MK" "$WORK/nofire.zst" nofire || fail mktrace_nofire
+if run report_nofire 0 "$A" report "$WORK/nofire.zst"; then
+	check report_nofire_warning grep -q 'watchpoints do not fire on the machine this trace was recorded on' "$WORK/out"
+	# (warnings are wrapped: joined here)
+	check report_nofire_detail bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q \"commrec's probe: 4 of 4 debug registers opened; none counted\""
+	check report_nofire_not_w4 bash -c "! grep -q 'commrec -w 4' '$WORK/out'"
+	check report_throttled_line grep -Eq '^  throttled +1 of 2 threads: period lengthened up to 200 us of CPU time$' "$WORK/out"
+	check report_throttled_warning grep -q 'the recorder throttled the sampling of 1 thread' "$WORK/out"
+	check report_runtime_skips grep -q "30 in the recorder's runtime, 0 accesses without an address" "$WORK/out"
+	check report_runtime_warning grep -q "27.3% of the samples fell inside the recorder's runtime" "$WORK/out"
+fi
+# the watchpoint advice is for comdetective on sampled traces only
+if run report_nofire_window 0 "$A" report "$WORK/nofire.zst" --model window; then
+	check report_window_no_wp_warning bash -c "! grep -q 'watchpoints do not fire' '$WORK/out'"
+fi
+"$MK" "$WORK/fullwp0.zst" fullwp0 || fail mktrace_fullwp0
+for m in exact emulate; do
+	if run "report_full_$m" 0 "$A" report "$WORK/fullwp0.zst" --model "$m"; then
+		check "report_full_${m}_no_wp_warning" bash -c "! grep -Eq 'watchpoints (were off|do not fire)|commrec -w' '$WORK/out'"
+	fi
+done
+# many arms and no hit where the probe said they fire
+"$MK" "$WORK/armsnohit.zst" armsnohit || fail mktrace_armsnohit
+if run report_armsnohit 0 "$A" report "$WORK/armsnohit.zst"; then
+	check report_arms_no_hit grep -q '160 watchpoint arms and not one hit' "$WORK/out"
 fi
 # a soft-sampler trace (periods in CPU time): the totals are relative, and say so
 LC_ALL=C sed 's/period_unit=events/period_unit=us-cpu/' "$G" >"$WORK/soft.zst"

@@ -27,7 +27,7 @@ check help_status [ "$rc" -eq 0 ]
 ok=1
 for opt in --output --force --sampler --period --event --watchpoints --board-size \
            --line-size --no-alloc --full --keep-spool --quiet --verbose --list-samplers \
-           --help --version; do
+           --force-watchpoints --throttle --help --version; do
 	has help.out "$opt" || { ok=0; echo "--help does not mention $opt"; }
 done
 check help_mentions_every_option [ "$ok" -eq 1 ]
@@ -50,6 +50,8 @@ for s in pebs ibs soft inst auto; do
 done
 check list_rows [ "$ok" -eq 1 ]
 check list_watchpoints has list.out '^watchpoints: '
+# the probe's verdict in words: registers that fire, or why not and what it means
+check list_watchpoints_verdict grep -Eq '^watchpoints: ([1-4] debug registers? per thread \(probe: |do not fire here \(probe: .*: the debug registers do not work on this machine|none here)' list.out
 # every "no" row says what to do or why
 check list_reasons awk '$2 == "no" && NF < 4 { bad = 1 } END { exit bad }' list.out
 
@@ -76,6 +78,7 @@ opt_error bad_sampler "unknown sampler 'magic'" -s magic /bin/true
 opt_error bad_period "invalid period" -c 0 /bin/true
 opt_error bad_period_text "invalid period" --period 12x /bin/true
 opt_error bad_watchpoints "invalid number of watchpoints" -w 5 /bin/true
+opt_error bad_throttle "invalid --throttle" --throttle 101 /bin/true
 opt_error bad_board "invalid board size" -b 0 /bin/true
 opt_error bad_line_size "invalid line size" --line-size 48 /bin/true
 opt_error full_needs_inst "needs --sampler inst" --full /bin/true
@@ -167,6 +170,24 @@ fi
 
 run force -f -o ok.zst -- /bin/true
 check force_overwrites [ "$rc" -eq 0 ]
+
+# a period below the floor is raised to it, with a message; the probe's
+# verdict is in the trace and, where watchpoints do not fire, said once
+run floor -f -o floor.zst -c 1 -- /bin/true
+check floor_status [ "$rc" -eq 0 ]
+if grep -aq '^sampler=soft$' floor.zst; then
+	check floor_message has floor.err "-c 1 is below the soft sampler's shortest period, 100 us"
+	check floor_config grep -aq '^period=100$' floor.zst
+	check floor_requested grep -aq '^period_requested=1$' floor.zst
+fi
+check config_probe grep -aEq '^watchpoint_probe=(fires|no-fire|no-open)$' floor.zst
+if grep -q '^watchpoints: do not fire' list.out; then
+	check nofire_said_once [ "$(grep -c 'watchpoints do not fire on this machine' floor.err)" -eq 1 ]
+	check nofire_not_armed grep -aq '^watchpoints=0$' floor.zst
+	run forced -f -o forced.zst --force-watchpoints -- /bin/true
+	check forced_armed grep -aEq '^watchpoints=[1-4]$' forced.zst
+	check forced_recorded grep -aq '^watchpoints_forced=1$' forced.zst
+fi
 
 run keep --keep-spool -o keep.zst -- /bin/true
 check keep_spool_kept [ -f keep.zst.spool/meta.zst ]

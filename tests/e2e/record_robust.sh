@@ -4,7 +4,17 @@
 # (README.md there):
 #   exitcode        exit() from a non-main thread: status and stdout unchanged,
 #                   trace complete
+#   exitcode-long   the same, long enough for samples: the worker still
+#                   running at exit has its skipped-sample counts in the trace
+#                   (every thread with >= 50 samples has SKIPPED records: the
+#                   workers' loops skip about a third of their samples, so
+#                   none in 50 has probability below 1e-8)
 #   write_volume    per-thread counts with a fixed seed unchanged
+#   tiny period     -c 1 (raised to the floor, with a message) of 4 threads:
+#                   status and counts unchanged, trace complete; again with
+#                   two busy loops beside it, and with no room at all in the
+#                   real-time signal queue (ulimit -i 0: every signal of the
+#                   runtime becomes a SIGIO, whose default action would kill)
 #   sigprog         the program's SIGTRAP/SIGIO/SIGRTMIN+k handlers still work
 #   forkexec        fork + exec and a child's exit(3): statuses and stdout
 #                   unchanged; the trace is readable and complete
@@ -68,12 +78,55 @@ else
 	[ "$have_ana" = 1 ] && ub_complete robust/exitcode-complete exitcode yes
 fi
 
+# ---- exitcode, long: counts of a thread still running at exit -------------------
+ub_record exitlong -- exitcode -x 7 -n 100000000
+ub_status_ok robust/exitcode-long-status exitlong 7
+if [ "$have_ana" = 1 ]; then
+	ub_dump_to "$WORK/exitlong.dump" exitlong --type sample --type skipped
+	if awk '$3 == "sample" { n[$2]++ } $3 == "skipped" { s[$2]++ }
+	        END { bad = 0; for (t in n) if (n[t] >= 50 && !s[t]) { print t; bad = 1 }; exit bad }' \
+	        "$WORK/exitlong.dump" >"$WORK/exitlong.bad"; then
+		pass robust/exitcode-long-skips
+	else
+		fail robust/exitcode-long-skips "threads with >= 50 samples but no skipped record: $(tr '\n' ' ' <"$WORK/exitlong.bad")"
+	fi
+fi
+
 # ---- write_volume counts -------------------------------------------------------
 wv=(write_volume -t 2 -n 20000000 -s 0.3 -S 42)
 ub_plain wv-plain "${wv[@]}"
 ub_record wv -- "${wv[@]}"
 ub_status_ok robust/write_volume-status wv 0
 same_output robust/write_volume-counts wv-plain wv '^(bench|thread) '
+
+# ---- tiny period: the runtime must not hurt the program -------------------------
+wv4=(write_volume -t 4 -n 20000000 -s 0.5 -S 7)
+ub_plain wv4-plain "${wv4[@]}"
+# tiny ID NAME: status 0, counts as without commrec, trace complete
+tiny() {
+	ub_status_ok "robust/$2-status" "$1" 0
+	same_output "robust/$2-counts" wv4-plain "$1" '^(bench|thread) '
+	[ "$have_ana" = 1 ] && ub_complete "robust/$2-complete" "$1" yes
+}
+ub_record tiny -c 1 -- "${wv4[@]}"
+tiny tiny tiny-period
+if [ "$have_ana" = 1 ]; then
+	ub_info tiny
+	check robust/tiny-period-config grep -Eq '^ *period=100$' "$WORK/tiny.info"
+	check robust/tiny-period-requested grep -Eq '^ *period_requested=1$' "$WORK/tiny.info"
+fi
+busy=()
+for _ in 1 2; do
+	sh -c 'while :; do :; done' &
+	busy+=($!)
+done
+ub_record tinyload -c 1 -- "${wv4[@]}"
+kill "${busy[@]}"
+wait "${busy[@]}" 2>/dev/null
+tiny tinyload tiny-period-loaded
+( ulimit -i 0 && ub_record tinyq -c 1 -- "${wv4[@]}" && echo "$UB_RC" >"$WORK/tinyq.rc" )
+UB_RC=$(cat "$WORK/tinyq.rc" 2>/dev/null || echo 255)
+tiny tinyq tiny-period-queue-full
 
 # ---- sigprog -------------------------------------------------------------------
 ub_plain sig-plain sigprog

@@ -21,10 +21,22 @@
 #   ub_info ID                      `commanalyze info` into $WORK/ID.info
 #   ub_check ARGS...                python3 tests/ubench/ubtrace.py ARGS;
 #       its PASS/FAIL lines go to stdout; a FAIL marks the script failed
+#   ub_wp_probe                     what commrec's watchpoint probe says here
+#       (commrec --list-samplers): UB_WP is fires, no-fire or none, UB_WP_WHY
+#       the probe's line
 
 UBTRACE="$UBENCH/ubtrace.py"
 UB_TIMEOUT=${UB_TIMEOUT:-30}   # seconds per program run; a normal run takes < 3 s
 UB_RC=0
+
+ub_wp_probe() {
+	UB_WP_WHY=$("$COMMREC" --list-samplers 2>&1 | grep '^watchpoints:' | head -n 1 | sed 's/): .*/)/')
+	case $UB_WP_WHY in
+	*"do not fire"*) UB_WP=no-fire ;;
+	*"debug register"*" per thread"*) UB_WP=fires ;;
+	*) UB_WP=none ;;
+	esac
+}
 
 ub_have_recorder() { [ -x "$COMMREC" ] && [ -f "$CT_BUILD/libcommrec.so" ]; }
 ub_have_analyzer() { [ -x "$COMMANALYZE" ]; }

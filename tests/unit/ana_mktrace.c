@@ -3,6 +3,10 @@
  *   ana_mktrace OUT basic        every record type, 3 threads, cpu map, small frames
  *   ana_mktrace OUT incomplete   the same without the end summary
  *   ana_mktrace OUT big N        N samples over 4 threads (and arms/hits), streamed
+ *   ana_mktrace OUT nofire       recorded where watchpoints do not fire (none armed),
+ *                                a throttled thread, many samples in the runtime
+ *   ana_mktrace OUT armsnohit    150 watchpoint arms, not one hit
+ *   ana_mktrace OUT fullwp0      a full trace (every access), watchpoints off
  * Without arguments (as tests/run.sh runs it) it checks that the basic
  * trace reads back. */
 #include <inttypes.h>
@@ -74,6 +78,47 @@ static void build_basic(struct tb *b)
 	tb_sample_cpu(b, 2, 500, 0x10004, 2, CT_ACCESS_LOAD, 1000, 3);
 	r = tb_add(b, 2, CT_REC_SKIPPED, 510);
 	r->u.skipped = (struct ct_skipped){ CT_SKIP_KERNEL, 1 };
+}
+
+/* Two threads writing and reading one line in turn (40 samples each, 1 us
+ * apart; an arm after each with arms), for the report's warnings about the
+ * recording machine. */
+static void build_pingpong(struct tb *b, const char *config, uint64_t period, bool arms)
+{
+	tb_init(b, 2);
+	tb_config(b, config);
+	for (uint32_t i = 0; i < 80; i++) {
+		uint64_t t = 1000 + 1000 * (uint64_t)i;
+		tb_sample(b, i & 1, t, 0x10000 + 8 * (i & 1), 8, i & 2 ? CT_ACCESS_STORE : CT_ACCESS_LOAD,
+		          period);
+		if (arms)
+			for (uint32_t k = 0; k < 2; k++)
+				tb_arm(b, i & 1, t + 100 * k, (i + 1) & 1, t - 500, 0x20000, 8, 4);
+	}
+}
+
+static void build_variant(struct tb *b, const char *kind)
+{
+	if (!strcmp(kind, "nofire")) {
+		build_pingpong(b, "sampler=soft\nperiod=100\nperiod_unit=us-cpu\nthrottle=25\n"
+		               "watchpoints=0\nwatchpoints_available=0\nwatchpoint_probe=no-fire\n"
+		               "watchpoint_probe_detail=4 of 4 debug registers opened; none counted any "
+		               "of 16 writes to its word\nwatchpoints_forced=0\nline_size=64\n", 100000,
+		               false);
+		struct ct_record *r = tb_add(b, 1, CT_REC_MARKER, 90000);
+		r->u.marker.kind = CT_MARK_THROTTLE;
+		snprintf(r->u.marker.name, sizeof r->u.marker.name, "period=200000 share=31%%");
+		r = tb_add(b, 1, CT_REC_SKIPPED, 90001);
+		r->u.skipped = (struct ct_skipped){ CT_SKIP_RUNTIME, 30 };
+		b->features &= ~(uint64_t)CT_FEAT_WATCHPOINTS;
+	} else if (!strcmp(kind, "armsnohit")) {
+		build_pingpong(b, "sampler=soft\nperiod=1000\nperiod_unit=us-cpu\nwatchpoints=4\n"
+		               "watchpoint_probe=fires\nline_size=64\n", 1000000, true);
+	} else {
+		build_pingpong(b, "sampler=inst\nperiod=1\nperiod_unit=accesses\nwatchpoints=0\n"
+		               "watchpoint_probe=no-fire\nfull=1\nline_size=64\n", 1, false);
+		b->features = CT_FEAT_SAMPLES | CT_FEAT_FULL;
+	}
 }
 
 /* N samples, streamed (not kept in memory): 4 threads with interleaved
@@ -196,8 +241,11 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		return 0;
+	} else if (!strcmp(argv[2], "nofire") || !strcmp(argv[2], "armsnohit") ||
+	           !strcmp(argv[2], "fullwp0")) {
+		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|big N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|nofire|armsnohit|fullwp0|big N\n");
 		return 1;
 	}
 	unlink(b.path);

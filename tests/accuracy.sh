@@ -1,56 +1,45 @@
 #!/usr/bin/env bash
-# Accuracy of the models on the microbenchmarks, against the ground truth
-# (exact on a full trace).  Runs scripts/accuracy.sh --quick (which builds
-# the benchmarks with record/commrec-cc, records each one full, inst-sampled
-# and soft, with every benchmark thread pinned to cpu i mod ncpus, and
-# analyzes them; see its header and doc/accuracy.md) and asserts on the
-# metrics it writes (--tsv: BENCH METRIC VALUE).  Configurations:
-# write_volume, false_sharing (f=0.5 and f=0.9), read_write and objects with
-# 2 threads, p2p with 4; full traces 4M iterations per thread (10-20 MB
-# each), inst-sampled 60M, soft half the default length.
+# `make accuracy`: the accuracy of the models on the microbenchmarks,
+# against the ground truth (exact on a full trace).  Runs scripts/accuracy.sh
+# (which builds the benchmarks with record/commrec-cc, records each one
+# full, inst-sampled and soft, with every benchmark thread pinned to cpu i
+# mod ncpus, and analyzes them; see its header), which regenerates
+# doc/accuracy.md, and asserts on the metrics it writes (--tsv: BENCH METRIC
+# VALUE).  Configurations: write_volume, false_sharing (f=0.5 and f=0.9),
+# read_write and objects with 2 threads, p2p with 4; full traces 4M
+# iterations per thread (10-20 MB each), inst-sampled 60M, soft the default
+# length.  ACCURACY_QUICK=1: soft half as long, and doc/accuracy.md is not
+# rewritten.
 #
-# Tolerances.  Every bound below comes with its reason; where it is
-# empirical, it is a margin over the worst value seen in repeated runs (up to
-# 11, numbers given per bound) on the 2-cpu development VM (AMD EPYC, no
-# PMU; 2026-11-21), given as
-# "seen: [min, max]".
+# Not part of `make check`: these are measurements of estimators, and some
+# bounds below are margins over what one machine showed ("seen: [min,
+# max]": repeated runs on the 2-cpu development VM, AMD EPYC, no PMU,
+# 2026-11-21, quiet).  On a loaded machine the threads run together less,
+# the interleaving gets coarser and ComDetective's estimate drifts from
+# exact's (emulate's volume ratio reached 3.4-7.3 under load): a failure
+# here says how far, it is not a broken build.  What holds on every machine
+# and schedule is checked in make check by tests/e2e/exact_invariants.sh.
 . "$(dirname "$0")/../lib.sh"
 
-for f in "$COMMREC" "$COMMANALYZE" "$CT_BUILD/libcommrec-inst.so" "$CT_BUILD/libcommrec.so"; do
-	if [ ! -e "$f" ]; then
-		skip accuracy "build $f first (make)"
-		exit 0
-	fi
-done
-command -v python3 >/dev/null || { skip accuracy "needs python3"; exit 0; }
-command -v gcc >/dev/null || { skip accuracy "needs gcc"; exit 0; }
+require accuracy "$COMMREC" "$COMMANALYZE" "$CT_BUILD/libcommrec-inst.so" "$CT_BUILD/libcommrec.so" python3 gcc
 unset COMMTRACE_SPOOL COMMTRACE_PID COMMTRACE_RUNTIME
 
 T=$WORK/acc.tsv
 t0=$(date +%s)
-if ! B=$CT_BUILD "$CT_ROOT/scripts/accuracy.sh" --quick --tsv "$T" --keep "$WORK/acc" \
+mode=(-o "$CT_ROOT/doc/accuracy.md")
+[ "${ACCURACY_QUICK:-0}" = 1 ] && mode=(--quick)
+if ! B=$CT_BUILD "$CT_ROOT/scripts/accuracy.sh" "${mode[@]}" --tsv "$T" --keep "$WORK/acc" \
 	>"$WORK/acc.out" 2>"$WORK/acc.err"; then
 	fail accuracy/run "scripts/accuracy.sh failed: $(tail -c 600 "$WORK/acc.err" | tr '\n' '|')"
 	done_tests
 fi
 pass accuracy/run
 echo "INFO accuracy: $(($(date +%s) - t0)) s"
-cat "$WORK/acc.out"
+cat "$WORK/acc.out" "$WORK/acc.err"
 sed 's/^/INFO /' "$T"
 
-val() { awk -F'\t' -v i="$1" -v m="$2" '$1 == i && $2 == m { print $3 }' "$T"; }
-# within NAME ID METRIC LO HI: LO <= value <= HI
-within() {
-	local n=$1 v
-	v=$(val "$2" "$3")
-	if [ -z "$v" ]; then
-		fail "$n" "no metric $2 $3 in the table"
-	elif python3 -c "import sys; v=float('$v'); sys.exit(0 if $4 <= v <= $5 else 1)"; then
-		pass "$n"
-	else
-		fail "$n" "$2 $3 = $v, want [$4, $5]"
-	fi
-}
+# within NAME ID METRIC LO HI: LO <= value <= HI (tests/lib.sh)
+within() { tsv_within "$T" "$@"; }
 
 ALL="write_volume false_sharing false_sharing_f0.9 read_write p2p objects"
 WRITE_ONLY="write_volume false_sharing false_sharing_f0.9 p2p objects"

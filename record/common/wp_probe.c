@@ -1,0 +1,126 @@
+/* The functional watchpoint probe (wp_probe.h). */
+#include "wp_probe.h"
+
+#include <errno.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commtrace.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The runtime's template (record/runtime/rt_wp.c): read/write, 8 bytes,
+ * user space only, disabled, on a dummy word; counting only here. */
+static int open_on(volatile uint64_t *word, struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	a->type = PERF_TYPE_BREAKPOINT;
+	a->bp_type = HW_BREAKPOINT_RW;
+	a->bp_addr = (uint64_t)(uintptr_t)word;
+	a->bp_len = HW_BREAKPOINT_LEN_8;
+	a->disabled = 1;
+	a->exclude_kernel = 1;
+	a->exclude_hv = 1;
+	return (int)syscall(SYS_perf_event_open, a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+void wp_probe_run(struct wp_probe *p, int want)
+{
+	/* on the stack: each probe (and each thread) its own words */
+	volatile uint64_t dummy = 0, words[CT_WP_MAX];
+	struct perf_event_attr attr[CT_WP_MAX];
+	int fd[CT_WP_MAX];
+	uint64_t t0 = now_ns();
+
+	memset(p, 0, sizeof *p);
+	if (want > CT_WP_MAX)
+		want = CT_WP_MAX;
+	p->want = want < 0 ? 0 : want;
+	for (int i = 0; i < p->want; i++) {
+		words[i] = 0;
+		fd[i] = open_on(&dummy, &attr[i]);
+		if (fd[i] < 0) {
+			p->open_errno = errno;
+			break;
+		}
+		p->opened++;
+	}
+	for (int i = 0; i < p->opened; i++) {
+		attr[i].bp_addr = (uint64_t)(uintptr_t)&words[i];
+		if (ioctl(fd[i], PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &attr[i]) < 0 ||
+		    ioctl(fd[i], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+			close(fd[i]);
+			fd[i] = -1;
+			continue;
+		}
+		p->retargeted++;
+	}
+	for (int k = 0; k < WP_PROBE_WRITES; k++)
+		for (int i = 0; i < p->opened; i++)
+			words[i] = words[i] + 1;
+	for (int i = 0; i < p->opened; i++) {
+		if (fd[i] < 0)
+			continue;
+		ioctl(fd[i], PERF_EVENT_IOC_DISABLE, 0);
+		uint64_t n = 0;
+		if (read(fd[i], &n, sizeof n) == (ssize_t)sizeof n)
+			p->counts[i] = n;
+		/* each increment is a load and a store: at least one hit each */
+		if (p->counts[i] >= WP_PROBE_WRITES)
+			p->fired++;
+		close(fd[i]);
+	}
+	p->verdict = !p->opened ? WP_NO_OPEN : p->fired ? WP_FIRE : WP_NO_FIRE;
+	p->ns = now_ns() - t0;
+}
+
+const char *wp_verdict_name(enum wp_verdict v)
+{
+	switch (v) {
+	case WP_FIRE:
+		return "fires";
+	case WP_NO_FIRE:
+		return "no-fire";
+	default:
+		return "no-open";
+	}
+}
+
+void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap)
+{
+	if (!p->want) {
+		snprintf(buf, cap, "not probed (no watchpoints asked for)");
+		return;
+	}
+	if (!p->opened) {
+		snprintf(buf, cap, "perf breakpoints cannot be opened here (%s)",
+		         strerror(p->open_errno ? p->open_errno : ENODEV));
+		return;
+	}
+	int n = snprintf(buf, cap, "%d of %d debug registers opened", p->opened, p->want);
+	if (n < 0 || (size_t)n >= cap)
+		return;
+	if (p->retargeted < p->opened)
+		n += snprintf(buf + n, cap - (size_t)n, ", %d re-targeted (PERF_EVENT_IOC_MODIFY_ATTRIBUTES)",
+		              p->retargeted);
+	if (n < 0 || (size_t)n >= cap)
+		return;
+	if (!p->fired)
+		snprintf(buf + n, cap - (size_t)n, "; none counted any of %d writes to its word",
+		         WP_PROBE_WRITES);
+	else
+		snprintf(buf + n, cap - (size_t)n, "; %d counted all %d writes to its word", p->fired,
+		         WP_PROBE_WRITES);
+}

@@ -1,0 +1,51 @@
+/* Do debug-register watchpoints work here?  A functional probe, not just an
+ * open: some hypervisors let perf breakpoints (PERF_TYPE_BREAKPOINT) open,
+ * re-target (PERF_EVENT_IOC_MODIFY_ATTRIBUTES) and enable without error but
+ * never make them fire, because they do not virtualize the debug registers.
+ * Arming such watchpoints costs real time (an ioctl per arm) for nothing.
+ *
+ * The probe does on the calling thread what the runtime does on each of its
+ * threads: it opens up to `want` breakpoints (read/write, 8 bytes, user
+ * space only) on a dummy word, re-targets each to a word of its own with
+ * PERF_EVENT_IOC_MODIFY_ATTRIBUTES, enables them, writes every word
+ * WP_PROBE_WRITES times and reads how often each breakpoint counted.  It
+ * takes some tens of microseconds (commrec runs it once per recording and
+ * for --list-samplers; the cost is in commrec(1)). */
+#ifndef CT_WP_PROBE_H
+#define CT_WP_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WP_PROBE_WRITES 16
+
+enum wp_verdict {
+	WP_FIRE = 0,        /* registers open and count the writes */
+	WP_NO_FIRE = 1,     /* they open (and re-target) but never count */
+	WP_NO_OPEN = 2,     /* perf breakpoints cannot be opened here */
+};
+
+struct wp_probe {
+	int want;           /* registers asked for (0..CT_WP_MAX) */
+	int opened;         /* that opened */
+	int retargeted;     /* of those, that accepted MODIFY_ATTRIBUTES */
+	int fired;          /* of those, that counted every write */
+	int open_errno;     /* why the first failed open failed, else 0 */
+	uint64_t counts[4]; /* what each register counted (WP_PROBE_WRITES expected) */
+	uint64_t ns;        /* wall time of the probe */
+	enum wp_verdict verdict;
+};
+
+/* Run the probe for up to want (<= CT_WP_MAX) registers; fills *p. */
+void wp_probe_run(struct wp_probe *p, int want);
+
+/* The verdict as stored in the trace (CONFIG watchpoint_probe): "fires",
+ * "no-fire" or "no-open". */
+const char *wp_verdict_name(enum wp_verdict v);
+
+/* One line of what was measured, e.g. "4 of 4 debug registers opened and
+ * were re-targeted; none counted any of 16 writes to its word" (CONFIG
+ * watchpoint_probe_detail). */
+void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap);
+
+#endif
