@@ -56,18 +56,6 @@ int model_args(struct model_opts *o, int argc, char **argv, int *i);
 /* Parse an unsigned decimal number; false if not a number or out of range. */
 bool parse_u64(const char *s, uint64_t *out);
 
-/* MurmurHash3's 64-bit finalizer: every input bit moves every output bit
- * (hash tables, the board's --hash murmur, the signature's slots). */
-static inline uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
-
 /* Whether the trace is whole: it has an end summary and the recorder says
  * the recording completed.  why: one line either way. (info.c) */
 bool trace_is_complete(struct ct_trace *t, char *why, size_t cap);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "commtrace.h"
+#include "comdetective.h"
 
 /* ---- exit status of commanalyze -------------------------------------- */
 #define EXIT_USAGE 1
@@ -67,7 +68,12 @@ struct event_consumer {
 
 /* ---- models ------------------------------------------------------------ */
 
-enum expiry_kind { EXPIRY_COMDETECTIVE = 0, EXPIRY_NS = 1, EXPIRY_SAMPLES = 2 };
+/* The comdetective model's expiry rules are cd_step's (formats/comdetective.h). */
+enum expiry_kind {
+	EXPIRY_COMDETECTIVE = CD_EXPIRY_INTERVAL,
+	EXPIRY_NS = CD_EXPIRY_NS,
+	EXPIRY_SAMPLES = CD_EXPIRY_SAMPLES,
+};
 enum hash_kind { HASH_MOD = 0, HASH_MURMUR = 1 };
 
 /* Every knob of every model; each has a command-line option of the same
