@@ -19,58 +19,22 @@ void board_init(struct board *b, void *mem, uint32_t size, uint32_t line_size)
 		b->line_shift++;
 }
 
-static inline uint32_t slot_of(const struct board *b, uint64_t addr)
-{
-	uint64_t ln = addr >> b->line_shift;
-	return (uint32_t)((b->hash == BOARD_HASH_MURMUR ? fmix64(ln) : ln) % b->size);
-}
-
-/* Consistent read of an entry; returns its sequence number (even, nonzero)
- * or 0 if empty / being written / changed under us. */
-static uint64_t read_entry(const struct board_entry *e, struct board_view *v)
-{
-	uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
-	if (s1 == 0 || (s1 & 1))
-		return 0;
-	v->addr = atomic_load_explicit(&e->addr, memory_order_relaxed);
-	v->time = atomic_load_explicit(&e->time, memory_order_relaxed);
-	v->ip = atomic_load_explicit(&e->ip, memory_order_relaxed);
-	v->count = atomic_load_explicit(&e->count, memory_order_relaxed);
-	v->thread = atomic_load_explicit(&e->thread, memory_order_relaxed);
-	v->cpu = atomic_load_explicit(&e->cpu, memory_order_relaxed);
-	v->len = (uint8_t)atomic_load_explicit(&e->len, memory_order_relaxed);
-	atomic_thread_fence(memory_order_acquire);
-	uint64_t s2 = atomic_load_explicit(&e->seq, memory_order_relaxed);
-	return s1 == s2 ? s1 : 0;
-}
-
 bool board_get(const struct board *b, uint64_t addr, struct board_view *v)
 {
-	return read_entry(&b->e[slot_of(b, addr)], v) != 0;
+	return board_read_entry(&b->e[board_slot_of(b, addr)], v) != 0;
 }
 
 bool board_get_slot(const struct board *b, uint32_t i, struct board_view *v)
 {
 	if (i >= b->size)
 		return false;
-	return read_entry(&b->e[i], v) != 0;
+	return board_read_entry(&b->e[i], v) != 0;
 }
 
-bool board_lookup(const struct board *b, uint64_t addr, struct board_view *v, uint64_t *seq)
+bool board_replace(struct board *b, const struct board_slot *slot, const struct board_view *v)
 {
-	const struct board_entry *e = &b->e[slot_of(b, addr)];
-	uint64_t s = atomic_load_explicit(&e->seq, memory_order_acquire);
-	*seq = s == 0 ? 0 : 1;
-	if (s == 0 || (s & 1) || read_entry(e, v) != s)
-		return false;               /* empty, or being written, or changed under us */
-	*seq = s;
-	return true;
-}
-
-bool board_replace(struct board *b, uint64_t seq, const struct board_view *v)
-{
-	uint32_t slot = slot_of(b, v->addr);
-	struct board_entry *e = &b->e[slot];
+	struct board_entry *e = &b->e[slot->i];
+	uint64_t seq = slot->seq;
 	if (seq & 1)
 		return false;
 	if (!atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
@@ -87,7 +51,7 @@ bool board_replace(struct board *b, uint64_t seq, const struct board_view *v)
 	atomic_store_explicit(&e->len, v->len, memory_order_relaxed);
 	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
 	uint64_t k = atomic_fetch_add_explicit(&b->recent_n, 1, memory_order_relaxed);
-	atomic_store_explicit(&b->recent[k % BOARD_RECENT], slot, memory_order_release);
+	atomic_store_explicit(&b->recent[k % BOARD_RECENT], slot->i, memory_order_release);
 	return true;
 }
 
@@ -95,11 +59,11 @@ bool board_publish(struct board *b, uint64_t addr, uint8_t len, uint32_t thread,
                    uint64_t now, uint64_t older_than)
 {
 	struct board_view v;
-	uint64_t seq;
-	if (board_lookup(b, addr, &v, &seq) && v.time >= older_than)
+	struct board_slot slot;
+	if (board_lookup(b, addr, &v, &slot) && v.time >= older_than)
 		return false;               /* not expired yet */
 	v = (struct board_view){ .addr = addr, .time = now, .thread = thread, .len = len };
-	return board_replace(b, seq, &v);
+	return board_replace(b, &slot, &v);
 }
 
 bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t now,
@@ -120,7 +84,7 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 			dup = seen[j] == i;
 		seen[k] = i;
 		struct board_view v;
-		if (dup || i >= b->size || !read_entry(&b->e[i], &v))
+		if (dup || i >= b->size || !board_read_entry(&b->e[i], &v))
 			continue;
 		if (v.thread == self || v.time < since || v.time > now)
 			continue;

@@ -94,15 +94,56 @@ bool board_get(const struct board *b, uint64_t addr, struct board_view *v);
 /* Read entry i (0..size-1). */
 bool board_get_slot(const struct board *b, uint32_t i, struct board_view *v);
 
+/* Where board_lookup found an entry, for board_replace. */
+struct board_slot {
+	uint32_t i;                 /* slot index */
+	uint64_t seq;               /* 0: empty; odd: being written or changed while
+	                               read (it cannot be replaced now) */
+};
+
+static inline uint32_t board_slot_of(const struct board *b, uint64_t addr)
+{
+	uint64_t ln = addr >> b->line_shift;
+	return (uint32_t)((b->hash == BOARD_HASH_MURMUR ? fmix64(ln) : ln) % b->size);
+}
+
+/* Consistent read of entry e: its sequence number (even, nonzero) with *v,
+ * or 0 if empty, being written or changed under us. */
+static inline uint64_t board_read_entry(const struct board_entry *e, struct board_view *v)
+{
+	uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if (s1 == 0 || (s1 & 1))
+		return 0;
+	v->addr = atomic_load_explicit(&e->addr, memory_order_relaxed);
+	v->time = atomic_load_explicit(&e->time, memory_order_relaxed);
+	v->ip = atomic_load_explicit(&e->ip, memory_order_relaxed);
+	v->count = atomic_load_explicit(&e->count, memory_order_relaxed);
+	v->thread = atomic_load_explicit(&e->thread, memory_order_relaxed);
+	v->cpu = atomic_load_explicit(&e->cpu, memory_order_relaxed);
+	v->len = (uint8_t)atomic_load_explicit(&e->len, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	uint64_t s2 = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	return s1 == s2 ? s1 : 0;
+}
+
 /* Read the entry addr's slot to decide whether to replace it: true with *v
- * when it holds a stable entry.  *seq is what board_replace needs: 0 when
- * the slot is empty, odd when it is being written or changed while read
- * (it cannot be replaced now). */
-bool board_lookup(const struct board *b, uint64_t addr, struct board_view *v, uint64_t *seq);
-/* Write *v (v->addr picks the slot) over the entry board_lookup read with
- * sequence number seq; false when seq is odd or the entry has changed
- * since.  true if published. */
-bool board_replace(struct board *b, uint64_t seq, const struct board_view *v);
+ * when it holds a stable entry; *slot for board_replace either way. */
+static inline bool board_lookup(const struct board *b, uint64_t addr, struct board_view *v,
+                                struct board_slot *slot)
+{
+	slot->i = board_slot_of(b, addr);
+	const struct board_entry *e = &b->e[slot->i];
+	uint64_t s = atomic_load_explicit(&e->seq, memory_order_acquire);
+	slot->seq = s == 0 ? 0 : 1;
+	if (s == 0 || (s & 1) || board_read_entry(e, v) != s)
+		return false;               /* empty, or being written, or changed under us */
+	slot->seq = s;
+	return true;
+}
+/* Write *v over the entry board_lookup read (it must hold v->addr's line's
+ * slot); false when the slot could not be read or has changed since.  true
+ * if published. */
+bool board_replace(struct board *b, const struct board_slot *slot, const struct board_view *v);
 
 /* Publish <addr, len, thread, now> if the slot is empty or its entry was
  * published before `older_than` (the recorder's rule: the publisher's

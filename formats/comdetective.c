@@ -1,6 +1,4 @@
 /* One step of ComDetective's Algorithm 1: see comdetective.h. */
-#include <string.h>
-
 #include "comdetective.h"
 
 static void history_add(struct cd_history *h, uint64_t time, bool store)
@@ -92,13 +90,14 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
              const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
              struct cd_step *out)
 {
-	memset(out, 0, sizeof *out);
+	out->detected = out->disarm = out->published = false;
+	out->arm.nwp = 0;           /* (a memset of *out costs more than the rest) */
 	history_add(h, a->time, a->store);
 	if (!c->board)
 		return;
 	struct board_view v;
-	uint64_t seq;
-	bool have = board_lookup(c->board, a->addr, &v, &seq);
+	struct board_slot slot;
+	bool have = board_lookup(c->board, a->addr, &v, &slot);
 	bool recent = have && entry_recent(c, &v, a->time);
 	if (recent && board_line(c->board, v.addr) == board_line(c->board, a->addr) &&
 	    v.thread != self && v.time > h->t_prev) {
@@ -113,7 +112,7 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
 			.addr = a->addr, .time = a->time, .ip = a->ip, .count = h->nstores,
 			.thread = self, .cpu = a->cpu, .len = a->len,
 		};
-		out->published = board_replace(c->board, seq, &mine);  /* lines 22-26 */
+		out->published = board_replace(c->board, &slot, &mine);  /* lines 22-26 */
 	}
 }
 

@@ -95,12 +95,13 @@ struct cd_watch {               /* the sampling thread's watchpoints */
 	uint64_t arm_time;          /* when they were armed */
 };
 
-struct cd_step {
+struct cd_step {                /* fields after a false flag are undefined */
 	bool detected;
 	struct board_view src;      /* detected: the entry (publisher, access, time) */
 	bool disarm;                /* the watchpoints were old: switch them off */
 	struct ct_wp_arm arm;       /* arm.nwp > 0: watch arm.wp_addr[0..nwp-1] for
-	                               the entry arm.pub_* (a WP_ARM record) */
+	                               the entry arm.pub_* (a WP_ARM record; the
+	                               fields past nwp undefined) */
 	bool published;
 };
 
