@@ -133,6 +133,8 @@ bool kfilter_keep(struct kfilter *f, const struct ct_record *r);
 struct analysis {
 	const char *path;
 	struct ct_trace *trace;
+	size_t nthreads;              /* thread index space (thread_space) */
+	uint64_t records;             /* records replayed */
 	const struct model_ops *model;
 	struct model_opts opts;
 	unsigned line_size;
@@ -176,6 +178,34 @@ struct analysis_hooks {
 int analysis_run_hooks(struct analysis *a, const char *path, const struct model_opts *o,
                        bool progress, struct analysis_hooks *h);
 void analysis_free(struct analysis *a);
+
+/* The steps of analysis_run, for several models on one replay (sweep). */
+
+/* One model on the replay, with its matrices: the model of report, matrix,
+ * objects and lines, or a point of a sweep. */
+struct analysis_point {
+	const struct model_opts *opts;      /* in */
+	const struct analysis_hooks *hooks; /* in: more consumers with this model, or NULL */
+	const struct model_ops *model;      /* out */
+	unsigned line_size;
+	const char *line_size_source;
+	struct matrices *mx;                /* analysis_points_free */
+	/* during the replay */
+	void *m;
+	struct event_consumer ec[1 + ANALYSIS_HOOKS_MAX];
+	struct record_consumer rc[1 + ANALYSIS_HOOKS_MAX];
+};
+/* Open path (a zeroed): the trace, its thread index space (an absurd one
+ * is refused), its topology.  0 or an exit status (message printed). */
+int analysis_open(struct analysis *a, const char *path);
+/* Create the models of the n points, replay a's trace once into all of
+ * them (and into a->stats when with_stats) with `jobs` workers, destroy
+ * the models (the matrices stay).  A damaged trace sets a->damaged and
+ * a->err (the results cover the records before the damage).  0, or an
+ * exit status (message printed). */
+int analysis_replay(struct analysis *a, struct analysis_point *p, size_t n, unsigned jobs,
+                    bool with_stats, bool progress);
+void analysis_points_free(struct analysis_point *p, size_t n);
 
 /* ---- full-trace models (exact, signature, emulate) ----------------------
  * These models are meant for full traces (CT_FEAT_FULL in the header: every

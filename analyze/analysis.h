@@ -40,6 +40,18 @@ struct record_consumer {
 int replay(struct ct_trace *t, struct record_consumer *consumers, size_t n,
            bool show_progress, struct ct_error *err);
 
+/* Consumers that share state, replayed together: each record reaches them
+ * all, in array order, before the next record does. */
+struct replay_set {
+	struct record_consumer *c;
+	size_t n;
+};
+/* replay into sets that share nothing (the points of a sweep), fanned out
+ * to `jobs` worker threads (each set on one of them); the same results for
+ * any jobs.  *records (may be NULL): records replayed. */
+int replay_sets(struct ct_trace *t, const struct replay_set *sets, size_t nsets, unsigned jobs,
+                bool show_progress, uint64_t *records, struct ct_error *err);
+
 /* ---- communication events --------------------------------------------- */
 
 enum comm_via { COMM_VIA_SAMPLE = 0, COMM_VIA_WATCHPOINT = 1, COMM_VIA_EXACT = 2 };
