@@ -524,28 +524,15 @@ static int fill_info(struct sweep_trace *ti, struct ct_trace *tr, const struct t
 int sweep_trace_info(struct sweep *s, size_t t)
 {
 	struct sweep_trace *ti = &s->traces[t];
-	struct ct_error e = {{0}};
-	struct ct_trace *tr = ct_trace_open(ti->path, &e);
-	if (!tr) {
-		fprintf(stderr, "commanalyze: %s\n", e.msg);
-		return EXIT_BADTRACE;
-	}
-	char why[256];
-	if (!thread_space_sane(tr, why, sizeof why)) {
-		fprintf(stderr, "commanalyze: %s\n", why);
-		ct_trace_close(tr);
-		return EXIT_BADTRACE;
-	}
-	struct topology topo;
-	topology_load(&topo, tr);
-	int rc = fill_info(ti, tr, &topo);
-	topology_free(&topo);
-	ct_trace_close(tr);
-	if (rc) {
+	struct analysis a;
+	memset(&a, 0, sizeof a);
+	int rc = analysis_open(&a, ti->path);
+	if (!rc && fill_info(ti, a.trace, &a.topo)) {
 		ana_err("out of memory");
-		return EXIT_BADTRACE;
+		rc = EXIT_BADTRACE;
 	}
-	return 0;
+	analysis_free(&a);
+	return rc;
 }
 
 /* ---- the replay --------------------------------------------------------------- */
