@@ -189,9 +189,18 @@ const char *model_opts_format(const struct model_opts *o, const char *name,
                               char *buf, size_t cap);
 /* The option names model_opts_parse knows, NULL-terminated ("model" first). */
 extern const char *const model_opt_names[];
+bool model_opt_known(const char *name);
 /* Does option opt change what model computes? (for reports; unknown
  * models: true) */
 bool model_opt_relevant(const char *model, const char *opt);
+/* Which value of option opt gives the finest sweep point: +1 the largest
+ * (board-size, watchpoints), -1 the smallest (period-multiplier), 0 none. */
+int model_opt_finest(const char *opt);
+/* The "Model options:" part of the usage texts. */
+void model_opts_usage(FILE *f);
+/* " model, expiry, ...;": the option names, wrapped before column 81 at
+ * column col; the first line continues at column at. */
+void model_opt_list(FILE *f, int col, int at);
 
 /* The matrices consumer (matrices.c): accumulates directed thread, core and
  * socket matrices for all/true/false events (weights summed), and counts of

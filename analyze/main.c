@@ -11,29 +11,6 @@
 #include "attrib.h"
 #include "sweep.h"
 
-static void model_options(FILE *f)
-{
-	fprintf(f,
-"Model options:\n"
-"  --model NAME                   detector (default comdetective):\n");
-	for (size_t i = 0; all_models[i]; i++)
-		fprintf(f, "      %-14s %s\n", all_models[i]->name, all_models[i]->summary);
-	fprintf(f,
-"  --expiry comdetective|ns:N|samples:N   how long a published line or an armed\n"
-"                                 watchpoint stays recent (default comdetective)\n"
-"  --board-size N                 bulletin board entries (default 127)\n"
-"  --hash mod|murmur              board index: line number mod N, or murmur3 mix\n"
-"  --line-size N                  bytes (default: recorded, else 64)\n"
-"  --watchpoints D                use hits on registers < D only, scale as D\n"
-"                                 (0: no watchpoint hits)\n"
-"  --period-multiplier K          keep every Kth sample per thread and kind\n"
-"  --window NS                    window model: pair distance (default 1ms;\n"
-"                                 units ns, us, ms, s accepted)\n"
-"  --signature-size N             signature model: slots\n"
-"  --fp-rate P                    signature model: bloom filter false positive rate\n"
-"  --emulate-period N             emulate model: sample every Nth access per kind\n");
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -60,7 +37,7 @@ static void usage(FILE *f)
 "  lines    cache lines ranked by communication, with per-offset detail\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
 "\n");
-	model_options(f);
+	model_opts_usage(f);
 	fprintf(f,
 "(accepted by report, matrix, objects, lines and, as fixed options, sweep)\n"
 "\n"
@@ -144,7 +121,7 @@ static bool command_usage(FILE *f, const char *cmd)
 			fputs(cmds[i].text, f);
 			if (cmds[i].model) {
 				fputc('\n', f);
-				model_options(f);
+				model_opts_usage(f);
 			}
 			fprintf(f, "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
 			           "See commanalyze(1).\n");

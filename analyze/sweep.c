@@ -68,14 +68,6 @@ void sweep_free(struct sweep *s)
 	memset(s, 0, sizeof *s);
 }
 
-static bool known_option(const char *name)
-{
-	for (size_t k = 0; model_opt_names[k]; k++)
-		if (!strcmp(model_opt_names[k], name))
-			return true;
-	return false;
-}
-
 /* Validate one value of parameter p and append its canonical text. */
 static int add_value(struct sweep_param *p, const char *v, char *err, size_t cap)
 {
@@ -197,7 +189,7 @@ int sweep_add_param(struct sweep *s, const char *spec, char *err, size_t cap)
 	}
 	memcpy(name, spec, nl);
 	name[nl] = 0;
-	if (!known_option(name)) {
+	if (!model_opt_known(name)) {
 		char list[512] = "";
 		for (size_t k = 0; model_opt_names[k]; k++) {
 			if (k)
@@ -299,11 +291,7 @@ size_t sweep_finest_point(const struct sweep *s)
 	size_t idx = 0;
 	for (size_t k = 0; k < s->nparams; k++) {
 		const struct sweep_param *p = &s->params[k];
-		int dir = 0;   /* +1: largest, -1: smallest, 0: first */
-		if (!strcmp(p->name, "board-size") || !strcmp(p->name, "watchpoints"))
-			dir = 1;
-		else if (!strcmp(p->name, "period-multiplier"))
-			dir = -1;
+		int dir = model_opt_finest(p->name);   /* +1: largest, -1: smallest, 0: first */
 		size_t best = 0;
 		if (dir && p->numeric) {
 			uint64_t bv = 0;
@@ -902,9 +890,9 @@ void sweep_usage(FILE *f, bool full)
 "\n"
 "The trace under every point of a grid of model options, from one decode pass;\n"
 "each point is compared with a reference (thread matrices, M + M^T).\n"
-"  -p, --param NAME=V,...  a model option (model, expiry, board-size, hash,\n"
-"                          line-size, watchpoints, period-multiplier, window,\n"
-"                          signature-size, fp-rate, emulate-period) and its values;\n"
+"  -p, --param NAME=V,...  a model option and its values:");
+	model_opt_list(f, 26, 58);
+	fprintf(f,
 "                          ranges A..B, A..B:STEP, A..B:xFACTOR (samples:1..8);\n"
 "                          the grid is the product of the lists\n"
 "  -j N                    worker threads (default: every online cpu)\n"
