@@ -3,8 +3,11 @@
  * multiplier filter, the analysis pipeline and small printing helpers.
  *
  *   main.c         command dispatch, --help, --version
- *   options.c      model options (model_opts_parse), their attributes
- *   engine.c       replay(): merged cursor -> record consumers
+ *   options.c      the model options' table: parsing, text, usage
+ *   engine.c       replay(), replay_sets(): merged cursor -> consumer sets,
+ *                  fanned out to worker threads
+ *   pipeline.c     open a trace, create models with their matrices, replay
+ *                  (report, matrix, objects, lines: one model; sweep: many)
  *   progress.c     progress line on stderr
  *   stats.c        per-thread record counts (info, report)
  *   topology.c     cpu -> core/socket from the MACHINE section, line size
@@ -12,8 +15,9 @@
  *   models.c       all_models[], model_find
  *   model_*.c      one model each
  *   matrices.c     event consumer: thread/core/socket matrices
- *   pipeline.c     trace + model + consumers -> replay (report, matrix)
- *   info.c dump.c report.c cmd_matrix.c: the commands */
+ *   writers.c      the matrix writers by --format name (out_*.c)
+ *   info.c dump.c report.c cmd_*.c sweep*.c: the commands
+ * See doc/ARCHITECTURE.md. */
 #ifndef CT_ANA_H
 #define CT_ANA_H
 

@@ -144,6 +144,19 @@ struct attr {
 	const char *value;
 };
 
+/* How a matrix is to be read and drawn, set by whoever builds it.  A field
+ * left 0 is unset: the writers then take the attribute of the same name
+ * ("symmetric" yes/no, "color_min" zero/min, "color_max" N, "row_axis",
+ * "col_axis"), else look at the cells (symmetric) or use their default. */
+enum out_sym { OUT_SYM_UNSET = 0, OUT_SYM_YES = 1, OUT_SYM_NO = 2 };
+enum out_scale { OUT_SCALE_UNSET = 0, OUT_SCALE_FROM_ZERO = 1, OUT_SCALE_FROM_MIN = 2 };
+struct matrix_render {
+	enum out_sym symmetric;     /* M + M^T (each pair once in totals), or directed */
+	enum out_scale scale_from;  /* svg: colours from 0 (default) or the smallest non-zero cell */
+	double scale_max;           /* svg: > 0, the top of the colour scale (shared scales) */
+	const char *row_axis, *col_axis;  /* axis titles (both, or neither) */
+};
+
 /* One matrix ready to be written: labels for rows and columns (same order),
  * what it counts, and attributes saying how it was made. */
 struct matrix_out {
@@ -156,7 +169,30 @@ struct matrix_out {
 	const char *const *labels;  /* n labels */
 	const struct attr *attrs;
 	size_t nattrs;
+	struct matrix_render render;
 };
+
+/* The output writers, by --format name (writers.c): text, csv, json, h5,
+ * svg.  A writer that writes_to_file creates the file itself (it needs a
+ * path); the others write to a stream (standard output or -o FILE). */
+struct out_dest {
+	FILE *f;                    /* stream writers */
+	const char *path;           /* file writers; for messages otherwise (NULL: standard output) */
+	struct ct_error *err;       /* the message of a failure */
+};
+struct matrix_writer {
+	const char *name;
+	bool writes_to_file;
+	/* 0, or -1 with d->err filled */
+	int (*write)(const struct out_dest *d, const struct matrix_out *m, size_t nm);
+};
+const struct matrix_writer *matrix_writer_find(const char *name);
+/* "text, csv, json, h5 or svg" */
+const char *matrix_writer_names(char *buf, size_t cap);
+/* Write the nm matrices with w to path (NULL: standard output for a stream
+ * writer).  0, or -1 with err->msg saying what could not be written. */
+int matrix_write(const struct matrix_writer *w, const char *path, const struct matrix_out *m,
+                 size_t nm, struct ct_error *err);
 
 int write_matrix_text(FILE *f, const struct matrix_out *m);
 int write_matrix_csv(FILE *f, const struct matrix_out *m);

@@ -192,12 +192,11 @@ static int write_object_matrix(struct attrib_cli *c, struct analysis *an, struct
 			.name = name, .kind = kinds[c->kind], .index = "thread",
 			.units = "estimated line transfers", .n = n, .cell = m,
 			.labels = (const char *const *)labels, .attrs = attrs.a, .nattrs = attrs.n,
+			.render = { .symmetric = OUT_SYM_NO },
 		};
-		switch (c->fmt) {
-		case AF_CSV: r = write_matrix_csv(f, &mo); break;
-		case AF_JSON: r = write_matrices_json(f, &mo, 1); break;
-		default: r = write_matrix_text(f, &mo); break;
-		}
+		struct ct_error err = {{0}};
+		struct out_dest d = { .f = f, .path = c->out, .err = &err };
+		r = matrix_writer_find(attrib_format_name(c->fmt))->write(&d, &mo, 1);
 	} else {
 		ana_err("out of memory");
 	}

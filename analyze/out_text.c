@@ -109,7 +109,7 @@ static const char *nz(const char *s, const char *dflt)
 	return s && *s ? s : dflt;
 }
 
-static void header(FILE *f, const struct matrix_out *m, bool sym)
+static void header(FILE *f, const struct matrix_out *m, const struct matrix_render *rd)
 {
 	char buf[256];
 	tlabel(buf, sizeof buf, nz(m->name, "matrix"), 200);
@@ -136,12 +136,11 @@ static void header(FILE *f, const struct matrix_out *m, bool sym)
 		fprintf(f, "  %s: %s\n", buf, v);
 	}
 	const char *idx = nz(m->index, "thread");
-	const char *ra = out_attr(m, "row_axis"), *ca = out_attr(m, "col_axis");
 	char r[128], c[128];
-	if (ra && ca) {
-		tlabel(r, sizeof r, ra, 100), tlabel(c, sizeof c, ca, 100);
+	if (rd->row_axis) {
+		tlabel(r, sizeof r, rd->row_axis, 100), tlabel(c, sizeof c, rd->col_axis, 100);
 		fprintf(f, "rows: %s, columns: %s", r, c);
-	} else if (sym) {
+	} else if (rd->symmetric == OUT_SYM_YES) {
 		tlabel(r, sizeof r, idx, 60);
 		fprintf(f, "symmetric: rows and columns are %ss", r);
 	} else {
@@ -396,8 +395,10 @@ static int top_cells(FILE *f, const struct matrix_out *m, bool sym)
 
 int write_matrix_text(FILE *f, const struct matrix_out *m)
 {
-	bool sym = out_is_symmetric(m);
-	header(f, m, sym);
+	struct matrix_render rd;
+	out_render(m, &rd);
+	bool sym = rd.symmetric == OUT_SYM_YES;
+	header(f, m, &rd);
 	int rc;
 	if (m->n == 0) {
 		fputs("\n\n(empty matrix)\n", f);

@@ -70,24 +70,60 @@ const char *out_attr(const struct matrix_out *m, const char *key)
 	return NULL;
 }
 
-bool out_is_symmetric(const struct matrix_out *m)
+static enum out_sym symmetric_attr(const struct matrix_out *m)
 {
 	const char *a = out_attr(m, "symmetric");
-	if (a) {
-		if (!strcasecmp(a, "yes") || !strcasecmp(a, "true") || !strcmp(a, "1"))
-			return true;
-		if (!strcasecmp(a, "no") || !strcasecmp(a, "false") || !strcmp(a, "0"))
-			return false;
-	}
-	if (!m->cell)
-		return true;
-	for (size_t i = 0; i < m->n; i++)
+	if (!a)
+		return OUT_SYM_UNSET;
+	if (!strcasecmp(a, "yes") || !strcasecmp(a, "true") || !strcmp(a, "1"))
+		return OUT_SYM_YES;
+	if (!strcasecmp(a, "no") || !strcasecmp(a, "false") || !strcmp(a, "0"))
+		return OUT_SYM_NO;
+	return OUT_SYM_UNSET;
+}
+
+static enum out_sym symmetric_cells(const struct matrix_out *m)
+{
+	for (size_t i = 0; m->cell && i < m->n; i++)
 		for (size_t j = i + 1; j < m->n; j++) {
 			double x = m->cell[i * m->n + j], y = m->cell[j * m->n + i];
 			if (x != y && !(isnan(x) && isnan(y)))
-				return false;
+				return OUT_SYM_NO;
 		}
-	return true;
+	return OUT_SYM_YES;
+}
+
+void out_render(const struct matrix_out *m, struct matrix_render *r)
+{
+	*r = m->render;
+	if (r->symmetric == OUT_SYM_UNSET)
+		r->symmetric = symmetric_attr(m);
+	if (r->symmetric == OUT_SYM_UNSET)
+		r->symmetric = symmetric_cells(m);
+	if (r->scale_from == OUT_SCALE_UNSET) {
+		const char *cm = out_attr(m, "color_min");
+		r->scale_from = cm && !strcmp(cm, "min") ? OUT_SCALE_FROM_MIN : OUT_SCALE_FROM_ZERO;
+	}
+	const char *cx = out_attr(m, "color_max");
+	if (!(r->scale_max > 0) && cx && *cx) {
+		char *e;
+		double x = strtod(cx, &e);
+		if (!*e && isfinite(x) && x > 0)
+			r->scale_max = x;
+	}
+	if (!r->row_axis || !r->col_axis) {
+		r->row_axis = out_attr(m, "row_axis");
+		r->col_axis = out_attr(m, "col_axis");
+		if (!r->row_axis || !r->col_axis)
+			r->row_axis = r->col_axis = NULL;
+	}
+}
+
+bool out_is_symmetric(const struct matrix_out *m)
+{
+	struct matrix_render r;
+	out_render(m, &r);
+	return r.symmetric == OUT_SYM_YES;
 }
 
 size_t out_utf8_next(const unsigned char *s, unsigned *cp)
@@ -236,4 +272,23 @@ void out_svg_text(FILE *f, double x, double y, double size, const char *anchor,
 	        size, anchor, extra ? " " : "", extra ? extra : "");
 	out_xml_text(f, s);
 	fputs("</text>\n", f);
+}
+
+void out_svg_begin(FILE *f, double w, double h)
+{
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+	           "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n",
+	        w, h, w, h);
+}
+
+void out_svg_background(FILE *f, double w, double h)
+{
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", w, h);
+}
+
+int out_svg_end(FILE *f)
+{
+	fputs("</svg>\n", f);
+	return out_finish(f);
 }

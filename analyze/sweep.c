@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "out_util.h"
 #include "sweep.h"
 
 #define SWEEP_RANGE_MAX 10000     /* values one range may expand to */
@@ -809,21 +810,6 @@ void sweep_print_table(const struct sweep *s, FILE *f)
 		fprintf(f, "(the reference is off the grid: %s)\n", s->ref_desc);
 }
 
-static void csv_field(FILE *f, const char *v)
-{
-	if (strpbrk(v, ",\"\n")) {
-		fputc('"', f);
-		for (; *v; v++) {
-			if (*v == '"')
-				fputc('"', f);
-			fputc(*v, f);
-		}
-		fputc('"', f);
-	} else {
-		fputs(v, f);
-	}
-}
-
 static void csv_num(FILE *f, double v)
 {
 	if (isnan(v))
@@ -840,7 +826,7 @@ int sweep_write_csv(const struct sweep *s, const char *path)
 	fputs("trace,point", f);
 	for (size_t k = 0; k < s->nparams; k++) {
 		fputc(',', f);
-		csv_field(f, s->params[k].name);
+		out_csv_field(f, s->params[k].name);
 	}
 	fputs(",volume,true_fraction,false_fraction,events,sample_events,watchpoint_events,"
 	      "l1,l1_shape,pearson,excess,missing,ratio,topk_recovered,topk,reference\n", f);
@@ -848,11 +834,11 @@ int sweep_write_csv(const struct sweep *s, const char *path)
 		for (size_t p = 0; p < s->ngrid; p++) {
 			const struct sweep_metrics *m = sweep_metric(s, t, p);
 			const struct mx_totals *tot = &sweep_res(s, t, p)->tot;
-			csv_field(f, s->traces[t].path);
+			out_csv_field(f, s->traces[t].path);
 			fprintf(f, ",%zu", p);
 			for (size_t k = 0; k < s->nparams; k++) {
 				fputc(',', f);
-				csv_field(f, sweep_value(s, p, k));
+				out_csv_field(f, sweep_value(s, p, k));
 			}
 			csv_num(f, m->volume);
 			csv_num(f, m->true_frac);

@@ -91,7 +91,7 @@ static struct tm_ make(size_t n, const char *name, const char *kind, const char 
 		}
 	}
 	t.m = (struct matrix_out){ name, kind, index, "estimated line transfers", n, t.cell,
-	                           (const char *const *)t.labels, attrs, 3 };
+	                           (const char *const *)t.labels, attrs, 3, {0} };
 	return t;
 }
 
