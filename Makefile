@@ -1,7 +1,10 @@
 # commtrace: top-level build.
 #
 #   make [all]        build commrec, libcommrec.so, commanalyze, tests
-#   make check        run every test (installs missing Debian packages first)
+#   make check        run every test (installs missing Debian packages first);
+#                     TESTS=name runs the programs whose name holds it,
+#                     CASE=pattern[,pattern] the unit test cases matching
+#                     (tests/unit/check.h)
 #   make MPI=1        also build commanalyze-mpi (needs libopenmpi-dev)
 #   make bench        print the performance table
 #   make demo         record and analyze a bundled example
@@ -19,7 +22,8 @@
 #   tests/unit/fmt_*.c   -> unit tests linked with the format library
 #   tests/unit/rec_*.c   -> ... and record/common
 #   tests/unit/ana_*.c   -> ... and the analyzer library
-#   tests/ubench/*.c     -> tests/ubench/NAME (microbenchmarks, pthreads)
+#   tests/ubench/*.c     -> build/ubench/NAME (microbenchmarks, pthreads)
+# Every output goes under build/.
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -94,8 +98,9 @@ RT_OBJ := $(call obj,pic,$(RT_SRC))
 INST_OBJ := $(call obj,pic,$(INST_SRC))
 LAUNCH_OBJ := $(call obj,std,$(LAUNCH_SRC))
 ANA_OBJ := $(call obj,std,$(ANA_SRC))
-UBENCH_BIN := $(UBENCH_SRC:.c=)
+UBENCH_BIN := $(patsubst tests/ubench/%.c,$(B)/ubench/%,$(UBENCH_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+UNIT_OBJ := $(call obj,std,$(UNIT_SRC))
 
 LIBFMT := $(B)/libctformat.a
 LIBFMT_PIC := $(B)/libctformat-pic.a
@@ -172,8 +177,13 @@ $(B)/tests/ana_%: $(B)/std/tests/unit/ana_%.o $(LIBANA) $(LIBFMT)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
 
+# The unit tests' objects are built by a pattern rule only: keep them (make
+# would delete them as intermediates and rebuild them every time).
+.SECONDARY: $(UNIT_OBJ)
+
 # Microbenchmarks: plain programs, never sanitized (they are recorded).
-tests/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
+$(B)/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
+	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $< -lm
 
@@ -223,4 +233,4 @@ install: programs
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 
 clean:
-	rm -rf $(B) $(UBENCH_BIN)
+	rm -rf $(B)
