@@ -43,6 +43,13 @@ void ana_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * past the value.  Returns 1 matched, 0 not this option, -1 value missing
  * (message printed). */
 int arg_value(int argc, char **argv, int *i, const char *name, const char **value);
+/* argv[*i] is the option `name` with one of the n values names[] (as
+ * arg_value): 1 with *out its index, 0 not this option, -1 a usage error
+ * ("cmd: name: 'V' is not A, B or C" printed). */
+int arg_choice(int argc, char **argv, int *i, const char *cmd, const char *name,
+               const char *const *names, size_t n, int *out);
+/* "A, B or C" of the n names into buf. */
+const char *names_list(const char *const *names, size_t n, char *buf, size_t cap);
 /* The command's argument a that is not one of its options: the trace, into
  * *path.  An unknown option ("-x") or a second trace is a usage error.
  * 0, or EXIT_USAGE (message printed, prefixed "cmd: "). */

@@ -122,7 +122,7 @@ struct model_ops {
 	const char *summary;        /* one line for --help */
 	void *(*create)(const struct model_setup *setup);
 	void (*record)(void *self, const struct ct_record *r);
-	void (*finish)(void *self);
+	void (*finish)(void *self);  /* after the last record; may be NULL */
 	void (*destroy)(void *self);
 };
 
@@ -243,6 +243,8 @@ void model_opt_list(FILE *f, int col, int at);
  * events by via and kind. */
 enum mx_kind { MX_ALL = 0, MX_TRUE = 1, MX_FALSE = 2 };
 enum mx_index { MX_THREAD = 0, MX_CORE = 1, MX_SOCKET = 2 };
+extern const char *const mx_kind_names[3];    /* "all", "true", "false" */
+extern const char *const mx_index_names[3];   /* "thread", "core", "socket" */
 struct topology;
 struct matrices;
 /* topo may be NULL (then only thread matrices are kept). */

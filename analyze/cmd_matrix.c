@@ -6,8 +6,6 @@
 
 #include "ana.h"
 
-static const char *const kind_names[] = { "all", "true", "false" };
-static const char *const index_names[] = { "thread", "core", "socket" };
 
 struct built {
 	struct matrix_out m;
@@ -68,22 +66,14 @@ static int build_matrix_out(const struct analysis *a, enum mx_index index, enum 
 		memcpy(b->cell, src->cell, n * n * sizeof *b->cell);
 	else
 		matrix_symmetric(src, b->cell);
-	snprintf(b->name, sizeof b->name, "%s_%s", index_names[index], kind_names[kind]);
+	snprintf(b->name, sizeof b->name, "%s_%s", mx_index_names[index], mx_kind_names[kind]);
 	b->m = (struct matrix_out){
-		.name = b->name, .kind = kind_names[kind], .index = index_names[index],
+		.name = b->name, .kind = mx_kind_names[kind], .index = mx_index_names[index],
 		.units = "estimated line transfers", .n = n, .cell = b->cell,
 		.labels = (const char *const *)b->labels, .attrs = attrs->a, .nattrs = attrs->n,
 		.render = { .symmetric = directed ? OUT_SYM_NO : OUT_SYM_YES },
 	};
 	return 0;
-}
-
-static int lookup(const char *v, const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!strcmp(v, names[i]))
-			return i;
-	return -1;
 }
 
 int cmd_matrix(int argc, char **argv)
@@ -97,20 +87,10 @@ int cmd_matrix(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		int m;
 		const char *a = argv[i];
-		if ((m = arg_value(argc, argv, &i, "--kind", &v))) {
+		if ((m = arg_choice(argc, argv, &i, "matrix", "--kind", mx_kind_names, 3, &kind)) ||
+		    (m = arg_choice(argc, argv, &i, "matrix", "--index", mx_index_names, 3, &index))) {
 			if (m < 0)
 				return EXIT_USAGE;
-			if ((kind = lookup(v, kind_names, 3)) < 0) {
-				ana_err("matrix: --kind: '%s' is not all, true or false", v);
-				return EXIT_USAGE;
-			}
-		} else if ((m = arg_value(argc, argv, &i, "--index", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			if ((index = lookup(v, index_names, 3)) < 0) {
-				ana_err("matrix: --index: '%s' is not thread, core or socket", v);
-				return EXIT_USAGE;
-			}
 		} else if ((m = arg_value(argc, argv, &i, "--format", &v))) {
 			if (m < 0)
 				return EXIT_USAGE;
@@ -155,10 +135,10 @@ int cmd_matrix(int argc, char **argv)
 		ana_warn("%s: %s", path, an.warning);
 	if (an.topo.identity && index != MX_THREAD)
 		ana_warn("%s has no cpu map in its MACHINE section: %s matrix indexed by cpu number",
-		         path, index_names[index]);
+		         path, mx_index_names[index]);
 	if (index != MX_THREAD && matrices_totals(an.mx)->unmapped_cpu)
 		ana_warn("%llu events with a cpu outside the cpu map are not in the %s matrix",
-		         (unsigned long long)matrices_totals(an.mx)->unmapped_cpu, index_names[index]);
+		         (unsigned long long)matrices_totals(an.mx)->unmapped_cpu, mx_index_names[index]);
 
 	struct attr_set attrs;
 	analysis_attrs(&an, &attrs);

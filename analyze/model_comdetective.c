@@ -198,11 +198,6 @@ static void cd_record(void *self, const struct ct_record *r)
 		cd_hit(cd, r);
 }
 
-static void cd_finish(void *self)
-{
-	(void)self;
-}
-
 static void cd_destroy(void *self)
 {
 	struct cd *cd = self;
@@ -220,6 +215,5 @@ const struct model_ops model_comdetective = {
 	.summary = "ComDetective's Algorithm 1 (bulletin board + recorded watchpoints), offline",
 	.create = cd_create,
 	.record = cd_record,
-	.finish = cd_finish,
 	.destroy = cd_destroy,
 };

@@ -389,6 +389,33 @@ int arg_value(int argc, char **argv, int *i, const char *name, const char **valu
 	return 1;
 }
 
+const char *names_list(const char *const *names, size_t n, char *buf, size_t cap)
+{
+	size_t l = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < n && l < cap; i++)
+		l += (size_t)snprintf(buf + l, cap - l, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ",
+		                      names[i]);
+	return buf;
+}
+
+int arg_choice(int argc, char **argv, int *i, const char *cmd, const char *name,
+               const char *const *names, size_t n, int *out)
+{
+	const char *v;
+	int m = arg_value(argc, argv, i, name, &v);
+	if (m <= 0)
+		return m;
+	for (size_t k = 0; k < n; k++)
+		if (!strcmp(v, names[k])) {
+			*out = (int)k;
+			return 1;
+		}
+	char list[256];
+	ana_err("%s: %s: '%s' is not %s", cmd, name, v, names_list(names, n, list, sizeof list));
+	return -1;
+}
+
 int arg_trace(const char *cmd, const char *a, const char **path)
 {
 	if (a[0] == '-' && a[1]) {

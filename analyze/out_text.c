@@ -158,6 +158,17 @@ static void cellstr(char *buf, size_t len, double v)
 }
 
 /* Grid label of row or column i: the label, or its number when numbered. */
+/* Are columns headed by number ([0], [1], ...)?  When a label is longer
+ * than COL_LABEL_MAX. */
+static bool labels_numbered(const struct matrix_out *m)
+{
+	char tmp[256], lb[32];
+	for (size_t i = 0; i < m->n; i++)
+		if (tlabel(tmp, sizeof tmp, out_label(m, i, lb, sizeof lb), 1000) > COL_LABEL_MAX)
+			return true;
+	return false;
+}
+
 static size_t glabel(char *tmp, size_t len, const struct matrix_out *m, size_t i, bool col,
                      bool numbered)
 {
@@ -174,7 +185,7 @@ static size_t glabel(char *tmp, size_t len, const struct matrix_out *m, size_t i
 static int grid(FILE *f, const struct matrix_out *m)
 {
 	size_t n = m->n;
-	char lb[32], tmp[256], num[48];
+	char tmp[256], num[48];
 	size_t *w = calloc(n + 1, sizeof *w);
 	double *colsum = calloc(n + 1, sizeof *colsum);
 	if (!w || !colsum) {
@@ -184,9 +195,7 @@ static int grid(FILE *f, const struct matrix_out *m)
 	size_t rw = strlen("total");
 	for (size_t j = 0; j <= n; j++)
 		w[j] = 5;
-	bool numbered = false;
-	for (size_t i = 0; i < n && !numbered; i++)
-		numbered = tlabel(tmp, sizeof tmp, out_label(m, i, lb, sizeof lb), 1000) > COL_LABEL_MAX;
+	bool numbered = labels_numbered(m);
 	double grand = 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t l = glabel(tmp, sizeof tmp, m, i, false, numbered);
@@ -264,9 +273,7 @@ static int charmap(FILE *f, const struct matrix_out *m)
 		if (isfinite(v) && v > max)
 			max = v;
 	}
-	bool numbered = false;
-	for (size_t i = 0; i < n && !numbered; i++)
-		numbered = tlabel(tmp, sizeof tmp, out_label(m, i, lb, sizeof lb), 1000) > COL_LABEL_MAX;
+	bool numbered = labels_numbered(m);
 	size_t rw = 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t l = glabel(tmp, sizeof tmp, m, i, false, numbered);

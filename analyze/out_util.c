@@ -194,63 +194,66 @@ static int put_utf8(FILE *f, unsigned cp)
 	return fwrite(b, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
 }
 
+/* s decoded code point by code point (invalid UTF-8: U+FFFD), each
+ * written by put; <0 on an I/O error. */
+static int put_each(FILE *f, const char *s, int (*put)(FILE *f, unsigned cp))
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		unsigned cp;
+		p += out_utf8_next(p, &cp);
+		if (put(f, cp) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int put_json(FILE *f, unsigned cp)
+{
+	switch (cp) {
+	case '"': return fputs("\\\"", f);
+	case '\\': return fputs("\\\\", f);
+	case '\n': return fputs("\\n", f);
+	case '\r': return fputs("\\r", f);
+	case '\t': return fputs("\\t", f);
+	default:
+		if (cp < 0x20 || cp == 0x7F)
+			return fprintf(f, "\\u%04x", cp);
+		return put_utf8(f, cp);
+	}
+}
+
+static int put_xml(FILE *f, unsigned cp)
+{
+	switch (cp) {
+	case '&': return fputs("&amp;", f);
+	case '<': return fputs("&lt;", f);
+	case '>': return fputs("&gt;", f);
+	case '"': return fputs("&quot;", f);
+	case '\'': return fputs("&apos;", f);
+	case '\t':
+	case '\n':
+	case '\r':
+		return fprintf(f, "&#%u;", cp);
+	default:
+		/* XML 1.0 forbids most control characters, even escaped */
+		if (cp < 0x20 || cp == 0xFFFE || cp == 0xFFFF)
+			cp = 0xFFFD;
+		return put_utf8(f, cp);
+	}
+}
+
 int out_json_string(FILE *f, const char *s)
 {
 	if (!s)
 		return fputs("null", f);
-	if (putc('"', f) == EOF)
+	if (putc('"', f) == EOF || put_each(f, s, put_json) < 0)
 		return -1;
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		unsigned cp;
-		p += out_utf8_next(p, &cp);
-		int rc;
-		switch (cp) {
-		case '"': rc = fputs("\\\"", f); break;
-		case '\\': rc = fputs("\\\\", f); break;
-		case '\n': rc = fputs("\\n", f); break;
-		case '\r': rc = fputs("\\r", f); break;
-		case '\t': rc = fputs("\\t", f); break;
-		default:
-			if (cp < 0x20 || cp == 0x7F)
-				rc = fprintf(f, "\\u%04x", cp);
-			else
-				rc = put_utf8(f, cp);
-		}
-		if (rc < 0)
-			return -1;
-	}
 	return putc('"', f) == EOF ? -1 : 0;
 }
 
 int out_xml_text(FILE *f, const char *s)
 {
-	if (!s)
-		return 0;
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		unsigned cp;
-		p += out_utf8_next(p, &cp);
-		int rc;
-		switch (cp) {
-		case '&': rc = fputs("&amp;", f); break;
-		case '<': rc = fputs("&lt;", f); break;
-		case '>': rc = fputs("&gt;", f); break;
-		case '"': rc = fputs("&quot;", f); break;
-		case '\'': rc = fputs("&apos;", f); break;
-		default:
-			/* XML 1.0 forbids most control characters, even escaped */
-			if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE || cp == 0xFFFF)
-				cp = 0xFFFD;
-			if (cp == '\t' || cp == '\n' || cp == '\r')
-				rc = fprintf(f, "&#%u;", cp);
-			else
-				rc = put_utf8(f, cp);
-		}
-		if (rc < 0)
-			return -1;
-	}
-	return 0;
+	return s ? put_each(f, s, put_xml) : 0;
 }
 
 int out_finish(FILE *f)

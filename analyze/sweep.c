@@ -911,6 +911,37 @@ static int add_traces(struct sweep *s, char *list)
 	return 0;
 }
 
+/* -j N, --jobs N, -jN (arg_value's conventions). */
+static int jobs_option(int argc, char **argv, int *i, const char **v)
+{
+	const char *a = argv[*i];
+	if (!strncmp(a, "-j", 2) && a[2] && a[2] != '=') {
+		*v = a + 2;
+		return 1;
+	}
+	int m = arg_value(argc, argv, i, "-j", v);
+	return m ? m : arg_value(argc, argv, i, "--jobs", v);
+}
+
+/* The options that take a file or a name (arg_value's conventions). */
+static int text_option(int argc, char **argv, int *i, struct sweep_cli *cli)
+{
+	const struct { const char *name; const char **dst; } opts[] = {
+		{ "-o", &cli->h5 }, { "--output", &cli->h5 }, { "--csv", &cli->csv },
+		{ "--plot", &cli->plot }, { "--reference-model", &cli->reference_model },
+		{ "--reference", &cli->reference },
+	};
+	for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
+		const char *v;
+		int m = arg_value(argc, argv, i, opts[k].name, &v);
+		if (m > 0)
+			*opts[k].dst = v;
+		if (m)
+			return m;
+	}
+	return 0;
+}
+
 int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **argv)
 {
 	memset(cli, 0, sizeof *cli);
@@ -935,16 +966,7 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 				status = EXIT_USAGE;
 			else
 				params[nparams++] = v;
-		} else if (!strncmp(a, "-j", 2) && a[2] && a[2] != '=') {
-			uint64_t j;
-			if (!parse_u64(a + 2, &j) || j < 1 || j > 4096) {
-				ana_err("sweep: -j: '%s' is not a number from 1 to 4096", a + 2);
-				status = EXIT_USAGE;
-			}
-			s->jobs = (unsigned)j;
-			cli->jobs_set = true;
-		} else if ((m = arg_value(argc, argv, &i, "-j", &v)) ||
-		           (m = arg_value(argc, argv, &i, "--jobs", &v))) {
+		} else if ((m = jobs_option(argc, argv, &i, &v))) {
 			uint64_t j;
 			if (m < 0) {
 				status = EXIT_USAGE;
@@ -955,27 +977,9 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 				s->jobs = (unsigned)j;
 				cli->jobs_set = true;
 			}
-		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
-		           (m = arg_value(argc, argv, &i, "--output", &v))) {
+		} else if ((m = text_option(argc, argv, &i, cli))) {
 			if (m < 0)
 				status = EXIT_USAGE;
-			cli->h5 = v;
-		} else if ((m = arg_value(argc, argv, &i, "--csv", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			cli->csv = v;
-		} else if ((m = arg_value(argc, argv, &i, "--plot", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			cli->plot = v;
-		} else if ((m = arg_value(argc, argv, &i, "--reference-model", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			cli->reference_model = v;
-		} else if ((m = arg_value(argc, argv, &i, "--reference", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			cli->reference = v;
 		} else if ((m = arg_value(argc, argv, &i, "--traces", &v))) {
 			if (m < 0)
 				status = EXIT_USAGE;

@@ -45,8 +45,6 @@ int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err
 
 #include "out_h5.h"
 
-static const char *const kind_names[] = { "all", "true", "false" };
-static const char *const index_names[] = { "thread", "core" };
 static const char *const via_names[] = { "sample", "watchpoint", "exact" };
 
 static const char *core_label(const struct sweep_trace *ti, size_t i, char *buf, size_t cap)
@@ -99,9 +97,9 @@ static void write_mats(struct h5w *h, hid_t g, const struct sweep *s, const stru
 		}
 		for (int k = 0; k < 3; k++) {
 			sweep_matrix_cells(s, m, ix, k, cells);
-			snprintf(key, sizeof key, "%s_%s", index_names[ix], kind_names[k]);
+			snprintf(key, sizeof key, "%s_%s", mx_index_names[ix], mx_kind_names[k]);
 			struct matrix_out mo = {
-				.name = key, .kind = kind_names[k], .index = index_names[ix],
+				.name = key, .kind = mx_kind_names[k], .index = mx_index_names[ix],
 				.units = "estimated line transfers", .n = n, .cell = cells, .labels = labels,
 			};
 			hid_t d = h5w_matrix(h, g, key, &mo);

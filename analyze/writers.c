@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ana.h"
 #include "out_util.h"
 
 static int stream_error(const struct out_dest *d)
@@ -67,12 +68,10 @@ const struct matrix_writer *matrix_writer_find(const char *name)
 
 const char *matrix_writer_names(char *buf, size_t cap)
 {
-	size_t l = 0;
-	buf[0] = 0;
-	for (size_t i = 0; i < NWRITERS && l < cap; i++)
-		l += (size_t)snprintf(buf + l, cap - l, "%s%s", i == 0 ? "" : i + 1 < NWRITERS ? ", " : " or ",
-		                      writers[i].name);
-	return buf;
+	const char *names[NWRITERS];
+	for (size_t i = 0; i < NWRITERS; i++)
+		names[i] = writers[i].name;
+	return names_list(names, NWRITERS, buf, cap);
 }
 
 int matrix_write(const struct matrix_writer *w, const char *path, const struct matrix_out *m,

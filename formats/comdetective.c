@@ -23,26 +23,32 @@ static const struct cd_history *publisher(const struct cd_rules *c, const struct
 	return c->threads && v->thread < c->nthreads ? &c->threads[v->thread] : NULL;
 }
 
-/* Is entry v still recent at `now`?  (A publisher the caller does not know
- * of leaves it recent.) */
-static bool entry_recent(const struct cd_rules *c, const struct board_view *v, uint64_t now)
+/* The expiry rule for something of that age, `since` samples old (the
+ * rule's count), against an interval (UINT64_MAX: none yet). */
+static bool within(const struct cd_rules *c, uint64_t age, uint64_t since, uint64_t interval)
 {
-	const struct cd_history *p;
 	switch (c->expiry) {
 	case CD_EXPIRY_RECORDER:
 		return true;
 	case CD_EXPIRY_NS:
-		return age(now, v->time) <= c->expiry_value;
+		return age <= c->expiry_value;
 	case CD_EXPIRY_SAMPLES:
-		p = publisher(c, v);
-		return !p || p->nstores - v->count < c->expiry_value;
+		return since < c->expiry_value;
 	case CD_EXPIRY_INTERVAL:
 	default:
-		p = publisher(c, v);
-		if (!p || p->nstores < 2)
-			return true;
-		return age(now, v->time) <= p->st_last - p->st_prev;
+		return age <= interval;
 	}
+}
+
+/* Is entry v still recent at `now`?  Its publisher's store samples since
+ * and last store interval count; a publisher the caller does not know of
+ * leaves it recent. */
+static bool entry_recent(const struct cd_rules *c, const struct board_view *v, uint64_t now)
+{
+	const struct cd_history *p = publisher(c, v);
+	uint64_t since = p ? p->nstores - v->count : 0;
+	uint64_t interval = p && p->nstores >= 2 ? p->st_last - p->st_prev : UINT64_MAX;
+	return within(c, age(now, v->time), since, interval);
 }
 
 /* May the store sample whose history h has just taken replace the stable
@@ -126,15 +132,5 @@ void cd_arm_noted(const struct cd_history *h, uint64_t pub_time, struct cd_arm_n
 bool cd_hit_recent(const struct cd_rules *c, const struct cd_history *h,
                    const struct cd_arm_note *n, uint64_t time)
 {
-	switch (c->expiry) {
-	case CD_EXPIRY_RECORDER:
-		return true;
-	case CD_EXPIRY_NS:
-		return age(time, n->pub_time) <= c->expiry_value;
-	case CD_EXPIRY_SAMPLES:
-		return h->nsamples - n->nsamples < c->expiry_value;
-	case CD_EXPIRY_INTERVAL:
-	default:
-		return age(time, n->pub_time) <= n->interval;
-	}
+	return within(c, age(time, n->pub_time), h->nsamples - n->nsamples, n->interval);
 }
