@@ -1,7 +1,10 @@
 # commtrace: top-level build.
 #
 #   make [all]        build commrec, libcommrec.so, commanalyze, tests
-#   make check        run every test (installs missing Debian packages first)
+#   make check        run every test (installs missing Debian packages first);
+#                     TESTS=name runs the programs whose name holds it,
+#                     CASE=pattern[,pattern] the unit test cases matching
+#                     (tests/unit/check.h)
 #   make MPI=1        also build commanalyze-mpi (needs libopenmpi-dev)
 #   make accuracy     accuracy of the models against exact: regenerates
 #                     doc/accuracy.md and asserts its bounds (several minutes;
@@ -24,8 +27,9 @@
 #   tests/unit/fmt_*.c   -> unit tests linked with the format library
 #   tests/unit/rec_*.c   -> ... and record/common
 #   tests/unit/ana_*.c   -> ... and the analyzer library
-#   tests/ubench/*.c     -> tests/ubench/NAME (microbenchmarks, pthreads)
+#   tests/ubench/*.c     -> build/ubench/NAME (microbenchmarks, pthreads)
 #   tests/fuzz/*_fuzz.c  -> build/fuzz/NAME_replay (make check), NAME_fuzz (make fuzz)
+# Every output goes under build/.
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -119,11 +123,12 @@ RT_OBJ := $(call obj,pic,$(RT_SRC))
 INST_OBJ := $(call obj,pic,$(INST_SRC))
 LAUNCH_OBJ := $(call obj,std,$(LAUNCH_SRC))
 ANA_OBJ := $(call obj,std,$(ANA_SRC))
-UBENCH_BIN := $(UBENCH_SRC:.c=)
+UBENCH_BIN := $(patsubst tests/ubench/%.c,$(B)/ubench/%,$(UBENCH_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard tests/fuzz/*_fuzz.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
 FUZZ_REPLAY := $(patsubst tests/fuzz/%_fuzz.c,$(B)/fuzz/%_replay,$(FUZZ_SRC))
+UNIT_OBJ := $(call obj,std,$(UNIT_SRC))
 
 LIBFMT := $(B)/libctformat.a
 LIBFMT_PIC := $(B)/libctformat-pic.a
@@ -226,8 +231,13 @@ $(B)/fuzz/%_replay: tests/fuzz/%_fuzz.c tests/fuzz/replay_main.h $(LIBFMT)
 	$(Q)$(CC) $(CFLAGS_ALL) $(SAN) -DCT_FUZZ_MAIN -o $@ $< $(LIBFMT) $(ZSTD_LIBS) \
 		$(if $(filter 1,$(HAVE_LIBDWARF)),$(DWARF_LIBS)) -lm
 
+# The unit tests' objects are built by a pattern rule only: keep them (make
+# would delete them as intermediates and rebuild them every time).
+.SECONDARY: $(UNIT_OBJ)
+
 # Microbenchmarks: plain programs, never sanitized (they are recorded).
-tests/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
+$(B)/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
+	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $< -lm
 
@@ -286,4 +296,4 @@ install: programs
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 
 clean:
-	rm -rf $(B) $(UBENCH_BIN)
+	rm -rf $(B)

@@ -3,8 +3,11 @@
  * multiplier filter, the analysis pipeline and small printing helpers.
  *
  *   main.c         command dispatch, --help, --version
- *   options.c      model options (model_opts_parse), their attributes
- *   engine.c       replay(): merged cursor -> record consumers
+ *   options.c      the model options' table: parsing, text, usage
+ *   engine.c       replay(), replay_sets(): merged cursor -> consumer sets,
+ *                  fanned out to worker threads
+ *   pipeline.c     open a trace, create models with their matrices, replay
+ *                  (report, matrix, objects, lines: one model; sweep: many)
  *   progress.c     progress line on stderr
  *   stats.c        per-thread record counts (info, report)
  *   topology.c     cpu -> core/socket from the MACHINE section, line size
@@ -12,8 +15,9 @@
  *   models.c       all_models[], model_find
  *   model_*.c      one model each
  *   matrices.c     event consumer: thread/core/socket matrices
- *   pipeline.c     trace + model + consumers -> replay (report, matrix)
- *   info.c dump.c report.c cmd_matrix.c: the commands */
+ *   writers.c      the matrix writers by --format name (out_*.c)
+ *   info.c dump.c report.c cmd_*.c sweep*.c: the commands
+ * See doc/ARCHITECTURE.md. */
 #ifndef CT_ANA_H
 #define CT_ANA_H
 
@@ -39,6 +43,13 @@ void ana_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * past the value.  Returns 1 matched, 0 not this option, -1 value missing
  * (message printed). */
 int arg_value(int argc, char **argv, int *i, const char *name, const char **value);
+/* argv[*i] is the option `name` with one of the n values names[] (as
+ * arg_value): 1 with *out its index, 0 not this option, -1 a usage error
+ * ("cmd: name: 'V' is not A, B or C" printed). */
+int arg_choice(int argc, char **argv, int *i, const char *cmd, const char *name,
+               const char *const *names, size_t n, int *out);
+/* "A, B or C" of the n names into buf. */
+const char *names_list(const char *const *names, size_t n, char *buf, size_t cap);
 /* The command's argument a that is not one of its options: the trace, into
  * *path.  An unknown option ("-x") or a second trace is a usage error.
  * 0, or EXIT_USAGE (message printed, prefixed "cmd: "). */
@@ -55,18 +66,6 @@ struct ct_trace *ana_open_trace(const char *path);
 int model_args(struct model_opts *o, int argc, char **argv, int *i);
 /* Parse an unsigned decimal number; false if not a number or out of range. */
 bool parse_u64(const char *s, uint64_t *out);
-
-/* MurmurHash3's 64-bit finalizer: every input bit moves every output bit
- * (hash tables, the board's --hash murmur, the signature's slots). */
-static inline uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
 
 /* Whether the trace is whole: it has an end summary and the recorder says
  * the recording completed.  why: one line either way. (info.c) */
@@ -145,6 +144,8 @@ bool kfilter_keep(struct kfilter *f, const struct ct_record *r);
 struct analysis {
 	const char *path;
 	struct ct_trace *trace;
+	size_t nthreads;              /* thread index space (thread_space) */
+	uint64_t records;             /* records replayed */
 	const struct model_ops *model;
 	struct model_opts opts;
 	unsigned line_size;
@@ -188,6 +189,34 @@ struct analysis_hooks {
 int analysis_run_hooks(struct analysis *a, const char *path, const struct model_opts *o,
                        bool progress, struct analysis_hooks *h);
 void analysis_free(struct analysis *a);
+
+/* The steps of analysis_run, for several models on one replay (sweep). */
+
+/* One model on the replay, with its matrices: the model of report, matrix,
+ * objects and lines, or a point of a sweep. */
+struct analysis_point {
+	const struct model_opts *opts;      /* in */
+	const struct analysis_hooks *hooks; /* in: more consumers with this model, or NULL */
+	const struct model_ops *model;      /* out */
+	unsigned line_size;
+	const char *line_size_source;
+	struct matrices *mx;                /* analysis_points_free */
+	/* during the replay */
+	void *m;
+	struct event_consumer ec[1 + ANALYSIS_HOOKS_MAX];
+	struct record_consumer rc[1 + ANALYSIS_HOOKS_MAX];
+};
+/* Open path (a zeroed): the trace, its thread index space (an absurd one
+ * is refused), its topology.  0 or an exit status (message printed). */
+int analysis_open(struct analysis *a, const char *path);
+/* Create the models of the n points, replay a's trace once into all of
+ * them (and into a->stats when with_stats) with `jobs` workers, destroy
+ * the models (the matrices stay).  A damaged trace sets a->damaged and
+ * a->err (the results cover the records before the damage).  0, or an
+ * exit status (message printed). */
+int analysis_replay(struct analysis *a, struct analysis_point *p, size_t n, unsigned jobs,
+                    bool with_stats, bool progress);
+void analysis_points_free(struct analysis_point *p, size_t n);
 
 /* ---- full-trace models (exact, signature, emulate) ----------------------
  * These models are meant for full traces (CT_FEAT_FULL in the header: every

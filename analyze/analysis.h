@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "commtrace.h"
+#include "comdetective.h"
 
 /* ---- exit status of commanalyze -------------------------------------- */
 #define EXIT_USAGE 1
@@ -38,6 +39,18 @@ struct record_consumer {
  * have seen every record before the damage, and finish() was called). */
 int replay(struct ct_trace *t, struct record_consumer *consumers, size_t n,
            bool show_progress, struct ct_error *err);
+
+/* Consumers that share state, replayed together: each record reaches them
+ * all, in array order, before the next record does. */
+struct replay_set {
+	struct record_consumer *c;
+	size_t n;
+};
+/* replay into sets that share nothing (the points of a sweep), fanned out
+ * to `jobs` worker threads (each set on one of them); the same results for
+ * any jobs.  *records (may be NULL): records replayed. */
+int replay_sets(struct ct_trace *t, const struct replay_set *sets, size_t nsets, unsigned jobs,
+                bool show_progress, uint64_t *records, struct ct_error *err);
 
 /* ---- communication events --------------------------------------------- */
 
@@ -67,7 +80,12 @@ struct event_consumer {
 
 /* ---- models ------------------------------------------------------------ */
 
-enum expiry_kind { EXPIRY_COMDETECTIVE = 0, EXPIRY_NS = 1, EXPIRY_SAMPLES = 2 };
+/* The comdetective model's expiry rules are cd_step's (formats/comdetective.h). */
+enum expiry_kind {
+	EXPIRY_COMDETECTIVE = CD_EXPIRY_INTERVAL,
+	EXPIRY_NS = CD_EXPIRY_NS,
+	EXPIRY_SAMPLES = CD_EXPIRY_SAMPLES,
+};
 enum hash_kind { HASH_MOD = 0, HASH_MURMUR = 1 };
 
 /* Every knob of every model; each has a command-line option of the same
@@ -104,7 +122,7 @@ struct model_ops {
 	const char *summary;        /* one line for --help */
 	void *(*create)(const struct model_setup *setup);
 	void (*record)(void *self, const struct ct_record *r);
-	void (*finish)(void *self);
+	void (*finish)(void *self);  /* after the last record; may be NULL */
 	void (*destroy)(void *self);
 };
 
@@ -126,6 +144,19 @@ struct attr {
 	const char *value;
 };
 
+/* How a matrix is to be read and drawn, set by whoever builds it.  A field
+ * left 0 is unset: the writers then take the attribute of the same name
+ * ("symmetric" yes/no, "color_min" zero/min, "color_max" N, "row_axis",
+ * "col_axis"), else look at the cells (symmetric) or use their default. */
+enum out_sym { OUT_SYM_UNSET = 0, OUT_SYM_YES = 1, OUT_SYM_NO = 2 };
+enum out_scale { OUT_SCALE_UNSET = 0, OUT_SCALE_FROM_ZERO = 1, OUT_SCALE_FROM_MIN = 2 };
+struct matrix_render {
+	enum out_sym symmetric;     /* M + M^T (each pair once in totals), or directed */
+	enum out_scale scale_from;  /* svg: colours from 0 (default) or the smallest non-zero cell */
+	double scale_max;           /* svg: > 0, the top of the colour scale (shared scales) */
+	const char *row_axis, *col_axis;  /* axis titles (both, or neither) */
+};
+
 /* One matrix ready to be written: labels for rows and columns (same order),
  * what it counts, and attributes saying how it was made. */
 struct matrix_out {
@@ -138,7 +169,30 @@ struct matrix_out {
 	const char *const *labels;  /* n labels */
 	const struct attr *attrs;
 	size_t nattrs;
+	struct matrix_render render;
 };
+
+/* The output writers, by --format name (writers.c): text, csv, json, h5,
+ * svg.  A writer that writes_to_file creates the file itself (it needs a
+ * path); the others write to a stream (standard output or -o FILE). */
+struct out_dest {
+	FILE *f;                    /* stream writers */
+	const char *path;           /* file writers; for messages otherwise (NULL: standard output) */
+	struct ct_error *err;       /* the message of a failure */
+};
+struct matrix_writer {
+	const char *name;
+	bool writes_to_file;
+	/* 0, or -1 with d->err filled */
+	int (*write)(const struct out_dest *d, const struct matrix_out *m, size_t nm);
+};
+const struct matrix_writer *matrix_writer_find(const char *name);
+/* "text, csv, json, h5 or svg" */
+const char *matrix_writer_names(char *buf, size_t cap);
+/* Write the nm matrices with w to path (NULL: standard output for a stream
+ * writer).  0, or -1 with err->msg saying what could not be written. */
+int matrix_write(const struct matrix_writer *w, const char *path, const struct matrix_out *m,
+                 size_t nm, struct ct_error *err);
 
 int write_matrix_text(FILE *f, const struct matrix_out *m);
 int write_matrix_csv(FILE *f, const struct matrix_out *m);
@@ -171,15 +225,26 @@ const char *model_opts_format(const struct model_opts *o, const char *name,
                               char *buf, size_t cap);
 /* The option names model_opts_parse knows, NULL-terminated ("model" first). */
 extern const char *const model_opt_names[];
+bool model_opt_known(const char *name);
 /* Does option opt change what model computes? (for reports; unknown
  * models: true) */
 bool model_opt_relevant(const char *model, const char *opt);
+/* Which value of option opt gives the finest sweep point: +1 the largest
+ * (board-size, watchpoints), -1 the smallest (period-multiplier), 0 none. */
+int model_opt_finest(const char *opt);
+/* The "Model options:" part of the usage texts. */
+void model_opts_usage(FILE *f);
+/* " model, expiry, ...;": the option names, wrapped before column 81 at
+ * column col; the first line continues at column at. */
+void model_opt_list(FILE *f, int col, int at);
 
 /* The matrices consumer (matrices.c): accumulates directed thread, core and
  * socket matrices for all/true/false events (weights summed), and counts of
  * events by via and kind. */
 enum mx_kind { MX_ALL = 0, MX_TRUE = 1, MX_FALSE = 2 };
 enum mx_index { MX_THREAD = 0, MX_CORE = 1, MX_SOCKET = 2 };
+extern const char *const mx_kind_names[3];    /* "all", "true", "false" */
+extern const char *const mx_index_names[3];   /* "thread", "core", "socket" */
 struct topology;
 struct matrices;
 /* topo may be NULL (then only thread matrices are kept). */

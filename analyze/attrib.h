@@ -53,6 +53,7 @@ const char *attrib_object_name(struct attrib *a, uint64_t addr, char *buf, size_
 
 enum attrib_format { AF_TEXT = 0, AF_CSV = 1, AF_JSON = 2 };
 int attrib_format_parse(const char *s, enum attrib_format *f);
+const char *attrib_format_name(enum attrib_format f);   /* "text", "csv", "json" */
 
 /* Objects ranked by the weight of all events (default), or of the true or
  * the false sharing events only (then objects without them are left out). */

@@ -14,19 +14,6 @@ void attrib_rank_by(struct attrib *a, enum mx_kind kind)
 	a->rank_kind = kind <= MX_FALSE ? kind : MX_ALL;
 }
 
-int attrib_format_parse(const char *s, enum attrib_format *f)
-{
-	if (!strcmp(s, "text"))
-		*f = AF_TEXT;
-	else if (!strcmp(s, "csv"))
-		*f = AF_CSV;
-	else if (!strcmp(s, "json"))
-		*f = AF_JSON;
-	else
-		return -1;
-	return 0;
-}
-
 /* ---- helpers ------------------------------------------------------------------ */
 
 static const char *num(double v, char *buf, size_t cap)
@@ -453,53 +440,48 @@ static void object_csv(FILE *f, const struct aobj *o, size_t rank)
 	fputc('\n', f);
 }
 
-int attrib_write_objects(struct attrib *a, FILE *f, enum attrib_format fmt, size_t top)
+static void objects_text(FILE *f, struct attrib *a, const uint32_t *ix, size_t n, size_t shown)
 {
-	sort_details(a);
-	size_t n;
-	uint32_t *ix = sorted_objs(a, &n);
-	if (!ix)
-		return -1;
-	size_t shown = top && top < n ? top : n;
 	char w0[32];
-	switch (fmt) {
-	case AF_TEXT:
-		fprintf(f, "Objects by %scommunication: %zu object%s, %" PRIu64 " events, weight %s "
-		        "(symbols: %s)\n", a->rank_kind == MX_TRUE ? "true sharing " :
-		        a->rank_kind == MX_FALSE ? "false sharing " : "", n, n == 1 ? "" : "s", a->events,
-		        cnum(a->weight, w0, sizeof w0), a->symbols_source);
-		notes_text(f, a, "");
-		for (size_t i = 0; i < a->nobjs; i++)
-			if (a->objs[i].as_src_only) {
-				fprintf(f, "(an event whose two accesses lie in two objects counts for both)\n");
-				break;
-			}
-		fprintf(f, "%-4s %-24s %-7s %8s %12s %12s %12s %9s  %s\n", "rank", "object", "kind",
-		        "size", "all", "true", "false", "events", "thread pairs");
-		for (size_t i = 0; i < shown; i++)
-			object_text(f, a, &a->objs[ix[i]], i + 1);
-		if (shown < n)
-			fprintf(f, "(%zu more objects)\n", n - shown);
-		break;
-	case AF_CSV:
-		fprintf(f, "rank,object,kind,type,size,all,true,false,events,pairs,fields,where\n");
-		for (size_t i = 0; i < shown; i++)
-			object_csv(f, &a->objs[ix[i]], i + 1);
-		break;
-	case AF_JSON:
-		fprintf(f, "{\"symbols\":\"%s\",\"events\":%" PRIu64 ",\"weight\":%s,", a->symbols_source,
-		        a->events, num(a->weight, w0, sizeof w0));
-		notes_json(f, a);
-		fprintf(f, ",\"objects\":[");
-		for (size_t i = 0; i < shown; i++) {
-			fprintf(f, "%s\n", i ? "," : "");
-			object_json(f, a, &a->objs[ix[i]], i + 1);
+	fprintf(f, "Objects by %scommunication: %zu object%s, %" PRIu64 " events, weight %s "
+	        "(symbols: %s)\n", a->rank_kind == MX_TRUE ? "true sharing " :
+	        a->rank_kind == MX_FALSE ? "false sharing " : "", n, n == 1 ? "" : "s", a->events,
+	        cnum(a->weight, w0, sizeof w0), a->symbols_source);
+	notes_text(f, a, "");
+	for (size_t i = 0; i < a->nobjs; i++)
+		if (a->objs[i].as_src_only) {
+			fprintf(f, "(an event whose two accesses lie in two objects counts for both)\n");
+			break;
 		}
-		fprintf(f, "\n]}\n");
-		break;
+	fprintf(f, "%-4s %-24s %-7s %8s %12s %12s %12s %9s  %s\n", "rank", "object", "kind",
+	        "size", "all", "true", "false", "events", "thread pairs");
+	for (size_t i = 0; i < shown; i++)
+		object_text(f, a, &a->objs[ix[i]], i + 1);
+	if (shown < n)
+		fprintf(f, "(%zu more objects)\n", n - shown);
+}
+
+static void objects_csv(FILE *f, struct attrib *a, const uint32_t *ix, size_t n, size_t shown)
+{
+	(void)n;
+	fprintf(f, "rank,object,kind,type,size,all,true,false,events,pairs,fields,where\n");
+	for (size_t i = 0; i < shown; i++)
+		object_csv(f, &a->objs[ix[i]], i + 1);
+}
+
+static void objects_json(FILE *f, struct attrib *a, const uint32_t *ix, size_t n, size_t shown)
+{
+	(void)n;
+	char w0[32];
+	fprintf(f, "{\"symbols\":\"%s\",\"events\":%" PRIu64 ",\"weight\":%s,", a->symbols_source,
+	        a->events, num(a->weight, w0, sizeof w0));
+	notes_json(f, a);
+	fprintf(f, ",\"objects\":[");
+	for (size_t i = 0; i < shown; i++) {
+		fprintf(f, "%s\n", i ? "," : "");
+		object_json(f, a, &a->objs[ix[i]], i + 1);
 	}
-	free(ix);
-	return ferror(f) ? -1 : 0;
+	fprintf(f, "\n]}\n");
 }
 
 /* ---- lines --------------------------------------------------------------------- */
@@ -601,46 +583,94 @@ static void line_csv(FILE *f, struct attrib *a, const struct aline *l, size_t ra
 	}
 }
 
-int attrib_write_lines(struct attrib *a, FILE *f, enum attrib_format fmt, size_t top)
+static void lines_text(FILE *f, struct attrib *a, const uint32_t *ix, size_t n, size_t shown)
+{
+	char w0[32];
+	fprintf(f, "Cache lines by communication: %zu line%s, %" PRIu64 " events, weight %s, "
+	        "line size %u (symbols: %s)\n", n, n == 1 ? "" : "s", a->events,
+	        cnum(a->weight, w0, sizeof w0), a->line_size, a->symbols_source);
+	notes_text(f, a, "");
+	for (size_t i = 0; i < shown; i++)
+		line_text(f, a, &a->lines[ix[i]], i + 1);
+	if (shown < n)
+		fprintf(f, "\n(%zu more lines)\n", n - shown);
+}
+
+static void lines_csv(FILE *f, struct attrib *a, const uint32_t *ix, size_t n, size_t shown)
+{
+	(void)n;
+	fprintf(f, "rank,line,all,true,false,events,offset,size,object,field,writers,readers,"
+	        "stores,loads,true_events,false_events,source\n");
+	for (size_t i = 0; i < shown; i++)
+		line_csv(f, a, &a->lines[ix[i]], i + 1);
+}
+
+static void lines_json(FILE *f, struct attrib *a, const uint32_t *ix, size_t n, size_t shown)
+{
+	(void)n;
+	char w0[32];
+	fprintf(f, "{\"symbols\":\"%s\",\"line_size\":%u,\"events\":%" PRIu64 ",\"weight\":%s,",
+	        a->symbols_source, a->line_size, a->events, num(a->weight, w0, sizeof w0));
+	notes_json(f, a);
+	fprintf(f, ",\"lines\":[");
+	for (size_t i = 0; i < shown; i++) {
+		fprintf(f, "%s\n", i ? "," : "");
+		line_json(f, a, &a->lines[ix[i]], i + 1);
+	}
+	fprintf(f, "\n]}\n");
+}
+
+/* ---- the formats ------------------------------------------------------------------ */
+
+/* A table writer: the ranked items ix[0..shown-1] of the n there are. */
+typedef void table_writer(FILE *f, struct attrib *a, const uint32_t *ix, size_t n, size_t shown);
+
+static const struct {
+	const char *name;
+	table_writer *objects, *lines;
+} formats[] = {
+	[AF_TEXT] = { "text", objects_text, lines_text },
+	[AF_CSV] = { "csv", objects_csv, lines_csv },
+	[AF_JSON] = { "json", objects_json, lines_json },
+};
+
+int attrib_format_parse(const char *s, enum attrib_format *f)
+{
+	for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+		if (!strcmp(s, formats[i].name)) {
+			*f = (enum attrib_format)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *attrib_format_name(enum attrib_format f)
+{
+	return formats[f].name;
+}
+
+/* Sort, rank with sorted(), write with the format's table writer. */
+static int write_table(struct attrib *a, FILE *f, enum attrib_format fmt, size_t top, bool objects)
 {
 	sort_details(a);
 	size_t n;
-	uint32_t *ix = sorted_lines(a, &n);
+	uint32_t *ix = objects ? sorted_objs(a, &n) : sorted_lines(a, &n);
 	if (!ix)
 		return -1;
 	size_t shown = top && top < n ? top : n;
-	char w0[32];
-	switch (fmt) {
-	case AF_TEXT:
-		fprintf(f, "Cache lines by communication: %zu line%s, %" PRIu64 " events, weight %s, "
-		        "line size %u (symbols: %s)\n", n, n == 1 ? "" : "s", a->events,
-		        cnum(a->weight, w0, sizeof w0), a->line_size, a->symbols_source);
-		notes_text(f, a, "");
-		for (size_t i = 0; i < shown; i++)
-			line_text(f, a, &a->lines[ix[i]], i + 1);
-		if (shown < n)
-			fprintf(f, "\n(%zu more lines)\n", n - shown);
-		break;
-	case AF_CSV:
-		fprintf(f, "rank,line,all,true,false,events,offset,size,object,field,writers,readers,"
-		        "stores,loads,true_events,false_events,source\n");
-		for (size_t i = 0; i < shown; i++)
-			line_csv(f, a, &a->lines[ix[i]], i + 1);
-		break;
-	case AF_JSON:
-		fprintf(f, "{\"symbols\":\"%s\",\"line_size\":%u,\"events\":%" PRIu64 ",\"weight\":%s,",
-		        a->symbols_source, a->line_size, a->events, num(a->weight, w0, sizeof w0));
-		notes_json(f, a);
-		fprintf(f, ",\"lines\":[");
-		for (size_t i = 0; i < shown; i++) {
-			fprintf(f, "%s\n", i ? "," : "");
-			line_json(f, a, &a->lines[ix[i]], i + 1);
-		}
-		fprintf(f, "\n]}\n");
-		break;
-	}
+	(objects ? formats[fmt].objects : formats[fmt].lines)(f, a, ix, n, shown);
 	free(ix);
 	return ferror(f) ? -1 : 0;
+}
+
+int attrib_write_objects(struct attrib *a, FILE *f, enum attrib_format fmt, size_t top)
+{
+	return write_table(a, f, fmt, top, true);
+}
+
+int attrib_write_lines(struct attrib *a, FILE *f, enum attrib_format fmt, size_t top)
+{
+	return write_table(a, f, fmt, top, false);
 }
 
 /* ---- report sections --------------------------------------------------------------- */

@@ -6,8 +6,6 @@
 
 #include "ana.h"
 
-static const char *const kind_names[] = { "all", "true", "false" };
-static const char *const index_names[] = { "thread", "core", "socket" };
 
 struct built {
 	struct matrix_out m;
@@ -68,53 +66,38 @@ static int build_matrix_out(const struct analysis *a, enum mx_index index, enum 
 		memcpy(b->cell, src->cell, n * n * sizeof *b->cell);
 	else
 		matrix_symmetric(src, b->cell);
-	snprintf(b->name, sizeof b->name, "%s_%s", index_names[index], kind_names[kind]);
+	snprintf(b->name, sizeof b->name, "%s_%s", mx_index_names[index], mx_kind_names[kind]);
 	b->m = (struct matrix_out){
-		.name = b->name, .kind = kind_names[kind], .index = index_names[index],
+		.name = b->name, .kind = mx_kind_names[kind], .index = mx_index_names[index],
 		.units = "estimated line transfers", .n = n, .cell = b->cell,
 		.labels = (const char *const *)b->labels, .attrs = attrs->a, .nattrs = attrs->n,
+		.render = { .symmetric = directed ? OUT_SYM_NO : OUT_SYM_YES },
 	};
 	return 0;
-}
-
-static int lookup(const char *v, const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!strcmp(v, names[i]))
-			return i;
-	return -1;
 }
 
 int cmd_matrix(int argc, char **argv)
 {
 	const char *path = NULL, *out = NULL, *cdir = NULL, *v;
-	int kind = MX_ALL, index = MX_THREAD, format = 0;
+	int kind = MX_ALL, index = MX_THREAD;
+	const struct matrix_writer *w = matrix_writer_find("text");
 	bool directed = false;
-	static const char *const formats[] = { "text", "csv", "json", "h5", "svg" };
 	struct model_opts o;
 	model_opts_default(&o);
 	for (int i = 0; i < argc; i++) {
 		int m;
 		const char *a = argv[i];
-		if ((m = arg_value(argc, argv, &i, "--kind", &v))) {
+		if ((m = arg_choice(argc, argv, &i, "matrix", "--kind", mx_kind_names, 3, &kind)) ||
+		    (m = arg_choice(argc, argv, &i, "matrix", "--index", mx_index_names, 3, &index))) {
 			if (m < 0)
 				return EXIT_USAGE;
-			if ((kind = lookup(v, kind_names, 3)) < 0) {
-				ana_err("matrix: --kind: '%s' is not all, true or false", v);
-				return EXIT_USAGE;
-			}
-		} else if ((m = arg_value(argc, argv, &i, "--index", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			if ((index = lookup(v, index_names, 3)) < 0) {
-				ana_err("matrix: --index: '%s' is not thread, core or socket", v);
-				return EXIT_USAGE;
-			}
 		} else if ((m = arg_value(argc, argv, &i, "--format", &v))) {
 			if (m < 0)
 				return EXIT_USAGE;
-			if ((format = lookup(v, formats, 5)) < 0) {
-				ana_err("matrix: --format: '%s' is not text, csv, json, h5 or svg", v);
+			if (!(w = matrix_writer_find(v))) {
+				char names[128];
+				ana_err("matrix: --format: '%s' is not %s", v,
+				        matrix_writer_names(names, sizeof names));
 				return EXIT_USAGE;
 			}
 		} else if (!strcmp(a, "--directed")) {
@@ -137,8 +120,8 @@ int cmd_matrix(int argc, char **argv)
 	}
 	if (arg_trace_given("matrix", path, "matrix TRACE [options]"))
 		return EXIT_USAGE;
-	if (!strcmp(formats[format], "h5") && !out) {
-		ana_err("matrix: --format h5 needs -o FILE");
+	if (w->writes_to_file && !out) {
+		ana_err("matrix: --format %s needs -o FILE", w->name);
 		return EXIT_USAGE;
 	}
 
@@ -152,10 +135,10 @@ int cmd_matrix(int argc, char **argv)
 		ana_warn("%s: %s", path, an.warning);
 	if (an.topo.identity && index != MX_THREAD)
 		ana_warn("%s has no cpu map in its MACHINE section: %s matrix indexed by cpu number",
-		         path, index_names[index]);
+		         path, mx_index_names[index]);
 	if (index != MX_THREAD && matrices_totals(an.mx)->unmapped_cpu)
 		ana_warn("%llu events with a cpu outside the cpu map are not in the %s matrix",
-		         (unsigned long long)matrices_totals(an.mx)->unmapped_cpu, index_names[index]);
+		         (unsigned long long)matrices_totals(an.mx)->unmapped_cpu, mx_index_names[index]);
 
 	struct attr_set attrs;
 	analysis_attrs(&an, &attrs);
@@ -183,7 +166,7 @@ int cmd_matrix(int argc, char **argv)
 		}
 		for (size_t i = 0; i < nb; i++)
 			built_free(&bs[i]);
-		if (status || (!out && format == 0)) {
+		if (status || (!out && w == matrix_writer_find("text"))) {
 			/* --comdetective-csv alone writes only the directory */
 			if (!status && an.damaged) {
 				fprintf(stderr, "commanalyze: %s\n", an.err.msg);
@@ -200,31 +183,9 @@ int cmd_matrix(int argc, char **argv)
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
-	if (format == 3) {
-		if (write_matrices_h5(out, &b.m, 1, &err)) {
-			ana_err("%s", err.msg);
-			status = EXIT_BADTRACE;
-		}
-	} else {
-		FILE *f = out ? fopen(out, "w") : stdout;
-		if (!f) {
-			ana_err("cannot write %s: %s", out, strerror(errno));
-			status = EXIT_BADTRACE;
-		} else {
-			int r;
-			switch (format) {
-			case 1: r = write_matrix_csv(f, &b.m); break;
-			case 2: r = write_matrices_json(f, &b.m, 1); break;
-			case 4: r = write_matrix_svg(f, &b.m); break;
-			default: r = write_matrix_text(f, &b.m); break;
-			}
-			if (out ? fclose(f) : fflush(f))
-				r = -1;
-			if (r) {
-				ana_err("cannot write %s: %s", out ? out : "standard output", strerror(errno));
-				status = EXIT_BADTRACE;
-			}
-		}
+	if (matrix_write(w, out, &b.m, 1, &err)) {
+		ana_err("%s", err.msg);
+		status = EXIT_BADTRACE;
 	}
 	built_free(&b);
 	if (an.damaged) {

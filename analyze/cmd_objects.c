@@ -47,6 +47,7 @@ static int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv
 	model_opts_default(&c->o);
 	c->top = 20;
 	c->kind = MX_ALL;
+	int kind;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *v;
 		int m;
@@ -77,19 +78,11 @@ static int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv
 			if (m < 0)
 				return EXIT_USAGE;
 			c->object = v;
-		} else if (c->objects && (m = arg_value(argc, argv, &i, "--kind", &v))) {
+		} else if (c->objects &&
+		           (m = arg_choice(argc, argv, &i, cmd, "--kind", mx_kind_names, 3, &kind))) {
 			if (m < 0)
 				return EXIT_USAGE;
-			if (!strcmp(v, "all"))
-				c->kind = MX_ALL;
-			else if (!strcmp(v, "true"))
-				c->kind = MX_TRUE;
-			else if (!strcmp(v, "false"))
-				c->kind = MX_FALSE;
-			else {
-				ana_err("%s: --kind: '%s' is not all, true or false", cmd, v);
-				return EXIT_USAGE;
-			}
+			c->kind = (enum mx_kind)kind;
 		} else if ((m = model_args(&c->o, argc, argv, &i))) {
 			if (m < 0)
 				return EXIT_USAGE;
@@ -165,7 +158,6 @@ int attrib_cli_main(const char *cmd, bool objects, int argc, char **argv, attrib
 
 static int write_object_matrix(struct attrib_cli *c, struct analysis *an, struct attrib *a, FILE *f)
 {
-	static const char *const kinds[] = { "all", "true", "false" };
 	size_t n;
 	double *m = attrib_object_matrix(a, c->object, c->kind, &n);
 	if (!m) {
@@ -187,17 +179,16 @@ static int write_object_matrix(struct attrib_cli *c, struct analysis *an, struct
 		attr_add(&attrs, "directed", "yes (row: receiving thread, column: publisher)");
 		attr_add(&attrs, "symmetric", "no");
 		char name[300];
-		snprintf(name, sizeof name, "object_%s", kinds[c->kind]);
+		snprintf(name, sizeof name, "object_%s", mx_kind_names[c->kind]);
 		struct matrix_out mo = {
-			.name = name, .kind = kinds[c->kind], .index = "thread",
+			.name = name, .kind = mx_kind_names[c->kind], .index = "thread",
 			.units = "estimated line transfers", .n = n, .cell = m,
 			.labels = (const char *const *)labels, .attrs = attrs.a, .nattrs = attrs.n,
+			.render = { .symmetric = OUT_SYM_NO },
 		};
-		switch (c->fmt) {
-		case AF_CSV: r = write_matrix_csv(f, &mo); break;
-		case AF_JSON: r = write_matrices_json(f, &mo, 1); break;
-		default: r = write_matrix_text(f, &mo); break;
-		}
+		struct ct_error err = {{0}};
+		struct out_dest d = { .f = f, .path = c->out, .err = &err };
+		r = matrix_writer_find(attrib_format_name(c->fmt))->write(&d, &mo, 1);
 	} else {
 		ana_err("out of memory");
 	}

@@ -45,6 +45,16 @@ static const char *kind_name(unsigned k)
 	return n ? n : "unknown";
 }
 
+/* " reason=NAME count=N" (the number when the reason has no name) */
+static void put_reason(FILE *f, const char *name, unsigned reason, uint64_t count)
+{
+	if (name)
+		fprintf(f, " reason=%s", name);
+	else
+		fprintf(f, " reason=%u", reason);
+	fprintf(f, " count=%" PRIu64, count);
+}
+
 void dump_record(FILE *f, const struct ct_record *r)
 {
 	const char *type = ct_rec_type_name(r->type);
@@ -117,24 +127,13 @@ void dump_record(FILE *f, const struct ct_record *r)
 		put_name(f, r->u.marker.name, sizeof r->u.marker.name);
 		break;
 	}
-	case CT_REC_LOST: {
-		const char *n = ct_lost_reason_name(r->u.lost.reason);
-		if (n)
-			fprintf(f, " reason=%s", n);
-		else
-			fprintf(f, " reason=%u", r->u.lost.reason);
-		fprintf(f, " count=%" PRIu64, r->u.lost.count);
+	case CT_REC_LOST:
+		put_reason(f, ct_lost_reason_name(r->u.lost.reason), r->u.lost.reason, r->u.lost.count);
 		break;
-	}
-	case CT_REC_SKIPPED: {
-		const char *n = ct_skip_reason_name(r->u.skipped.reason);
-		if (n)
-			fprintf(f, " reason=%s", n);
-		else
-			fprintf(f, " reason=%u", r->u.skipped.reason);
-		fprintf(f, " count=%" PRIu64, r->u.skipped.count);
+	case CT_REC_SKIPPED:
+		put_reason(f, ct_skip_reason_name(r->u.skipped.reason), r->u.skipped.reason,
+		           r->u.skipped.count);
 		break;
-	}
 	case CT_REC_FUNC_ENTER:
 	case CT_REC_FUNC_EXIT:
 		fprintf(f, " addr=0x%" PRIx64, r->u.func.addr);

@@ -11,29 +11,6 @@
 #include "attrib.h"
 #include "sweep.h"
 
-static void model_options(FILE *f)
-{
-	fprintf(f,
-"Model options:\n"
-"  --model NAME                   detector (default comdetective):\n");
-	for (size_t i = 0; all_models[i]; i++)
-		fprintf(f, "      %-14s %s\n", all_models[i]->name, all_models[i]->summary);
-	fprintf(f,
-"  --expiry comdetective|ns:N|samples:N   how long a published line or an armed\n"
-"                                 watchpoint stays recent (default comdetective)\n"
-"  --board-size N                 bulletin board entries (default 127)\n"
-"  --hash mod|murmur              board index: line number mod N, or murmur3 mix\n"
-"  --line-size N                  bytes (default: recorded, else 64)\n"
-"  --watchpoints D                use hits on registers < D only, scale as D\n"
-"                                 (0: no watchpoint hits)\n"
-"  --period-multiplier K          keep every Kth sample per thread and kind\n"
-"  --window NS                    window model: pair distance (default 1ms;\n"
-"                                 units ns, us, ms, s accepted)\n"
-"  --signature-size N             signature model: slots\n"
-"  --fp-rate P                    signature model: bloom filter false positive rate\n"
-"  --emulate-period N             emulate model: sample every Nth access per kind\n");
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -60,7 +37,7 @@ static void usage(FILE *f)
 "  lines    cache lines ranked by communication, with per-offset detail\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
 "\n");
-	model_options(f);
+	model_opts_usage(f);
 	fprintf(f,
 "(accepted by report, matrix, objects, lines and, as fixed options, sweep)\n"
 "\n"
@@ -68,26 +45,32 @@ static void usage(FILE *f)
 "See commanalyze(1).\n");
 }
 
-/* One command's usage.  Returns false for an unknown command. */
-static bool command_usage(FILE *f, const char *cmd)
+static void sweep_help(FILE *f)
 {
-	static const struct {
-		const char *name, *text;
-		bool model;
-	} cmds[] = {
-		{ "report",
+	sweep_usage(f, true);
+}
+
+/* The commands: the first is the default one (no command word). */
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *text;              /* its usage text, or NULL: help() */
+	bool model;                    /* it takes the model options */
+	void (*help)(FILE *f);
+} commands[] = {
+		{ "report", cmd_report,
 "usage: commanalyze [report] TRACE [model options]\n"
 "\n"
 "The readable report: trace and sampler, model, totals (estimated line\n"
 "transfers, true/false sharing), top thread pairs, cores and sockets, lost and\n"
-"skipped samples, warnings.\n", true },
-		{ "info",
+"skipped samples, warnings.\n", true, NULL },
+		{ "info", cmd_info,
 "usage: commanalyze info TRACE\n"
 "\n"
 "What the trace holds: format version and features, completeness, machine,\n"
 "configuration, command line, per-thread record counts, lost and skipped\n"
-"samples, exit status.\n", false },
-		{ "dump",
+"samples, exit status.\n", false, NULL },
+		{ "dump", cmd_dump,
 "usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
 "\n"
 "One line per record in time order: TIME_NS T<thread> TYPE key=value...\n"
@@ -95,8 +78,8 @@ static bool command_usage(FILE *f, const char *cmd)
 "  --type LIST       record types, comma separated: sample, wp_arm, wp_hit, alloc,\n"
 "                    free, callsite, thread_start, thread_end, marker, lost,\n"
 "                    skipped, func_enter, func_exit\n"
-"  --limit N         the first N lines shown\n", false },
-		{ "matrix",
+"  --limit N         the first N lines shown\n", false, NULL },
+		{ "matrix", cmd_matrix,
 "usage: commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
 "                   [--comdetective-csv DIR] [model options]\n"
@@ -109,8 +92,8 @@ static bool command_usage(FILE *f, const char *cmd)
 "  --directed                     as kept: row dst, column src\n"
 "  -o FILE                        write to FILE instead of standard output\n"
 "  --comdetective-csv DIR         also ComDetective's files (as/ts/fs_matrix.csv,\n"
-"                                 _core_ variants) in DIR; alone: only these\n", true },
-		{ "objects",
+"                                 _core_ variants) in DIR; alone: only these\n", true, NULL },
+		{ "objects", cmd_objects,
 "usage: commanalyze objects TRACE [--top N] [--kind all|true|false] [--object NAME]\n"
 "                   [--format text|csv|json] [-o FILE] [--symbols-from-binaries]\n"
 "                   [model options]\n"
@@ -123,8 +106,8 @@ static bool command_usage(FILE *f, const char *cmd)
 "  --format text|csv|json   (default text)\n"
 "  -o FILE                  write to FILE instead of standard output\n"
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n"
-"                           (default: the trace's SYMBOLS section)\n", true },
-		{ "lines",
+"                           (default: the trace's SYMBOLS section)\n", true, NULL },
+		{ "lines", cmd_lines,
 "usage: commanalyze lines TRACE [--top N] [--format text|csv|json] [-o FILE]\n"
 "                   [--symbols-from-binaries] [model options]\n"
 "\n"
@@ -133,24 +116,32 @@ static bool command_usage(FILE *f, const char *cmd)
 "  --format text|csv|json   (default text)\n"
 "  -o FILE                  write to FILE instead of standard output\n"
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n"
-"                           (default: the trace's SYMBOLS section)\n", true },
-	};
-	if (!strcmp(cmd, "sweep")) {
-		sweep_usage(f, true);
-		return true;
+"                           (default: the trace's SYMBOLS section)\n", true, NULL },
+		{ "sweep", cmd_sweep, NULL, false, sweep_help },
+};
+
+static const struct command *command_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+/* One command's usage. */
+static void command_usage(FILE *f, const struct command *c)
+{
+	if (c->help) {
+		c->help(f);
+		return;
 	}
-	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
-		if (!strcmp(cmd, cmds[i].name)) {
-			fputs(cmds[i].text, f);
-			if (cmds[i].model) {
-				fputc('\n', f);
-				model_options(f);
-			}
-			fprintf(f, "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
-			           "See commanalyze(1).\n");
-			return true;
-		}
-	return false;
+	fputs(c->text, f);
+	if (c->model) {
+		fputc('\n', f);
+		model_opts_usage(f);
+	}
+	fprintf(f, "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
+	           "See commanalyze(1).\n");
 }
 
 static bool is_help(const char *a)
@@ -166,11 +157,14 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	if (is_help(cmd) || !strcmp(cmd, "help")) {
-		if (argc > 2 && !is_help(cmd) && !command_usage(stdout, argv[2])) {
+		const struct command *c = argc > 2 && !is_help(cmd) ? command_find(argv[2]) : NULL;
+		if (argc > 2 && !is_help(cmd) && !c) {
 			ana_err("help: unknown command '%s'", argv[2]);
 			return EXIT_USAGE;
 		}
-		if (argc <= 2 || is_help(cmd))
+		if (c)
+			command_usage(stdout, c);
+		else
 			usage(stdout);
 		return 0;
 	}
@@ -180,38 +174,19 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	/* the command word, or none: the report */
-	static const char *const words[] = { "report", "info", "dump", "matrix", "objects",
-	                                     "lines", "sweep" };
-	int first = 1;
-	const char *name = "report";
-	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-		if (!strcmp(cmd, words[i])) {
-			name = words[i];
-			first = 2;
-		}
-	if (first == 1 && cmd[0] == '-') {
+	const struct command *c = command_find(cmd);
+	int first = c ? 2 : 1;
+	if (!c && cmd[0] == '-') {
 		ana_err("unknown option '%s' (a command or a trace comes first; see --help)", cmd);
 		return EXIT_USAGE;
 	}
+	if (!c)
+		c = &commands[0];
 	/* --help anywhere: that command's usage, whatever else is given */
 	for (int i = first; i < argc; i++)
 		if (is_help(argv[i])) {
-			command_usage(stdout, name);
+			command_usage(stdout, c);
 			return 0;
 		}
-	int n = argc - first;
-	char **args = argv + first;
-	if (!strcmp(name, "info"))
-		return cmd_info(n, args);
-	if (!strcmp(name, "dump"))
-		return cmd_dump(n, args);
-	if (!strcmp(name, "matrix"))
-		return cmd_matrix(n, args);
-	if (!strcmp(name, "objects"))
-		return cmd_objects(n, args);
-	if (!strcmp(name, "lines"))
-		return cmd_lines(n, args);
-	if (!strcmp(name, "sweep"))
-		return cmd_sweep(n, args);
-	return cmd_report(n, args);
+	return c->run(argc - first, argv + first);
 }

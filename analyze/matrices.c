@@ -6,6 +6,9 @@
 
 #include "ana.h"
 
+const char *const mx_kind_names[3] = { "all", "true", "false" };
+const char *const mx_index_names[3] = { "thread", "core", "socket" };
+
 #define IDENTITY_CPU_MAX 1024  /* cpus beyond this are "unmapped" without a map */
 
 struct matrices {

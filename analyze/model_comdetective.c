@@ -1,5 +1,8 @@
 /* The comdetective model: Algorithm 1 of the ComDetective paper (SC'19,
- * sections 3.2-3.3) replayed offline over the merged record stream.
+ * sections 3.2-3.3) replayed offline over the merged record stream, with
+ * the recorder's own step (formats/comdetective.h, cd_step) on a board of
+ * its own (formats/board.h) and the analyzer's knobs: board size, hash,
+ * expiry, period multiplier.
  *
  * Samples: a bulletin board of board_size entries, indexed by a hash of the
  * line number (address / line size).  For a sample of thread T1 on line L1:
@@ -30,40 +33,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comdetective.h"
 #include "model_common.h"
 
-#define WP_WORD_BYTES 8  /* M: bytes one debug register watches */
-
-struct cd_entry {
-	uint64_t line, addr, ip, time;
-	uint64_t pub_count;        /* publisher's store count at publication */
-	uint32_t thread, cpu;
-	uint8_t len;
-	bool valid;
-};
-
 struct cd_thread {
-	uint64_t t_prev;
-	uint64_t st_last, st_prev, nstores;  /* kept store samples */
-	uint64_t s_last, s_prev, nsamples;   /* kept samples of any kind */
 	uint64_t last_period;                /* period x K of the last kept sample */
 	uint32_t last_cpu;
 	/* the current watchpoint arm */
 	bool armed, hit_done;
 	struct ct_wp_arm arm;
-	uint64_t arm_period, arm_interval, arm_nsamples;
+	uint64_t arm_period;
+	struct cd_arm_note note;
 };
 
 struct cd {
 	struct model_opts o;
-	unsigned line_size, line_shift;
+	unsigned line_size;
 	size_t nthreads;
-	struct cd_entry *board;
+	struct board board;
+	void *board_mem;
+	struct cd_rules rules;
+	struct cd_history *hist;             /* Algorithm 1's state of each thread */
 	struct cd_thread *t;
 	struct kfilter kf;
 	struct event_consumer *out;
 	size_t nout;
 };
+
+static void cd_destroy(void *self);
 
 static void *cd_create(const struct model_setup *s)
 {
@@ -72,99 +69,73 @@ static void *cd_create(const struct model_setup *s)
 		return NULL;
 	cd->o = *s->opts;
 	cd->line_size = s->line_size ? s->line_size : 64;
-	cd->line_shift = log2u(cd->line_size);
 	cd->nthreads = s->nthreads;
 	cd->out = s->out;
 	cd->nout = s->nout;
 	if (!cd->o.board_size)
 		cd->o.board_size = 127;
-	cd->board = calloc(cd->o.board_size, sizeof *cd->board);
-	cd->t = calloc(s->nthreads ? s->nthreads : 1, sizeof *cd->t);
-	if (!cd->board || !cd->t || kfilter_init(&cd->kf, cd->o.period_multiplier, s->nthreads)) {
-		free(cd->board);
-		free(cd->t);
-		free(cd);
+	size_t nt = s->nthreads ? s->nthreads : 1;
+	cd->board_mem = calloc(1, board_bytes(cd->o.board_size));
+	cd->hist = calloc(nt, sizeof *cd->hist);
+	cd->t = calloc(nt, sizeof *cd->t);
+	if (!cd->board_mem || !cd->hist || !cd->t ||
+	    kfilter_init(&cd->kf, cd->o.period_multiplier, s->nthreads)) {
+		cd_destroy(cd);
 		return NULL;
 	}
+	board_init(&cd->board, cd->board_mem, cd->o.board_size, cd->line_size);
+	cd->board.hash = cd->o.hash == HASH_MURMUR ? BOARD_HASH_MURMUR : BOARD_HASH_MOD;
+	cd->rules = (struct cd_rules){
+		.board = &cd->board, .expiry = (enum cd_expiry)cd->o.expiry,
+		.expiry_value = cd->o.expiry_value, .line_size = cd->line_size,
+		.threads = cd->hist, .nthreads = s->nthreads,
+	};
 	for (size_t i = 0; i < s->nthreads; i++)
 		cd->t[i].last_cpu = UINT32_MAX;
 	return cd;
-}
-
-static bool entry_recent(const struct cd *cd, const struct cd_entry *e, uint64_t now)
-{
-	uint64_t age = now > e->time ? now - e->time : 0;
-	const struct cd_thread *p = &cd->t[e->thread];
-	switch (cd->o.expiry) {
-	case EXPIRY_NS:
-		return age <= cd->o.expiry_value;
-	case EXPIRY_SAMPLES:
-		return p->nstores - e->pub_count < cd->o.expiry_value;
-	case EXPIRY_COMDETECTIVE:
-	default:
-		if (p->nstores < 2)
-			return true;
-		return age <= p->st_last - p->st_prev;
-	}
 }
 
 static void cd_sample(struct cd *cd, const struct ct_record *r)
 {
 	const struct ct_sample *s = &r->u.sample;
 	struct cd_thread *th = &cd->t[r->thread];
-	bool store = s->kind != CT_ACCESS_LOAD;
 	uint64_t w = s->period * cd->kf.k;
-	th->s_prev = th->s_last;
-	th->s_last = r->time;
-	th->nsamples++;
-	if (store) {
-		th->st_prev = th->st_last;
-		th->st_last = r->time;
-		th->nstores++;
-	}
 	th->last_period = w;
 	th->last_cpu = s->cpu;
-
-	uint64_t ln = s->addr >> cd->line_shift;
-	uint64_t line = ln << cd->line_shift;
-	uint64_t h = cd->o.hash == HASH_MURMUR ? fmix64(ln) : ln;
-	struct cd_entry *e = &cd->board[h % cd->o.board_size];
-	bool recent = e->valid && entry_recent(cd, e, r->time);
-	if (recent && e->line == line && e->thread != r->thread && e->time > th->t_prev) {
-		struct comm_event ev = {
-			.time = r->time, .dst = r->thread, .src = e->thread,
-			.dst_cpu = s->cpu, .src_cpu = e->cpu, .line = line,
-			.addr = s->addr, .src_addr = e->addr, .len = s->len, .src_len = e->len,
-			.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
-			.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
-			.ip = s->ip, .src_ip = e->ip, .weight = (double)w,
-		};
-		emit(cd->out, cd->nout, &ev);
-		th->t_prev = e->time;
-	}
-	if (store && !recent) {
-		*e = (struct cd_entry){
-			.line = line, .addr = s->addr, .ip = s->ip, .time = r->time,
-			.pub_count = th->nstores, .thread = r->thread, .cpu = s->cpu,
-			.len = s->len, .valid = true,
-		};
-	}
+	struct cd_access a = {
+		.time = r->time, .addr = s->addr, .ip = s->ip, .cpu = s->cpu, .len = s->len,
+		.store = s->kind != CT_ACCESS_LOAD,
+	};
+	struct cd_step st;
+	cd_step(&cd->rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
+	if (!st.detected)
+		return;
+	const struct board_view *e = &st.src;
+	struct comm_event ev = {
+		.time = r->time, .dst = r->thread, .src = e->thread,
+		.dst_cpu = s->cpu, .src_cpu = e->cpu, .line = board_line(&cd->board, s->addr),
+		.addr = s->addr, .src_addr = e->addr, .len = s->len, .src_len = e->len,
+		.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
+		.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
+		.ip = s->ip, .src_ip = e->ip, .weight = (double)w,
+	};
+	emit(cd->out, cd->nout, &ev);
 }
 
 static void cd_arm(struct cd *cd, const struct ct_record *r)
 {
 	const struct ct_wp_arm *a = &r->u.arm;
 	struct cd_thread *th = &cd->t[r->thread];
+	const struct cd_history *h = &cd->hist[r->thread];
 	th->armed = false;
 	if (a->publisher >= cd->nthreads || a->publisher == r->thread || a->nwp < 1 ||
-	    a->nwp > CT_WP_MAX || !th->nsamples)
+	    a->nwp > CT_WP_MAX || !h->nsamples)
 		return;
 	th->armed = true;
 	th->hit_done = false;
 	th->arm = *a;
 	th->arm_period = th->last_period;
-	th->arm_interval = th->nsamples >= 2 ? th->s_last - th->s_prev : UINT64_MAX;
-	th->arm_nsamples = th->nsamples;
+	cd_arm_noted(h, a->pub_time, &th->note);
 }
 
 static void cd_hit(struct cd *cd, const struct ct_record *r)
@@ -182,29 +153,16 @@ static void cd_hit(struct cd *cd, const struct ct_record *r)
 		if (cd->o.watchpoints < d)
 			d = cd->o.watchpoints;
 	}
-	uint64_t age = r->time > th->arm.pub_time ? r->time - th->arm.pub_time : 0;
-	bool recent;
-	switch (cd->o.expiry) {
-	case EXPIRY_NS:
-		recent = age <= cd->o.expiry_value;
-		break;
-	case EXPIRY_SAMPLES:
-		recent = th->nsamples - th->arm_nsamples < cd->o.expiry_value;
-		break;
-	default:
-		recent = age <= th->arm_interval;
-		break;
-	}
-	if (!recent)
+	if (!cd_hit_recent(&cd->rules, &cd->hist[r->thread], &th->note, r->time))
 		return;
-	double scale = (double)cd->line_size / (double)(d * WP_WORD_BYTES);
+	double scale = (double)cd->line_size / (double)(d * CD_WORD_BYTES);
 	if (scale < 1)
 		scale = 1;
 	const struct ct_wp_arm *a = &th->arm;
 	struct comm_event ev = {
 		.time = r->time, .dst = r->thread, .src = a->publisher,
 		.dst_cpu = h->cpu, .src_cpu = cd->t[a->publisher].last_cpu,
-		.line = h->addr >> cd->line_shift << cd->line_shift,
+		.line = board_line(&cd->board, h->addr),
 		.addr = h->addr, .src_addr = a->pub_addr, .len = h->len, .src_len = a->pub_len,
 		.dst_kind = h->kind, .via = COMM_VIA_WATCHPOINT,
 		.true_sharing = ranges_overlap(h->addr, h->len, a->pub_addr, a->pub_len),
@@ -240,18 +198,14 @@ static void cd_record(void *self, const struct ct_record *r)
 		cd_hit(cd, r);
 }
 
-static void cd_finish(void *self)
-{
-	(void)self;
-}
-
 static void cd_destroy(void *self)
 {
 	struct cd *cd = self;
 	if (!cd)
 		return;
 	kfilter_free(&cd->kf);
-	free(cd->board);
+	free(cd->board_mem);
+	free(cd->hist);
 	free(cd->t);
 	free(cd);
 }
@@ -261,6 +215,5 @@ const struct model_ops model_comdetective = {
 	.summary = "ComDetective's Algorithm 1 (bulletin board + recorded watchpoints), offline",
 	.create = cd_create,
 	.record = cd_record,
-	.finish = cd_finish,
 	.destroy = cd_destroy,
 };

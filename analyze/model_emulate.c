@@ -11,9 +11,9 @@
  * EMU_DEFAULT_PERIOD): the Nth, 2Nth, ... access of the kind is sampled,
  * with period N x the record's period (1 in a full trace).
  *
- * Online part (what the recorder's sample handler does, record/runtime
- * rt_sample.c, on the recorder's own bulletin board, formats/board.h): a
- * board of --board-size entries indexed by line number mod size; on a
+ * Online part: the recorder's own step (formats/comdetective.h, cd_step
+ * with the recorder's expiry rule, as record/runtime/rt_sample.c runs it)
+ * on a board of --board-size entries indexed by line number mod size; on a
  * sample of thread T:
  *   - detection: the entry of T's line holds that line, from another
  *     thread, published after T's last detection (then no arm);
@@ -41,18 +41,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "board.h"
+#include "comdetective.h"
 #include "model_common.h"
 
 #define EMU_DEFAULT_PERIOD 10000u
 #define EMU_DEFAULT_WP 4u
-#define WORD 8
 
 extern const struct model_ops model_comdetective;
 
 struct emu_thread {
 	uint64_t nload, nstore;
-	uint64_t prev_sample, prev_store, prev_detect;
+	struct cd_history hist;  /* the recorder's Algorithm 1 state */
 	uint64_t rnd;
 	bool armed, hit;
 	uint64_t arm_time;
@@ -66,10 +65,10 @@ struct emu {
 	struct model_opts o;     /* given to the inner model */
 	uint64_t period;         /* N */
 	unsigned nwp;            /* D, 0: no watchpoints */
-	unsigned line_size;
 	size_t nthreads;
 	struct board board;
 	void *board_mem;
+	struct cd_rules rules;   /* the recorder's: its board (none without watchpoints) */
 	struct emu_thread *t;
 };
 
@@ -89,7 +88,7 @@ static void *emu_create(const struct model_setup *s)
 	else
 		e->nwp = EMU_DEFAULT_WP;
 	e->o.watchpoints = e->nwp ? e->nwp : 0;
-	e->line_size = s->line_size ? s->line_size : 64;
+	unsigned line_size = s->line_size ? s->line_size : 64;
 	e->nthreads = s->nthreads;
 	uint32_t board_size = e->o.board_size ? e->o.board_size : 127;
 	e->board_mem = calloc(1, board_bytes(board_size));
@@ -98,7 +97,11 @@ static void *emu_create(const struct model_setup *s)
 		emu_destroy(e);
 		return NULL;
 	}
-	board_init(&e->board, e->board_mem, board_size, e->line_size);
+	board_init(&e->board, e->board_mem, board_size, line_size);
+	e->rules = (struct cd_rules){
+		.board = e->nwp ? &e->board : NULL, .expiry = CD_EXPIRY_RECORDER,
+		.line_size = line_size,
+	};
 	for (size_t i = 0; i < s->nthreads; i++)
 		e->t[i].rnd = (((uint64_t)i + 1) << 32) ^ 0x9e3779b97f4a7c15ull;
 	struct model_setup in = *s;
@@ -112,37 +115,19 @@ static void *emu_create(const struct model_setup *s)
 	return e;
 }
 
-static void try_arm(struct emu *e, struct emu_thread *th, uint32_t t, uint64_t now)
+/* The arm cd_step chose: a WP_ARM record for the inner model, and exact
+ * watchpoints on its words. */
+static void arm(struct emu *e, struct emu_thread *th, const struct ct_record *r,
+                const struct ct_wp_arm *a)
 {
-	bool old = !th->armed || th->hit || th->arm_time < th->prev_sample;
-	if (!old)
-		return;
-	th->armed = false;
-	struct board_view v;
-	if (!board_pick(&e->board, t, th->prev_sample, now, board_random(&th->rnd), BOARD_RECENT, &v))
-		return;
-	uint64_t line = board_line(&e->board, v.addr);
-	uint32_t chosen[CT_WP_MAX];
-	unsigned n = board_choose_words(&th->rnd, e->line_size / WORD, e->nwp, chosen);
-	if (!n)
-		return;
-	struct ct_record r = { .type = CT_REC_WP_ARM, .thread = t, .time = now };
-	struct ct_wp_arm *a = &r.u.arm;
-	a->pub_time = v.time;
-	a->pub_addr = v.addr;
-	a->pub_len = v.len;
-	a->publisher = v.thread;
-	a->nwp = (uint8_t)n;
-	for (unsigned i = 0; i < n; i++) {
-		th->wp[i] = line + (uint64_t)chosen[i] * WORD;
-		a->wp_addr[i] = th->wp[i];
-		a->wp_len[i] = WORD;
-	}
-	th->nwp = n;
+	struct ct_record rec = { .type = CT_REC_WP_ARM, .thread = r->thread, .time = r->time };
+	rec.u.arm = *a;
+	th->nwp = a->nwp;
+	memcpy(th->wp, a->wp_addr, a->nwp * sizeof *th->wp);
 	th->armed = true;
 	th->hit = false;
-	th->arm_time = now;
-	e->inner->record(e->in, &r);
+	th->arm_time = r->time;
+	e->inner->record(e->in, &rec);
 }
 
 /* The watcher's access [addr, addr+len): a trap on the first watched word
@@ -152,12 +137,12 @@ static void check_hit(struct emu *e, struct emu_thread *th, const struct ct_reco
 	const struct ct_sample *s = &r->u.sample;
 	unsigned len = s->len ? s->len : 1;
 	for (unsigned i = 0; i < th->nwp; i++) {
-		if (!ranges_overlap(s->addr, len, th->wp[i], WORD))
+		if (!ranges_overlap(s->addr, len, th->wp[i], CD_WORD_BYTES))
 			continue;
 		struct ct_record h = { .type = CT_REC_WP_HIT, .thread = r->thread, .time = r->time };
 		h.u.hit.ip = s->ip;
 		h.u.hit.addr = th->wp[i];
-		h.u.hit.len = WORD;
+		h.u.hit.len = CD_WORD_BYTES;
 		h.u.hit.reg = (uint8_t)i;
 		h.u.hit.cpu = s->cpu;
 		h.u.hit.kind = s->kind;
@@ -186,27 +171,18 @@ static void emu_record(void *self, const struct ct_record *r)
 	smp.u.sample.period = e->period * (s->period ? s->period : 1);
 	e->inner->record(e->in, &smp);
 
-	uint64_t now = r->time;
-	if (e->nwp) {
-		uint32_t t = r->thread;
-		struct board_view v;
-		bool detect = false;
-		if (board_get(&e->board, s->addr, &v) &&
-		    board_line(&e->board, v.addr) == board_line(&e->board, s->addr) &&
-		    v.thread != t && v.time > th->prev_detect) {
-			detect = true;
-			th->prev_detect = v.time;
-		}
-		if (!detect)
-			try_arm(e, th, t, now);
-		if (store) {
-			uint64_t older = th->prev_store ? th->prev_store : th->prev_sample;
-			board_publish(&e->board, s->addr, s->len ? s->len : 1, t, now, older);
-		}
-	}
-	th->prev_sample = now;
-	if (store)
-		th->prev_store = now;
+	struct cd_access a = {
+		.time = r->time, .addr = s->addr, .ip = s->ip, .cpu = s->cpu,
+		.len = s->len ? s->len : 1, .store = store,
+	};
+	struct cd_watch w = { .nwp = e->nwp, .armed = th->armed, .hit = th->hit,
+	                      .arm_time = th->arm_time };
+	struct cd_step st;
+	cd_step(&e->rules, r->thread, &th->hist, &a, &w, &th->rnd, &st);
+	if (st.disarm)
+		th->armed = false;
+	if (st.arm.nwp)
+		arm(e, th, r, &st.arm);
 }
 
 static void emu_finish(void *self)

@@ -230,11 +230,6 @@ static void win_record(void *self, const struct ct_record *r)
 	win_sample(w, r);
 }
 
-static void win_finish(void *self)
-{
-	(void)self;
-}
-
 static void win_destroy(void *self)
 {
 	struct win *w = self;
@@ -252,6 +247,5 @@ const struct model_ops model_window = {
 	.summary = "every pair of samples of two threads on a line within --window ns, one a store",
 	.create = win_create,
 	.record = win_record,
-	.finish = win_finish,
 	.destroy = win_destroy,
 };

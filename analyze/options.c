@@ -1,49 +1,107 @@
-/* Model options: defaults, the one parser shared by report, matrix and
- * (later) sweep, and their canonical text. */
+/* Model options: one table (opt_table) from which their defaults, the one
+ * parser shared by every command, their canonical text, the usage text and
+ * the sweep's parameters are derived; and the commands' argument helpers. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ana.h"
 
-#define WINDOW_DEFAULT_NS 1000000ull  /* 1 ms */
-#define BOARD_SIZE_MAX (1u << 26)
-
-const char *const model_opt_names[] = {
-	"model", "expiry", "board-size", "hash", "line-size", "watchpoints",
-	"period-multiplier", "window", "signature-size", "fp-rate", "emulate-period", NULL,
+/* ---- the table ------------------------------------------------------------
+ * One row per model option: everything else (parsing, canonical text,
+ * defaults, usage, the sweep's parameters and its finest point, which
+ * models an option concerns) is derived from it.  Adding an option: a field
+ * in struct model_opts (analysis.h), a row here, the model that reads it,
+ * the man page. */
+enum opt_type {
+	OPT_MODEL,      /* const char *, a model_find name */
+	OPT_EXPIRY,     /* enum expiry_kind + expiry_value: comdetective|ns:N|samples:N */
+	OPT_UINT,       /* unsigned in [min, max]; 0 means `unset` when unset is given */
+	OPT_POW2,       /* unsigned power of two in [min, max] */
+	OPT_WATCHPOINTS,/* unsigned 0..max: 0 is MODEL_WP_NONE, unset (0) "recorded" */
+	OPT_HASH,       /* enum hash_kind: mod|murmur */
+	OPT_TIME,       /* uint64_t ns >= min, with a unit ns, us, ms, s */
+	OPT_PROB,       /* double in (0, 1); 0 means `unset` */
 };
+
+struct model_opt {
+	const char *name;         /* --name, and the sweep parameter */
+	enum opt_type type;
+	size_t field;             /* offsetof(struct model_opts, ...) */
+	uint64_t min, max;
+	const char *dflt;         /* parsed into model_opts_default; NULL: the field's 0 */
+	const char *unset;        /* canonical text of the field's 0, NULL: "0" */
+	int finest;               /* sweep's finest point: +1 the largest value, -1 the smallest */
+	const char *arg, *help;   /* usage: --name ARG  help (default DFLT) */
+	const char *models;       /* the models it concerns, " a b " */
+};
+
+#define MODEL_OPTIONS(X) \
+	X("model", OPT_MODEL, model, 0, 0, "comdetective", NULL, 0, "NAME", \
+	  "detector", "") \
+	X("expiry", OPT_EXPIRY, expiry, 1, UINT64_MAX, "comdetective", NULL, 0, \
+	  "comdetective|ns:N|samples:N", \
+	  "how long a published line or an armed\nwatchpoint stays recent", \
+	  " comdetective emulate ") \
+	X("board-size", OPT_UINT, board_size, 1, 1u << 26, "127", NULL, 1, "N", \
+	  "bulletin board entries", " comdetective emulate ") \
+	X("hash", OPT_HASH, hash, 0, 0, NULL, NULL, 0, "mod|murmur", \
+	  "board index: line number mod N, or murmur3 mix", " comdetective emulate ") \
+	X("line-size", OPT_POW2, line_size, 8, 4096, NULL, NULL, 0, "N", \
+	  "bytes (default: recorded, else 64)", \
+	  " comdetective window exact emulate ") \
+	X("watchpoints", OPT_WATCHPOINTS, watchpoints, 0, CT_WP_MAX, NULL, "recorded", 1, "D", \
+	  "use hits on registers < D only, scale as D\n(0: no watchpoint hits)", \
+	  " comdetective emulate ") \
+	X("period-multiplier", OPT_UINT, period_multiplier, 1, 1000000, "1", NULL, -1, "K", \
+	  "keep every Kth sample per thread and kind", " comdetective window ") \
+	X("window", OPT_TIME, window_ns, 1, UINT64_MAX, "1ms", NULL, 0, "NS", \
+	  "window model: pair distance, ns or with\na unit: us, ms, s", " window ") \
+	X("signature-size", OPT_UINT, signature_size, 1, 1u << 30, NULL, "default", 0, "N", \
+	  "signature model: slots", " signature ") \
+	X("fp-rate", OPT_PROB, fp_rate, 0, 0, NULL, "default", 0, "P", \
+	  "signature model: false positive rate", " signature ") \
+	X("emulate-period", OPT_UINT, emulate_period, 1, 1u << 31, NULL, "default", 0, "N", \
+	  "emulate model: sample every Nth access per kind", " emulate ")
+
+#define OPT_ROW(n, ty, fld, lo, hi, df, un, fi, arg, help, models) \
+	{ n, ty, offsetof(struct model_opts, fld), lo, hi, df, un, fi, arg, help, models },
+#define OPT_NAME(n, ...) n,
+
+static const struct model_opt opt_table[] = { MODEL_OPTIONS(OPT_ROW) };
+#define NOPTS (sizeof opt_table / sizeof *opt_table)
+const char *const model_opt_names[] = { MODEL_OPTIONS(OPT_NAME) NULL };
+
+static const struct model_opt *opt_find(const char *name)
+{
+	for (size_t i = 0; i < NOPTS; i++)
+		if (!strcmp(opt_table[i].name, name))
+			return &opt_table[i];
+	return NULL;
+}
+
+bool model_opt_known(const char *name)
+{
+	return opt_find(name) != NULL;
+}
 
 bool model_opt_relevant(const char *model, const char *opt)
 {
-	static const struct { const char *model, *opts; } rel[] = {
-		{ "comdetective", " expiry board-size hash line-size watchpoints period-multiplier " },
-		{ "window", " line-size period-multiplier window " },
-		{ "exact", " line-size " },
-		{ "signature", " signature-size fp-rate " },
-		{ "emulate", " expiry board-size hash line-size watchpoints emulate-period " },
-	};
+	if (!model || !model_find(model))
+		return true;
+	const struct model_opt *d = opt_find(opt);
 	char key[40];
-	snprintf(key, sizeof key, " %s ", opt);
-	for (size_t i = 0; i < sizeof rel / sizeof *rel; i++)
-		if (model && !strcmp(model, rel[i].model))
-			return strstr(rel[i].opts, key) != NULL;
-	return true;
+	snprintf(key, sizeof key, " %s ", model);
+	return d && strstr(d->models, key) != NULL;
 }
 
-void model_opts_default(struct model_opts *o)
+int model_opt_finest(const char *opt)
 {
-	memset(o, 0, sizeof *o);
-	o->expiry = EXPIRY_COMDETECTIVE;
-	o->board_size = 127;
-	o->hash = HASH_MOD;
-	o->line_size = 0;
-	o->watchpoints = 0;
-	o->period_multiplier = 1;
-	o->window_ns = WINDOW_DEFAULT_NS;
-	o->model = "comdetective";
+	const struct model_opt *d = opt_find(opt);
+	return d ? d->finest : 0;
 }
 
 bool parse_u64(const char *s, uint64_t *out)
@@ -99,158 +157,216 @@ static bool parse_ns(const char *s, uint64_t *out)
 	return true;
 }
 
-int model_opts_parse(struct model_opts *o, const char *name, const char *value,
-                     char *err, size_t errcap)
+static const char *const hash_names[] = { "mod", "murmur" };
+
+static int parse_model(struct model_opts *o, const char *value, char *err, size_t cap)
 {
-	uint64_t v;
-	if (!value)
-		value = "";
-	if (!strcmp(name, "model")) {
-		const struct model_ops *m = model_find(value);
-		if (!m) {
-			char list[256] = "";
-			for (size_t i = 0; all_models[i]; i++) {
-				if (i)
-					strncat(list, ", ", sizeof list - strlen(list) - 1);
-				strncat(list, all_models[i]->name, sizeof list - strlen(list) - 1);
-			}
-			return bad(err, errcap, "--model: unknown model '%s' (known: %s)", value, list);
-		}
+	const struct model_ops *m = model_find(value);
+	if (m) {
 		o->model = m->name;
 		return 0;
 	}
-	if (!strcmp(name, "expiry")) {
-		if (!strcmp(value, "comdetective")) {
-			o->expiry = EXPIRY_COMDETECTIVE;
-			o->expiry_value = 0;
-		} else if (!strncmp(value, "ns:", 3) && parse_ns(value + 3, &v)) {
-			o->expiry = EXPIRY_NS;
-			o->expiry_value = v;
-		} else if (!strncmp(value, "samples:", 8) && parse_u64(value + 8, &v) && v >= 1) {
-			o->expiry = EXPIRY_SAMPLES;
-			o->expiry_value = v;
-		} else {
-			return bad(err, errcap, "--expiry: '%s' is not comdetective, ns:N or samples:N (N >= 1)",
-			           value);
-		}
-		return 0;
+	char list[256] = "";
+	for (size_t i = 0; all_models[i]; i++) {
+		if (i)
+			strncat(list, ", ", sizeof list - strlen(list) - 1);
+		strncat(list, all_models[i]->name, sizeof list - strlen(list) - 1);
 	}
-	if (!strcmp(name, "board-size")) {
-		if (!parse_u64(value, &v) || v < 1 || v > BOARD_SIZE_MAX)
-			return bad(err, errcap, "--board-size: '%s' is not a number from 1 to %u", value,
-			           BOARD_SIZE_MAX);
-		o->board_size = (unsigned)v;
-		return 0;
+	return bad(err, cap, "--model: unknown model '%s' (known: %s)", value, list);
+}
+
+static int parse_expiry(struct model_opts *o, const char *value, char *err, size_t cap)
+{
+	uint64_t v;
+	if (!strcmp(value, "comdetective")) {
+		o->expiry = EXPIRY_COMDETECTIVE;
+		o->expiry_value = 0;
+	} else if (!strncmp(value, "ns:", 3) && parse_ns(value + 3, &v)) {
+		o->expiry = EXPIRY_NS;
+		o->expiry_value = v;
+	} else if (!strncmp(value, "samples:", 8) && parse_u64(value + 8, &v) && v >= 1) {
+		o->expiry = EXPIRY_SAMPLES;
+		o->expiry_value = v;
+	} else {
+		return bad(err, cap, "--expiry: '%s' is not comdetective, ns:N or samples:N (N >= 1)",
+		           value);
 	}
-	if (!strcmp(name, "hash")) {
-		if (!strcmp(value, "mod"))
-			o->hash = HASH_MOD;
-		else if (!strcmp(value, "murmur"))
-			o->hash = HASH_MURMUR;
-		else
-			return bad(err, errcap, "--hash: '%s' is not mod or murmur", value);
+	return 0;
+}
+
+static int parse_opt(const struct model_opt *d, struct model_opts *o, const char *value,
+                     char *err, size_t cap)
+{
+	char *at = (char *)o + d->field;
+	uint64_t v;
+	switch (d->type) {
+	case OPT_MODEL:
+		return parse_model(o, value, err, cap);
+	case OPT_EXPIRY:
+		return parse_expiry(o, value, err, cap);
+	case OPT_UINT:
+	case OPT_WATCHPOINTS:
+		if (!parse_u64(value, &v) || v < d->min || v > d->max)
+			return bad(err, cap, "--%s: '%s' is not a number from %" PRIu64 " to %" PRIu64,
+			           d->name, value, d->min, d->max);
+		*(unsigned *)at = d->type == OPT_WATCHPOINTS && !v ? MODEL_WP_NONE : (unsigned)v;
 		return 0;
-	}
-	if (!strcmp(name, "line-size")) {
-		if (!parse_u64(value, &v) || v < 8 || v > 4096 || (v & (v - 1)))
-			return bad(err, errcap, "--line-size: '%s' is not a power of two from 8 to 4096", value);
-		o->line_size = (unsigned)v;
+	case OPT_POW2:
+		if (!parse_u64(value, &v) || v < d->min || v > d->max || (v & (v - 1)))
+			return bad(err, cap, "--%s: '%s' is not a power of two from %" PRIu64 " to %" PRIu64,
+			           d->name, value, d->min, d->max);
+		*(unsigned *)at = (unsigned)v;
 		return 0;
-	}
-	if (!strcmp(name, "watchpoints")) {
-		if (!parse_u64(value, &v) || v > CT_WP_MAX)
-			return bad(err, errcap, "--watchpoints: '%s' is not a number from 0 to %d", value,
-			           CT_WP_MAX);
-		o->watchpoints = v ? (unsigned)v : MODEL_WP_NONE;
+	case OPT_HASH:
+		for (size_t i = 0; i < sizeof hash_names / sizeof *hash_names; i++)
+			if (!strcmp(value, hash_names[i])) {
+				*(enum hash_kind *)at = (enum hash_kind)i;
+				return 0;
+			}
+		return bad(err, cap, "--%s: '%s' is not mod or murmur", d->name, value);
+	case OPT_TIME:
+		if (!parse_ns(value, &v) || v < d->min)
+			return bad(err, cap, "--%s: '%s' is not a time above 0 (ns, or with a unit: us, ms, s)",
+			           d->name, value);
+		*(uint64_t *)at = v;
 		return 0;
-	}
-	if (!strcmp(name, "period-multiplier")) {
-		if (!parse_u64(value, &v) || v < 1 || v > 1000000)
-			return bad(err, errcap, "--period-multiplier: '%s' is not a number from 1 to 1000000",
-			           value);
-		o->period_multiplier = (unsigned)v;
-		return 0;
-	}
-	if (!strcmp(name, "window")) {
-		if (!parse_ns(value, &v) || v < 1)
-			return bad(err, errcap, "--window: '%s' is not a time above 0 (ns, or with a unit: us, ms, s)",
-			           value);
-		o->window_ns = v;
-		return 0;
-	}
-	if (!strcmp(name, "signature-size")) {
-		if (!parse_u64(value, &v) || v < 1 || v > (1u << 30))
-			return bad(err, errcap, "--signature-size: '%s' is not a number from 1 to %u", value,
-			           1u << 30);
-		o->signature_size = (unsigned)v;
-		return 0;
-	}
-	if (!strcmp(name, "fp-rate")) {
+	case OPT_PROB: {
 		char *end;
 		errno = 0;
-		double d = strtod(value, &end);
-		if (!*value || *end || errno || !(d > 0 && d < 1))
-			return bad(err, errcap, "--fp-rate: '%s' is not a probability between 0 and 1", value);
-		o->fp_rate = d;
+		double x = strtod(value, &end);
+		if (!*value || *end || errno || !(x > 0 && x < 1))
+			return bad(err, cap, "--%s: '%s' is not a probability between 0 and 1", d->name, value);
+		*(double *)at = x;
 		return 0;
 	}
-	if (!strcmp(name, "emulate-period")) {
-		if (!parse_u64(value, &v) || v < 1 || v > (1u << 31))
-			return bad(err, errcap, "--emulate-period: '%s' is not a number from 1 to %u", value,
-			           1u << 31);
-		o->emulate_period = (unsigned)v;
-		return 0;
 	}
 	return 1;
 }
 
-const char *model_opts_format(const struct model_opts *o, const char *name,
-                              char *buf, size_t cap)
+static void format_opt(const struct model_opt *d, const struct model_opts *o, char *buf,
+                       size_t cap)
 {
-	if (!strcmp(name, "model"))
+	const char *at = (const char *)o + d->field;
+	switch (d->type) {
+	case OPT_MODEL:
 		snprintf(buf, cap, "%s", o->model ? o->model : "comdetective");
-	else if (!strcmp(name, "expiry")) {
+		return;
+	case OPT_EXPIRY:
 		if (o->expiry == EXPIRY_NS)
 			snprintf(buf, cap, "ns:%" PRIu64, o->expiry_value);
 		else if (o->expiry == EXPIRY_SAMPLES)
 			snprintf(buf, cap, "samples:%" PRIu64, o->expiry_value);
 		else
 			snprintf(buf, cap, "comdetective");
-	} else if (!strcmp(name, "board-size"))
-		snprintf(buf, cap, "%u", o->board_size);
-	else if (!strcmp(name, "hash"))
-		snprintf(buf, cap, "%s", o->hash == HASH_MURMUR ? "murmur" : "mod");
-	else if (!strcmp(name, "line-size"))
-		snprintf(buf, cap, "%u", o->line_size);
-	else if (!strcmp(name, "watchpoints")) {
-		if (o->watchpoints == MODEL_WP_NONE)
-			snprintf(buf, cap, "0");
-		else if (o->watchpoints)
-			snprintf(buf, cap, "%u", o->watchpoints);
+		return;
+	case OPT_UINT:
+	case OPT_POW2:
+	case OPT_WATCHPOINTS: {
+		unsigned v = *(const unsigned *)at;
+		if (d->type == OPT_WATCHPOINTS && v == MODEL_WP_NONE)
+			v = 0;
+		else if (!v && d->unset) {
+			snprintf(buf, cap, "%s", d->unset);
+			return;
+		}
+		snprintf(buf, cap, "%u", v);
+		return;
+	}
+	case OPT_HASH:
+		snprintf(buf, cap, "%s", hash_names[*(const enum hash_kind *)at == HASH_MURMUR]);
+		return;
+	case OPT_TIME:
+		snprintf(buf, cap, "%" PRIu64, *(const uint64_t *)at);
+		return;
+	case OPT_PROB: {
+		double x = *(const double *)at;
+		if (x > 0)
+			snprintf(buf, cap, "%g", x);
 		else
-			snprintf(buf, cap, "recorded");
-	} else if (!strcmp(name, "period-multiplier"))
-		snprintf(buf, cap, "%u", o->period_multiplier);
-	else if (!strcmp(name, "window"))
-		snprintf(buf, cap, "%" PRIu64, o->window_ns);
-	else if (!strcmp(name, "signature-size")) {
-		if (o->signature_size)
-			snprintf(buf, cap, "%u", o->signature_size);
-		else
-			snprintf(buf, cap, "default");
-	} else if (!strcmp(name, "fp-rate")) {
-		if (o->fp_rate > 0)
-			snprintf(buf, cap, "%g", o->fp_rate);
-		else
-			snprintf(buf, cap, "default");
-	} else if (!strcmp(name, "emulate-period")) {
-		if (o->emulate_period)
-			snprintf(buf, cap, "%u", o->emulate_period);
-		else
-			snprintf(buf, cap, "default");
-	} else
+			snprintf(buf, cap, "%s", d->unset ? d->unset : "0");
+		return;
+	}
+	}
+}
+
+void model_opts_default(struct model_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opt_table[i].dflt)
+			parse_opt(&opt_table[i], o, opt_table[i].dflt, NULL, 0);
+}
+
+int model_opts_parse(struct model_opts *o, const char *name, const char *value,
+                     char *err, size_t errcap)
+{
+	const struct model_opt *d = opt_find(name);
+	return d ? parse_opt(d, o, value ? value : "", err, errcap) : 1;
+}
+
+const char *model_opts_format(const struct model_opts *o, const char *name,
+                              char *buf, size_t cap)
+{
+	const struct model_opt *d = opt_find(name);
+	if (!d)
 		return NULL;
+	format_opt(d, o, buf, cap);
 	return buf;
+}
+
+/* Words of text from column `col` on, wrapped before column 81 and at
+ * '\n'; the first line continues where the caller left off (column at). */
+static void print_wrapped_at(FILE *f, const char *text, int at, int col)
+{
+	bool first = true;
+	for (const char *p = text; *p;) {
+		size_t wl = strcspn(p, " \n");
+		if (!first && at + 1 + (int)wl > 80) {
+			fprintf(f, "\n%*s", col, "");
+			at = col;
+		} else if (!first) {
+			fputc(' ', f);
+			at++;
+		}
+		fprintf(f, "%.*s", (int)wl, p);
+		at += (int)wl;
+		first = false;
+		p += wl;
+		if (*p == '\n')
+			at = 80;   /* break before the next word */
+		p += strspn(p, " \n");
+	}
+	fputc('\n', f);
+}
+
+void model_opts_usage(FILE *f)
+{
+	fprintf(f, "Model options:\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct model_opt *d = &opt_table[i];
+		char head[64], help[256];
+		snprintf(head, sizeof head, "--%s %s", d->name, d->arg);
+		if (d->dflt)
+			snprintf(help, sizeof help, "%s (default %s)%s", d->help, d->dflt,
+			         d->type == OPT_MODEL ? ":" : "");
+		else
+			snprintf(help, sizeof help, "%s", d->help);
+		int at = fprintf(f, "  %-31s%s", head, strlen(head) > 31 ? "   " : "");
+		print_wrapped_at(f, help, at, 33);
+		for (size_t m = 0; d->type == OPT_MODEL && all_models[m]; m++)
+			fprintf(f, "      %-14s %s\n", all_models[m]->name, all_models[m]->summary);
+	}
+}
+
+void model_opt_list(FILE *f, int col, int at)
+{
+	char list[512] = "";
+	for (size_t i = 0; i < NOPTS; i++) {
+		size_t l = strlen(list);
+		snprintf(list + l, sizeof list - l, "%s%s", opt_table[i].name, i + 1 < NOPTS ? ", " : ";");
+	}
+	fputc(' ', f);
+	print_wrapped_at(f, list, at + 1, col);
 }
 
 int arg_value(int argc, char **argv, int *i, const char *name, const char **value)
@@ -271,6 +387,33 @@ int arg_value(int argc, char **argv, int *i, const char *name, const char **valu
 	}
 	*value = argv[++*i];
 	return 1;
+}
+
+const char *names_list(const char *const *names, size_t n, char *buf, size_t cap)
+{
+	size_t l = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < n && l < cap; i++)
+		l += (size_t)snprintf(buf + l, cap - l, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ",
+		                      names[i]);
+	return buf;
+}
+
+int arg_choice(int argc, char **argv, int *i, const char *cmd, const char *name,
+               const char *const *names, size_t n, int *out)
+{
+	const char *v;
+	int m = arg_value(argc, argv, i, name, &v);
+	if (m <= 0)
+		return m;
+	for (size_t k = 0; k < n; k++)
+		if (!strcmp(v, names[k])) {
+			*out = (int)k;
+			return 1;
+		}
+	char list[256];
+	ana_err("%s: %s: '%s' is not %s", cmd, name, v, names_list(names, n, list, sizeof list));
+	return -1;
 }
 
 int arg_trace(const char *cmd, const char *a, const char **path)
@@ -336,10 +479,7 @@ int model_args(struct model_opts *o, int argc, char **argv, int *i)
 	const char *eq = strchr(a, '=');
 	size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
 	snprintf(name, sizeof name, "%.*s", (int)nl, a + 2);
-	bool known = false;
-	for (size_t k = 0; model_opt_names[k]; k++)
-		known |= !strcmp(model_opt_names[k], name);
-	if (!known)
+	if (!opt_find(name))
 		return 0;
 	const char *val = eq ? eq + 1 : (*i + 1 < argc ? argv[*i + 1] : NULL);
 	if (!val) {

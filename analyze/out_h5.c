@@ -34,66 +34,168 @@ int write_matrices_h5(const char *path, const struct matrix_out *m, size_t nm,
 
 #else
 
-#include <hdf5.h>
+#include "out_h5.h"
 
-/* err->msg = prefix 'path' suffix */
-static void seterr(struct ct_error *err, const char *prefix, const char *path, const char *suffix)
+/* ---- helpers (out_h5.h) ---------------------------------------------------- */
+
+void h5w_fail(struct h5w *h)
 {
-	if (err)
-		snprintf(err->msg, sizeof err->msg, "%s'%s'%s", prefix, path ? path : "", suffix);
+	if (!h->bad)
+		h->err_no = errno ? errno : EIO;
+	h->bad = 1;
 }
 
-/* Scalar string attribute. */
-static int attr_str(hid_t obj, hid_t strtype, const char *key, const char *value)
+int h5w_create(struct h5w *h, const char *path, struct ct_error *err)
+{
+	memset(h, 0, sizeof *h);
+	h->str = -1;
+	H5Eget_auto2(H5E_DEFAULT, &h->old_fn, &h->old_data);
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	errno = 0;
+	h->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+	if (h->file < 0) {
+		int e = errno ? errno : EIO;
+		snprintf(err->msg, sizeof err->msg, "cannot create HDF5 file '%s'%s%s", path,
+		         e != EIO ? ": " : "", e != EIO ? strerror(e) : "");
+		H5Eset_auto2(H5E_DEFAULT, h->old_fn, h->old_data);
+		errno = e;
+		return -1;
+	}
+	h->str = H5Tcopy(H5T_C_S1);
+	if (h->str < 0 || H5Tset_size(h->str, H5T_VARIABLE) < 0 ||
+	    H5Tset_cset(h->str, H5T_CSET_UTF8) < 0)
+		h5w_fail(h);
+	return 0;
+}
+
+int h5w_close(struct h5w *h)
+{
+	if (h->str >= 0)
+		H5Tclose(h->str);
+	errno = 0;
+	if (H5Fclose(h->file) < 0)
+		h5w_fail(h);
+	H5Eset_auto2(H5E_DEFAULT, h->old_fn, h->old_data);
+	if (h->bad)
+		errno = h->err_no ? h->err_no : EIO;
+	return h->bad ? -1 : 0;
+}
+
+/* A scalar attribute; one of that name already there (a repeated key) is
+ * replaced. */
+static void attr_scalar(struct h5w *h, hid_t obj, const char *key, hid_t ftype, hid_t mtype,
+                        const void *v)
 {
 	if (!key || !*key)
-		return 0;
-	const char *v = value ? value : "";
+		return;
 	hid_t sp = H5Screate(H5S_SCALAR);
-	if (sp < 0)
-		return -1;
-	int rc = -1;
-	/* an attribute of that name may already exist (a repeated key): replace it */
 	if (H5Aexists(obj, key) > 0)
 		H5Adelete(obj, key);
-	hid_t a = H5Acreate2(obj, key, strtype, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a >= 0) {
-		if (H5Awrite(a, strtype, &v) >= 0)
-			rc = 0;
+	hid_t a = sp < 0 ? -1 : H5Acreate2(obj, key, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (a < 0 || H5Awrite(a, mtype, v) < 0)
+		h5w_fail(h);
+	if (a >= 0)
 		H5Aclose(a);
-	}
-	H5Sclose(sp);
-	return rc;
+	if (sp >= 0)
+		H5Sclose(sp);
 }
 
-static int attr_labels(hid_t obj, hid_t strtype, const struct matrix_out *m)
+void h5w_attr_str(struct h5w *h, hid_t obj, const char *key, const char *value)
 {
-	size_t n = m->n;
+	const char *v = value ? value : "";
+	attr_scalar(h, obj, key, h->str, h->str, &v);
+}
+
+void h5w_attr_u64(struct h5w *h, hid_t obj, const char *key, uint64_t v)
+{
+	attr_scalar(h, obj, key, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
+}
+
+void h5w_attr_i64(struct h5w *h, hid_t obj, const char *key, int64_t v)
+{
+	attr_scalar(h, obj, key, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+
+void h5w_attr_f64(struct h5w *h, hid_t obj, const char *key, double v)
+{
+	attr_scalar(h, obj, key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+
+void h5w_attr_strs(struct h5w *h, hid_t obj, const char *key, const char *const *v, size_t n)
+{
 	hsize_t dim = n;
 	hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_NULL);
-	if (sp < 0)
+	hid_t a = sp < 0 ? -1 : H5Acreate2(obj, key, h->str, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (a < 0 || (n && H5Awrite(a, h->str, v) < 0))
+		h5w_fail(h);
+	if (a >= 0)
+		H5Aclose(a);
+	if (sp >= 0)
+		H5Sclose(sp);
+}
+
+hid_t h5w_dataset(struct h5w *h, hid_t loc, const char *name, int rank, const hsize_t *dims,
+                  hid_t ftype, hid_t mtype, const void *data)
+{
+	hid_t sp = H5Screate_simple(rank, dims, NULL);
+	hid_t d = sp < 0 ? -1 : H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	hsize_t total = 1;
+	for (int i = 0; i < rank; i++)
+		total *= dims[i];
+	if (d < 0 || (total && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0))
+		h5w_fail(h);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return d;
+}
+
+void h5w_dataset_strs(struct h5w *h, hid_t loc, const char *name, const char *const *v, size_t n)
+{
+	hsize_t dim = n;
+	hid_t d = h5w_dataset(h, loc, name, 1, &dim, h->str, h->str, v);
+	if (d >= 0)
+		H5Dclose(d);
+}
+
+hid_t h5w_matrix(struct h5w *h, hid_t loc, const char *name, const struct matrix_out *m)
+{
+	size_t n = m->n;
+	hsize_t dims[2] = { n, n };
+	double *zero = NULL;
+	const double *data = m->cell;
+	if (!data && n)
+		data = zero = calloc(n * n, sizeof *zero);
+	if (!data && n) {
+		h5w_fail(h);
 		return -1;
-	int rc = -1;
+	}
+	hid_t d = h5w_dataset(h, loc, name, 2, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data);
+	free(zero);
+	if (d < 0)
+		return d;
+	h5w_attr_str(h, d, "kind", m->kind);
+	h5w_attr_str(h, d, "index", m->index);
+	h5w_attr_str(h, d, "units", m->units);
 	const char **v = calloc(n ? n : 1, sizeof *v);
 	char (*bufs)[32] = calloc(n ? n : 1, sizeof *bufs);
 	if (v && bufs) {
 		for (size_t i = 0; i < n; i++)
 			v[i] = out_label(m, i, bufs[i], sizeof bufs[i]);
-		hid_t a = H5Acreate2(obj, "labels", strtype, sp, H5P_DEFAULT, H5P_DEFAULT);
-		if (a >= 0) {
-			if (n == 0 || H5Awrite(a, strtype, v) >= 0)
-				rc = 0;
-			H5Aclose(a);
-		}
+		h5w_attr_strs(h, d, "labels", v, n);
+	} else {
+		h5w_fail(h);
 	}
 	free(v);
 	free(bufs);
-	H5Sclose(sp);
-	return rc;
+	return d;
 }
 
-static int write_one(hid_t file, hid_t strtype, const struct matrix_out *m, size_t k,
-                     char *name, size_t namelen)
+/* ---- the matrix writer ------------------------------------------------------- */
+
+/* The dataset name of matrix k: its name ('/' -> '_'), "matrix_K" without
+ * one, "_2", "_3" ... appended when taken. */
+static void dataset_name(hid_t file, const struct matrix_out *m, size_t k, char *name,
+                         size_t namelen)
 {
 	if (m->name && *m->name) {
 		snprintf(name, namelen, "%s", m->name);
@@ -113,30 +215,14 @@ static int write_one(hid_t file, hid_t strtype, const struct matrix_out *m, size
 				break;
 		}
 	}
-	hsize_t dims[2] = { m->n, m->n };
-	hid_t sp = H5Screate_simple(2, dims, NULL);
-	if (sp < 0)
-		return -1;
-	hid_t d = H5Dcreate2(file, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	H5Sclose(sp);
+}
+
+static void write_one(struct h5w *h, const struct matrix_out *m, const char *name)
+{
+	hid_t d = h5w_matrix(h, h->file, name, m);
 	if (d < 0)
-		return -1;
-	int rc = 0;
-	if (m->n) {
-		double *zero = NULL;
-		const double *data = m->cell;
-		if (!data)
-			data = zero = calloc(m->n * m->n, sizeof *zero);
-		if (!data || H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
-			rc = -1;
-		free(zero);
-	}
-	if (rc == 0 && (attr_str(d, strtype, "kind", m->kind) < 0 ||
-	                attr_str(d, strtype, "index", m->index) < 0 ||
-	                attr_str(d, strtype, "units", m->units) < 0 ||
-	                attr_labels(d, strtype, m) < 0))
-		rc = -1;
-	for (size_t a = 0; rc == 0 && m->attrs && a < m->nattrs; a++) {
+		return;
+	for (size_t a = 0; m->attrs && a < m->nattrs; a++) {
 		const char *key = m->attrs[a].key;
 		/* "labels" and the fixed keys are ours: keep the attr under a prefix */
 		char alt[256];
@@ -145,77 +231,39 @@ static int write_one(hid_t file, hid_t strtype, const struct matrix_out *m, size
 			snprintf(alt, sizeof alt, "attr_%s", key);
 			key = alt;
 		}
-		if (attr_str(d, strtype, key, m->attrs[a].value) < 0)
-			rc = -1;
+		h5w_attr_str(h, d, key, m->attrs[a].value);
 	}
 	if (H5Dclose(d) < 0)
-		rc = -1;
-	return rc;
+		h5w_fail(h);
 }
 
 int write_matrices_h5(const char *path, const struct matrix_out *m, size_t nm,
                       struct ct_error *err)
 {
-	H5E_auto2_t old_fn = NULL;
-	void *old_data = NULL;
-	H5Eget_auto2(H5E_DEFAULT, &old_fn, &old_data);
-	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-
-	int rc = -1, saved = 0;
-	char name[300];
-	hid_t strtype = -1;
-	errno = 0;
-	hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-	if (file < 0) {
-		saved = errno ? errno : EIO;
-		seterr(err, "cannot create HDF5 file ", path, "");
-		if (err && saved != EIO) {
-			size_t l = strlen(err->msg);
-			snprintf(err->msg + l, sizeof err->msg - l, ": %s", strerror(saved));
-		}
-		goto out;
-	}
-	strtype = H5Tcopy(H5T_C_S1);
-	if (strtype < 0 || H5Tset_size(strtype, H5T_VARIABLE) < 0 ||
-	    H5Tset_cset(strtype, H5T_CSET_UTF8) < 0) {
-		saved = EIO;
-		seterr(err, "cannot write HDF5 file ", path, ": string type");
-		goto out;
-	}
-	char count[32];
+	struct ct_error local;
+	if (!err)
+		err = &local;
+	struct h5w h;
+	if (h5w_create(&h, path, err))
+		return -1;
+	char count[32], name[300];
 	snprintf(count, sizeof count, "%zu", nm);
-	if (attr_str(file, strtype, "creator", "commtrace " CT_VERSION) < 0 ||
-	    attr_str(file, strtype, "format", "commtrace matrices") < 0 ||
-	    attr_str(file, strtype, "matrices", count) < 0) {
-		saved = errno ? errno : EIO;
-		seterr(err, "cannot write HDF5 file ", path, ": file attributes");
-		goto out;
+	h5w_attr_str(&h, h.file, "creator", "commtrace " CT_VERSION);
+	h5w_attr_str(&h, h.file, "format", "commtrace matrices");
+	h5w_attr_str(&h, h.file, "matrices", count);
+	if (h.bad)
+		snprintf(err->msg, sizeof err->msg, "cannot write HDF5 file '%s': file attributes", path);
+	for (size_t k = 0; k < nm && !h.bad; k++) {
+		dataset_name(h.file, &m[k], k, name, sizeof name);
+		write_one(&h, &m[k], name);
+		if (h.bad)
+			snprintf(err->msg, sizeof err->msg, "cannot write dataset '%s' to HDF5 file '%s'",
+			         name, path);
 	}
-	for (size_t k = 0; k < nm; k++) {
-		errno = 0;
-		if (write_one(file, strtype, &m[k], k, name, sizeof name) < 0) {
-			saved = errno ? errno : EIO;
-			if (err)
-				snprintf(err->msg, sizeof err->msg, "cannot write dataset '%s' to HDF5 file '%s'",
-				         name, path);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	if (strtype >= 0)
-		H5Tclose(strtype);
-	if (file >= 0) {
-		errno = 0;
-		if (H5Fclose(file) < 0 && rc == 0) {
-			saved = errno ? errno : EIO;
-			seterr(err, "cannot write HDF5 file ", path, "");
-			rc = -1;
-		}
-	}
-	H5Eset_auto2(H5E_DEFAULT, old_fn, old_data);
-	if (rc < 0)
-		errno = saved;
+	bool before = h.bad;
+	int rc = h5w_close(&h);
+	if (rc && !before)
+		snprintf(err->msg, sizeof err->msg, "cannot write HDF5 file '%s'", path);
 	return rc;
 }
 

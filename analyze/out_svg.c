@@ -2,7 +2,7 @@
  *
  * Row i is drawn top to bottom, column j left to right; row labels on the
  * left, column labels under the matrix.  Axis titles come from the
- * attributes "row_axis" and "col_axis" when present; otherwise a symmetric
+ * render settings row_axis and col_axis when set; otherwise a symmetric
  * matrix gets the index ("thread", "core", ...) on both axes and a directed
  * one "receiver <index>" (rows) and "sender <index>" (columns).
  *
@@ -16,13 +16,14 @@
  * viridis-like ramp (dark blue-violet -> teal -> green -> yellow),
  * interpolated linearly in RGB between nine control points, so colours are
  * proportional to volume (51M next to 72M reads as 70%, not as "nothing").
- * Attributes change the scale:
- *   "color_min"  "zero" (default) or "min": the scale starts at the
- *                smallest non-zero cell instead, which spreads the colours
+ * The render settings (struct matrix_render, out_render) change the scale:
+ *   scale_from   from 0 (default) or from the smallest non-zero cell
+ *                (attribute "color_min" = "min"), which spreads the colours
  *                over the range the cells use (differences look larger);
- *   "color_max"  a positive number: the top of the scale instead of the
- *                largest cell, so several pictures can share one scale;
- *                larger cells take the top colour and the legend says ">=".
+ *   scale_max    a positive number (attribute "color_max"): the top of the
+ *                scale instead of the largest cell, so several pictures can
+ *                share one scale; larger cells take the top colour and the
+ *                legend says ">=".
  * The legend is a gradient bar with the same stops, labelled with the
  * bottom, middle and top of the scale; its height follows the matrix
  * (between 80 and 400 pixels).  Zero cells are light grey (#ebebeb), so
@@ -147,7 +148,9 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 
 	/* value range over non-zero finite cells, and their sum (a symmetric
 	 * matrix: each pair once, the cells on and above the diagonal) */
-	bool sym = out_is_symmetric(m);
+	struct matrix_render rd;
+	out_render(m, &rd);
+	bool sym = rd.symmetric == OUT_SYM_YES;
 	double lo = INFINITY, hi = -INFINITY, total = 0;
 	size_t nonfinite = 0;
 	for (size_t i = 0; i < n; i++)
@@ -168,17 +171,11 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 	double slo = 0, shi = hi;
 	bool clipped = false;
 	if (anyval) {
-		const char *cm = out_attr(m, "color_min");
-		if ((cm && !strcmp(cm, "min")) || lo < 0)
+		if (rd.scale_from == OUT_SCALE_FROM_MIN || lo < 0)
 			slo = lo;
-		const char *cx = out_attr(m, "color_max");
-		if (cx && *cx) {
-			char *e;
-			double x = strtod(cx, &e);
-			if (!*e && isfinite(x) && x > 0 && x > slo) {
-				shi = x;
-				clipped = hi > x;
-			}
+		if (rd.scale_max > 0 && rd.scale_max > slo) {
+			shi = rd.scale_max;
+			clipped = hi > shi;
 		}
 		/* a scale from 0 of negative values: from the minimum up to 0 */
 		if (shi <= 0) {
@@ -217,10 +214,9 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 
 	const char *idx = nz(m->index, "thread");
 	char rtitle[200], ctitle[200];
-	const char *ra = out_attr(m, "row_axis"), *ca = out_attr(m, "col_axis");
-	if (ra && ca) {
-		snprintf(rtitle, sizeof rtitle, "%s", ra);
-		snprintf(ctitle, sizeof ctitle, "%s", ca);
+	if (rd.row_axis) {
+		snprintf(rtitle, sizeof rtitle, "%s", rd.row_axis);
+		snprintf(ctitle, sizeof ctitle, "%s", rd.col_axis);
 	} else if (sym) {
 		snprintf(rtitle, sizeof rtitle, "%s", idx);
 		snprintf(ctitle, sizeof ctitle, "%s", idx);
@@ -293,10 +289,7 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 	double H = (Hm > Hl ? Hm : Hl) + margin;
 	if (nonfinite) H += 16;
 
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-	           "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n",
-	        W, H, W, H);
+	out_svg_begin(f, W, H);
 	fputs("<title>", f);
 	out_xml_text(f, title);
 	fputs("</title>\n<desc>", f);
@@ -316,7 +309,7 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 		fprintf(f, "<stop offset=\"%.4f\" stop-color=\"%s\"/>", (double)s / (double)(NRAMP - 1), col);
 	}
 	fputs("</linearGradient></defs>\n", f);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", W, H);
+	out_svg_background(f, W, H);
 
 	out_svg_text(f, margin, margin + tfs, tfs, "start", "font-weight=\"bold\"", title);
 	out_svg_text(f, margin, margin + tfs + 6 + sfs, sfs, "start",
@@ -331,8 +324,7 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 
 	if (n == 0) {
 		out_svg_text(f, margin, y0 + 20, afs, "start", NULL, "(empty matrix)");
-		fputs("</svg>\n", f);
-		return out_finish(f);
+		return out_svg_end(f);
 	}
 
 	/* cells */
@@ -457,6 +449,5 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 		snprintf(s, sizeof s, "%zu non-finite cell%s drawn as 0", nonfinite, nonfinite == 1 ? "" : "s");
 		out_svg_text(f, margin, H - margin, 11, "start", "fill=\"#aa0000\"", s);
 	}
-	fputs("</svg>\n", f);
-	return out_finish(f);
+	return out_svg_end(f);
 }

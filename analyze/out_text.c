@@ -109,7 +109,7 @@ static const char *nz(const char *s, const char *dflt)
 	return s && *s ? s : dflt;
 }
 
-static void header(FILE *f, const struct matrix_out *m, bool sym)
+static void header(FILE *f, const struct matrix_out *m, const struct matrix_render *rd)
 {
 	char buf[256];
 	tlabel(buf, sizeof buf, nz(m->name, "matrix"), 200);
@@ -136,12 +136,11 @@ static void header(FILE *f, const struct matrix_out *m, bool sym)
 		fprintf(f, "  %s: %s\n", buf, v);
 	}
 	const char *idx = nz(m->index, "thread");
-	const char *ra = out_attr(m, "row_axis"), *ca = out_attr(m, "col_axis");
 	char r[128], c[128];
-	if (ra && ca) {
-		tlabel(r, sizeof r, ra, 100), tlabel(c, sizeof c, ca, 100);
+	if (rd->row_axis) {
+		tlabel(r, sizeof r, rd->row_axis, 100), tlabel(c, sizeof c, rd->col_axis, 100);
 		fprintf(f, "rows: %s, columns: %s", r, c);
-	} else if (sym) {
+	} else if (rd->symmetric == OUT_SYM_YES) {
 		tlabel(r, sizeof r, idx, 60);
 		fprintf(f, "symmetric: rows and columns are %ss", r);
 	} else {
@@ -159,6 +158,17 @@ static void cellstr(char *buf, size_t len, double v)
 }
 
 /* Grid label of row or column i: the label, or its number when numbered. */
+/* Are columns headed by number ([0], [1], ...)?  When a label is longer
+ * than COL_LABEL_MAX. */
+static bool labels_numbered(const struct matrix_out *m)
+{
+	char tmp[256], lb[32];
+	for (size_t i = 0; i < m->n; i++)
+		if (tlabel(tmp, sizeof tmp, out_label(m, i, lb, sizeof lb), 1000) > COL_LABEL_MAX)
+			return true;
+	return false;
+}
+
 static size_t glabel(char *tmp, size_t len, const struct matrix_out *m, size_t i, bool col,
                      bool numbered)
 {
@@ -175,7 +185,7 @@ static size_t glabel(char *tmp, size_t len, const struct matrix_out *m, size_t i
 static int grid(FILE *f, const struct matrix_out *m)
 {
 	size_t n = m->n;
-	char lb[32], tmp[256], num[48];
+	char tmp[256], num[48];
 	size_t *w = calloc(n + 1, sizeof *w);
 	double *colsum = calloc(n + 1, sizeof *colsum);
 	if (!w || !colsum) {
@@ -185,9 +195,7 @@ static int grid(FILE *f, const struct matrix_out *m)
 	size_t rw = strlen("total");
 	for (size_t j = 0; j <= n; j++)
 		w[j] = 5;
-	bool numbered = false;
-	for (size_t i = 0; i < n && !numbered; i++)
-		numbered = tlabel(tmp, sizeof tmp, out_label(m, i, lb, sizeof lb), 1000) > COL_LABEL_MAX;
+	bool numbered = labels_numbered(m);
 	double grand = 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t l = glabel(tmp, sizeof tmp, m, i, false, numbered);
@@ -265,9 +273,7 @@ static int charmap(FILE *f, const struct matrix_out *m)
 		if (isfinite(v) && v > max)
 			max = v;
 	}
-	bool numbered = false;
-	for (size_t i = 0; i < n && !numbered; i++)
-		numbered = tlabel(tmp, sizeof tmp, out_label(m, i, lb, sizeof lb), 1000) > COL_LABEL_MAX;
+	bool numbered = labels_numbered(m);
 	size_t rw = 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t l = glabel(tmp, sizeof tmp, m, i, false, numbered);
@@ -396,8 +402,10 @@ static int top_cells(FILE *f, const struct matrix_out *m, bool sym)
 
 int write_matrix_text(FILE *f, const struct matrix_out *m)
 {
-	bool sym = out_is_symmetric(m);
-	header(f, m, sym);
+	struct matrix_render rd;
+	out_render(m, &rd);
+	bool sym = rd.symmetric == OUT_SYM_YES;
+	header(f, m, &rd);
 	int rc;
 	if (m->n == 0) {
 		fputs("\n\n(empty matrix)\n", f);

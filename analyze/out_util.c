@@ -70,24 +70,60 @@ const char *out_attr(const struct matrix_out *m, const char *key)
 	return NULL;
 }
 
-bool out_is_symmetric(const struct matrix_out *m)
+static enum out_sym symmetric_attr(const struct matrix_out *m)
 {
 	const char *a = out_attr(m, "symmetric");
-	if (a) {
-		if (!strcasecmp(a, "yes") || !strcasecmp(a, "true") || !strcmp(a, "1"))
-			return true;
-		if (!strcasecmp(a, "no") || !strcasecmp(a, "false") || !strcmp(a, "0"))
-			return false;
-	}
-	if (!m->cell)
-		return true;
-	for (size_t i = 0; i < m->n; i++)
+	if (!a)
+		return OUT_SYM_UNSET;
+	if (!strcasecmp(a, "yes") || !strcasecmp(a, "true") || !strcmp(a, "1"))
+		return OUT_SYM_YES;
+	if (!strcasecmp(a, "no") || !strcasecmp(a, "false") || !strcmp(a, "0"))
+		return OUT_SYM_NO;
+	return OUT_SYM_UNSET;
+}
+
+static enum out_sym symmetric_cells(const struct matrix_out *m)
+{
+	for (size_t i = 0; m->cell && i < m->n; i++)
 		for (size_t j = i + 1; j < m->n; j++) {
 			double x = m->cell[i * m->n + j], y = m->cell[j * m->n + i];
 			if (x != y && !(isnan(x) && isnan(y)))
-				return false;
+				return OUT_SYM_NO;
 		}
-	return true;
+	return OUT_SYM_YES;
+}
+
+void out_render(const struct matrix_out *m, struct matrix_render *r)
+{
+	*r = m->render;
+	if (r->symmetric == OUT_SYM_UNSET)
+		r->symmetric = symmetric_attr(m);
+	if (r->symmetric == OUT_SYM_UNSET)
+		r->symmetric = symmetric_cells(m);
+	if (r->scale_from == OUT_SCALE_UNSET) {
+		const char *cm = out_attr(m, "color_min");
+		r->scale_from = cm && !strcmp(cm, "min") ? OUT_SCALE_FROM_MIN : OUT_SCALE_FROM_ZERO;
+	}
+	const char *cx = out_attr(m, "color_max");
+	if (!(r->scale_max > 0) && cx && *cx) {
+		char *e;
+		double x = strtod(cx, &e);
+		if (!*e && isfinite(x) && x > 0)
+			r->scale_max = x;
+	}
+	if (!r->row_axis || !r->col_axis) {
+		r->row_axis = out_attr(m, "row_axis");
+		r->col_axis = out_attr(m, "col_axis");
+		if (!r->row_axis || !r->col_axis)
+			r->row_axis = r->col_axis = NULL;
+	}
+}
+
+bool out_is_symmetric(const struct matrix_out *m)
+{
+	struct matrix_render r;
+	out_render(m, &r);
+	return r.symmetric == OUT_SYM_YES;
 }
 
 size_t out_utf8_next(const unsigned char *s, unsigned *cp)
@@ -158,63 +194,66 @@ static int put_utf8(FILE *f, unsigned cp)
 	return fwrite(b, 1, (size_t)n, f) == (size_t)n ? 0 : -1;
 }
 
+/* s decoded code point by code point (invalid UTF-8: U+FFFD), each
+ * written by put; <0 on an I/O error. */
+static int put_each(FILE *f, const char *s, int (*put)(FILE *f, unsigned cp))
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		unsigned cp;
+		p += out_utf8_next(p, &cp);
+		if (put(f, cp) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int put_json(FILE *f, unsigned cp)
+{
+	switch (cp) {
+	case '"': return fputs("\\\"", f);
+	case '\\': return fputs("\\\\", f);
+	case '\n': return fputs("\\n", f);
+	case '\r': return fputs("\\r", f);
+	case '\t': return fputs("\\t", f);
+	default:
+		if (cp < 0x20 || cp == 0x7F)
+			return fprintf(f, "\\u%04x", cp);
+		return put_utf8(f, cp);
+	}
+}
+
+static int put_xml(FILE *f, unsigned cp)
+{
+	switch (cp) {
+	case '&': return fputs("&amp;", f);
+	case '<': return fputs("&lt;", f);
+	case '>': return fputs("&gt;", f);
+	case '"': return fputs("&quot;", f);
+	case '\'': return fputs("&apos;", f);
+	case '\t':
+	case '\n':
+	case '\r':
+		return fprintf(f, "&#%u;", cp);
+	default:
+		/* XML 1.0 forbids most control characters, even escaped */
+		if (cp < 0x20 || cp == 0xFFFE || cp == 0xFFFF)
+			cp = 0xFFFD;
+		return put_utf8(f, cp);
+	}
+}
+
 int out_json_string(FILE *f, const char *s)
 {
 	if (!s)
 		return fputs("null", f);
-	if (putc('"', f) == EOF)
+	if (putc('"', f) == EOF || put_each(f, s, put_json) < 0)
 		return -1;
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		unsigned cp;
-		p += out_utf8_next(p, &cp);
-		int rc;
-		switch (cp) {
-		case '"': rc = fputs("\\\"", f); break;
-		case '\\': rc = fputs("\\\\", f); break;
-		case '\n': rc = fputs("\\n", f); break;
-		case '\r': rc = fputs("\\r", f); break;
-		case '\t': rc = fputs("\\t", f); break;
-		default:
-			if (cp < 0x20 || cp == 0x7F)
-				rc = fprintf(f, "\\u%04x", cp);
-			else
-				rc = put_utf8(f, cp);
-		}
-		if (rc < 0)
-			return -1;
-	}
 	return putc('"', f) == EOF ? -1 : 0;
 }
 
 int out_xml_text(FILE *f, const char *s)
 {
-	if (!s)
-		return 0;
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		unsigned cp;
-		p += out_utf8_next(p, &cp);
-		int rc;
-		switch (cp) {
-		case '&': rc = fputs("&amp;", f); break;
-		case '<': rc = fputs("&lt;", f); break;
-		case '>': rc = fputs("&gt;", f); break;
-		case '"': rc = fputs("&quot;", f); break;
-		case '\'': rc = fputs("&apos;", f); break;
-		default:
-			/* XML 1.0 forbids most control characters, even escaped */
-			if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE || cp == 0xFFFF)
-				cp = 0xFFFD;
-			if (cp == '\t' || cp == '\n' || cp == '\r')
-				rc = fprintf(f, "&#%u;", cp);
-			else
-				rc = put_utf8(f, cp);
-		}
-		if (rc < 0)
-			return -1;
-	}
-	return 0;
+	return s ? put_each(f, s, put_xml) : 0;
 }
 
 int out_finish(FILE *f)
@@ -236,4 +275,23 @@ void out_svg_text(FILE *f, double x, double y, double size, const char *anchor,
 	        size, anchor, extra ? " " : "", extra ? extra : "");
 	out_xml_text(f, s);
 	fputs("</text>\n", f);
+}
+
+void out_svg_begin(FILE *f, double w, double h)
+{
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+	           "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n",
+	        w, h, w, h);
+}
+
+void out_svg_background(FILE *f, double w, double h)
+{
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", w, h);
+}
+
+int out_svg_end(FILE *f)
+{
+	fputs("</svg>\n", f);
+	return out_finish(f);
 }

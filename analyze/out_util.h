@@ -1,5 +1,7 @@
-/* Helpers shared by the output writers (out_*.c): number formatting,
- * string escaping for CSV/JSON/XML, SVG text, attribute look-up. */
+/* Helpers shared by the output writers (out_*.c, attrib_out.c, sweep*.c):
+ * number formatting, string escaping for CSV/JSON/XML (one CSV field
+ * writer), the render settings, the SVG frame and text, attribute look-up.
+ * The HDF5 helpers are in out_h5.h. */
 #ifndef CT_OUT_UTIL_H
 #define CT_OUT_UTIL_H
 
@@ -36,9 +38,14 @@ int out_finish(FILE *f);
 /* Value of attribute key, or NULL. */
 const char *out_attr(const struct matrix_out *m, const char *key);
 
-/* Is the matrix meant to be read as symmetric?  The attribute "symmetric"
- * decides when present ("yes"/"true"/"1" or "no"/"false"/"0"); otherwise
- * true when every cell equals its mirror. */
+/* m->render with every field resolved (struct matrix_render): an unset
+ * field from the attribute of the same name ("symmetric" yes/true/1 or
+ * no/false/0, "color_min" zero/min, "color_max" a positive number,
+ * "row_axis" and "col_axis" both), else symmetric when every cell equals
+ * its mirror, colours from 0, no top, no axis titles. */
+void out_render(const struct matrix_out *m, struct matrix_render *r);
+
+/* Is the matrix meant to be read as symmetric? (out_render) */
 bool out_is_symmetric(const struct matrix_out *m);
 
 /* Decodes one UTF-8 character at s (s[0] != 0).  Returns its length and sets
@@ -49,6 +56,13 @@ size_t out_utf8_next(const unsigned char *s, unsigned *cp);
 int out_csv_field(FILE *f, const char *s);   /* RFC 4180 quoting when needed */
 int out_json_string(FILE *f, const char *s); /* with the quotes; NULL -> null */
 int out_xml_text(FILE *f, const char *s);    /* text or attribute content */
+
+/* The frame of every SVG picture: the XML declaration and the <svg>
+ * element (w x h, one font family), and its end (then out_finish). */
+void out_svg_begin(FILE *f, double w, double h);
+int out_svg_end(FILE *f);
+/* A background rectangle of the whole picture (white). */
+void out_svg_background(FILE *f, double w, double h);
 
 /* An SVG <text> element at (x, y) with the font size and text-anchor
  * ("start", "middle", "end"), extra attributes (NULL for none) and s

@@ -1,5 +1,6 @@
-/* One analysis: open the trace, create the model with the matrices consumer,
- * replay into the model and the trace statistics. */
+/* The replay pipeline: open a trace, create models with their matrices
+ * (one for report, matrix, objects, lines; one per point for sweep),
+ * replay the trace once into all of them (engine.c), note the damage. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -7,10 +8,113 @@
 
 #include "ana.h"
 
-struct model_run {
-	const struct model_ops *ops;
-	void *m;
-};
+int analysis_open(struct analysis *a, const char *path)
+{
+	a->path = path;
+	a->trace = ct_trace_open(path, &a->err);
+	if (!a->trace) {
+		fprintf(stderr, "commanalyze: %s\n", a->err.msg);
+		return EXIT_BADTRACE;
+	}
+	/* refuse absurd thread indices before sizing anything by them (a
+	 * hostile trace could ask for n x n matrices of a million rows) */
+	char why[320];
+	if (!thread_space_sane(a->trace, why, sizeof why)) {
+		fprintf(stderr, "commanalyze: %s\n", why);
+		return EXIT_BADTRACE;
+	}
+	a->nthreads = thread_space(a->trace);
+	topology_load(&a->topo, a->trace);
+	return 0;
+}
+
+/* The model of point p with its event consumers (the matrices first). */
+static int point_create(struct analysis *a, struct analysis_point *p)
+{
+	const struct model_opts *o = p->opts;
+	p->model = model_find(o->model ? o->model : "comdetective");
+	if (!p->model) {
+		ana_err("unknown model '%s'", o->model);
+		return EXIT_USAGE;
+	}
+	p->line_size = resolve_line_size(o, a->trace, &p->line_size_source);
+	p->mx = matrices_create(a->nthreads, &a->topo);
+	const struct analysis_hooks *h = p->hooks;
+	size_t nec = 0;
+	if (p->mx)
+		p->ec[nec++] = matrices_consumer(p->mx);
+	for (size_t i = 0; h && i < h->nevents; i++)
+		p->ec[nec++] = h->events[i];
+	struct model_setup setup = {
+		.opts = o, .trace = a->trace, .nthreads = a->nthreads,
+		.line_size = p->line_size, .out = p->ec, .nout = nec,
+	};
+	p->m = p->mx ? p->model->create(&setup) : NULL;
+	if (!p->m) {
+		ana_err("%s: cannot create the %s model (out of memory)", a->path, p->model->name);
+		return EXIT_BADTRACE;
+	}
+	return 0;
+}
+
+/* Point p's consumers of one replay set: its hooks' record consumers, then
+ * the model. */
+static struct replay_set point_set(struct analysis_point *p)
+{
+	const struct analysis_hooks *h = p->hooks;
+	size_t n = 0;
+	for (size_t i = 0; h && i < h->npre; i++)
+		p->rc[n++] = h->pre[i];
+	p->rc[n++] = (struct record_consumer){ .self = p->m, .record = p->model->record,
+	                                       .finish = p->model->finish };
+	return (struct replay_set){ p->rc, n };
+}
+
+int analysis_replay(struct analysis *a, struct analysis_point *p, size_t n, unsigned jobs,
+                    bool with_stats, bool progress)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct analysis_hooks *h = p[i].hooks;
+		if (h && (h->npre > ANALYSIS_HOOKS_MAX || h->nevents > ANALYSIS_HOOKS_MAX)) {
+			ana_err("internal error: too many hook consumers");
+			return EXIT_BADTRACE;
+		}
+	}
+	struct replay_set *sets = calloc(n + 1, sizeof *sets);
+	struct record_consumer stats = trace_stats_consumer(&a->stats);
+	int status = sets ? 0 : EXIT_BADTRACE;
+	if (!sets)
+		ana_err("out of memory");
+	for (size_t i = 0; !status && i < n; i++)
+		if (!(status = point_create(a, &p[i])))
+			sets[i] = point_set(&p[i]);
+	if (!status) {
+		size_t nsets = n;
+		if (with_stats)
+			sets[nsets++] = (struct replay_set){ &stats, 1 };
+		if (replay_sets(a->trace, sets, nsets, jobs, progress, &a->records, &a->err)) {
+			a->damaged = true;
+		} else if (ct_trace_damage(a->trace)) {
+			a->damaged = true;
+			snprintf(a->err.msg, sizeof a->err.msg, "%s", ct_trace_damage(a->trace));
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (p[i].m) {
+			p[i].model->destroy(p[i].m);
+			p[i].m = NULL;
+		}
+	free(sets);
+	return status;
+}
+
+void analysis_points_free(struct analysis_point *p, size_t n)
+{
+	for (size_t i = 0; p && i < n; i++) {
+		matrices_free(p[i].mx);
+		p[i].mx = NULL;
+	}
+}
 
 int analysis_run(struct analysis *a, const char *path, const struct model_opts *o,
                  bool progress)
@@ -29,64 +133,21 @@ int analysis_run_hooks(struct analysis *a, const char *path, const struct model_
 		ana_err("unknown model '%s'", o->model);
 		return EXIT_USAGE;
 	}
-	a->trace = ct_trace_open(path, &a->err);
-	if (!a->trace) {
-		fprintf(stderr, "commanalyze: %s\n", a->err.msg);
-		return EXIT_BADTRACE;
-	}
-	size_t n = thread_space(a->trace);
-	char why[256];
-	if (!thread_space_sane(a->trace, why, sizeof why)) {
-		fprintf(stderr, "commanalyze: %s\n", why);
-		return EXIT_BADTRACE;
-	}
+	int st = analysis_open(a, path);
+	if (st)
+		return st;
 	full_trace_check(a->trace, a->model->name, a->warning, sizeof a->warning);
 	a->line_size = resolve_line_size(o, a->trace, &a->line_size_source);
-	topology_load(&a->topo, a->trace);
-	a->mx = matrices_create(n, &a->topo);
-	if (!a->mx || trace_stats_init(&a->stats, n)) {
+	if (trace_stats_init(&a->stats, a->nthreads)) {
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
-	if (h && h->setup) {
-		int st = h->setup(h->arg, a);
-		if (st)
-			return st;
-		if (h->npre > ANALYSIS_HOOKS_MAX || h->nevents > ANALYSIS_HOOKS_MAX) {
-			ana_err("internal error: too many hook consumers");
-			return EXIT_BADTRACE;
-		}
-	}
-	struct event_consumer ec[1 + ANALYSIS_HOOKS_MAX];
-	size_t nec = 0;
-	ec[nec++] = matrices_consumer(a->mx);
-	for (size_t i = 0; h && i < h->nevents; i++)
-		ec[nec++] = h->events[i];
-	struct model_setup setup = {
-		.opts = &a->opts, .trace = a->trace, .nthreads = n,
-		.line_size = a->line_size, .out = ec, .nout = nec,
-	};
-	struct model_run mr = { a->model, a->model->create(&setup) };
-	if (!mr.m) {
-		ana_err("%s: cannot create the %s model (out of memory)", path, a->model->name);
-		return EXIT_BADTRACE;
-	}
-	struct record_consumer rc[2 + ANALYSIS_HOOKS_MAX];
-	size_t nrc = 0;
-	for (size_t i = 0; h && i < h->npre; i++)
-		rc[nrc++] = h->pre[i];
-	rc[nrc++] = (struct record_consumer){ .self = mr.m, .record = mr.ops->record,
-	                                      .finish = mr.ops->finish };
-	rc[nrc++] = trace_stats_consumer(&a->stats);
-	int r = replay(a->trace, rc, nrc, progress, &a->err);
-	a->model->destroy(mr.m);
-	if (r) {
-		a->damaged = true;
-	} else if (ct_trace_damage(a->trace)) {
-		a->damaged = true;
-		snprintf(a->err.msg, sizeof a->err.msg, "%s", ct_trace_damage(a->trace));
-	}
-	return 0;
+	if (h && h->setup && (st = h->setup(h->arg, a)))
+		return st;
+	struct analysis_point p = { .opts = &a->opts, .hooks = h };
+	st = analysis_replay(a, &p, 1, 1, true, progress);
+	a->mx = p.mx;
+	return st;
 }
 
 void analysis_free(struct analysis *a)

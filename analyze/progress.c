@@ -67,36 +67,35 @@ void progress_end(struct progress *p)
 	p->shown = false;
 }
 
-const char *fmt_count(double v, char *buf, size_t cap)
+/* v scaled down by `base` while it is that large: "%.0f" unscaled, else 3
+ * significant digits, then sep and the unit's suffix. */
+static const char *fmt_scaled(double v, double base, const char *const suf[6], const char *sep,
+                              char *buf, size_t cap)
 {
-	const char *suf[] = { "", "k", "M", "G", "T", "P" };
 	int i = 0;
 	double a = v < 0 ? -v : v;
-	while (a >= 1000 && i < 5) {
-		a /= 1000;
-		v /= 1000;
+	while (a >= base && i < 5) {
+		a /= base;
+		v /= base;
 		i++;
 	}
 	if (i == 0)
-		snprintf(buf, cap, "%.0f", v);
+		snprintf(buf, cap, "%.0f%s%s", v, *suf[0] ? sep : "", suf[0]);
 	else
-		snprintf(buf, cap, "%.*f%s", a < 10 ? 2 : a < 100 ? 1 : 0, v, suf[i]);
+		snprintf(buf, cap, "%.*f%s%s", a < 10 ? 2 : a < 100 ? 1 : 0, v, sep, suf[i]);
 	return buf;
+}
+
+const char *fmt_count(double v, char *buf, size_t cap)
+{
+	static const char *const suf[6] = { "", "k", "M", "G", "T", "P" };
+	return fmt_scaled(v, 1000, suf, "", buf, cap);
 }
 
 const char *fmt_bytes(double v, char *buf, size_t cap)
 {
-	const char *suf[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	int i = 0;
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	if (i == 0)
-		snprintf(buf, cap, "%.0f B", v);
-	else
-		snprintf(buf, cap, "%.*f %s", v < 10 ? 2 : v < 100 ? 1 : 0, v, suf[i]);
-	return buf;
+	static const char *const suf[6] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	return fmt_scaled(v, 1024, suf, " ", buf, cap);
 }
 
 const char *fmt_duration(uint64_t ns, char *buf, size_t cap)

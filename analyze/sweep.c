@@ -1,30 +1,22 @@
 /* commanalyze sweep: every point of a parameter grid from one decode pass.
  *
- * Pipeline (per trace): the calling thread decodes the merged record stream
- * into batches (SWEEP_BATCH records) held in a small ring; each of the N
- * worker threads owns a fixed subset of the points (point i goes to worker
- * i mod N) and runs every batch, in order, through each of its points' models
- * (point by point within a batch, for cache locality).  A batch is released
- * when the last worker is done with it (a count per batch), so memory stays
- * at ring x batch records whatever the grid size.  Each point sees exactly
- * the record sequence a single `commanalyze matrix` run sees, so its
- * matrices are the same, cell for cell, for any -j. */
+ * Each point of the grid is one model of the replay pipeline (pipeline.c,
+ * analysis_replay): the engine (engine.c) decodes the trace once and fans
+ * each batch of records out to the points, -j workers.  Each point sees
+ * exactly the record sequence a single `commanalyze matrix` run sees, so
+ * its matrices are the same, cell for cell, for any -j. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "compare.h"
+#include "out_util.h"
 #include "sweep.h"
 
-#define SWEEP_BATCH 4096          /* records per batch */
-#define SWEEP_SUB 128             /* records per sub-block (run_batch): 20 KB */
-#define SWEEP_RING_PER_WORKER 4
-#define SWEEP_RING_MAX 32
 #define SWEEP_RANGE_MAX 10000     /* values one range may expand to */
 
 /* ---- building ------------------------------------------------------------ */
@@ -75,14 +67,6 @@ void sweep_free(struct sweep *s)
 	free(s->opts);
 	free(s->coord);
 	memset(s, 0, sizeof *s);
-}
-
-static bool known_option(const char *name)
-{
-	for (size_t k = 0; model_opt_names[k]; k++)
-		if (!strcmp(model_opt_names[k], name))
-			return true;
-	return false;
 }
 
 /* Validate one value of parameter p and append its canonical text. */
@@ -206,7 +190,7 @@ int sweep_add_param(struct sweep *s, const char *spec, char *err, size_t cap)
 	}
 	memcpy(name, spec, nl);
 	name[nl] = 0;
-	if (!known_option(name)) {
+	if (!model_opt_known(name)) {
 		char list[512] = "";
 		for (size_t k = 0; model_opt_names[k]; k++) {
 			if (k)
@@ -308,11 +292,7 @@ size_t sweep_finest_point(const struct sweep *s)
 	size_t idx = 0;
 	for (size_t k = 0; k < s->nparams; k++) {
 		const struct sweep_param *p = &s->params[k];
-		int dir = 0;   /* +1: largest, -1: smallest, 0: first */
-		if (!strcmp(p->name, "board-size") || !strcmp(p->name, "watchpoints"))
-			dir = 1;
-		else if (!strcmp(p->name, "period-multiplier"))
-			dir = -1;
+		int dir = model_opt_finest(p->name);   /* +1: largest, -1: smallest, 0: first */
 		size_t best = 0;
 		if (dir && p->numeric) {
 			uint64_t bv = 0;
@@ -533,111 +513,18 @@ static int fill_info(struct sweep_trace *ti, struct ct_trace *tr, const struct t
 int sweep_trace_info(struct sweep *s, size_t t)
 {
 	struct sweep_trace *ti = &s->traces[t];
-	struct ct_error e = {{0}};
-	struct ct_trace *tr = ct_trace_open(ti->path, &e);
-	if (!tr) {
-		fprintf(stderr, "commanalyze: %s\n", e.msg);
-		return EXIT_BADTRACE;
-	}
-	char why[256];
-	if (!thread_space_sane(tr, why, sizeof why)) {
-		fprintf(stderr, "commanalyze: %s\n", why);
-		ct_trace_close(tr);
-		return EXIT_BADTRACE;
-	}
-	struct topology topo;
-	topology_load(&topo, tr);
-	int rc = fill_info(ti, tr, &topo);
-	topology_free(&topo);
-	ct_trace_close(tr);
-	if (rc) {
+	struct analysis a;
+	memset(&a, 0, sizeof a);
+	int rc = analysis_open(&a, ti->path);
+	if (!rc && fill_info(ti, a.trace, &a.topo)) {
 		ana_err("out of memory");
-		return EXIT_BADTRACE;
+		rc = EXIT_BADTRACE;
 	}
-	return 0;
+	analysis_free(&a);
+	return rc;
 }
 
-/* ---- the pipeline ------------------------------------------------------------- */
-
-struct point_run {
-	const struct model_ops *ops;
-	void *m;
-	struct matrices *mx;
-	struct event_consumer ec;
-	unsigned line_size;
-};
-
-struct batch {
-	struct ct_record *r;
-	size_t n;
-	unsigned pending;            /* workers that have not consumed it yet */
-};
-
-struct pipe {
-	pthread_mutex_t mu;
-	pthread_cond_t cv_data, cv_free;
-	struct batch *ring;
-	size_t nring;
-	uint64_t produced;           /* batches published */
-	bool eof;
-	struct point_run *pts;
-};
-
-struct worker {
-	struct pipe *p;
-	size_t *pts;                 /* indices into pipe->pts */
-	size_t n;
-	pthread_t th;
-};
-
-/* Points outer, records inner, over sub-blocks of the batch small enough
- * to stay in the first cache levels while every point runs through them. */
-static void run_batch(struct point_run *pts, const size_t *idx, size_t n, const struct batch *b)
-{
-	for (size_t lo = 0; lo < b->n; lo += SWEEP_SUB) {
-		size_t hi = lo + SWEEP_SUB < b->n ? lo + SWEEP_SUB : b->n;
-		for (size_t k = 0; k < n; k++) {
-			struct point_run *pr = &pts[idx[k]];
-			void (*rec)(void *, const struct ct_record *) = pr->ops->record;
-			void *m = pr->m;
-			for (size_t i = lo; i < hi; i++)
-				rec(m, &b->r[i]);
-		}
-	}
-}
-
-static void finish_points(struct point_run *pts, const size_t *idx, size_t n)
-{
-	for (size_t k = 0; k < n; k++)
-		if (pts[idx[k]].ops->finish)
-			pts[idx[k]].ops->finish(pts[idx[k]].m);
-}
-
-static void *worker_main(void *arg)
-{
-	struct worker *w = arg;
-	struct pipe *p = w->p;
-	uint64_t seq = 0;
-	for (;;) {
-		pthread_mutex_lock(&p->mu);
-		while (seq >= p->produced && !p->eof)
-			pthread_cond_wait(&p->cv_data, &p->mu);
-		if (seq >= p->produced) {
-			pthread_mutex_unlock(&p->mu);
-			break;
-		}
-		struct batch *b = &p->ring[seq % p->nring];
-		pthread_mutex_unlock(&p->mu);
-		run_batch(p->pts, w->pts, w->n, b);
-		pthread_mutex_lock(&p->mu);
-		if (--b->pending == 0)
-			pthread_cond_signal(&p->cv_free);
-		pthread_mutex_unlock(&p->mu);
-		seq++;
-	}
-	finish_points(p->pts, w->pts, w->n);
-	return NULL;
-}
+/* ---- the replay --------------------------------------------------------------- */
 
 static double now_s(void)
 {
@@ -666,39 +553,13 @@ int sweep_mats_from(struct sweep_mats *out, const struct matrices *mx, unsigned 
 	return 0;
 }
 
-int sweep_run_trace(struct sweep *s, size_t t, const size_t *points, size_t n)
+/* A full-trace model on a sampled trace: one warning per model and trace,
+ * from the run holding the first point with that model (so that MPI ranks
+ * do not repeat it). */
+static void warn_full_trace_models(const struct sweep *s, struct ct_trace *tr, const char *path,
+                                   const size_t *points, size_t n)
 {
-	struct sweep_trace *ti = &s->traces[t];
-	struct ct_error err = {{0}};
-	struct ct_trace *tr = ct_trace_open(ti->path, &err);
-	if (!tr) {
-		fprintf(stderr, "commanalyze: %s\n", err.msg);
-		return EXIT_BADTRACE;
-	}
-	/* refuse absurd thread indices before sizing anything by them (a
-	 * hostile trace could ask for n x n matrices of a million rows) */
 	char why[320];
-	if (!thread_space_sane(tr, why, sizeof why)) {
-		fprintf(stderr, "commanalyze: %s\n", why);
-		ct_trace_close(tr);
-		return EXIT_BADTRACE;
-	}
-	size_t *all = NULL;
-	if (!points) {
-		n = s->npoints;
-		all = malloc((n ? n : 1) * sizeof *all);
-		if (!all) {
-			ct_trace_close(tr);
-			ana_err("out of memory");
-			return EXIT_BADTRACE;
-		}
-		for (size_t i = 0; i < n; i++)
-			all[i] = i;
-		points = all;
-	}
-	/* a full-trace model on a sampled trace: one warning per model and
-	 * trace, from the run holding the first point with that model (so
-	 * that MPI ranks do not repeat it) */
 	for (size_t m = 0; all_models[m]; m++) {
 		const char *name = all_models[m]->name;
 		if (full_trace_check(tr, name, why, sizeof why))
@@ -708,176 +569,52 @@ int sweep_run_trace(struct sweep *s, size_t t, const size_t *points, size_t n)
 			q++;
 		for (size_t i = 0; q < s->npoints && i < n; i++)
 			if (points[i] == q) {
-				ana_warn("%s: %s", ti->path, why);
+				ana_warn("%s: %s", path, why);
 				break;
 			}
 	}
-	int status = 0;
-	struct topology topo;
-	topology_load(&topo, tr);
-	size_t nth = thread_space(tr);
-	struct point_run *pts = calloc(n ? n : 1, sizeof *pts);
-	unsigned jobs = s->jobs ? s->jobs : 1;
-	if ((size_t)jobs > n)
-		jobs = n ? (unsigned)n : 1;
-	size_t nring = jobs == 1 ? 1 : jobs * SWEEP_RING_PER_WORKER;
-	if (nring > SWEEP_RING_MAX)
-		nring = SWEEP_RING_MAX;
-	struct pipe p = { .nring = nring, .pts = pts };
-	struct worker *ws = calloc(jobs, sizeof *ws);
-	size_t *widx = calloc(n ? n : 1, sizeof *widx);
-	p.ring = calloc(nring, sizeof *p.ring);
-	bool oom = !pts || !ws || !widx || !p.ring || fill_info(ti, tr, &topo);
-	for (size_t i = 0; !oom && i < nring; i++)
-		oom = !(p.ring[i].r = malloc(SWEEP_BATCH * sizeof *p.ring[i].r));
-	/* models */
-	for (size_t i = 0; !oom && i < n; i++) {
-		const struct model_opts *o = &s->opts[points[i]];
-		struct point_run *pr = &pts[i];
-		const char *src;
-		pr->ops = model_find(o->model ? o->model : "comdetective");
-		if (!pr->ops) {
-			ana_err("unknown model '%s'", o->model);
-			status = EXIT_USAGE;
-			break;
-		}
-		pr->line_size = resolve_line_size(o, tr, &src);
-		pr->mx = matrices_create(nth, &topo);
-		if (!pr->mx) {
-			oom = true;
-			break;
-		}
-		pr->ec = matrices_consumer(pr->mx);
-		struct model_setup setup = {
-			.opts = o, .trace = tr, .nthreads = nth, .line_size = pr->line_size,
-			.out = &pr->ec, .nout = 1,
-		};
-		pr->m = pr->ops->create(&setup);
-		if (!pr->m)
-			oom = true;
+}
+
+int sweep_run_trace(struct sweep *s, size_t t, const size_t *points, size_t n)
+{
+	struct sweep_trace *ti = &s->traces[t];
+	struct analysis a;
+	memset(&a, 0, sizeof a);
+	int status = analysis_open(&a, ti->path);
+	size_t *all = NULL;
+	if (!status && !points) {
+		n = s->npoints;
+		all = malloc((n ? n : 1) * sizeof *all);
+		for (size_t i = 0; all && i < n; i++)
+			all[i] = i;
+		points = all;
 	}
-	if (oom && !status) {
-		ana_err("%s: out of memory setting up %zu points", ti->path, n);
+	struct analysis_point *pts = status ? NULL : calloc(n ? n : 1, sizeof *pts);
+	if (!status && (!pts || !points || fill_info(ti, a.trace, &a.topo))) {
+		ana_err("out of memory");
 		status = EXIT_BADTRACE;
 	}
-	double t0 = now_s();
 	if (!status) {
-		/* point i -> worker i mod jobs */
-		size_t at = 0;
-		for (unsigned w = 0; w < jobs; w++) {
-			ws[w].p = &p;
-			ws[w].pts = widx + at;
-			for (size_t i = w; i < n; i += jobs)
-				widx[at++] = i;
-			ws[w].n = (size_t)(widx + at - ws[w].pts);
-		}
-		pthread_mutex_init(&p.mu, NULL);
-		pthread_cond_init(&p.cv_data, NULL);
-		pthread_cond_init(&p.cv_free, NULL);
-		unsigned started = 0;
-		if (jobs > 1)
-			for (; started < jobs; started++)
-				if (pthread_create(&ws[started].th, NULL, worker_main, &ws[started]))
-					break;
-		if (jobs > 1 && started < jobs) {
-			/* fewer threads: give the missing workers' points to the
-			 * calling thread after the pass?  Simpler: stop and retry with
-			 * one worker.  Nothing has been published yet. */
-			pthread_mutex_lock(&p.mu);
-			p.eof = true;
-			pthread_cond_broadcast(&p.cv_data);
-			pthread_mutex_unlock(&p.mu);
-			for (unsigned w = 0; w < started; w++)
-				pthread_join(ws[w].th, NULL);
-			ana_err("cannot start %u worker threads; use -j %u or fewer", jobs, started);
-			status = EXIT_USAGE;
-		}
-		struct ct_cursor *c = status ? NULL : ct_cursor_merged(tr);
-		if (!status && !c) {
-			snprintf(err.msg, sizeof err.msg, "%s: cannot create a cursor (out of memory)",
-			         ti->path);
-			ti->damaged = true;
-		}
-		struct progress prog;
-		progress_start(&prog, tr, s->progress && c);
-		uint64_t seq = 0, done = 0;
-		int rc = 1;
-		while (c && rc == 1) {
-			struct batch *b = &p.ring[seq % nring];
-			if (jobs > 1) {
-				pthread_mutex_lock(&p.mu);
-				while (b->pending)
-					pthread_cond_wait(&p.cv_free, &p.mu);
-				pthread_mutex_unlock(&p.mu);
-			}
-			size_t k = 0;
-			while (k < SWEEP_BATCH && (rc = ct_cursor_next(c, &b->r[k], &err)) == 1)
-				k++;
-			if (!k)
-				break;
-			b->n = k;
-			done += k;
-			if (jobs > 1) {
-				pthread_mutex_lock(&p.mu);
-				b->pending = jobs;
-				p.produced++;
-				pthread_cond_broadcast(&p.cv_data);
-				pthread_mutex_unlock(&p.mu);
-			} else {
-				run_batch(pts, widx, n, b);
-			}
-			seq++;
-			progress_update(&prog, done);
-		}
-		if (c) {
-			if (jobs > 1) {
-				pthread_mutex_lock(&p.mu);
-				p.eof = true;
-				pthread_cond_broadcast(&p.cv_data);
-				pthread_mutex_unlock(&p.mu);
-				for (unsigned w = 0; w < jobs; w++)
-					pthread_join(ws[w].th, NULL);
-			} else {
-				finish_points(pts, widx, n);
-			}
-			progress_end(&prog);
-			ct_cursor_free(c);
-		}
-		pthread_cond_destroy(&p.cv_free);
-		pthread_cond_destroy(&p.cv_data);
-		pthread_mutex_destroy(&p.mu);
-		ti->records = done;
-		if (rc < 0) {
-			ti->damaged = true;
-			if (!err.msg[0])
-				snprintf(err.msg, sizeof err.msg, "%s: damaged data", ti->path);
-		} else if (!ti->damaged && ct_trace_damage(tr)) {
-			ti->damaged = true;
-			snprintf(err.msg, sizeof err.msg, "%s", ct_trace_damage(tr));
-		}
-		if (ti->damaged)
-			snprintf(ti->damage, sizeof ti->damage, "%s", err.msg);
-		for (size_t i = 0; !status && i < n; i++)
-			if (sweep_mats_from(sweep_res(s, t, points[i]), pts[i].mx, pts[i].line_size)) {
-				ana_err("out of memory");
-				status = EXIT_BADTRACE;
-			}
+		warn_full_trace_models(s, a.trace, ti->path, points, n);
+		for (size_t i = 0; i < n; i++)
+			pts[i].opts = &s->opts[points[i]];
+		double t0 = now_s();
+		status = analysis_replay(&a, pts, n, s->jobs, false, s->progress);
+		s->seconds += now_s() - t0;
+		ti->records = a.records;
+		ti->damaged = a.damaged;
+		if (a.damaged)
+			snprintf(ti->damage, sizeof ti->damage, "%s", a.err.msg);
 	}
-	s->seconds += now_s() - t0;
-	for (size_t i = 0; pts && i < n; i++) {
-		if (pts[i].m)
-			pts[i].ops->destroy(pts[i].m);
-		matrices_free(pts[i].mx);
-	}
-	for (size_t i = 0; p.ring && i < nring; i++)
-		free(p.ring[i].r);
-	free(p.ring);
+	for (size_t i = 0; !status && i < n; i++)
+		if (sweep_mats_from(sweep_res(s, t, points[i]), pts[i].mx, pts[i].line_size)) {
+			ana_err("out of memory");
+			status = EXIT_BADTRACE;
+		}
+	analysis_points_free(pts, n);
 	free(pts);
-	free(ws);
-	free(widx);
 	free(all);
-	topology_free(&topo);
-	ct_trace_close(tr);
+	analysis_free(&a);
 	return status;
 }
 
@@ -1073,21 +810,6 @@ void sweep_print_table(const struct sweep *s, FILE *f)
 		fprintf(f, "(the reference is off the grid: %s)\n", s->ref_desc);
 }
 
-static void csv_field(FILE *f, const char *v)
-{
-	if (strpbrk(v, ",\"\n")) {
-		fputc('"', f);
-		for (; *v; v++) {
-			if (*v == '"')
-				fputc('"', f);
-			fputc(*v, f);
-		}
-		fputc('"', f);
-	} else {
-		fputs(v, f);
-	}
-}
-
 static void csv_num(FILE *f, double v)
 {
 	if (isnan(v))
@@ -1104,7 +826,7 @@ int sweep_write_csv(const struct sweep *s, const char *path)
 	fputs("trace,point", f);
 	for (size_t k = 0; k < s->nparams; k++) {
 		fputc(',', f);
-		csv_field(f, s->params[k].name);
+		out_csv_field(f, s->params[k].name);
 	}
 	fputs(",volume,true_fraction,false_fraction,events,sample_events,watchpoint_events,"
 	      "l1,l1_shape,pearson,excess,missing,ratio,topk_recovered,topk,reference\n", f);
@@ -1112,11 +834,11 @@ int sweep_write_csv(const struct sweep *s, const char *path)
 		for (size_t p = 0; p < s->ngrid; p++) {
 			const struct sweep_metrics *m = sweep_metric(s, t, p);
 			const struct mx_totals *tot = &sweep_res(s, t, p)->tot;
-			csv_field(f, s->traces[t].path);
+			out_csv_field(f, s->traces[t].path);
 			fprintf(f, ",%zu", p);
 			for (size_t k = 0; k < s->nparams; k++) {
 				fputc(',', f);
-				csv_field(f, sweep_value(s, p, k));
+				out_csv_field(f, sweep_value(s, p, k));
 			}
 			csv_num(f, m->volume);
 			csv_num(f, m->true_frac);
@@ -1154,9 +876,9 @@ void sweep_usage(FILE *f, bool full)
 "\n"
 "The trace under every point of a grid of model options, from one decode pass;\n"
 "each point is compared with a reference (thread matrices, M + M^T).\n"
-"  -p, --param NAME=V,...  a model option (model, expiry, board-size, hash,\n"
-"                          line-size, watchpoints, period-multiplier, window,\n"
-"                          signature-size, fp-rate, emulate-period) and its values;\n"
+"  -p, --param NAME=V,...  a model option and its values:");
+	model_opt_list(f, 26, 58);
+	fprintf(f,
 "                          ranges A..B, A..B:STEP, A..B:xFACTOR (samples:1..8);\n"
 "                          the grid is the product of the lists\n"
 "  -j N                    worker threads (default: every online cpu)\n"
@@ -1189,6 +911,37 @@ static int add_traces(struct sweep *s, char *list)
 	return 0;
 }
 
+/* -j N, --jobs N, -jN (arg_value's conventions). */
+static int jobs_option(int argc, char **argv, int *i, const char **v)
+{
+	const char *a = argv[*i];
+	if (!strncmp(a, "-j", 2) && a[2] && a[2] != '=') {
+		*v = a + 2;
+		return 1;
+	}
+	int m = arg_value(argc, argv, i, "-j", v);
+	return m ? m : arg_value(argc, argv, i, "--jobs", v);
+}
+
+/* The options that take a file or a name (arg_value's conventions). */
+static int text_option(int argc, char **argv, int *i, struct sweep_cli *cli)
+{
+	const struct { const char *name; const char **dst; } opts[] = {
+		{ "-o", &cli->h5 }, { "--output", &cli->h5 }, { "--csv", &cli->csv },
+		{ "--plot", &cli->plot }, { "--reference-model", &cli->reference_model },
+		{ "--reference", &cli->reference },
+	};
+	for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
+		const char *v;
+		int m = arg_value(argc, argv, i, opts[k].name, &v);
+		if (m > 0)
+			*opts[k].dst = v;
+		if (m)
+			return m;
+	}
+	return 0;
+}
+
 int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **argv)
 {
 	memset(cli, 0, sizeof *cli);
@@ -1213,16 +966,7 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 				status = EXIT_USAGE;
 			else
 				params[nparams++] = v;
-		} else if (!strncmp(a, "-j", 2) && a[2] && a[2] != '=') {
-			uint64_t j;
-			if (!parse_u64(a + 2, &j) || j < 1 || j > 4096) {
-				ana_err("sweep: -j: '%s' is not a number from 1 to 4096", a + 2);
-				status = EXIT_USAGE;
-			}
-			s->jobs = (unsigned)j;
-			cli->jobs_set = true;
-		} else if ((m = arg_value(argc, argv, &i, "-j", &v)) ||
-		           (m = arg_value(argc, argv, &i, "--jobs", &v))) {
+		} else if ((m = jobs_option(argc, argv, &i, &v))) {
 			uint64_t j;
 			if (m < 0) {
 				status = EXIT_USAGE;
@@ -1233,27 +977,9 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 				s->jobs = (unsigned)j;
 				cli->jobs_set = true;
 			}
-		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
-		           (m = arg_value(argc, argv, &i, "--output", &v))) {
+		} else if ((m = text_option(argc, argv, &i, cli))) {
 			if (m < 0)
 				status = EXIT_USAGE;
-			cli->h5 = v;
-		} else if ((m = arg_value(argc, argv, &i, "--csv", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			cli->csv = v;
-		} else if ((m = arg_value(argc, argv, &i, "--plot", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			cli->plot = v;
-		} else if ((m = arg_value(argc, argv, &i, "--reference-model", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			cli->reference_model = v;
-		} else if ((m = arg_value(argc, argv, &i, "--reference", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			cli->reference = v;
 		} else if ((m = arg_value(argc, argv, &i, "--traces", &v))) {
 			if (m < 0)
 				status = EXIT_USAGE;

@@ -1,6 +1,6 @@
-/* The sweep's HDF5 file (conventions of out_h5.c: float64 matrices n x n
- * row-major, scalar UTF-8 string attributes, a "labels" attribute of n
- * strings; automatic error printing off while writing).
+/* The sweep's HDF5 file, written with the helpers of out_h5.h (float64
+ * matrices n x n row-major, scalar UTF-8 string attributes, a "labels"
+ * attribute of n strings; automatic error printing off while writing).
  *
  *   /                 attributes: creator, format ("commtrace sweep"), tool,
  *                     traces, model, fixed options ("fixed:NAME"), params
@@ -43,97 +43,9 @@ int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err
 
 #else
 
-#include <hdf5.h>
+#include "out_h5.h"
 
-static const char *const kind_names[] = { "all", "true", "false" };
-static const char *const index_names[] = { "thread", "core" };
 static const char *const via_names[] = { "sample", "watchpoint", "exact" };
-
-struct h5 {
-	hid_t str;       /* variable-length UTF-8 string type */
-	int bad;
-};
-
-static void a_str(struct h5 *h, hid_t obj, const char *key, const char *value)
-{
-	const char *v = value ? value : "";
-	hid_t sp = H5Screate(H5S_SCALAR);
-	if (H5Aexists(obj, key) > 0)
-		H5Adelete(obj, key);
-	hid_t a = H5Acreate2(obj, key, h->str, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a < 0 || H5Awrite(a, h->str, &v) < 0)
-		h->bad = 1;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-}
-
-static void a_num(struct h5 *h, hid_t obj, const char *key, hid_t ftype, hid_t mtype,
-                  const void *v)
-{
-	hid_t sp = H5Screate(H5S_SCALAR);
-	if (H5Aexists(obj, key) > 0)
-		H5Adelete(obj, key);
-	hid_t a = H5Acreate2(obj, key, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a < 0 || H5Awrite(a, mtype, v) < 0)
-		h->bad = 1;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-}
-
-static void a_u64(struct h5 *h, hid_t obj, const char *key, uint64_t v)
-{
-	a_num(h, obj, key, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
-}
-
-static void a_i64(struct h5 *h, hid_t obj, const char *key, int64_t v)
-{
-	a_num(h, obj, key, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
-}
-
-static void a_f64(struct h5 *h, hid_t obj, const char *key, double v)
-{
-	a_num(h, obj, key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
-}
-
-static void a_strs(struct h5 *h, hid_t obj, const char *key, const char *const *v, size_t n)
-{
-	hsize_t dim = n;
-	hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_NULL);
-	hid_t a = H5Acreate2(obj, key, h->str, sp, H5P_DEFAULT, H5P_DEFAULT);
-	if (a < 0 || (n && H5Awrite(a, h->str, v) < 0))
-		h->bad = 1;
-	if (a >= 0)
-		H5Aclose(a);
-	H5Sclose(sp);
-}
-
-static void d_strs(struct h5 *h, hid_t loc, const char *name, const char *const *v, size_t n)
-{
-	hsize_t dim = n;
-	hid_t sp = H5Screate_simple(1, &dim, NULL);
-	hid_t d = H5Dcreate2(loc, name, h->str, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	if (d < 0 || (n && H5Dwrite(d, h->str, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0))
-		h->bad = 1;
-	if (d >= 0)
-		H5Dclose(d);
-	H5Sclose(sp);
-}
-
-static hid_t d_nd(struct h5 *h, hid_t loc, const char *name, int rank, const hsize_t *dims,
-                  hid_t ftype, hid_t mtype, const void *data)
-{
-	hid_t sp = H5Screate_simple(rank, dims, NULL);
-	hid_t d = H5Dcreate2(loc, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-	hsize_t total = 1;
-	for (int i = 0; i < rank; i++)
-		total *= dims[i];
-	if (d < 0 || (total && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0))
-		h->bad = 1;
-	H5Sclose(sp);
-	return d;
-}
 
 static const char *core_label(const struct sweep_trace *ti, size_t i, char *buf, size_t cap)
 {
@@ -144,7 +56,7 @@ static const char *core_label(const struct sweep_trace *ti, size_t i, char *buf,
 }
 
 /* The six matrices, totals and options of one result into group g. */
-static void write_mats(struct h5 *h, hid_t g, const struct sweep *s, const struct sweep_mats *m,
+static void write_mats(struct h5w *h, hid_t g, const struct sweep *s, const struct sweep_mats *m,
                        const struct sweep_trace *ti, const struct model_opts *o)
 {
 	char buf[256], key[64];
@@ -152,26 +64,26 @@ static void write_mats(struct h5 *h, hid_t g, const struct sweep *s, const struc
 		snprintf(key, sizeof key, "opt:%s", model_opt_names[k]);
 		if (!strcmp(model_opt_names[k], "line-size")) {
 			snprintf(buf, sizeof buf, "%u", m->line_size);
-			a_str(h, g, key, buf);
+			h5w_attr_str(h, g, key, buf);
 		} else {
-			a_str(h, g, key, model_opts_format(o, model_opt_names[k], buf, sizeof buf));
+			h5w_attr_str(h, g, key, model_opts_format(o, model_opt_names[k], buf, sizeof buf));
 		}
 	}
 	for (int v = 0; v < 3; v++)
 		for (int t = 0; t < 2; t++) {
 			snprintf(key, sizeof key, "events_%s_%s", via_names[v], t ? "true" : "false");
-			a_u64(h, g, key, m->tot.events[v][t]);
+			h5w_attr_u64(h, g, key, m->tot.events[v][t]);
 			snprintf(key, sizeof key, "weight_%s_%s", via_names[v], t ? "true" : "false");
-			a_f64(h, g, key, m->tot.weight[v][t]);
+			h5w_attr_f64(h, g, key, m->tot.weight[v][t]);
 		}
-	a_u64(h, g, "unmapped_cpu", m->tot.unmapped_cpu);
+	h5w_attr_u64(h, g, "unmapped_cpu", m->tot.unmapped_cpu);
 	for (int ix = 0; ix < 2; ix++) {
 		size_t n = m->n[ix];
 		double *cells = malloc((n ? n * n : 1) * sizeof *cells);
 		const char **labels = calloc(n ? n : 1, sizeof *labels);
 		char (*lb)[32] = calloc(n ? n : 1, sizeof *lb);
 		if (!cells || !labels || !lb) {
-			h->bad = 1;
+			h5w_fail(h);
 			free(cells);
 			free(labels);
 			free(lb);
@@ -185,16 +97,15 @@ static void write_mats(struct h5 *h, hid_t g, const struct sweep *s, const struc
 		}
 		for (int k = 0; k < 3; k++) {
 			sweep_matrix_cells(s, m, ix, k, cells);
-			snprintf(key, sizeof key, "%s_%s", index_names[ix], kind_names[k]);
-			hsize_t dims[2] = { n, n };
-			hid_t d = d_nd(h, g, key, 2, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, cells);
+			snprintf(key, sizeof key, "%s_%s", mx_index_names[ix], mx_kind_names[k]);
+			struct matrix_out mo = {
+				.name = key, .kind = mx_kind_names[k], .index = mx_index_names[ix],
+				.units = "estimated line transfers", .n = n, .cell = cells, .labels = labels,
+			};
+			hid_t d = h5w_matrix(h, g, key, &mo);
 			if (d < 0)
 				continue;
-			a_str(h, d, "kind", kind_names[k]);
-			a_str(h, d, "index", index_names[ix]);
-			a_str(h, d, "units", "estimated line transfers");
-			a_str(h, d, "symmetric", s->directed ? "no" : "yes");
-			a_strs(h, d, "labels", labels, n);
+			h5w_attr_str(h, d, "symmetric", s->directed ? "no" : "yes");
 			H5Dclose(d);
 		}
 		free(cells);
@@ -203,26 +114,26 @@ static void write_mats(struct h5 *h, hid_t g, const struct sweep *s, const struc
 	}
 }
 
-static void write_metrics_attrs(struct h5 *h, hid_t g, const struct sweep_metrics *m)
+static void write_metrics_attrs(struct h5w *h, hid_t g, const struct sweep_metrics *m)
 {
-	a_f64(h, g, "volume", m->volume);
-	a_f64(h, g, "true_fraction", m->true_frac);
-	a_f64(h, g, "false_fraction", m->false_frac);
-	a_f64(h, g, "l1", m->l1);
-	a_f64(h, g, "l1_shape", m->l1_shape);
-	a_f64(h, g, "pearson", m->pearson);
-	a_f64(h, g, "excess", m->excess);
-	a_f64(h, g, "missing", m->missing);
-	a_f64(h, g, "ratio", m->ratio);
-	a_f64(h, g, "topk_recovered", m->topk);
-	a_u64(h, g, "topk", m->k);
+	h5w_attr_f64(h, g, "volume", m->volume);
+	h5w_attr_f64(h, g, "true_fraction", m->true_frac);
+	h5w_attr_f64(h, g, "false_fraction", m->false_frac);
+	h5w_attr_f64(h, g, "l1", m->l1);
+	h5w_attr_f64(h, g, "l1_shape", m->l1_shape);
+	h5w_attr_f64(h, g, "pearson", m->pearson);
+	h5w_attr_f64(h, g, "excess", m->excess);
+	h5w_attr_f64(h, g, "missing", m->missing);
+	h5w_attr_f64(h, g, "ratio", m->ratio);
+	h5w_attr_f64(h, g, "topk_recovered", m->topk);
+	h5w_attr_u64(h, g, "topk", m->k);
 }
 
-static void write_summary(struct h5 *h, hid_t file, const struct sweep *s)
+static void write_summary(struct h5w *h, hid_t file, const struct sweep *s)
 {
 	hid_t g = H5Gcreate2(file, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	if (g < 0) {
-		h->bad = 1;
+		h5w_fail(h);
 		return;
 	}
 	hsize_t dims[SWEEP_MAX_PARAMS + 1];
@@ -246,7 +157,7 @@ static void write_summary(struct h5 *h, hid_t file, const struct sweep *s)
 	double *v = malloc((n ? n : 1) * sizeof *v);
 	uint64_t *e = malloc((n ? n : 1) * sizeof *e);
 	if (!v || !e) {
-		h->bad = 1;
+		h5w_fail(h);
 		free(v);
 		free(e);
 		H5Gclose(g);
@@ -262,9 +173,9 @@ static void write_summary(struct h5 *h, hid_t file, const struct sweep *s)
 			                 m->pearson, m->excess, m->missing, m->ratio, m->topk };
 			v[i] = x[q];
 		}
-		hid_t d = d_nd(h, g, names[q], rank, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v);
+		hid_t d = h5w_dataset(h, g, names[q], rank, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v);
 		if (d >= 0) {
-			a_str(h, d, "dims", dimtxt);
+			h5w_attr_str(h, d, "dims", dimtxt);
 			H5Dclose(d);
 		}
 	}
@@ -276,44 +187,44 @@ static void write_summary(struct h5 *h, hid_t file, const struct sweep *s)
 				ev += tot->events[a][0] + tot->events[a][1];
 			e[t * s->ngrid + p] = ev;
 		}
-	hid_t d = d_nd(h, g, "events", rank, dims, H5T_STD_U64LE, H5T_NATIVE_UINT64, e);
+	hid_t d = h5w_dataset(h, g, "events", rank, dims, H5T_STD_U64LE, H5T_NATIVE_UINT64, e);
 	if (d >= 0) {
-		a_str(h, d, "dims", dimtxt);
+		h5w_attr_str(h, d, "dims", dimtxt);
 		H5Dclose(d);
 	}
-	a_str(h, g, "dims", dimtxt);
+	h5w_attr_str(h, g, "dims", dimtxt);
 	free(v);
 	free(e);
 	H5Gclose(g);
 }
 
-static void write_grid(struct h5 *h, hid_t file, const struct sweep *s)
+static void write_grid(struct h5w *h, hid_t file, const struct sweep *s)
 {
 	hid_t g = H5Gcreate2(file, "grid", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	if (g < 0) {
-		h->bad = 1;
+		h5w_fail(h);
 		return;
 	}
 	for (size_t k = 0; k < s->nparams; k++) {
 		const struct sweep_param *p = &s->params[k];
-		d_strs(h, g, p->name, (const char *const *)p->values, p->nvalues);
+		h5w_dataset_strs(h, g, p->name, (const char *const *)p->values, p->nvalues);
 		hid_t d = H5Dopen2(g, p->name, H5P_DEFAULT);
 		if (d >= 0) {
-			a_str(h, d, "numeric", p->numeric ? "yes" : "no");
-			a_u64(h, d, "axis", k);
+			h5w_attr_str(h, d, "numeric", p->numeric ? "yes" : "no");
+			h5w_attr_u64(h, d, "axis", k);
 			H5Dclose(d);
 		}
 	}
 	size_t np = s->nparams ? s->nparams : 1;
 	uint32_t *idx = calloc(s->ngrid * np, sizeof *idx);
 	if (!idx) {
-		h->bad = 1;
+		h5w_fail(h);
 	} else {
 		for (size_t p = 0; p < s->ngrid; p++)
 			for (size_t k = 0; k < s->nparams; k++)
 				idx[p * np + k] = (uint32_t)s->coord[p * s->nparams + k];
 		hsize_t dims[2] = { s->ngrid, np };
-		hid_t d = d_nd(h, g, "index", 2, dims, H5T_STD_U32LE, H5T_NATIVE_UINT32, idx);
+		hid_t d = h5w_dataset(h, g, "index", 2, dims, H5T_STD_U32LE, H5T_NATIVE_UINT32, idx);
 		if (d >= 0)
 			H5Dclose(d);
 		free(idx);
@@ -323,88 +234,74 @@ static void write_grid(struct h5 *h, hid_t file, const struct sweep *s)
 
 int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err)
 {
-	H5E_auto2_t old_fn = NULL;
-	void *old_data = NULL;
-	H5Eget_auto2(H5E_DEFAULT, &old_fn, &old_data);
-	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-	struct h5 h = { .str = -1 };
-	errno = 0;
-	hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-	if (file < 0) {
-		int e = errno;
-		snprintf(err->msg, sizeof err->msg, "cannot create HDF5 file '%s'%s%s", path,
-		         e ? ": " : "", e ? strerror(e) : "");
-		H5Eset_auto2(H5E_DEFAULT, old_fn, old_data);
-		errno = e ? e : EIO;
+	struct h5w h;
+	if (h5w_create(&h, path, err))
 		return -1;
-	}
-	h.str = H5Tcopy(H5T_C_S1);
-	H5Tset_size(h.str, H5T_VARIABLE);
-	H5Tset_cset(h.str, H5T_CSET_UTF8);
+	hid_t file = h.file;
 
 	/* provenance */
-	a_str(&h, file, "creator", "commtrace " CT_VERSION);
-	a_str(&h, file, "format", "commtrace sweep");
-	a_str(&h, file, "tool", "commanalyze " CT_VERSION);
+	h5w_attr_str(&h, file, "creator", "commtrace " CT_VERSION);
+	h5w_attr_str(&h, file, "format", "commtrace sweep");
+	h5w_attr_str(&h, file, "tool", "commanalyze " CT_VERSION);
 	const char **tp = calloc(s->ntraces + 1, sizeof *tp);
 	for (size_t t = 0; tp && t < s->ntraces; t++)
 		tp[t] = s->traces[t].path;
 	if (tp)
-		a_strs(&h, file, "traces", tp, s->ntraces);
+		h5w_attr_strs(&h, file, "traces", tp, s->ntraces);
 	free(tp);
 	if (s->ntraces == 1)
-		a_str(&h, file, "trace", s->traces[0].path);
-	a_str(&h, file, "model", s->base.model ? s->base.model : "comdetective");
+		h5w_attr_str(&h, file, "trace", s->traces[0].path);
+	h5w_attr_str(&h, file, "model", s->base.model ? s->base.model : "comdetective");
 	for (size_t k = 0; model_opt_names[k]; k++) {
 		char key[64], v[128];
 		snprintf(key, sizeof key, "fixed:%s", model_opt_names[k]);
-		a_str(&h, file, key, model_opts_format(&s->base, model_opt_names[k], v, sizeof v));
+		h5w_attr_str(&h, file, key, model_opts_format(&s->base, model_opt_names[k], v, sizeof v));
 	}
 	const char *pn[SWEEP_MAX_PARAMS];
 	for (size_t k = 0; k < s->nparams; k++)
 		pn[k] = s->params[k].name;
-	a_strs(&h, file, "params", pn, s->nparams);
-	a_u64(&h, file, "ngrid", s->ngrid);
-	a_u64(&h, file, "npoints", s->npoints);
-	a_str(&h, file, "reference", s->ref_desc);
-	a_i64(&h, file, "reference_point",
+	h5w_attr_strs(&h, file, "params", pn, s->nparams);
+	h5w_attr_u64(&h, file, "ngrid", s->ngrid);
+	h5w_attr_u64(&h, file, "npoints", s->npoints);
+	h5w_attr_str(&h, file, "reference", s->ref_desc);
+	h5w_attr_i64(&h, file, "reference_point",
 	      s->ref_kind == SWEEP_REF_POINT && s->ref_point < s->ngrid ? (int64_t)s->ref_point : -1);
 	if (s->ref_kind == SWEEP_REF_TRACE)
-		a_str(&h, file, "reference_trace", s->ref_trace);
-	a_str(&h, file, "symmetric", s->directed ? "no" : "yes");
-	a_str(&h, file, "directed", s->directed ? "yes (row: receiving thread, column: publisher)"
+		h5w_attr_str(&h, file, "reference_trace", s->ref_trace);
+	h5w_attr_str(&h, file, "symmetric", s->directed ? "no" : "yes");
+	h5w_attr_str(&h, file, "directed", s->directed ? "yes (row: receiving thread, column: publisher)"
 	                                        : "no (M + M^T)");
-	a_str(&h, file, "units", "estimated line transfers");
-	a_u64(&h, file, "topk", SWEEP_TOPK);
-	a_str(&h, file, "distances",
+	h5w_attr_str(&h, file, "units", "estimated line transfers");
+	h5w_attr_u64(&h, file, "topk", SWEEP_TOPK);
+	h5w_attr_str(&h, file, "distances",
 	      "matrix_compare (compare.h) of the thread matrices, kind all, symmetric (pairs i < j "
 	      "of M + M^T), point a against reference r, A and R their sums: l1 = sum |a - r| / R; "
 	      "l1_shape = sum |a/A - r/R|; pearson of the pair cells; excess = sum max(0, a - r) / A; "
 	      "missing = sum max(0, r - a) / R; ratio = A / R; topk_recovered = share of the "
 	      "reference's top-k pairs among the point's top-k");
-	a_f64(&h, file, "replay_seconds", s->seconds);
+	h5w_attr_f64(&h, file, "replay_seconds", s->seconds);
 
 	write_grid(&h, file, s);
 	write_summary(&h, file, s);
 
 	hid_t pg = H5Gcreate2(file, "points", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 	if (pg < 0)
-		h.bad = 1;
+		h5w_fail(&h);
 	for (size_t t = 0; pg >= 0 && t < s->ntraces && !h.bad; t++)
 		for (size_t p = 0; p < s->ngrid && !h.bad; p++) {
 			char name[32];
 			snprintf(name, sizeof name, "%04zu", t * s->ngrid + p);
 			hid_t g = H5Gcreate2(pg, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 			if (g < 0) {
-				h.bad = 1;
+				h5w_fail(&h);
 				break;
 			}
-			a_str(&h, g, "trace", s->traces[t].path);
-			a_u64(&h, g, "trace_index", t);
-			a_u64(&h, g, "point", p);
+			h5w_attr_str(&h, g, "trace", s->traces[t].path);
+			h5w_attr_u64(&h, g, "trace_index", t);
+			h5w_attr_u64(&h, g, "point", p);
 			for (size_t k = 0; k < s->nparams; k++)
-				a_str(&h, g, s->params[k].name, sweep_value(s, p, k));
-			a_str(&h, g, "is_reference",
+				h5w_attr_str(&h, g, s->params[k].name, sweep_value(s, p, k));
+			h5w_attr_str(&h, g, "is_reference",
 			      s->ref_kind == SWEEP_REF_POINT && p == s->ref_point ? "yes" : "no");
 			write_metrics_attrs(&h, g, sweep_metric(s, t, p));
 			write_mats(&h, g, s, sweep_res(s, t, p), &s->traces[t], &s->opts[p]);
@@ -425,21 +322,16 @@ int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err
 	if (rm && rm->done && !h.bad) {
 		hid_t g = H5Gcreate2(file, "reference", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
 		if (g < 0) {
-			h.bad = 1;
+			h5w_fail(&h);
 		} else {
-			a_str(&h, g, "trace", rt->path);
-			a_str(&h, g, "reference", s->ref_desc);
+			h5w_attr_str(&h, g, "trace", rt->path);
+			h5w_attr_str(&h, g, "reference", s->ref_desc);
 			write_mats(&h, g, s, rm, rt, &s->ref_opts);
 			H5Gclose(g);
 		}
 	}
-	H5Tclose(h.str);
-	if (H5Fclose(file) < 0)
-		h.bad = 1;
-	H5Eset_auto2(H5E_DEFAULT, old_fn, old_data);
-	if (h.bad) {
+	if (h5w_close(&h)) {
 		snprintf(err->msg, sizeof err->msg, "cannot write HDF5 file '%s'", path);
-		errno = EIO;
 		return -1;
 	}
 	return 0;

@@ -259,10 +259,8 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 	}
 	double legend_h = nser > 1 ? 18.0 * (double)((nser + 3) / 4) + 8 : 0;
 	double W = COLS * PW + 20, H = TOP + legend_h + (NPANELS / COLS) * PH + 10;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-	           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-	           "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n", W, H, W, H);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", W, H);
+	out_svg_begin(f, W, H);
+	out_svg_background(f, W, H);
 	char buf[1024], b2[600];
 	if (s->ntraces == 1)
 		snprintf(buf, sizeof buf, "commanalyze sweep: %s (model %s)", s->traces[0].path,
@@ -419,13 +417,12 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 			}
 #undef YP
 	}
-	fputs("</svg>\n", f);
 	free(ax.v);
 	free(pt);
 	free(tr);
-	int bad = ferror(f);
+	int bad = out_svg_end(f);
 	if (fclose(f))
-		bad = 1;
+		bad = -1;
 	if (bad && !errno)
 		errno = EIO;
 	return bad ? -1 : 0;

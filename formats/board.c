@@ -13,72 +13,57 @@ void board_init(struct board *b, void *mem, uint32_t size, uint32_t line_size)
 	for (unsigned i = 0; i < BOARD_RECENT; i++)
 		atomic_init(&b->recent[i], UINT32_MAX);
 	b->size = size ? size : 1;
+	b->hash = BOARD_HASH_MOD;
 	b->line_shift = 0;
 	while ((1u << b->line_shift) < line_size && b->line_shift < 31)
 		b->line_shift++;
 }
 
-static inline uint32_t slot_of(const struct board *b, uint64_t addr)
-{
-	return (uint32_t)((addr >> b->line_shift) % b->size);
-}
-
-/* Consistent read of an entry; returns its sequence number (even, nonzero)
- * or 0 if empty / being written / changed under us. */
-static uint64_t read_entry(const struct board_entry *e, struct board_view *v)
-{
-	uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
-	if (s1 == 0 || (s1 & 1))
-		return 0;
-	v->addr = atomic_load_explicit(&e->addr, memory_order_relaxed);
-	v->time = atomic_load_explicit(&e->time, memory_order_relaxed);
-	v->thread = atomic_load_explicit(&e->thread, memory_order_relaxed);
-	v->len = (uint8_t)atomic_load_explicit(&e->len, memory_order_relaxed);
-	atomic_thread_fence(memory_order_acquire);
-	uint64_t s2 = atomic_load_explicit(&e->seq, memory_order_relaxed);
-	return s1 == s2 ? s1 : 0;
-}
-
 bool board_get(const struct board *b, uint64_t addr, struct board_view *v)
 {
-	return read_entry(&b->e[slot_of(b, addr)], v) != 0;
+	return board_read_entry(&b->e[board_slot_of(b, addr)], v) != 0;
 }
 
 bool board_get_slot(const struct board *b, uint32_t i, struct board_view *v)
 {
 	if (i >= b->size)
 		return false;
-	return read_entry(&b->e[i], v) != 0;
+	return board_read_entry(&b->e[i], v) != 0;
+}
+
+bool board_replace(struct board *b, const struct board_slot *slot, const struct board_view *v)
+{
+	struct board_entry *e = &b->e[slot->i];
+	uint64_t seq = slot->seq;
+	if (seq & 1)
+		return false;
+	if (!atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
+	                                             memory_order_acquire,
+	                                             memory_order_relaxed))
+		return false;
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&e->addr, v->addr, memory_order_relaxed);
+	atomic_store_explicit(&e->time, v->time, memory_order_relaxed);
+	atomic_store_explicit(&e->ip, v->ip, memory_order_relaxed);
+	atomic_store_explicit(&e->count, v->count, memory_order_relaxed);
+	atomic_store_explicit(&e->thread, v->thread, memory_order_relaxed);
+	atomic_store_explicit(&e->cpu, v->cpu, memory_order_relaxed);
+	atomic_store_explicit(&e->len, v->len, memory_order_relaxed);
+	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+	uint64_t k = atomic_fetch_add_explicit(&b->recent_n, 1, memory_order_relaxed);
+	atomic_store_explicit(&b->recent[k % BOARD_RECENT], slot->i, memory_order_release);
+	return true;
 }
 
 bool board_publish(struct board *b, uint64_t addr, uint8_t len, uint32_t thread,
                    uint64_t now, uint64_t older_than)
 {
-	struct board_entry *e = &b->e[slot_of(b, addr)];
-	uint64_t s = atomic_load_explicit(&e->seq, memory_order_acquire);
-	if (s & 1)
-		return false;               /* someone is writing it right now */
-	if (s != 0) {
-		struct board_view v;
-		uint64_t s2 = read_entry(e, &v);
-		if (s2 != s)
-			return false;
-		if (v.time >= older_than)
-			return false;           /* not expired yet */
-	}
-	if (!atomic_compare_exchange_strong_explicit(&e->seq, &s, s + 1,
-	                                             memory_order_acquire,
-	                                             memory_order_relaxed))
-		return false;
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&e->addr, addr, memory_order_relaxed);
-	atomic_store_explicit(&e->time, now, memory_order_relaxed);
-	atomic_store_explicit(&e->thread, thread, memory_order_relaxed);
-	atomic_store_explicit(&e->len, len, memory_order_relaxed);
-	atomic_store_explicit(&e->seq, s + 2, memory_order_release);
-	uint64_t k = atomic_fetch_add_explicit(&b->recent_n, 1, memory_order_relaxed);
-	atomic_store_explicit(&b->recent[k % BOARD_RECENT], slot_of(b, addr), memory_order_release);
-	return true;
+	struct board_view v;
+	struct board_slot slot;
+	if (board_lookup(b, addr, &v, &slot) && v.time >= older_than)
+		return false;               /* not expired yet */
+	v = (struct board_view){ .addr = addr, .time = now, .thread = thread, .len = len };
+	return board_replace(b, &slot, &v);
 }
 
 bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t now,
@@ -99,7 +84,7 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 			dup = seen[j] == i;
 		seen[k] = i;
 		struct board_view v;
-		if (dup || i >= b->size || !read_entry(&b->e[i], &v))
+		if (dup || i >= b->size || !board_read_entry(&b->e[i], &v))
 			continue;
 		if (v.thread == self || v.time < since || v.time > now)
 			continue;

@@ -1,13 +1,14 @@
-/* The online bulletin board of the watchpoint machinery (ComDetective,
- * Algorithm 1): a global array of `size` entries indexed by
- * (address / line_size) mod size.  An entry holds the address and length of
- * a sampled store (or atomic), the publishing thread's index and the time of
- * publishing.
+/* The bulletin board of ComDetective's Algorithm 1: a global array of
+ * `size` entries indexed by the line number (address / line_size) mod size,
+ * or by a mix of it (BOARD_HASH_MURMUR).  An entry holds the address,
+ * length, instruction and cpu of a sampled store (or atomic), the
+ * publishing thread's index, its store count and the time of publishing.
  *
- * One implementation serves the recorder's sample handler (record/runtime)
- * and the analyzer's emulate model, which replays the recorder on a full
- * trace: the rules below decide which WP_ARM records a trace holds.  No
- * allocation (the caller gives the memory), no locks, no stdio.
+ * One implementation serves every board there is: the recorder's
+ * (record/runtime), and the analyzer's comdetective and emulate models,
+ * through the one step of Algorithm 1 in comdetective.h, which decides
+ * what is published and what is watched.  No allocation (the caller gives
+ * the memory), no locks, no stdio.
  *
  * Lock-free: every entry has a sequence number, odd while a publisher writes
  * it.  A publisher claims an entry by CAS on the sequence number it read
@@ -16,18 +17,10 @@
  * an entry being written, or changed while read, reads as empty.
  * Async-signal-safe (publishing and reading happen in sample handlers).
  *
- * Expiry:
- *   - An entry counts as unexpired for thread T at the time of T's sample if
- *     it was published at or after T's previous sample (any kind): "published
- *     between its current sample and its previous sample" (paper, 3.2).
- *   - A store sample of T may replace an entry only if the slot is empty or
- *     the entry was published before T's previous *store* sample: the
- *     entry has survived longer than T's own store inter-sample interval
- *     (the paper: "deemed expired if it survived for more than two store
- *     events from the same thread").  This holds for T's own entries too.
- *   - A thread with no previous store sample uses its previous sample of
- *     any kind instead (0 for its very first sample: only empty slots).
- */
+ * Replacing an entry is two steps: board_lookup reads it (and its sequence
+ * number), the caller decides on that consistent copy (the expiry rules of
+ * comdetective.h), board_replace claims it by CAS on that sequence number.
+ * board_publish is both for the recorder's rule. */
 #ifndef CT_BOARD_H
 #define CT_BOARD_H
 
@@ -40,8 +33,16 @@ struct board_entry {
 	_Atomic uint64_t seq;       /* even: stable; odd: being written; 0: never written */
 	_Atomic uint64_t addr;
 	_Atomic uint64_t time;
+	_Atomic uint64_t ip;
+	_Atomic uint64_t count;
 	_Atomic uint32_t thread;
 	_Atomic uint32_t len;
+	_Atomic uint32_t cpu;
+};
+
+enum board_hash {
+	BOARD_HASH_MOD = 0,         /* line number mod size */
+	BOARD_HASH_MURMUR = 1,      /* fmix64(line number) mod size */
 };
 
 #define BOARD_RECENT 64         /* recently published slots remembered */
@@ -50,6 +51,7 @@ struct board {
 	struct board_entry *e;
 	uint32_t size;
 	uint32_t line_shift;        /* log2 line size */
+	enum board_hash hash;       /* BOARD_HASH_MOD unless set after board_init */
 	/* Slot indices of the last BOARD_RECENT publications (a ring): where
 	 * board_pick looks for unexpired entries without scanning the board. */
 	_Atomic uint64_t recent_n;
@@ -58,9 +60,24 @@ struct board {
 
 struct board_view {             /* a consistent copy of one entry */
 	uint64_t addr, time;
+	uint64_t ip;                /* the publishing sample's instruction */
+	uint64_t count;             /* the publisher's store samples when it published */
 	uint32_t thread;
+	uint32_t cpu;
 	uint8_t len;
 };
+
+/* MurmurHash3's 64-bit finalizer: every input bit moves every output bit
+ * (the board's BOARD_HASH_MURMUR, the analyzer's hash tables). */
+static inline uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
 
 size_t board_bytes(uint32_t size);
 /* mem: board_bytes(size) zeroed bytes.  line_size: a power of two. */
@@ -77,9 +94,60 @@ bool board_get(const struct board *b, uint64_t addr, struct board_view *v);
 /* Read entry i (0..size-1). */
 bool board_get_slot(const struct board *b, uint32_t i, struct board_view *v);
 
+/* Where board_lookup found an entry, for board_replace. */
+struct board_slot {
+	uint32_t i;                 /* slot index */
+	uint64_t seq;               /* 0: empty; odd: being written or changed while
+	                               read (it cannot be replaced now) */
+};
+
+static inline uint32_t board_slot_of(const struct board *b, uint64_t addr)
+{
+	uint64_t ln = addr >> b->line_shift;
+	return (uint32_t)((b->hash == BOARD_HASH_MURMUR ? fmix64(ln) : ln) % b->size);
+}
+
+/* Consistent read of entry e: its sequence number (even, nonzero) with *v,
+ * or 0 if empty, being written or changed under us. */
+static inline uint64_t board_read_entry(const struct board_entry *e, struct board_view *v)
+{
+	uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if (s1 == 0 || (s1 & 1))
+		return 0;
+	v->addr = atomic_load_explicit(&e->addr, memory_order_relaxed);
+	v->time = atomic_load_explicit(&e->time, memory_order_relaxed);
+	v->ip = atomic_load_explicit(&e->ip, memory_order_relaxed);
+	v->count = atomic_load_explicit(&e->count, memory_order_relaxed);
+	v->thread = atomic_load_explicit(&e->thread, memory_order_relaxed);
+	v->cpu = atomic_load_explicit(&e->cpu, memory_order_relaxed);
+	v->len = (uint8_t)atomic_load_explicit(&e->len, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	uint64_t s2 = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	return s1 == s2 ? s1 : 0;
+}
+
+/* Read the entry addr's slot to decide whether to replace it: true with *v
+ * when it holds a stable entry; *slot for board_replace either way. */
+static inline bool board_lookup(const struct board *b, uint64_t addr, struct board_view *v,
+                                struct board_slot *slot)
+{
+	slot->i = board_slot_of(b, addr);
+	const struct board_entry *e = &b->e[slot->i];
+	uint64_t s = atomic_load_explicit(&e->seq, memory_order_acquire);
+	slot->seq = s == 0 ? 0 : 1;
+	if (s == 0 || (s & 1) || board_read_entry(e, v) != s)
+		return false;               /* empty, or being written, or changed under us */
+	slot->seq = s;
+	return true;
+}
+/* Write *v over the entry board_lookup read (it must hold v->addr's line's
+ * slot); false when the slot could not be read or has changed since.  true
+ * if published. */
+bool board_replace(struct board *b, const struct board_slot *slot, const struct board_view *v);
+
 /* Publish <addr, len, thread, now> if the slot is empty or its entry was
- * published before `older_than` (the publisher's previous store sample).
- * true if published. */
+ * published before `older_than` (the recorder's rule: the publisher's
+ * previous store sample).  true if published. */
 bool board_publish(struct board *b, uint64_t addr, uint8_t len, uint32_t thread,
                    uint64_t now, uint64_t older_than);
 

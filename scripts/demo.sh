@@ -12,7 +12,7 @@ out="$B/demo"
 mkdir -p "$out"
 rec="$B/commrec"
 ana="$B/commanalyze"
-for p in "$rec" "$ana" tests/ubench/p2p tests/ubench/false_sharing; do
+for p in "$rec" "$ana" "$B/ubench/p2p" "$B/ubench/false_sharing"; do
 	[ -x "$p" ] || { echo "demo: $p is missing: run make B=$B first" >&2; exit 1; }
 done
 
@@ -32,12 +32,12 @@ say "0. Which samplers work on this machine" \
 
 recorded=yes
 # --------------------------------------------------------------------------
-say "1. Record tests/ubench/p2p -t 4: two pairs of threads, 0-1 and 2-3" \
+say "1. Record the p2p microbenchmark (tests/ubench/p2p.c) -t 4: two pairs of threads, 0-1 and 2-3" \
 	"Each pair stores to its own shared cache line; nothing crosses pairs." \
 	"commrec -q runs the program unmodified (LD_PRELOAD runtime) and writes one trace." \
 	"Under commrec the main thread is T0 and the 4 workers are T1..T4 (in start order)."
-echo "\$ commrec -q -f -o $out/p2p.zst -- tests/ubench/p2p -t 4 -n 600000000"
-if "$rec" -q -f -o "$out/p2p.zst" -- tests/ubench/p2p -t 4 -n 600000000 >"$out/p2p.out"; then
+echo "\$ commrec -q -f -o $out/p2p.zst -- $B/ubench/p2p -t 4 -n 600000000"
+if "$rec" -q -f -o "$out/p2p.zst" -- "$B/ubench/p2p" -t 4 -n 600000000 >"$out/p2p.out"; then
 	grep '^done' "$out/p2p.out" | sed 's/^/  program says: /'
 	printf '  trace: %s, %s bytes\n' "$out/p2p.zst" "$(stat -c %s "$out/p2p.zst")"
 else
@@ -62,12 +62,12 @@ say "3. The thread matrix: commanalyze matrix $out/p2p.zst" \
 "$ana" matrix "$out/p2p.zst" --format svg -o "$out/p2p-threads.svg"
 
 # --------------------------------------------------------------------------
-say "4. Record tests/ubench/false_sharing -t 4 -f 0.9" \
+say "4. Record the false_sharing microbenchmark (tests/ubench/false_sharing.c) -t 4 -f 0.9" \
 	"90% of the time each thread does an atomic add to its OWN word of one line" \
 	"(false sharing: different bytes, same line), else to word 0 of another line" \
 	"that all threads update (true sharing)."
-echo "\$ commrec -q -f -o $out/fs.zst -- tests/ubench/false_sharing -t 4 -f 0.9 -n 150000000"
-"$rec" -q -f -o "$out/fs.zst" -- tests/ubench/false_sharing -t 4 -f 0.9 -n 150000000 >"$out/fs.out"
+echo "\$ commrec -q -f -o $out/fs.zst -- $B/ubench/false_sharing -t 4 -f 0.9 -n 150000000"
+"$rec" -q -f -o "$out/fs.zst" -- "$B/ubench/false_sharing" -t 4 -f 0.9 -n 150000000 >"$out/fs.out"
 grep '^done' "$out/fs.out" | sed 's/^/  program says: /'
 echo
 echo "Report, Totals section (commanalyze $out/fs.zst):"

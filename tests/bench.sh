@@ -45,7 +45,7 @@ row "-------" "-----" "------"
 # /usr/bin/time; commrec's end of recording (join, symbols) is shown apart:
 # commrec's wall time beyond the program's, and its peak RSS (/usr/bin/time: the
 # larger of commrec's and the program's) beyond the program's.
-prog=(tests/ubench/write_volume -t 2 -n 600000000 -s 0)
+prog=("$B/ubench/write_volume" -t 2 -n 600000000 -s 0)
 : >"$W/plain.t"; : >"$W/rec.t"
 for _ in $(seq "$REPEAT"); do
 	/usr/bin/time -f '%e %U %S %M' -o "$W/plain.one" "${prog[@]}" >/dev/null 2>&1 || true

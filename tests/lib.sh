@@ -5,7 +5,8 @@ CT_ROOT=${CT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 CT_BUILD=${CT_BUILD:-$CT_ROOT/build}
 COMMREC="$CT_BUILD/commrec"
 COMMANALYZE="$CT_BUILD/commanalyze"
-UBENCH="$CT_ROOT/tests/ubench"
+UBENCH="$CT_BUILD/ubench"          # the microbenchmarks (make build/ubench/NAME)
+UBENCH_SRC="$CT_ROOT/tests/ubench"  # their sources and helpers (ubrec.sh, ubtrace.py)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ct-e2e.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 ct_failed=0

@@ -12,7 +12,7 @@
 #include <linux/perf_event.h>
 
 #include "commtrace.h"
-#include "board.h"
+#include "comdetective.h"
 #include "recring.h"
 #include "perf_ring.h"
 #include "sampler.h"
@@ -55,8 +55,7 @@ struct rt_thread {
 	_Atomic int stopped;       /* no more sampling (thread end, exit, fork) */
 
 	/* sample state (signal handler context) */
-	uint64_t prev_sample, prev_store;  /* times of the previous usable samples */
-	uint64_t prev_detect;              /* pub time of the last detection (Alg. 1 t_prev) */
+	struct cd_history cd;              /* Algorithm 1 state: usable samples, t_prev */
 	uint64_t skip[16];                 /* pending skip counts by reason */
 	uint64_t skip_pending;
 	uint64_t skip_runtime;             /* samples in the runtime itself */
@@ -210,7 +209,8 @@ void rt_block_our_signals(sigset_t *old);
 /* rt_wp.c */
 int rt_wp_thread_start(struct rt_thread *t);
 void rt_wp_thread_stop(struct rt_thread *t, int self);
-void rt_wp_try_arm(struct rt_thread *t, uint64_t now);
+/* Arm the watchpoints on the words cd_step chose (plan); WP_ARM record. */
+void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now);
 void rt_wp_disarm(struct rt_thread *t);
 int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc);
 int rt_wp_on_async(struct rt_thread *t, siginfo_t *si, void *uc);

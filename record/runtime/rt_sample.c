@@ -1,11 +1,12 @@
 /* The generic sample path, shared by every sampler (signal handler context):
  *
  *   sample -> SAMPLE record (or a skip count)
- *          -> ComDetective Algorithm 1, online part: look the line up on the
- *             bulletin board; if that is not a detection, try to (re)arm the
- *             watchpoints on an unexpired line published by another thread
- *             (WP_ARM right after the SAMPLE); a store or atomic sample
- *             publishes itself where the entry has expired.
+ *          -> ComDetective Algorithm 1, online part (cd_step,
+ *             formats/comdetective.h): look the line up on the bulletin
+ *             board; if that is not a detection, (re)arm the watchpoints
+ *             on an unexpired line published by another thread (WP_ARM
+ *             right after the SAMPLE); a store or atomic sample publishes
+ *             itself where the entry has expired.
  *
  * Only usable samples (a SAMPLE record) take part: the inter-sample
  * intervals that define expiry are those of the SAMPLE records in the
@@ -39,24 +40,23 @@ void rt_sample(struct rt_thread *t, const struct rt_sample_in *s)
 	r.u.sample.flags = (uint8_t)(s->acc.flags | s->extra_flags);
 	rt_push(t, &r);
 
-	if (rt_board_ok && rt_cfg.watchpoints > 0 && !atomic_load(&rt_exiting)) {
-		uint64_t now = s->time;
-		struct board_view v;
-		bool detect = false;
-		if (board_get(&rt_board, s->acc.addr, &v) &&
-		    board_line(&rt_board, v.addr) == board_line(&rt_board, s->acc.addr) &&
-		    v.thread != t->index && v.time > t->prev_detect) {
-			detect = true;          /* Algorithm 1, lines 11-17 */
-			t->prev_detect = v.time;
-		}
-		if (!detect && t->nwp > 0)
-			rt_wp_try_arm(t, now);
-		if (s->acc.kind != CT_ACCESS_LOAD) {
-			uint64_t older = t->prev_store ? t->prev_store : t->prev_sample;
-			board_publish(&rt_board, s->acc.addr, r.u.sample.len, t->index, now, older);
-		}
-	}
-	t->prev_sample = s->time;
-	if (s->acc.kind != CT_ACCESS_LOAD)
-		t->prev_store = s->time;
+	/* Algorithm 1 (formats/comdetective.h): the recorder's expiry rule;
+	 * without watchpoints, no board (the history only) */
+	struct cd_rules rules = {
+		.board = rt_board_ok && rt_cfg.watchpoints > 0 && !atomic_load(&rt_exiting)
+		         ? &rt_board : NULL,
+		.expiry = CD_EXPIRY_RECORDER, .line_size = rt_cfg.line_size,
+	};
+	struct cd_access a = {
+		.time = s->time, .addr = s->acc.addr, .ip = s->ip, .cpu = s->cpu,
+		.len = r.u.sample.len, .store = s->acc.kind != CT_ACCESS_LOAD,
+	};
+	struct cd_watch w = { .nwp = (unsigned)t->nwp, .armed = t->wp_armed != 0,
+	                      .hit = t->wp_hit, .arm_time = t->wp_arm_time };
+	struct cd_step st;
+	cd_step(&rules, t->index, &t->cd, &a, &w, &t->rnd, &st);
+	if (st.disarm && t->wp_armed)
+		rt_wp_disarm(t);
+	if (st.arm.nwp)
+		rt_wp_arm(t, &st.arm, s->time);
 }

@@ -155,32 +155,21 @@ void rt_wp_thread_stop(struct rt_thread *t, int self)
 	}
 }
 
-void rt_wp_try_arm(struct rt_thread *t, uint64_t now)
+void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now)
 {
-	bool old = !t->wp_armed || t->wp_hit || t->wp_arm_time < t->prev_sample;
-	if (!old)
-		return;
-	if (t->wp_armed)
-		rt_wp_disarm(t);
-	struct board_view v;
-	if (!board_pick(&rt_board, t->index, t->prev_sample, now, board_random(&t->rnd), BOARD_RECENT, &v))
-		return;
 	uint64_t t0 = rt_cfg.verbose >= 3 ? rt_now() : 0;
-	uint64_t line = board_line(&rt_board, v.addr);
-	uint32_t words = rt_cfg.line_size / 8;
-	uint32_t chosen[CT_WP_MAX];
-	int n = (int)board_choose_words(&t->rnd, words, (unsigned)t->nwp, chosen);
+	int n = plan->nwp;
 	struct ct_record r = { .type = CT_REC_WP_ARM, .time = now };
 	struct ct_wp_arm *arm = &r.u.arm;
-	arm->pub_time = v.time;
-	arm->pub_addr = v.addr;
-	arm->pub_len = v.len;
-	arm->publisher = v.thread;
+	arm->pub_time = plan->pub_time;
+	arm->pub_addr = plan->pub_addr;
+	arm->pub_len = plan->pub_len;
+	arm->publisher = plan->publisher;
 	int k = 0;
 	for (int i = 0; i < t->nwp; i++) {
 		/* grouped, every member follows the leader: the registers this
 		 * arm does not use (or that fail) must watch the dummy word */
-		uint64_t addr = i < n ? line + (uint64_t)chosen[i] * 8 : (uintptr_t)&t->wp_dummy;
+		uint64_t addr = i < n ? plan->wp_addr[i] : (uintptr_t)&t->wp_dummy;
 		if (i >= n && !t->wp_group)
 			break;
 		if (t->wp_attr[i].bp_addr != addr) {

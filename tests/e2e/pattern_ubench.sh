@@ -25,7 +25,7 @@
 # thread (a few hundred samples each) and is recorded once more, twice as
 # long, before it fails.
 . "$(dirname "$0")/../lib.sh"
-. "$UBENCH/ubrec.sh"
+. "$UBENCH_SRC/ubrec.sh"
 
 if ! ub_have_recorder; then
 	skip pattern_ubench "no recorder: $COMMREC and $CT_BUILD/libcommrec.so needed"
@@ -36,7 +36,7 @@ if ! ub_have_analyzer; then
 	done_tests
 fi
 if ! ub_build p2p false_sharing write_volume; then
-	fail pattern_ubench/build "cannot build the microbenchmarks (make tests/ubench/...)"
+	fail pattern_ubench/build "cannot build the microbenchmarks (make build/ubench/...)"
 	done_tests
 fi
 

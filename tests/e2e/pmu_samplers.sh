@@ -16,7 +16,7 @@
 #                        (the PMU's address, flag "exact") with the 8-byte
 #                        length and store kind of the benchmark's stores
 . "$(dirname "$0")/../lib.sh"
-. "$UBENCH/ubrec.sh"
+. "$UBENCH_SRC/ubrec.sh"
 
 if [ ! -x "$COMMREC" ]; then
 	skip pmu_samplers "$COMMREC not built"
@@ -63,7 +63,7 @@ check auto/list-agrees grep -Eq "^auto +yes +$want\$" list.out
 if ! ub_have_recorder; then
 	skip auto/record "no runtime at $CT_BUILD/libcommrec.so"
 elif ! ub_build write_volume; then
-	fail auto/build "cannot build tests/ubench/write_volume"
+	fail auto/build "cannot build build/ubench/write_volume"
 else
 	ub_record auto --sampler auto -- write_volume -t 2 -n 20000000 -S 1
 	ub_status_ok auto/status auto 0
@@ -120,7 +120,7 @@ for s in pebs ibs; do
 		continue
 	fi
 	if ! ub_build write_volume; then
-		fail "$s/hw/build" "cannot build tests/ubench/write_volume"
+		fail "$s/hw/build" "cannot build build/ubench/write_volume"
 		continue
 	fi
 	# small periods: write_volume does one store per iteration, 0.3 s of

@@ -32,7 +32,7 @@
 #   fifo-input      commanalyze info FIFO (no writer): status 2 at once with
 #                   a message naming the FIFO, no hang
 . "$(dirname "$0")/../lib.sh"
-. "$UBENCH/ubrec.sh"
+. "$UBENCH_SRC/ubrec.sh"
 ulimit -c 0
 
 if ! ub_have_recorder; then

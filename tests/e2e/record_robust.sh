@@ -25,7 +25,7 @@
 #   no-alloc        --no-alloc: no alloc records (but samples)
 #   unwritable      an output path that cannot be written: status 125
 . "$(dirname "$0")/../lib.sh"
-. "$UBENCH/ubrec.sh"
+. "$UBENCH_SRC/ubrec.sh"
 ulimit -c 0
 
 if ! ub_have_recorder; then
@@ -33,7 +33,7 @@ if ! ub_have_recorder; then
 	done_tests
 fi
 if ! ub_build exitcode write_volume sigprog forkexec manythreads crash objects; then
-	fail record_robust/build "cannot build the test programs (make tests/ubench/...)"
+	fail record_robust/build "cannot build the test programs (make build/ubench/...)"
 	done_tests
 fi
 have_ana=1

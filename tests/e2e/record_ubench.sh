@@ -36,14 +36,14 @@
 # Thread mapping: by tid (commanalyze info), since the recorder numbers
 # threads in the order they start running, not the order of pthread_create.
 . "$(dirname "$0")/../lib.sh"
-. "$UBENCH/ubrec.sh"
+. "$UBENCH_SRC/ubrec.sh"
 
 if ! ub_have_recorder; then
 	skip record_ubench "no recorder: $COMMREC and $CT_BUILD/libcommrec.so needed"
 	done_tests
 fi
 if ! ub_build write_volume false_sharing read_write p2p objects; then
-	fail record_ubench/build "cannot build the microbenchmarks (make tests/ubench/...)"
+	fail record_ubench/build "cannot build the microbenchmarks (make build/ubench/...)"
 	done_tests
 fi
 have_ana=1

@@ -62,6 +62,43 @@ else
 	skip points_equal_matrix "needs h5dump and python3 (and an HDF5 build)"
 fi
 
+# ---- every model, kind and index: a point equals `matrix` with its options -------
+# (symmetric M + M^T, as both write by default), on the generated trace and on a
+# recorded one with watchpoint hits
+cells_equal() {
+	python3 - "$1" "$2" <<'EOF'
+import sys
+m = [float(x) for line in open(sys.argv[1]).read().splitlines()[1:] for x in line.split(",")[1:]]
+d = [float(x) for x in open(sys.argv[2]).read().replace(",", " ").split()]
+if m != d:
+    print("# cells differ:", sys.argv[1], len(m), len(d))
+    sys.exit(1)
+EOF
+}
+if [ "$have_h5" = 1 ] && [ "$have_py" = 1 ]; then
+	models=(comdetective window exact signature emulate)
+	for tr in "$T" "$CT_ROOT/datasets/false_sharing-4t-f0.9.zst"; do
+		n=$(basename "$tr" .zst)
+		ok=1
+		"$COMMANALYZE" sweep "$tr" --param model=$(IFS=,; echo "${models[*]}") --emulate-period 3 \
+			--board-size 31 -q -o "$WORK/m.h5" 2>/dev/null || ok=0
+		for p in 0 1 2 3 4; do
+			for ix in thread core; do
+				for k in all true false; do
+					"$COMMANALYZE" matrix "$tr" --format csv --model "${models[$p]}" --kind $k \
+						--index $ix --emulate-period 3 --board-size 31 >"$WORK/m.csv" 2>/dev/null
+					h5dump -m %.17g -y -w 0 -d "/points/$(printf %04d $p)/${ix}_$k" \
+						-o "$WORK/d.txt" "$WORK/m.h5" >/dev/null
+					cells_equal "$WORK/m.csv" "$WORK/d.txt" || ok=0
+				done
+			done
+		done
+		check "models_equal_matrix/$n" test "$ok" = 1
+	done
+else
+	skip models_equal_matrix "needs h5dump and python3 (and an HDF5 build)"
+fi
+
 # ---- -j 1 and -j 4: same results ------------------------------------------------
 "$COMMANALYZE" sweep "$T" --param board-size=3,17,127 --param period-multiplier=1..4 \
 	--param expiry=comdetective,samples:2 -j 1 -q --csv "$WORK/j1.csv" -o "$WORK/j1.h5" 2>/dev/null

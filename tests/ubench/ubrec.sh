@@ -3,7 +3,7 @@
 # Source it after tests/lib.sh.
 #
 #   ub_have_recorder / ub_have_analyzer   true if the binaries exist
-#   ub_build NAME...                      make tests/ubench/NAME if missing
+#   ub_build NAME...                      make $CT_BUILD/ubench/NAME if missing
 #   ub_record ID [COMMREC-OPTIONS...] -- PROG [ARGS...]
 #       runs `commrec -q -f -o $WORK/ID.zst OPTIONS -- $UBENCH/PROG ARGS`
 #       (soft sampler unless OPTIONS choose one) under a time limit; leaves
@@ -25,7 +25,7 @@
 #       (commrec --list-samplers): UB_WP is fires, no-fire or none, UB_WP_WHY
 #       the probe's line
 
-UBTRACE="$UBENCH/ubtrace.py"
+UBTRACE="$UBENCH_SRC/ubtrace.py"
 UB_TIMEOUT=${UB_TIMEOUT:-30}   # seconds per program run; a normal run takes < 3 s
 UB_RC=0
 
@@ -44,7 +44,7 @@ ub_have_analyzer() { [ -x "$COMMANALYZE" ]; }
 ub_build() {
 	local n
 	for n in "$@"; do
-		make -s -C "$CT_ROOT" "tests/ubench/$n" >/dev/null 2>&1 || true
+		make -s -C "$CT_ROOT" B="$CT_BUILD" "$UBENCH/$n" >/dev/null 2>&1 || true
 		[ -x "$UBENCH/$n" ] || return 1
 	done
 }

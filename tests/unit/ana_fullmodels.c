@@ -758,8 +758,8 @@ static int write_bench_trace(int fd, unsigned nt, uint64_t nrec, bool seq)
 static int bench(uint64_t nrec, bool seq)
 {
 	const unsigned nt = 8;
-	char path[] = "/tmp/ct-fullbench-XXXXXX";
-	int fd = mkstemp(path);
+	char path[512];
+	int fd = mkstemp(check_tmp_path(path, sizeof path, "ct-fullbench-XXXXXX"));
 	if (fd < 0 || write_bench_trace(fd, nt, nrec, seq))
 		return 1;
 	struct ct_error err;

@@ -17,11 +17,11 @@
 #include <hdf5.h>
 #endif
 
-static char tmpdir[64];
+static char tmpdir[128];
 
 static const char *tpath(const char *name)
 {
-	static char buf[8][256];
+	static char buf[8][512];
 	static int k;
 	k = (k + 1) % 8;
 	snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
@@ -91,7 +91,7 @@ static struct tm_ make(size_t n, const char *name, const char *kind, const char 
 		}
 	}
 	t.m = (struct matrix_out){ name, kind, index, "estimated line transfers", n, t.cell,
-	                           (const char *const *)t.labels, attrs, 3 };
+	                           (const char *const *)t.labels, attrs, 3, {0} };
 	return t;
 }
 
@@ -936,7 +936,7 @@ static void test_sizes_all_writers(void)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "%s", "/tmp/ana_output.XXXXXX");
+	check_tmp_path(tmpdir, sizeof tmpdir, "ana_output.XXXXXX");
 	if (!mkdtemp(tmpdir)) {
 		printf("FAIL setup: mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -954,7 +954,7 @@ int main(void)
 	RUN(test_comdetective);
 	RUN(test_sizes_all_writers);
 	if (!getenv("CT_KEEP_TMP")) {
-		char cmd[128];
+		char cmd[512];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 		if (system(cmd) != 0)
 			printf("note: could not remove %s\n", tmpdir);

@@ -4,12 +4,20 @@
  *   int main(void) { RUN(test_roundtrip); return check_summary(); }
  *
  * Output follows tests/run.sh: "PASS name", "FAIL name: file:line: why",
- * "SKIP name: reason" (call SKIP("reason") and return from the case). */
+ * "SKIP name: reason" (call SKIP("reason") and return from the case).
+ *
+ * CASE=PATTERN[,PATTERN...] in the environment runs only the cases whose
+ * names match one of the shell patterns (fnmatch), e.g.
+ *   CASE=test_svg_scale_and_header build/tests/ana_output
+ *   CASE='test_h5*,test_csv*' make check TESTS=ana_output
+ * Scratch files go under $TMPDIR (else /tmp): check_tmp_path. */
 #ifndef CT_CHECK_H
 #define CT_CHECK_H
 #include <stdio.h>
 #include <string.h>
+#include <fnmatch.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,7 +43,32 @@ static const char *check_case_name;
 	check_case_failed = 1; } } while (0)
 #define SKIP(reason) do { printf("SKIP %s: %s\n", check_case_name, reason); check_case_skipped = 1; } while (0)
 
-#define RUN(fn) do { check_case_name = #fn; check_case_failed = 0; check_case_skipped = 0; fn(); \
+/* Is case `name` selected by $CASE? */
+static inline int check_case_wanted(const char *name)
+{
+	const char *want = getenv("CASE");
+	if (!want || !*want)
+		return 1;
+	char pat[256];
+	for (const char *p = want; *p;) {
+		size_t l = strcspn(p, ",");
+		snprintf(pat, sizeof pat, "%.*s", (int)(l < sizeof pat ? l : sizeof pat - 1), p);
+		if (l && fnmatch(pat, name, 0) == 0)
+			return 1;
+		p += l + (p[l] == ',');
+	}
+	return 0;
+}
+
+/* "$TMPDIR/name" (TMPDIR unset or empty: /tmp) into buf; returns buf. */
+static inline char *check_tmp_path(char *buf, size_t cap, const char *name)
+{
+	const char *t = getenv("TMPDIR");
+	snprintf(buf, cap, "%s/%s", t && *t ? t : "/tmp", name);
+	return buf;
+}
+
+#define RUN(fn) do { if (!check_case_wanted(#fn)) break; check_case_name = #fn; check_case_failed = 0; check_case_skipped = 0; fn(); \
 	if (check_case_failed) check_failed_cases++; \
 	else if (!check_case_skipped) printf("PASS %s\n", #fn); } while (0)
 

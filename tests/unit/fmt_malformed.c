@@ -15,7 +15,7 @@
 #include "check.h"
 #include "commtrace.h"
 
-static char dir[] = "/tmp/ct-fmt-malformed.XXXXXX";
+static char dir[256];
 static char good_path[600];
 static uint8_t *good;
 static size_t good_len;
@@ -488,7 +488,7 @@ static void test_corpus(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir)) {
+	if (!mkdtemp(check_tmp_path(dir, sizeof dir, "ct-fmt-malformed.XXXXXX"))) {
 		printf("FAIL setup: mkdtemp\n");
 		return 1;
 	}

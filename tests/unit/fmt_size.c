@@ -18,8 +18,8 @@ static uint64_t rnd(void)
 
 static double measure(int level, uint64_t heap_span, bool full)
 {
-	char path[] = "/tmp/ct-fmt-size.XXXXXX";
-	int fd = mkstemp(path);
+	char path[512];
+	int fd = mkstemp(check_tmp_path(path, sizeof path, "ct-fmt-size.XXXXXX"));
 	struct ct_sink s;
 	uint64_t ips[256];
 	for (int i = 0; i < 256; i++)
@@ -71,8 +71,8 @@ static void test_bytes_per_sample(void)
  * most accesses walk three arrays in order, a quarter hit the stack. */
 static double measure_skewed(void)
 {
-	char path[] = "/tmp/ct-fmt-size.XXXXXX";
-	int fd = mkstemp(path);
+	char path[512];
+	int fd = mkstemp(check_tmp_path(path, sizeof path, "ct-fmt-size.XXXXXX"));
 	struct ct_sink s;
 	uint64_t ips[64], cursor[3] = { 0x55d0c0000000, 0x55d0c1000000, 0x55d0c2000000 };
 	for (int i = 0; i < 64; i++)

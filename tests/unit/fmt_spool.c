@@ -11,7 +11,7 @@
 #include "check.h"
 #include "commtrace.h"
 
-static char root[] = "/tmp/ct-fmt-spool.XXXXXX";
+static char root[256];
 
 static int write_meta(const char *dir)
 {
@@ -421,7 +421,7 @@ static void test_spool_path(void)
 
 int main(void)
 {
-	if (!mkdtemp(root)) {
+	if (!mkdtemp(check_tmp_path(root, sizeof root, "ct-fmt-spool.XXXXXX"))) {
 		printf("FAIL setup: mkdtemp\n");
 		return 1;
 	}

@@ -14,7 +14,7 @@
 #include "check.h"
 #include "commtrace.h"
 
-static char dir[] = "/tmp/ct-fmt-trace.XXXXXX";
+static char dir[256];
 static char path[512];
 
 static struct ct_record sample(uint64_t time, uint64_t ip, uint64_t addr)
@@ -490,7 +490,7 @@ static void test_zstd_cli(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir)) {
+	if (!mkdtemp(check_tmp_path(dir, sizeof dir, "ct-fmt-trace.XXXXXX"))) {
 		printf("FAIL setup: mkdtemp\n");
 		return 1;
 	}

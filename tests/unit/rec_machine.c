@@ -54,9 +54,7 @@ static void new_root(void)
 {
 	if (root[0])
 		rm_tree(root);
-	const char *tmp = getenv("TMPDIR");
-	snprintf(root, sizeof root, "%s/rec_machine.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(root)) {
+	if (!mkdtemp(check_tmp_path(root, sizeof root, "rec_machine.XXXXXX"))) {
 		printf("mkdtemp: %s\n", strerror(errno));
 		exit(1);
 	}

@@ -460,7 +460,7 @@ static void test_pebs_without_libpfm(void)
 
 /* ---- IBS attr from a fake sysfs ------------------------------------------ */
 
-static char fake_root[64];
+static char fake_root[128];
 
 static void write_file(const char *rel, const char *text)
 {
@@ -488,7 +488,9 @@ static void mkdirs(const char *rel)
 
 static void test_ibs_attr_fake_sysfs(void)
 {
-	snprintf(fake_root, sizeof fake_root, "/tmp/ct-pmu-test-%d", (int)getpid());
+	char name[64];
+	snprintf(name, sizeof name, "ct-pmu-test-%d", (int)getpid());
+	check_tmp_path(fake_root, sizeof fake_root, name);
 	mkdir(fake_root, 0755);
 	struct perf_event_attr a;
 	char why[256];

@@ -850,8 +850,9 @@ static void test_ibs_samples(void)
 /* The IBS attr from pmu_ibs_attr (fake sysfs) gives the ring's format. */
 static void test_ibs_attr_ring(void)
 {
-	char root[64], p[256];
-	snprintf(root, sizeof root, "/tmp/ct-pmu-sample-%d", (int)getpid());
+	char root[256], p[512], name[64];
+	snprintf(name, sizeof name, "ct-pmu-sample-%d", (int)getpid());
+	check_tmp_path(root, sizeof root, name);
 	const char *dirs[] = { "", "/sys", "/sys/bus", "/sys/bus/event_source",
 	                       "/sys/bus/event_source/devices", "/sys/bus/event_source/devices/ibs_op",
 	                       "/sys/bus/event_source/devices/ibs_op/format" };

@@ -1,0 +1,127 @@
+/* ComDetective's Algorithm 1 (SC'19, sections 3.2-3.3), the part that runs
+ * on every sample, in one place for everyone who runs it: the recorder's
+ * sample handler (record/runtime/rt_sample.c), the analyzer's comdetective
+ * model (the same step replayed offline over the recorded samples, with
+ * its own board and the analyzer's knobs) and its emulate model (the
+ * recorder played on a full trace).
+ *
+ * cd_step, for a sample of thread T on line L:
+ *   1. T's sample history moves on (its last two samples, last two store
+ *      samples, counts);
+ *   2. lookup: the entry in L's board slot is a detection (a communication
+ *      from its publisher to T) when it is recent (the expiry rule), holds
+ *      line L, comes from another thread and was published after T's last
+ *      detection, t_prev; t_prev becomes its publish time;
+ *   3. no detection: TryArmWatchpoint.  T's watchpoints are old when none
+ *      is armed, one has trapped, or they were armed before T's previous
+ *      sample; old ones are switched off, and T picks at random an entry
+ *      among the last BOARD_RECENT publications, from another thread,
+ *      published at or after T's previous sample, and up to nwp distinct
+ *      random 8-byte words of its line to watch;
+ *   4. a store or atomic sample publishes itself when the slot's entry may
+ *      be replaced (the expiry rule).
+ * Arming comes before publishing: the pick looks at the last publications,
+ * and T's own would push one out.
+ *
+ * Expiry rules (enum cd_expiry), for an entry E published by thread P:
+ *   CD_EXPIRY_RECORDER  the recorder's: any E is a detection; T replaces E
+ *                       when E was published before T's previous store
+ *                       sample (its previous sample of any kind if none;
+ *                       the paper: "deemed expired if it survived for more
+ *                       than two store events from the same thread")
+ *   CD_EXPIRY_INTERVAL  E is recent while its age is at most the interval
+ *                       between P's last two store samples (always before
+ *                       P's second store sample); T replaces E when it is
+ *                       not recent
+ *   CD_EXPIRY_NS        E is recent while its age is at most N ns
+ *   CD_EXPIRY_SAMPLES   E is recent while P has taken fewer than N store
+ *                       samples since publishing it
+ * and for a watchpoint hit (cd_hit_recent), with the watcher W:
+ *   INTERVAL: hit time - publish time <= W's interval between its last two
+ *   samples (loads too) when it armed; NS: <= N; SAMPLES: W took fewer than
+ *   N samples since it armed; RECORDER: every hit (the recorder disarms old
+ *   watchpoints itself).
+ *
+ * Async-signal-safe: no allocation, no locks beyond the board's lock-free
+ * protocol, no stdio. */
+#ifndef CT_COMDETECTIVE_H
+#define CT_COMDETECTIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "board.h"
+#include "commtrace.h"
+
+#define CD_WORD_BYTES 8     /* M: bytes one debug register watches */
+
+enum cd_expiry {
+	CD_EXPIRY_INTERVAL = 0,
+	CD_EXPIRY_NS = 1,
+	CD_EXPIRY_SAMPLES = 2,
+	CD_EXPIRY_RECORDER = 3,
+};
+
+/* One thread's part of Algorithm 1: zero for a thread that has not sampled. */
+struct cd_history {
+	uint64_t t_prev;            /* publish time of its last detection */
+	uint64_t s_last, s_prev;    /* times of its last two samples (0: none) */
+	uint64_t st_last, st_prev;  /* times of its last two store samples (0: none) */
+	uint64_t nsamples, nstores;
+};
+
+struct cd_rules {
+	struct board *board;        /* NULL: no board (cd_step keeps the history only) */
+	enum cd_expiry expiry;
+	uint64_t expiry_value;      /* N of CD_EXPIRY_NS and CD_EXPIRY_SAMPLES */
+	unsigned line_size;         /* bytes: an arm chooses among line_size / 8 words */
+	/* Every thread's history by index, for the rules that look at an
+	 * entry's publisher (INTERVAL, SAMPLES); may be NULL for the others. */
+	const struct cd_history *threads;
+	size_t nthreads;
+};
+
+struct cd_access {              /* the sampled access */
+	uint64_t time, addr, ip;
+	uint32_t cpu;
+	uint8_t len;                /* published as given */
+	bool store;                 /* a store or an atomic */
+};
+
+struct cd_watch {               /* the sampling thread's watchpoints */
+	unsigned nwp;               /* registers it can arm (0: it never arms) */
+	bool armed, hit;            /* armed now; one of them trapped since */
+	uint64_t arm_time;          /* when they were armed */
+};
+
+struct cd_step {                /* fields after a false flag are undefined */
+	bool detected;
+	struct board_view src;      /* detected: the entry (publisher, access, time) */
+	bool disarm;                /* the watchpoints were old: switch them off */
+	struct ct_wp_arm arm;       /* arm.nwp > 0: watch arm.wp_addr[0..nwp-1] for
+	                               the entry arm.pub_* (a WP_ARM record; the
+	                               fields past nwp undefined) */
+	bool published;
+};
+
+/* One sample of thread `self`, whose history is h.  w: its watchpoints, or
+ * NULL when the caller never arms (the comdetective model replays recorded
+ * arms); rnd: its random state (board_random), used only to arm. */
+void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
+             const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
+             struct cd_step *out);
+
+/* What the watchpoint expiry needs of an arm, noted when the watcher
+ * (history h, right after the sample that armed) arms. */
+struct cd_arm_note {
+	uint64_t pub_time;          /* the watched entry's publish time */
+	uint64_t interval;          /* the watcher's last sample interval (UINT64_MAX: none yet) */
+	uint64_t nsamples;          /* the watcher's samples then */
+};
+void cd_arm_noted(const struct cd_history *h, uint64_t pub_time, struct cd_arm_note *n);
+/* Is a hit at `time` on that arm still recent?  h: the watcher's history now. */
+bool cd_hit_recent(const struct cd_rules *c, const struct cd_history *h,
+                   const struct cd_arm_note *n, uint64_t time);
+
+#endif
