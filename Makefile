@@ -28,6 +28,8 @@
 #   tests/unit/rec_*.c   -> ... and record/common
 #   tests/unit/ana_*.c   -> ... and the analyzer library
 #   tests/ubench/*.c     -> build/ubench/NAME (microbenchmarks, pthreads)
+#   tests/kernels/*.c    -> build/kernels/NAME and NAME-inst (commrec-cc);
+#                           omp_*.c with -fopenmp
 #   tests/fuzz/*_fuzz.c  -> build/fuzz/NAME_replay (make check), NAME_fuzz (make fuzz)
 # Every output goes under build/.
 
@@ -112,6 +114,7 @@ INST_SRC := $(wildcard record/inst/*.c)
 LAUNCH_SRC := $(wildcard record/*.c)
 ANA_SRC := $(filter-out analyze/main.c,$(wildcard analyze/*.c))
 UBENCH_SRC := $(wildcard tests/ubench/*.c)
+KERNEL_SRC := $(wildcard tests/kernels/*.c)
 UNIT_SRC := $(wildcard tests/unit/*_*.c)
 
 obj = $(patsubst %.c,$(B)/$(1)/%.o,$(2))
@@ -124,6 +127,8 @@ INST_OBJ := $(call obj,pic,$(INST_SRC))
 LAUNCH_OBJ := $(call obj,std,$(LAUNCH_SRC))
 ANA_OBJ := $(call obj,std,$(ANA_SRC))
 UBENCH_BIN := $(patsubst tests/ubench/%.c,$(B)/ubench/%,$(UBENCH_SRC))
+KERNEL_BIN := $(patsubst tests/kernels/%.c,$(B)/kernels/%,$(KERNEL_SRC))
+KERNEL_INST_BIN := $(if $(INST_SRC),$(addsuffix -inst,$(KERNEL_BIN)))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard tests/fuzz/*_fuzz.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
@@ -147,7 +152,7 @@ PROGRAMS := $(if $(LAUNCH_SRC),$(COMMREC)) $(if $(RT_SRC),$(RUNTIME)) \
 .PHONY: all deps check accuracy bench demo install clean programs tests fuzz required
 all: programs tests
 programs: $(PROGRAMS)
-tests: $(UNIT_BIN) $(UBENCH_BIN) $(FUZZ_REPLAY)
+tests: $(UNIT_BIN) $(UBENCH_BIN) $(KERNEL_BIN) $(KERNEL_INST_BIN) $(FUZZ_REPLAY)
 
 # ---- rules --------------------------------------------------------------------
 required:
@@ -240,6 +245,18 @@ $(B)/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $< -lm
+
+# Kernels (tests/kernels/README.md): plain, and instrumented for --sampler
+# inst by commrec-cc with the runtime just built; omp_* need -fopenmp.
+KERNEL_FLAGS = -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread $(if $(filter omp_%,$*),-fopenmp)
+$(B)/kernels/%-inst: tests/kernels/%.c tests/ubench/ubench.h record/commrec-cc $(INST_RT)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  INSTCC  $@")
+	$(Q)CC=$(CC) COMMREC_INST_LIBDIR=$(B) record/commrec-cc $(KERNEL_FLAGS) -o $@ $< -lm
+$(B)/kernels/%: tests/kernels/%.c tests/ubench/ubench.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(KERNEL_FLAGS) -o $@ $< -lm
 
 # MPI variant of the sweep (make MPI=1): commanalyze-mpi, ranks split grid
 # points and traces; needs libopenmpi-dev (or any mpicc).
