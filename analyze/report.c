@@ -119,6 +119,17 @@ static bool recorded_watchpoints_matter(const struct analysis *a)
 	return !strcmp(a->model->name, "comdetective") && !(h && (h->features & CT_FEAT_FULL));
 }
 
+/* The debug-register probe's verdict ("" when the trace's watchpoints were
+ * software ones, inst: the probe does not concern them). */
+static void debug_register_probe(struct ct_trace *t, char *probe, size_t cap)
+{
+	char kind[16] = "";
+	probe[0] = '\0';
+	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_kind", kind, sizeof kind);
+	if (strcmp(kind, "software"))
+		ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_probe", probe, cap);
+}
+
 /* What the trace says about watchpoints, where it matters. */
 static void watchpoint_warnings(struct report *r, uint64_t arms, uint64_t hits)
 {
@@ -129,7 +140,7 @@ static void watchpoint_warnings(struct report *r, uint64_t arms, uint64_t hits)
 	if (!recorded_watchpoints_matter(a) ||
 	    !ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints", v, sizeof v) || !parse_u64(v, &w))
 		return;
-	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_probe", probe, sizeof probe);
+	debug_register_probe(t, probe, sizeof probe);
 	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_probe_detail", detail, sizeof detail);
 	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoints_forced", forced, sizeof forced);
 	if (!strcmp(probe, "no-fire")) {
@@ -330,7 +341,7 @@ static void sec_totals(struct report *r)
 	printf("  (a line transfer: a cache line moving from the thread that wrote it to another\n"
 	       "   thread that accesses it; each detected event counts for its sample's period)\n");
 	char probe[32] = "";
-	ct_trace_meta(a->trace, CT_SEC_CONFIG, "watchpoint_probe", probe, sizeof probe);
+	debug_register_probe(a->trace, probe, sizeof probe);
 	if (!r->events && a->stats.samples && !strcmp(probe, "no-fire") &&
 	    recorded_watchpoints_matter(a))
 		warn(r, "no communication detected: without watchpoints (see below) the samples of "

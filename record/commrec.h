@@ -28,7 +28,12 @@
  * runtime's signal handler would take over the program. */
 #define REC_SOFT_PERIOD_DEFAULT 1000     /* soft: CPU microseconds */
 #define REC_SOFT_PERIOD_MIN CT_SOFT_PERIOD_MIN
-#define REC_EVENT_PERIOD_DEFAULT 500000  /* pebs, ibs: events; inst: accesses */
+#define REC_EVENT_PERIOD_DEFAULT 500000  /* pebs, ibs: events */
+/* inst: accesses.  A watchpoint lives about one period (Algorithm 1's
+ * expiry) and a sample with software watchpoints costs about 1.3 us here
+ * (1.3 ns per access at this period); at 10000 the kernels' neighbour
+ * exchanges, a sweep apart, were no longer caught (doc/commrec.1). */
+#define REC_INST_PERIOD_DEFAULT 1000
 #define REC_EVENT_PERIOD_MIN 10000       /* pebs, ibs */
 #define REC_THROTTLE_DEFAULT 25          /* percent of a thread's CPU time */
 
@@ -41,6 +46,7 @@ struct rec_opts {
 	const char *events[REC_MAX_EVENTS]; /* -e NAME[@PERIOD] */
 	int nevents;
 	int watchpoints;             /* -w, -1 = as many as the machine gives */
+	const char *wp_kind;         /* --watchpoint-kind: software, debug, NULL = by sampler */
 	int board_size;              /* -b */
 	int line_size;               /* --line-size, 0 = from sysfs */
 	bool no_alloc;               /* --no-alloc */
@@ -57,6 +63,7 @@ struct rec_opts {
 	struct wp_probe wp_probe;    /* do watchpoints work here (wp_probe.h) */
 	int wp_available;            /* debug registers that open and fire here, 0..4 */
 	int wp_used;                 /* watchpoints passed to the runtime */
+	bool wp_soft;                /* they are software watchpoints (inst) */
 	int line_size_used;
 	bool line_size_from_sysfs;
 	uint64_t period_used;        /* -c or the default, raised to the floor */

@@ -67,16 +67,22 @@ static void usage(FILE *f)
 "  -c, --period N          soft: CPU microseconds between samples of a thread\n"
 "                          (default %d, at least %d); pebs, ibs: events per\n"
 "                          sample (default %d, at least %d); inst:\n"
-"                          accesses per sample\n"
+"                          accesses per sample (default %d)\n"
 "      --throttle PCT      lengthen a thread's sampling period when the\n"
 "                          runtime takes more than PCT%% of its CPU time\n"
 "                          (soft; default %d, 0 never)\n"
 "  -e, --event NAME[@N]    pebs: libpfm4 event to sample (repeatable)\n"
-"  -w, --watchpoints N     debug registers per thread, 0..%d (default: all the\n"
+"  -w, --watchpoints N     watchpoints per thread, 0..%d (default: all the\n"
 "                          machine gives; 0 disables watchpoints).  Where\n"
-"                          they open but do not fire (some virtual machines;\n"
-"                          see --list-samplers) none are armed\n"
-"      --force-watchpoints arm them even where the probe says they do not fire\n"
+"                          debug registers open but do not fire (some\n"
+"                          virtual machines; see --list-samplers) none are\n"
+"                          armed, unless they are software watchpoints\n"
+"      --watchpoint-kind K software (inst only: the instrumentation checks\n"
+"                          every access against the watched words; works on\n"
+"                          every machine; the default with --sampler inst) or\n"
+"                          debug (debug registers; the default otherwise)\n"
+"      --force-watchpoints arm debug registers even where the probe says they\n"
+"                          do not fire\n"
 "  -b, --board-size N      bulletin board entries (default %d)\n"
 "      --line-size N       cache line size in bytes (default: from sysfs,\n"
 "                          else 64)\n"
@@ -97,7 +103,7 @@ static void usage(FILE *f)
 "loaded, join failed); 126 if PROGRAM is not executable; 127 if not found.\n"
 "See commrec(1).\n",
 		REC_SOFT_PERIOD_DEFAULT, REC_SOFT_PERIOD_MIN, REC_EVENT_PERIOD_DEFAULT,
-		REC_EVENT_PERIOD_MIN, REC_THROTTLE_DEFAULT, CT_WP_MAX, 127, REC_EXIT_FAILED);
+		REC_EVENT_PERIOD_MIN, REC_INST_PERIOD_DEFAULT, REC_THROTTLE_DEFAULT, CT_WP_MAX, 127, REC_EXIT_FAILED);
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -127,7 +133,7 @@ static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 
 enum {
 	OPT_LINE_SIZE = 256, OPT_NO_ALLOC, OPT_FULL, OPT_KEEP_SPOOL, OPT_LIST_SAMPLERS,
-	OPT_RECOVER, OPT_FORCE_WP, OPT_THROTTLE,
+	OPT_RECOVER, OPT_FORCE_WP, OPT_THROTTLE, OPT_WP_KIND,
 };
 
 static const struct option long_opts[] = {
@@ -138,6 +144,7 @@ static const struct option long_opts[] = {
 	{"event", required_argument, NULL, 'e'},
 	{"watchpoints", required_argument, NULL, 'w'},
 	{"force-watchpoints", no_argument, NULL, OPT_FORCE_WP},
+	{"watchpoint-kind", required_argument, NULL, OPT_WP_KIND},
 	{"throttle", required_argument, NULL, OPT_THROTTLE},
 	{"board-size", required_argument, NULL, 'b'},
 	{"line-size", required_argument, NULL, OPT_LINE_SIZE},
@@ -233,6 +240,12 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 		case OPT_FORCE_WP:
 			o->force_wp = true;
 			break;
+		case OPT_WP_KIND:
+			if (strcmp(optarg, "software") && strcmp(optarg, "debug"))
+				return bad("unknown watchpoint kind '%s': expected software or debug",
+				           optarg);
+			o->wp_kind = optarg;
+			break;
 		case OPT_THROTTLE:
 			if (!parse_u64(optarg, 0, 100, &v))
 				return bad("invalid --throttle '%s': expected a percentage 0..100", optarg);
@@ -304,6 +317,9 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 	o->argc = argc - optind;
 	if (o->full && strcmp(o->sampler, "inst"))
 		return bad("--full records every access: it needs --sampler inst");
+	if (o->wp_kind && !strcmp(o->wp_kind, "software") && strcmp(o->sampler, "inst"))
+		return bad("software watchpoints check every access of an instrumented program: "
+		           "they need --sampler inst");
 	if (o->nevents && strcmp(o->sampler, "auto") && strcmp(o->sampler, "pebs"))
 		return bad("--event chooses PMU events for the pebs sampler, not %s", o->sampler);
 	return 0;

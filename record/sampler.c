@@ -90,7 +90,8 @@ static void choose_period(struct rec_opts *o)
 	bool soft = !strcmp(o->sampler_used, "soft");
 	bool inst = !strcmp(o->sampler_used, "inst");
 	o->period_unit = soft ? "us-cpu" : inst ? "accesses" : "events";
-	o->period_used = o->period ? o->period : soft ? REC_SOFT_PERIOD_DEFAULT : REC_EVENT_PERIOD_DEFAULT;
+	o->period_used = o->period ? o->period : soft ? REC_SOFT_PERIOD_DEFAULT :
+	                 inst ? REC_INST_PERIOD_DEFAULT : REC_EVENT_PERIOD_DEFAULT;
 	/* inst samples without signals: its cost per sample is a function call */
 	o->period_floor = soft ? REC_SOFT_PERIOD_MIN : inst ? 0 : REC_EVENT_PERIOD_MIN;
 	if (o->full)
@@ -107,8 +108,9 @@ static void choose_period(struct rec_opts *o)
 		o->throttle_share = 0;   /* only the soft sampler lengthens its period */
 }
 
-/* Watchpoints: probe whether they open and fire here (full traces need
- * none; the probe still runs: its verdict goes into the trace). */
+/* Watchpoints: probe whether debug registers open and fire here (full
+ * traces need none; the probe still runs: its verdict goes into the trace).
+ * The inst sampler watches in software by default: exact, on any machine. */
 static void choose_watchpoints(struct rec_opts *o)
 {
 	int want = o->watchpoints >= 0 ? o->watchpoints : (o->full ? 0 : CT_WP_MAX);
@@ -119,6 +121,14 @@ static void choose_watchpoints(struct rec_opts *o)
 	rec_info(1, "watchpoint probe: %s: %s (%.2f ms)", wp_verdict_name(p->verdict), detail,
 	         (double)p->ns / 1e6);
 	o->wp_available = p->fired;
+	o->wp_soft = !strcmp(o->sampler_used, "inst") &&
+	             (!o->wp_kind || !strcmp(o->wp_kind, "software"));
+	if (o->wp_soft) {
+		o->wp_used = want;
+		rec_info(1, "watchpoints: %d software watchpoint%s per thread", want,
+		         want == 1 ? "" : "s");
+		return;
+	}
 	int usable = o->force_wp ? p->retargeted : p->fired;
 	o->wp_used = want < usable ? want : usable;
 	if (!want)

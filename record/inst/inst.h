@@ -37,10 +37,17 @@ enum inst_stat {
 
 struct inst_tls {
 	int64_t left[2];       /* countdown to the next recorded access, per kind */
+	/* Software watchpoints (rt_wp.c): an access at a with a - w_lo < w_span
+	 * may touch a watched word (w_span 0: nothing watched, the one compare
+	 * that every access pays); w_addr[i] is the word of register w_reg[i]. */
+	uintptr_t w_lo, w_span;
 	int64_t refill[2];     /* the value left[] was last set to */
 	uint64_t done[2];      /* accesses counted before the last refill */
 	uintptr_t rd_addr, wr_addr; /* the last __tsan_{read,write}_range (gcc then */
 	size_t rd_len, wr_len;      /* copies with a memcpy call: not twice) */
+	uint64_t w_addr[CT_WP_MAX];
+	int8_t w_reg[CT_WP_MAX];
+	int w_n;
 	bool on;               /* this thread is recorded by the inst sampler */
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
 	uint64_t stat[IS_MAX];
@@ -70,6 +77,20 @@ void inst_post(struct inst_pend *p);
 /* n consecutive bytes from addr accessed by one operation at ip: one access
  * per touched cache line (len = bytes in that line). */
 void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip);
+/* Software watchpoints: the thread's access of len bytes at addr (kind, at
+ * ip) may touch a watched word: a WP_HIT if it does. */
+void inst_watch_hit(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);
+/* The same, then the access's countdown (idx): the plain hooks' slow path,
+ * a tail call that keeps their fast path free of a stack frame. */
+void inst_watched_access(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip);
+#define INST_MAX_LEN 16        /* the longest access of one hook */
+#define INST_WATCHED(addr) \
+	__builtin_expect((uintptr_t)(addr) - inst_t.w_lo < inst_t.w_span, 0)
+#define INST_WATCH(addr, len, kind, ip)                                                      \
+	do {                                                                                   \
+		if (INST_WATCHED(addr))                                                        \
+			inst_watch_hit((uintptr_t)(addr), len, kind, ip);                      \
+	} while (0)
 /* The caller is this thread's recorded program code (not the runtime). */
 static inline bool inst_thread_on(void)
 {

@@ -8,6 +8,9 @@
  *                 (period N, CT_SAMPLE_EXACT) through rt_sample(), so the
  *                 bulletin board and the watchpoints work as for the PMU
  *                 samplers;
+ *                 With software watchpoints (COMMTRACE_WP_SOFT=1) every
+ *                 access is also compared with the thread's watched words
+ *                 (one compare while none is watched: inst_tls.w_span);
  *   full mode     (COMMTRACE_FULL=1) the countdown is 1: every access is a
  *                 SAMPLE record with period 1, written straight into the
  *                 thread's record ring (no board, no watchpoints), with
@@ -116,6 +119,8 @@ static void thread_off(struct inst_tls *T, uint32_t index, bool fold)
 	T->on = false;
 	for (int k = 0; k < 2; k++)
 		T->left[k] = T->refill[k] = BIG;
+	T->w_span = 0;
+	T->w_n = 0;
 }
 
 /* ---- clock ------------------------------------------------------------------------ */
@@ -479,7 +484,7 @@ static void sample_one(struct rt_thread *t, uintptr_t addr, unsigned len, unsign
 	s.extra_flags = CT_SAMPLE_EXACT;
 	/* A synchronous watchpoint trap can not hit rt_sample (it touches no
 	 * program data); the asynchronous fallback signal could: block it. */
-	bool block = !rt_wp_sigtrap && t->nwp > 0;
+	bool block = !rt_cfg.wp_soft && !rt_wp_sigtrap && t->nwp > 0;
 	sigset_t old;
 	if (block)
 		rt_block_our_signals(&old);
@@ -513,6 +518,62 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 	}
 	set_countdown(T, idx, (int64_t)inst_period);
 	sample_one(t, addr, len, kind, ip);
+}
+
+/* ---- software watchpoints ------------------------------------------------------- */
+
+/* sampler_ops.watch: the thread's watched words changed (rt_wp.c). */
+static void inst_watch(struct rt_thread *t)
+{
+	struct inst_tls *T = &inst_t;
+	T->w_span = 0;           /* first: nothing matches while the words change */
+	int n = 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; t->wp_armed && i < t->nwp && n < CT_WP_MAX; i++) {
+		if (t->wp_slot[i] < 0)
+			continue;
+		uintptr_t w = (uintptr_t)t->wp_addr[i];
+		T->w_addr[n] = w;
+		T->w_reg[n] = (int8_t)i;
+		n++;
+		lo = w < lo ? w : lo;
+		hi = w + CD_WORD_BYTES > hi ? w + CD_WORD_BYTES : hi;
+	}
+	T->w_n = n;
+	if (!n)
+		return;
+	/* an access of up to INST_MAX_LEN bytes that ends past lo starts here */
+	T->w_lo = lo - (INST_MAX_LEN - 1);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	T->w_span = hi - T->w_lo;
+}
+
+__attribute__((noinline)) void inst_watch_hit(uintptr_t addr, size_t len, unsigned kind,
+                                              uintptr_t ip)
+{
+	struct inst_tls *T = &inst_t;
+	if (rt_guard)
+		return;                  /* program code run by the runtime */
+	for (int i = 0; i < T->w_n; i++) {
+		uintptr_t w = (uintptr_t)T->w_addr[i];
+		if (addr >= w + CD_WORD_BYTES || addr + len <= w)
+			continue;
+		struct rt_thread *t = rec_thread(T);
+		if (t) {
+			rt_guard++;
+			rt_wp_soft_hit(t, T->w_reg[i], ip, kind);   /* disarms: inst_watch */
+			rt_guard--;
+		}
+		return;
+	}
+}
+
+__attribute__((noinline)) void inst_watched_access(uintptr_t addr, unsigned len, unsigned kind,
+                                                   int idx, uintptr_t ip)
+{
+	inst_watch_hit(addr, len, kind, ip);
+	if (--inst_t.left[idx] <= 0)
+		inst_hit(addr, len, kind, idx, ip);
 }
 
 /* Atomics that read (loads, read-modify-writes): the record's time is taken
@@ -595,6 +656,8 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	if (!n)
 		return;
 	struct inst_tls *T = &inst_t;
+	if (T->w_span && addr < T->w_lo + T->w_span && addr + n > T->w_lo)
+		inst_watch_hit(addr, n, kind, ip);
 	struct rt_thread *t = rec_thread(T);
 	if (!t || rt_guard)
 		return;
@@ -630,13 +693,17 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	RT_EXPORT void name(void *a)                                                           \
 	{                                                                                      \
 		extra;                                                                         \
-		if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                              \
+		if (INST_WATCHED(a))                                                           \
+			inst_watched_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);     \
+		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                \
 	}
 #define HOT_PC_(name, len, kind, idx)                                                        \
 	RT_EXPORT void name(void *a, void *pc)                                                 \
 	{                                                                                      \
-		if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                              \
+		if (INST_WATCHED(a))                                                           \
+			inst_watched_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);      \
+		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
 	}
 #define NOTHING ((void)0)
@@ -743,6 +810,7 @@ RT_EXPORT void __tsan_vptr_update(void **p, void *new_val)
 {
 	(void)new_val;
 	inst_t.stat[IS_VPTR]++;
+	INST_WATCH(p, sizeof *p, CT_ACCESS_STORE, INST_RET() - 1);
 	if (__builtin_expect(--inst_t.left[INST_ST] <= 0, 0))
 		inst_hit((uintptr_t)p, sizeof *p, CT_ACCESS_STORE, INST_ST, INST_RET() - 1);
 }
@@ -750,6 +818,7 @@ RT_EXPORT void __tsan_vptr_update(void **p, void *new_val)
 RT_EXPORT void __tsan_vptr_read(void **p)
 {
 	inst_t.stat[IS_VPTR]++;
+	INST_WATCH(p, sizeof *p, CT_ACCESS_LOAD, INST_RET() - 1);
 	if (__builtin_expect(--inst_t.left[INST_LD] <= 0, 0))
 		inst_hit((uintptr_t)p, sizeof *p, CT_ACCESS_LOAD, INST_LD, INST_RET() - 1);
 }
@@ -830,6 +899,8 @@ static int inst_thread_start(struct rt_thread *t)
 	memset(T->stat, 0, sizeof T->stat);
 	T->done[0] = T->done[1] = 0;
 	T->in_push = false;
+	T->w_span = 0;
+	T->w_n = 0;
 	int64_t n = (int64_t)inst_period;
 	for (int k = 0; k < 2; k++)
 		T->left[k] = T->refill[k] = n;
@@ -862,6 +933,7 @@ const struct sampler_ops rt_sampler_inst = {
 	.thread_start = inst_thread_start,
 	.thread_stop = inst_thread_stop,
 	.on_signal = inst_on_signal,
+	.watch = inst_watch,
 };
 
 /* ---- the counts: inst-PID.txt in the spool, and the log with -v -------------------- */

@@ -120,6 +120,7 @@ struct rt_config {
 	bool no_alloc;
 	bool soft_timer;           /* COMMTRACE_SOFT_TIMER=1 */
 	bool wp_async;             /* COMMTRACE_WP_ASYNC=1: O_ASYNC signal instead of sigtrap */
+	bool wp_soft;              /* COMMTRACE_WP_SOFT=1: software watchpoints (sampler_ops.watch) */
 	int verbose;
 	int sig;                   /* the runtime's real-time signal */
 	uint32_t ring_slots;       /* record ring units (COMMTRACE_RING_UNITS) */
@@ -213,6 +214,9 @@ void rt_wp_thread_stop(struct rt_thread *t, int self);
 void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now);
 void rt_wp_disarm(struct rt_thread *t);
 int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc);
+/* Software watchpoints: the thread's own access (kind, at ip) touched the
+ * word of register i: WP_HIT, then everything is disarmed, as for a trap. */
+void rt_wp_soft_hit(struct rt_thread *t, int i, uint64_t ip, unsigned kind);
 int rt_wp_on_async(struct rt_thread *t, siginfo_t *si, void *uc);
 extern bool rt_wp_sigtrap;         /* trap delivery: sigtrap (true) or O_ASYNC */
 

@@ -146,6 +146,7 @@ static void read_config(void)
 	rt_cfg.no_alloc = env_flag(CT_ENV_NO_ALLOC);
 	rt_cfg.soft_timer = env_flag(CT_ENV_SOFT_TIMER);
 	rt_cfg.wp_async = env_flag(CT_ENV_WP_ASYNC);
+	rt_cfg.wp_soft = env_flag(CT_ENV_WP_SOFT);
 	rt_cfg.verbose = (int)env_u64(CT_ENV_VERBOSE, 1);
 	rt_cfg.sig = parse_signal(getenv(CT_ENV_SIGNAL));
 	uint64_t slots = env_u64(CT_ENV_RING_UNITS, RT_RING_UNITS_DEFAULT);

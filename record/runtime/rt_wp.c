@@ -15,7 +15,14 @@
  *
  * On a trap: WP_HIT (time, ip after the access, watched word, register,
  * cpu, kind if the instruction before ip decodes to that line), then all of
- * the thread's registers are disabled until its next arm. */
+ * the thread's registers are disabled until its next arm.
+ *
+ * Software watchpoints (rt_cfg.wp_soft, COMMTRACE_WP_SOFT=1; the inst
+ * sampler, which sees every access): no perf events, no signals.  Arming
+ * and disarming only set the thread's words and tell the sampler
+ * (sampler_ops.watch); the sampler reports the thread's first access to a
+ * watched word (rt_wp_soft_hit) with its exact ip and kind.  The same
+ * WP_ARM and WP_HIT records, the same one-hit-then-disarmed rule. */
 #include "rt.h"
 
 #include <errno.h>
@@ -102,8 +109,33 @@ static int open_all(struct rt_thread *t, int want, bool group)
 	return 0;
 }
 
+/* Software watchpoints: "registers" without a limit of the hardware's
+ * (CT_WP_MAX: what a WP_ARM record holds). */
+static int soft_start(struct rt_thread *t)
+{
+	if (!t->sampler || !t->sampler->watch) {
+		if (!atomic_exchange(&setup_logged, 1))
+			rt_log(1, "software watchpoints need the inst sampler: recording without "
+			       "watchpoints");
+		return 0;
+	}
+	t->nwp = rt_cfg.watchpoints < CT_WP_MAX ? rt_cfg.watchpoints : CT_WP_MAX;
+	for (int i = 0; i < t->nwp; i++)
+		t->wp_slot[i] = -1;
+	return t->nwp;
+}
+
+/* The sampler's view of the thread's watched words (on the thread only). */
+static void soft_tell(struct rt_thread *t)
+{
+	if (rt_cfg.wp_soft && t->sampler && t->sampler->watch && t == rt_self)
+		t->sampler->watch(t);
+}
+
 int rt_wp_thread_start(struct rt_thread *t)
 {
+	if (rt_cfg.wp_soft)
+		return soft_start(t);
 	int want = rt_cfg.watchpoints;
 	/* A group costs one ioctl to switch all registers on or off (measured
 	 * here: an arm+disarm cycle of 4 registers 10-12 us grouped, 19-20 us
@@ -122,7 +154,7 @@ int rt_wp_thread_start(struct rt_thread *t)
 	return t->nwp;
 }
 
-void rt_wp_disarm(struct rt_thread *t)
+static void regs_off(struct rt_thread *t)
 {
 	if (t->wp_group) {
 		if (t->wp_armed)
@@ -132,9 +164,16 @@ void rt_wp_disarm(struct rt_thread *t)
 			if (t->wp_slot[i] >= 0)
 				ioctl(t->wp_fd[i], PERF_EVENT_IOC_DISABLE, 0);
 	}
+}
+
+void rt_wp_disarm(struct rt_thread *t)
+{
+	if (!rt_cfg.wp_soft)
+		regs_off(t);
 	for (int i = 0; i < t->nwp; i++)
 		t->wp_slot[i] = -1;
 	t->wp_armed = 0;
+	soft_tell(t);
 }
 
 void rt_wp_thread_stop(struct rt_thread *t, int self)
@@ -143,6 +182,8 @@ void rt_wp_thread_stop(struct rt_thread *t, int self)
 		if (t->wp_fd[i] >= 0)
 			ioctl(t->wp_fd[i], PERF_EVENT_IOC_DISABLE, 0);
 	t->wp_armed = 0;
+	if (self)
+		soft_tell(t);   /* (another thread: the sampler stops the thread's checks) */
 	if (!self)
 		return;
 	close_all(t);
@@ -155,16 +196,24 @@ void rt_wp_thread_stop(struct rt_thread *t, int self)
 	}
 }
 
-void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now)
+/* Software watchpoints: register i watches plan word i. */
+static int soft_program(struct rt_thread *t, const struct ct_wp_arm *plan, struct ct_wp_arm *arm)
 {
-	uint64_t t0 = rt_cfg.verbose >= 3 ? rt_now() : 0;
+	int n = plan->nwp < t->nwp ? plan->nwp : t->nwp;
+	for (int i = 0; i < n; i++) {
+		t->wp_addr[i] = plan->wp_addr[i];
+		t->wp_slot[i] = (int8_t)i;
+		arm->wp_addr[i] = plan->wp_addr[i];
+		arm->wp_len[i] = 8;
+	}
+	return n;
+}
+
+/* Debug registers: re-target them (and enable them unless grouped) on the
+ * plan's words; the ones that worked, in order, into arm; how many. */
+static int regs_program(struct rt_thread *t, const struct ct_wp_arm *plan, struct ct_wp_arm *arm)
+{
 	int n = plan->nwp;
-	struct ct_record r = { .type = CT_REC_WP_ARM, .time = now };
-	struct ct_wp_arm *arm = &r.u.arm;
-	arm->pub_time = plan->pub_time;
-	arm->pub_addr = plan->pub_addr;
-	arm->pub_len = plan->pub_len;
-	arm->publisher = plan->publisher;
 	int k = 0;
 	for (int i = 0; i < t->nwp; i++) {
 		/* grouped, every member follows the leader: the registers this
@@ -180,7 +229,7 @@ void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now)
 					/* a member left on an old line would report false hits */
 					t->wp_attr[i].bp_addr = (uintptr_t)&t->wp_dummy;
 					if (ioctl(t->wp_fd[i], PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &t->wp_attr[i]) < 0)
-						return;     /* the group stays off */
+						return 0;   /* the group stays off */
 				}
 				continue;
 			}
@@ -201,8 +250,21 @@ void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now)
 		t->wp_setup_fail++;
 		for (int i = 0; i < t->nwp; i++)
 			t->wp_slot[i] = -1;
-		return;
+		return 0;
 	}
+	return k;
+}
+
+void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now)
+{
+	uint64_t t0 = rt_cfg.verbose >= 3 ? rt_now() : 0;
+	struct ct_record r = { .type = CT_REC_WP_ARM, .time = now };
+	struct ct_wp_arm *arm = &r.u.arm;
+	arm->pub_time = plan->pub_time;
+	arm->pub_addr = plan->pub_addr;
+	arm->pub_len = plan->pub_len;
+	arm->publisher = plan->publisher;
+	int k = rt_cfg.wp_soft ? soft_program(t, plan, arm) : regs_program(t, plan, arm);
 	if (!k)
 		return;
 	arm->nwp = (uint8_t)k;
@@ -210,25 +272,58 @@ void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now)
 	t->wp_hit = false;
 	t->wp_arm_time = now;
 	rt_push(t, &r);
+	soft_tell(t);
 	if (t0) {
 		t->arm_ns += rt_now() - t0;
 		t->arms++;
 	}
 }
 
-static void hit(struct rt_thread *t, int i, void *uc)
+/* A WP_HIT for register i at ip (kind filled by the caller), or false if
+ * the register is no longer armed (a late trap). */
+static bool hit_start(struct rt_thread *t, int i, uint64_t ip, struct ct_record *r)
 {
 	if (i < 0 || i >= t->nwp || t->wp_slot[i] < 0 || !t->wp_armed)
-		return;                 /* late: already disarmed */
-	struct ct_record r = { .type = CT_REC_WP_HIT, .time = rt_now() };
-	struct ct_wp_hit *h = &r.u.hit;
-	ucontext_t *u = uc;
-	h->ip = (uint64_t)u->uc_mcontext.gregs[REG_RIP];
+		return false;
+	memset(r, 0, sizeof *r);
+	r->type = CT_REC_WP_HIT;
+	r->time = rt_now();
+	struct ct_wp_hit *h = &r->u.hit;
+	h->ip = ip;
 	h->addr = t->wp_addr[i];
 	h->len = 8;
 	h->reg = (uint8_t)t->wp_slot[i];
 	h->cpu = (uint32_t)sched_getcpu();
 	h->kind = CT_ACCESS_LOAD;
+	return true;
+}
+
+/* One hit and then nothing armed until the next arm (Algorithm 1). */
+static void hit_end(struct rt_thread *t, struct ct_record *r)
+{
+	rt_wp_disarm(t);
+	t->wp_hit = true;
+	rt_push(t, r);
+	t->trap_ns += rt_now() - r->time;
+	t->traps++;
+}
+
+void rt_wp_soft_hit(struct rt_thread *t, int i, uint64_t ip, unsigned kind)
+{
+	struct ct_record r;
+	if (!hit_start(t, i, ip, &r))
+		return;
+	r.u.hit.kind = (uint8_t)kind;
+	hit_end(t, &r);
+}
+
+static void hit(struct rt_thread *t, int i, void *uc)
+{
+	ucontext_t *u = uc;
+	struct ct_record r;
+	if (!hit_start(t, i, (uint64_t)u->uc_mcontext.gregs[REG_RIP], &r))
+		return;                 /* late: already disarmed */
+	struct ct_wp_hit *h = &r.u.hit;
 	/* The access is done: the instruction before ip made it.  Decode it
 	 * for the kind (its registers may have changed since: accept only an
 	 * address on the watched line). */
@@ -240,11 +335,7 @@ static void hit(struct rt_thread *t, int i, void *uc)
 	if (dec_sample_access(&regs, &a) == 0 && (a.flags & CT_SAMPLE_PREV_INSN) &&
 	    board_line(&rt_board, a.addr) == board_line(&rt_board, h->addr))
 		h->kind = a.kind;
-	rt_wp_disarm(t);
-	t->wp_hit = true;
-	rt_push(t, &r);
-	t->trap_ns += rt_now() - r.time;
-	t->traps++;
+	hit_end(t, &r);
 }
 
 int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc)

@@ -40,6 +40,13 @@ struct sampler_ops {
 	 * when it is already at its longest. */
 	uint64_t (*lengthen_period)(struct rt_thread *t);
 
+	/* Software watchpoints (may be NULL: the sampler has none; needs a
+	 * sampler that sees every access of the thread): on the thread itself,
+	 * its watched words changed: t->wp_armed == 0, or register i watches
+	 * the 8 bytes at t->wp_addr[i] where t->wp_slot[i] >= 0.  The sampler
+	 * calls rt_wp_soft_hit on the thread's first access to one of them. */
+	void (*watch)(struct rt_thread *t);
+
 	/* For the generic perf path (rt_perf_thread_start): */
 	/* Fill the event attr (type, config, period, sample_type...). The
 	 * generic code sets disabled, exclude_kernel/hv, wakeup_events,

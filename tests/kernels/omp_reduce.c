@@ -62,16 +62,23 @@ int main(int argc, char **argv)
 		total = dot_rows(m, x, sz) * 1e-6;
 	}
 	double wall = ub_now_ms(CLOCK_MONOTONIC) - w0;
-	int nt = 0;
+	int nt = omp_get_max_threads();
+	pid_t *tid = calloc((size_t)nt, sizeof *tid);
+	if (!tid) {
+		perror("calloc");
+		return 1;
+	}
 #pragma omp parallel
-#pragma omp master
-	nt = omp_get_num_threads();
+	tid[omp_get_thread_num()] = gettid();   /* the same pool ran the loops */
 	printf("kernel omp_reduce threads=%d n=%d iters=%" PRIu64 " total=%.9e\n", nt, sz, iters,
 	       total);
 	ub_object("matrix", m, sizeof *m * (size_t)sz * (size_t)sz, "malloc", ub_all_threads((unsigned)nt),
 	          NULL);
 	ub_object("vector", x, sizeof *x * (size_t)sz, "malloc", ub_all_threads((unsigned)nt), NULL);
+	for (int w = 0; w < nt; w++)
+		printf("thread_info %d tid=%d\n", w, (int)tid[w]);
 	printf("done threads=%d wall_ms=%.1f\n", nt, wall);
+	free(tid);
 	free(m);
 	free(x);
 	return 0;

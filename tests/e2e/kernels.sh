@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The kernels of tests/kernels/ (README.md there) recorded with the inst
+# sampler (build/kernels/NAME-inst, built by commrec-cc):
+#   kernels/exact_NAME     --sampler inst --full, --model exact: the kernel's
+#                          pattern (ground truth; pattern.py --check: one
+#                          line per sweep / iteration / buffer line on the
+#                          pairs that must communicate, at most 1% (stencil,
+#                          pipeline) or 1/3 (omp_reduce) of that elsewhere,
+#                          all-to-all within 1/3 of the mean)
+#   kernels/soft_wp_*      --sampler inst at the default options: the trace
+#                          says its watchpoints were software ones, and they
+#                          hit on this machine (debug registers need not fire)
+#   kernels/stencil_r      the sampled stencil's Pearson r against exact, over
+#                          the worker pairs, is at least r_min(events): the
+#                          99.9% bound of r when the detected events fall as
+#                          Poisson counts on the three neighbour pairs
+#                          (pattern.py r_min; above 0.9 from 126 events)
+#   kernels/omp_master     the sampled OpenMP reduction puts most of its
+#                          volume (> 1/2; exact: > 99%) on the master's pairs
+# r and the event counts of every kernel are printed (INFO lines).  Sizes
+# keep each run around a second on a loaded 2-core VM.
+. "$(dirname "$0")/../lib.sh"
+
+K="$CT_BUILD/kernels"
+PAT="$CT_ROOT/tests/kernels/pattern.py"
+for f in "$COMMREC" "$COMMANALYZE" "$K/stencil-inst" "$K/omp_reduce-inst" "$K/alltoall-inst" \
+	"$K/pipeline-inst"; do
+	if [ ! -x "$f" ]; then
+		skip kernels "build $f first (make)"
+		exit 0
+	fi
+done
+command -v python3 >/dev/null || { skip kernels "needs python3"; exit 0; }
+
+# The program carries the inst runtime: nothing to preload.
+printf 'int ct_kernels_empty;\n' >"$WORK/empty.c"
+gcc -shared -fPIC -o "$WORK/empty.so" "$WORK/empty.c" || { fail kernels_setup "empty.so"; done_tests; }
+export COMMTRACE_RUNTIME="$WORK/empty.so"
+unset COMMTRACE_SPOOL COMMTRACE_PID
+
+# rec NAME KERNEL "ARGS" [commrec options]: $WORK/NAME.{zst,out,err}
+rec() {
+	local name=$1 k=$2 args=$3 rc=0; shift 3
+	# shellcheck disable=SC2086
+	"$COMMREC" -q -f -o "$WORK/$name.zst" "$@" -- "$K/$k-inst" $args \
+		>"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+	[ $rc -eq 0 ] || { fail "$name" "exit $rc: $(head -c 300 "$WORK/$name.err")"; return 1; }
+}
+# csv NAME [model options]: $WORK/NAME.csv, the symmetric (or --directed) matrix
+csv() {
+	local name=$1; shift
+	"$COMMANALYZE" matrix "$WORK/$name.zst" --format csv "$@" >"$WORK/$name.csv" 2>"$WORK/$name.aerr" ||
+		{ fail "$name" "matrix: $(head -c 300 "$WORK/$name.aerr")"; return 1; }
+}
+# report and info of NAME once: $WORK/NAME.report, $WORK/NAME.info
+describe() {
+	"$COMMANALYZE" "$WORK/$1.zst" >"$WORK/$1.report" 2>&1
+	"$COMMANALYZE" info "$WORK/$1.zst" >"$WORK/$1.info" 2>&1
+}
+events() { sed -n 's/^ *communication events *\([0-9]*\).*/\1/p' "$WORK/$1.report"; }
+config() { sed -n "s/^ *$2=//p" "$WORK/$1.info"; }
+# the wp_hit column of the info's thread table, summed
+hits() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { h += $8 } END { print h + 0 }' "$WORK/$1.info"; }
+
+#        kernel      args                      size for --check   directed
+cases=("stencil     |-t 4 -c 130 -s 2000       |2000              |"
+       "omp_reduce  |-t 4 -m 128 -i 100        |100               |"
+       "alltoall    |-t 4 -k 16384 -r 10       |1                 |"
+       "pipeline    |-t 4 -i 300 -l 256        |9600              |--directed")
+for c in "${cases[@]}"; do
+	IFS='|' read -r k args n dir <<<"$c"
+	k=${k// /}; n=${n// /}; dir=${dir// /}
+	args=$(echo "$args" | sed 's/ *$//')
+	rec "ex-$k" "$k" "$args" --sampler inst --full || continue
+	csv "ex-$k" --model exact $dir || continue
+	if out=$(python3 "$PAT" --check "$k" "$WORK/ex-$k.out" "$WORK/ex-$k.csv" "$n"); then
+		pass "kernels/exact_$k"
+	else
+		fail "kernels/exact_$k" "$out"
+	fi
+	# the exact matrices for r are symmetric
+	[ -z "$dir" ] || csv "ex-$k" --model exact
+done
+
+# Sampled, default options (software watchpoints, default period); the
+# stencil longer: its exchanges are two lines per sweep.
+for c in "stencil|-t 4 -c 130 -s 40000" "omp_reduce|-t 4 -m 128 -i 300" \
+	"alltoall|-t 4 -k 16384 -r 10" "pipeline|-t 4 -i 300 -l 256"; do
+	IFS='|' read -r k args <<<"$c"
+	rec "s-$k" "$k" "$args" --sampler inst || continue
+	csv "s-$k" || continue
+	describe "s-$k"
+	kind=$(config "s-$k" watchpoint_kind)
+	h=$(hits "s-$k")
+	if [ "$kind" = software ] && [ "$h" -gt 0 ]; then
+		pass "kernels/soft_wp_$k"
+	else
+		fail "kernels/soft_wp_$k" "watchpoint_kind=$kind, $h hits"
+	fi
+	r=$(python3 "$PAT" --r "$WORK/s-$k.out" "$WORK/s-$k.csv" "$WORK/ex-$k.out" "$WORK/ex-$k.csv")
+	echo "INFO kernels/$k: sampled (default options) $(events "s-$k") events, $h watchpoint hits, r=$r against exact"
+	case $k in
+	stencil)
+		e=$(events "s-$k")
+		rmin=$(python3 "$PAT" --r-min "${e:-0}" 3)
+		if python3 -c "import sys; sys.exit(0 if $r >= $rmin and $e > 0 else 1)"; then
+			pass "kernels/stencil_r"
+		else
+			fail "kernels/stencil_r" "r=$r < $rmin (the 99.9% bound for $e events)"
+		fi ;;
+	omp_reduce)
+		share=$(python3 - "$PAT" "$WORK/s-$k.out" "$WORK/s-$k.csv" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("pattern", sys.argv[1])
+p = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(p)
+m = p.matrix(sys.argv[2], sys.argv[3])
+tot = sum(m[i][j] for i, j in p.pairs(m))
+print("%.4f" % (sum(m[0][j] for j in range(1, len(m))) / tot if tot else 0))
+PY
+)
+		check "kernels/omp_master" python3 -c "import sys; sys.exit(0 if $share > 0.5 else 1)"
+		echo "INFO kernels/omp_reduce: master pairs' share of the sampled volume $share" ;;
+	esac
+done
+done_tests

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Compare a kernel's communication matrices (tests/kernels/README.md).
+
+  pattern.py OUT CSV [CSV2]
+
+OUT is the kernel's stdout (its `thread_info W tid=N` lines map worker W to
+a trace thread), CSV a `commanalyze matrix --format csv` (symmetric) of its
+trace.  Prints the workers' matrix (rows and columns: worker index), and with
+CSV2 (the exact matrix of another run of the same kernel) the Pearson r of
+the two over the worker pairs (the upper triangle) and each pair's value.
+The main thread (T0) is left out: the kernels' workers carry the pattern.
+
+  pattern.py --r OUT CSV OUT2 CSV2     only r, as a number
+  pattern.py --check KERNEL OUT CSV [N]  the kernel's pattern in an exact
+      matrix (symmetric CSV; pipeline: --directed), N its size parameter
+      (stencil sweeps, omp_reduce iterations, pipeline items x lines per
+      buffer); prints what fails, exits 1 if anything does
+  pattern.py --r-min EVENTS PAIRS      the lowest r (at 99.9% confidence) of an
+      estimate against a pattern of PAIRS equal pairs and zeros elsewhere,
+      when EVENTS Poisson events fall on those pairs (see r_min)
+"""
+import csv
+import math
+import re
+import sys
+
+
+def workers(out_path):
+    """tid -> worker index, from the kernel's thread_info lines."""
+    m = {}
+    with open(out_path) as f:
+        for line in f:
+            g = re.match(r"thread_info (\d+) tid=(\d+)", line)
+            if g:
+                m[int(g.group(2))] = int(g.group(1))
+    return m
+
+
+def matrix(out_path, csv_path):
+    """The workers' matrix (list of lists) of a symmetric CSV matrix."""
+    w = workers(out_path)
+    with open(csv_path) as f:
+        rows = list(csv.reader(f))
+    tids = [int(re.search(r"\((\d+)\)", h).group(1)) for h in rows[0][1:]]
+    n = len(w)
+    m = [[0.0] * n for _ in range(n)]
+    for r in rows[1:]:
+        a = w.get(int(re.search(r"\((\d+)\)", r[0]).group(1)))
+        for k, v in enumerate(r[1:]):
+            b = w.get(tids[k])
+            if a is not None and b is not None:
+                m[a][b] = float(v)
+    return m
+
+
+def pairs(m):
+    n = len(m)
+    return [(i, j) for i in range(n) for j in range(i + 1, n)]
+
+
+def pearson(x, y):
+    n = len(x)
+    mx, my = sum(x) / n, sum(y) / n
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sx = math.sqrt(sum((a - mx) ** 2 for a in x))
+    sy = math.sqrt(sum((b - my) ** 2 for b in y))
+    return sxy / (sx * sy) if sx > 0 and sy > 0 else 0.0
+
+
+def r_min(events, npairs, alpha=1e-3):
+    """Pattern: npairs cells of equal volume, the others 0 (a stencil's
+    neighbour pairs).  An estimate that puts Poisson(lam) events on each of
+    them (lam = events / npairs) and none elsewhere has, against the pattern,
+    r = 1 / sqrt(1 + 2 * s2 / m^2) (6 cells, 3 of them the pairs), where m
+    and s2 are the mean and variance of the 3 counts; with the normal
+    approximation s2 / m^2 ~ chi2(2) / (3 lam), so that
+    r >= 1 / sqrt(1 + 2 q / (3 lam))
+    with probability 1 - alpha, q the chi2(2) quantile -2 ln(alpha).  (Exact
+    Poisson sums agree: lam = 60, P(r < 0.9) = 3.4e-5 exact, 2.6e-5 by this.)"""
+    if npairs != 3:
+        raise SystemExit("r_min: derived for 3 pairs of 4 workers")
+    lam = events / npairs
+    if lam <= 0:
+        return 0.0
+    q = -2.0 * math.log(alpha)
+    return 1.0 / math.sqrt(1.0 + 2.0 * q / (3.0 * lam))
+
+
+def check(kernel, m, n):
+    """The ground-truth pattern of each kernel (tests/kernels/README.md) in
+    an exact matrix m (workers); returns the list of what fails."""
+    bad = []
+    w = len(m)
+    cells = pairs(m)
+    if kernel == "stencil":
+        # each sweep, w + 1 reads the edge line that w wrote (and back)
+        near = [m[i][i + 1] for i in range(w - 1)]
+        if min(near) < n:
+            bad.append("a neighbour pair below %d (one line per sweep): %s" % (n, near))
+        far = [m[i][j] for i, j in cells if j > i + 1]
+        if far and max(far) > min(near) / 100:
+            bad.append("pairs two apart above 1%% of the neighbours: %s" % far)
+    elif kernel == "omp_reduce":
+        # every iteration every thread reads the vector the master rewrote;
+        # the others share at most the reduction's line
+        master = [m[0][j] for j in range(1, w)]
+        others = [m[i][j] for i, j in cells if i > 0]
+        if min(master) < n:
+            bad.append("a master pair below %d (one line per iteration): %s" % (n, master))
+        if others and max(others) * 3 > min(master):
+            bad.append("a pair without the master above 1/3 of the master's: %s" % others)
+    elif kernel == "alltoall":
+        # uniform keys: every pair the same volume in expectation
+        vals = [m[i][j] for i, j in cells]
+        mean = sum(vals) / len(vals)
+        if mean <= 0 or min(vals) < mean / 3:
+            bad.append("a pair below 1/3 of the mean (uniform expected): %s" % vals)
+    elif kernel == "pipeline":
+        # directed (row receives from column): s + 1 from s, 0 from the last
+        ring = [m[(s + 1) % w][s] for s in range(w)]
+        if min(ring) < n:
+            bad.append("a ring step below %d (every line of every buffer): %s" % (n, ring))
+        apart = [m[i][j] for i in range(w) for j in range(w)
+                 if i != j and (i - j) % w not in (1, w - 1)]
+        if apart and max(apart) > min(ring) / 100:
+            bad.append("stages two apart above 1%% of the ring: %s" % apart)
+    else:
+        bad.append("unknown kernel " + kernel)
+    return bad
+
+
+def main(argv):
+    if len(argv) in (4, 5) and argv[0] == "--check":
+        m = matrix(argv[2], argv[3])
+        bad = check(argv[1], m, float(argv[4]) if len(argv) == 5 else 1)
+        for b in bad:
+            print(b)
+        sys.exit(1 if bad else 0)
+    if len(argv) == 3 and argv[0] == "--r-min":
+        print("%.4f" % r_min(float(argv[1]), int(argv[2])))
+        return
+    if len(argv) == 5 and argv[0] == "--r":
+        a, b = matrix(argv[1], argv[2]), matrix(argv[3], argv[4])
+        if len(a) != len(b):
+            sys.exit("different worker counts")
+        p = pairs(a)
+        print("%.4f" % pearson([a[i][j] for i, j in p], [b[i][j] for i, j in p]))
+        return
+    if len(argv) not in (2, 3):
+        sys.exit(__doc__)
+    m = matrix(argv[0], argv[1])
+    for i, row in enumerate(m):
+        print("W%d %s" % (i, " ".join("%g" % v for v in row)))
+    for i, j in pairs(m):
+        print("pair %d %d %g" % (i, j, m[i][j]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
