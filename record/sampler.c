@@ -33,9 +33,10 @@ static const char *wp_meaning(enum wp_verdict v)
 		       "whose hypervisor does not virtualize them), so commrec records without "
 		       "watchpoints and sees communication only where samples of both threads catch "
 		       "it (far fewer events); for watchpoints, record on bare metal or a machine "
-		       "with a PMU, or record every access instead (--sampler inst --full, analyzed "
-		       "with the exact or emulate model; commrec-cc(1)); --force-watchpoints arms "
-		       "them anyway";
+		       "with a PMU, or build the program with commrec-cc and use --sampler inst, "
+		       "whose watchpoints are software ones (or record every access: --sampler inst "
+		       "--full, analyzed with the exact or emulate model; commrec-cc(1)); "
+		       "--force-watchpoints arms them anyway";
 	case WP_NO_OPEN:
 		return "perf breakpoints are refused here (kernel.perf_event_paranoid, seccomp, or "
 		       "no debug registers): recording works without them, use -w 0 to silence this";
@@ -69,6 +70,9 @@ void rec_list_samplers(void)
 		printf("watchpoints: %s here (probe: %s, %.2f ms): %s\n",
 		       p.verdict == WP_NO_FIRE ? "do not fire" : "none", detail, (double)p.ns / 1e6,
 		       wp_meaning(p.verdict));
+	printf("software watchpoints: with --sampler inst (its default): the instrumentation "
+	       "compares every access with the watched words; no debug registers needed, on any "
+	       "machine\n");
 }
 
 /* The why of a refused sampler, with the way out if it lacks one. */

@@ -10,6 +10,9 @@
 #   kernels/soft_wp_*      --sampler inst at the default options: the trace
 #                          says its watchpoints were software ones, and they
 #                          hit on this machine (debug registers need not fire)
+#   kernels/soft_wp_rules_*  every hit is on a word its register watches in
+#                          the thread's last arm, one hit per arm, never on
+#                          the thread's own publication (pattern.py --wp-check)
 #   kernels/stencil_r      the sampled stencil's Pearson r against exact, over
 #                          the worker pairs, is at least r_min(events): the
 #                          99.9% bound of r when the detected events fall as
@@ -96,6 +99,12 @@ for c in "stencil|-t 4 -c 130 -s 40000" "omp_reduce|-t 4 -m 128 -i 300" \
 		pass "kernels/soft_wp_$k"
 	else
 		fail "kernels/soft_wp_$k" "watchpoint_kind=$kind, $h hits"
+	fi
+	"$COMMANALYZE" dump "$WORK/s-$k.zst" --type wp_arm,wp_hit >"$WORK/s-$k.wp"
+	if out=$(python3 "$PAT" --wp-check "$WORK/s-$k.wp"); then
+		pass "kernels/soft_wp_rules_$k"
+	else
+		fail "kernels/soft_wp_rules_$k" "$(echo "$out" | head -3)"
 	fi
 	r=$(python3 "$PAT" --r "$WORK/s-$k.out" "$WORK/s-$k.csv" "$WORK/ex-$k.out" "$WORK/ex-$k.csv")
 	echo "INFO kernels/$k: sampled (default options) $(events "s-$k") events, $h watchpoint hits, r=$r against exact"

@@ -15,6 +15,10 @@ The main thread (T0) is left out: the kernels' workers carry the pattern.
       matrix (symmetric CSV; pipeline: --directed), N its size parameter
       (stencil sweeps, omp_reduce iterations, pipeline items x lines per
       buffer); prints what fails, exits 1 if anything does
+  pattern.py --wp-check DUMP        the watchpoint records of a `commanalyze
+      dump --type wp_arm,wp_hit`: every hit is on the word its register
+      watches in the thread's last arm, at most one hit per arm, the
+      watcher is not the publisher; prints the hits, exits 1 on a violation
   pattern.py --r-min EVENTS PAIRS      the lowest r (at 99.9% confidence) of an
       estimate against a pattern of PAIRS equal pairs and zeros elsewhere,
       when EVENTS Poisson events fall on those pairs (see r_min)
@@ -129,7 +133,46 @@ def check(kernel, m, n):
     return bad
 
 
+def wp_check(dump_path):
+    """(hits, violations) of the arm/hit rules in a dump (see the usage)."""
+    last = {}       # thread -> [words, publisher, hit already]
+    hits, bad = 0, []
+    with open(dump_path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) < 3:
+                continue
+            th, kind = p[1], p[2]
+            kv = dict(x.split("=", 1) for x in p[3:] if "=" in x)
+            if kind == "wp_arm":
+                words = [int(w.split(":")[0], 16) for w in kv["wp"].split(",")]
+                last[th] = [words, "T" + kv["publisher"], False]
+            elif kind == "wp_hit":
+                hits += 1
+                a = last.get(th)
+                reg, addr = int(kv["reg"]), int(kv["addr"], 16)
+                if a is None:
+                    bad.append("hit without an arm: " + line.strip())
+                elif a[2]:
+                    bad.append("second hit of one arm: " + line.strip())
+                elif reg >= len(a[0]) or a[0][reg] != addr:
+                    bad.append("hit not on its register's word: " + line.strip())
+                elif a[1] == th:
+                    bad.append("the publisher watched itself: " + line.strip())
+                elif kv.get("kind") not in ("load", "store", "atomic"):
+                    bad.append("hit without a kind: " + line.strip())
+                if a is not None:
+                    a[2] = True
+    return hits, bad
+
+
 def main(argv):
+    if len(argv) == 2 and argv[0] == "--wp-check":
+        hits, bad = wp_check(argv[1])
+        print("hits %d" % hits)
+        for b in bad[:10]:
+            print(b)
+        sys.exit(1 if bad else 0)
     if len(argv) in (4, 5) and argv[0] == "--check":
         m = matrix(argv[2], argv[3])
         bad = check(argv[1], m, float(argv[4]) if len(argv) == 5 else 1)
