@@ -337,13 +337,15 @@ static bool alloc_function(const char *f)
 {
 	static const char *const n[] = {
 		"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memalign",
-		"valloc", "pvalloc", "mmap", "mmap64", "reallocarray", "operator new", "_Znwm",
+		"valloc", "pvalloc", "mmap", "mmap64", "reallocarray", "_Znwm",
 		"_Znam", "_ZnwmSt11align_val_t", "strdup", "strndup", NULL,
 	};
 	for (int i = 0; n[i]; i++)
 		if (!strcmp(f, n[i]))
 			return true;
-	return !strncmp(f, "__libc_", 7) || !strncmp(f, "ct_", 3) || !strncmp(f, "rt_", 3);
+	/* demangled: "operator new(unsigned long)", "operator new[](...)" */
+	return !strncmp(f, "operator new", 12) || !strncmp(f, "__libc_", 7) ||
+	       !strncmp(f, "ct_", 3) || !strncmp(f, "rt_", 3);
 }
 
 static bool runtime_module(const struct st_module *m)
