@@ -542,10 +542,10 @@ static void write_text(FILE *o, const struct view *v)
 	uint64_t local = 0, cross_fn = 0;
 	for (size_t i = 0; i < v->n; i++)
 		*(v->e[i].src == v->e[i].dst ? &local : &cross_fn) += v->e[i].bytes;
-	fprintf(o, "Function dataflow (producer -> consumer), %s: %zu functions, %zu of %zu flows\n",
-	        f->full ? "full trace: bytes read from the last writer; transfers: the model's"
-	                : "the model's transfers: publishing access -> detecting access",
+	fprintf(o, "Function dataflow (producer -> consumer): %zu functions, %zu of %zu flows shown\n",
 	        f->nfn, v->nix, v->n);
+	fprintf(o, "%s\n", f->full ? "full trace: bytes read from their last writer; transfers: the model's"
+	                           : "transfers: the model's events, publishing access -> detecting access");
 	if (f->full)
 		fprintf(o, "local (same function) %" PRIu64 " bytes, cross-function %" PRIu64 " bytes\n",
 		        local, cross_fn);

@@ -66,7 +66,10 @@ static const struct command {
 "\n"
 "The readable report: trace and sampler, model, totals (estimated line\n"
 "transfers, true/false sharing), top thread pairs, cores and sockets, lost and\n"
-"skipped samples, warnings.\n", true, NULL },
+"skipped samples, warnings.\n"
+"  --symbols-from-binaries  symbols of the top objects and lines from the\n"
+"                           binaries on this machine\n"
+"  --no-demangle            C++ names as in the binary\n", true, NULL },
 		{ "info", cmd_info,
 "usage: commanalyze info TRACE\n"
 "\n"

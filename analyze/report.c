@@ -570,7 +570,7 @@ int cmd_report(int argc, char **argv)
 {
 	const char *path = NULL;
 	struct model_opts o;
-	bool from_binaries = false;
+	bool from_binaries = false, no_demangle = false;
 	model_opts_default(&o);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -580,6 +580,8 @@ int cmd_report(int argc, char **argv)
 				return EXIT_USAGE;
 		} else if (!strcmp(a, "--symbols-from-binaries")) {
 			from_binaries = true;
+		} else if (!strcmp(a, "--no-demangle")) {
+			no_demangle = true;
 		} else if (arg_trace("report", a, &path)) {
 			return EXIT_USAGE;
 		}
@@ -590,6 +592,7 @@ int cmd_report(int argc, char **argv)
 	struct analysis_hooks hooks;
 	struct attrib_hook ah;
 	attrib_hooks_init(&hooks, &ah, from_binaries);
+	ah.no_demangle = no_demangle;
 	struct throttled thr = { 0, NULL };
 	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr };
 	hooks.setup = report_hook_setup;

@@ -197,7 +197,7 @@ static void test_sampled_events(void)
 	CHECK_LACKS(csv, "(local)");
 	free(csv);
 	char *txt = functions_out(path, "--model", "exact", "--kind", "false", NULL);
-	CHECK_HAS(txt, "0 of 2 flows");
+	CHECK_HAS(txt, "0 of 2 flows shown");
 	free(txt);
 	tb_free(&b);
 }
