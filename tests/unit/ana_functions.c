@@ -11,12 +11,16 @@
 /* ---- the program: module /bin/pipe at bias 0 -------------------------------------
  *   stage1 [0x401000,+0x100)  stage2 [0x401100,+0x100)
  *   _ZN7physics4Grid6createEv [0x401200,+0x100)  (stage 3, a C++ method)
- *   _Z4workv._omp_fn.0 [0x401300,+0x100)        (an outlined OpenMP region) */
+ *   _Z4workv._omp_fn.0 [0x401300,+0x100)        (an outlined OpenMP region)
+ * and a stripped /usr/lib/libgomp.so.1 at 0x7f0000000000: only the exported
+ * GOMP_barrier [0x1000,+0x40) in its dynamic symbol table. */
 #define IP1 0x401010ull
 #define IP2_LOAD 0x401110ull
 #define IP2_STORE 0x401120ull
 #define IP3 0x401210ull
 #define IP_OMP 0x401310ull
+#define GOMP_BASE 0x7f0000000000ull
+#define IP_GOMP (GOMP_BASE + 0x1800)   /* past GOMP_barrier: no symbol */
 #define BUF1 0x10000ull
 #define BUF2 0x20000ull
 #define TMP 0x30000ull
@@ -37,6 +41,12 @@ static void *pipe_symbols(size_t *len)
 	st_add_func(m, 0x401300, 0x100, "_Z4workv._omp_fn.0");
 	uint32_t f = st_add_file(m, "/src/pipe.c");
 	st_add_line(m, 0x401010, 0x10, f, 10);
+	struct st_module *g = symtab_add_module(&s, "/usr/lib/libgomp.so.1");
+	g->lo = GOMP_BASE;
+	g->hi = GOMP_BASE + 0x10000;
+	g->bias = GOMP_BASE;
+	g->flags = ST_MOD_DYNSYM;
+	st_add_func(g, 0x1000, 0x40, "GOMP_barrier");
 	symtab_finish(&s);
 	void *p = NULL;
 	if (symtab_serialize(&s, &p, len))
@@ -76,6 +86,8 @@ static const char *pipeline_trace(struct tb *b, bool full)
 	}
 	/* the OpenMP region reads stage1's buffer once at the end (same thread) */
 	acc(b, 0, t++, IP_OMP, BUF1, CT_ACCESS_LOAD);
+	/* code of the stripped library reads stage2's buffer (same thread) */
+	acc(b, 1, t++, IP_GOMP, BUF2, CT_ACCESS_LOAD);
 	const char *path = tb_write(b);
 	size_t len;
 	void *sym = pipe_symbols(&len);
@@ -149,6 +161,9 @@ static void test_full_pipeline(void)
 	CHECK_HAS(csv, "physics::Grid::create(),physics::Grid::create(),,,0,0,0,0,24,24,0,0\n");
 	/* the OpenMP region named after its parent; stage1's last buffer, same thread */
 	CHECK_HAS(csv, "stage1,work()._omp_fn.0,,,0,0,0,0,8,8,0,0\n");
+	/* the stripped library's code by module and offset, not GOMP_barrier */
+	CHECK_HAS(csv, "stage2,libgomp.so.1+0x1800,,,0,0,0,0,8,8,0,0\n");
+	CHECK_LACKS(csv, "GOMP_barrier");
 	free(csv);
 
 	char *json = functions_out(path, "--format", "json", "--model", "exact", NULL);
@@ -164,7 +179,7 @@ static void test_full_pipeline(void)
 	char *txt = functions_out(path, "--threads", "--model", "exact", NULL);
 	CHECK_HAS(txt, "stage1 -> stage2  [T0(1000) -> T1(1001)]");
 	CHECK_HAS(txt, "physics::Grid::create() -> physics::Grid::create() (local)");
-	CHECK_HAS(txt, "local (same function) 24 bytes, cross-function 152 bytes");
+	CHECK_HAS(txt, "local (same function) 24 bytes, cross-function 160 bytes");
 	free(txt);
 
 	char *raw = functions_out(path, "--no-demangle", "--format", "csv", "--model", "exact", NULL);
