@@ -371,6 +371,8 @@ struct view {
 	size_t n;
 	uint32_t *ix;             /* ranked, filtered */
 	size_t nix;
+	uint32_t *fns;            /* the functions of the flows shown, by work */
+	size_t nfns;
 	enum mx_kind kind;
 	bool by_threads;
 };
@@ -380,7 +382,23 @@ static double edge_rank(const struct view *v, const struct fedge *e)
 	return v->f->full && v->kind == MX_ALL ? (double)e->bytes : e->w[v->kind];
 }
 
+/* What a function did: bytes read and written (full), else transfers. */
+static double fn_work(const struct fnflow *f, const struct ffunc *x)
+{
+	return f->full ? (double)(x->bytes_read + x->bytes_written) : x->produced + x->consumed;
+}
+
 static const struct view *sort_view;
+static int cmp_fns(const void *x, const void *y)
+{
+	const struct fnflow *f = sort_view->f;
+	const struct ffunc *a = &f->fn[*(const uint32_t *)x], *b = &f->fn[*(const uint32_t *)y];
+	double wa = fn_work(f, a), wb = fn_work(f, b);
+	if (wa != wb)
+		return wa < wb ? 1 : -1;
+	return strcmp(a->name, b->name);
+}
+
 static int cmp_edges(const void *x, const void *y)
 {
 	const struct fedge *a = &sort_view->e[*(const uint32_t *)x];
@@ -433,6 +451,19 @@ static int view_build(struct view *v, struct fnflow *f, size_t top, enum mx_kind
 	qsort(v->ix, v->nix, sizeof *v->ix, cmp_edges);
 	if (top && top < v->nix)
 		v->nix = top;
+	bool *in = calloc(f->nfn ? f->nfn : 1, sizeof *in);
+	v->fns = malloc((f->nfn ? f->nfn : 1) * sizeof *v->fns);
+	if (!in || !v->fns) {
+		free(in);
+		return -1;
+	}
+	for (size_t i = 0; i < v->nix; i++)
+		in[v->e[v->ix[i]].src] = in[v->e[v->ix[i]].dst] = true;
+	for (size_t i = 0; i < f->nfn; i++)
+		if (in[i])
+			v->fns[v->nfns++] = (uint32_t)i;
+	free(in);
+	qsort(v->fns, v->nfns, sizeof *v->fns, cmp_fns);
 	return 0;
 }
 
@@ -440,6 +471,7 @@ static void view_free(struct view *v)
 {
 	etable_free(&v->merged);
 	free(v->ix);
+	free(v->fns);
 }
 
 /* ---- writers ------------------------------------------------------------------------- */
@@ -501,16 +533,17 @@ static void text_edges(FILE *o, const struct view *v)
 	}
 }
 
-static void text_functions(FILE *o, const struct fnflow *f)
+static void text_functions(FILE *o, const struct view *v)
 {
-	fprintf(o, "\nFunctions:\n");
+	const struct fnflow *f = v->f;
+	fprintf(o, "\nFunctions of these flows:\n");
 	if (f->full)
 		fprintf(o, "  %14s %14s %10s %10s %12s  %s\n", "written", "read", "unread%",
 		        "reads(med)", "life(med,ns)", "function (where)");
 	else
 		fprintf(o, "  %12s %12s  %s\n", "produced", "consumed", "function (where)");
-	for (size_t i = 0; i < f->nfn; i++) {
-		const struct ffunc *x = &f->fn[i];
+	for (size_t i = 0; i < v->nfns; i++) {
+		const struct ffunc *x = &f->fn[v->fns[i]];
 		char a[32], b[32];
 		if (f->full) {
 			uint64_t written = 0;
@@ -553,7 +586,7 @@ static void write_text(FILE *o, const struct view *v)
 	if (*notes)
 		fprintf(o, "%s", notes);
 	text_edges(o, v);
-	text_functions(o, f);
+	text_functions(o, v);
 }
 
 static void write_csv(FILE *o, const struct view *v)
@@ -649,23 +682,15 @@ static void write_dot(FILE *o, const struct view *v)
 	double maxw = 0, maxe = 0;
 	for (size_t i = 0; i < v->nix; i++)
 		maxe = fmax(maxe, edge_rank(v, &v->e[v->ix[i]]));
-	for (size_t i = 0; i < f->nfn; i++) {
-		const struct ffunc *x = &f->fn[i];
-		maxw = fmax(maxw, f->full ? (double)(x->bytes_read + x->bytes_written)
-		                          : x->produced + x->consumed);
-	}
+	for (size_t k = 0; k < v->nfns; k++)
+		maxw = fmax(maxw, fn_work(f, &f->fn[v->fns[k]]));
 	fprintf(o, "digraph functions {\n  rankdir=LR;\n  node [shape=box, style=filled, "
 	           "fillcolor=\"#e8eef7\", fontname=\"Helvetica\"];\n"
 	           "  edge [fontname=\"Helvetica\", fontsize=10];\n");
-	/* the functions the shown flows touch */
-	bool *shown = calloc(f->nfn ? f->nfn : 1, sizeof *shown);
-	for (size_t i = 0; shown && i < v->nix; i++)
-		shown[v->e[v->ix[i]].src] = shown[v->e[v->ix[i]].dst] = true;
-	for (size_t i = 0; shown && i < f->nfn; i++) {
-		if (!shown[i])
-			continue;
+	for (size_t k = 0; k < v->nfns; k++) {
+		size_t i = v->fns[k];
 		const struct ffunc *x = &f->fn[i];
-		double w = f->full ? (double)(x->bytes_read + x->bytes_written) : x->produced + x->consumed;
+		double w = fn_work(f, x);
 		fprintf(o, "  f%zu [label=\"", i);
 		dot_escaped(o, x->name);
 		if (*x->where) {
@@ -695,7 +720,6 @@ static void write_dot(FILE *o, const struct view *v)
 		fprintf(o, "\", penwidth=%.2f];\n", 1.0 + (maxe > 0 ? 5.0 * edge_rank(v, e) / maxe : 0));
 	}
 	fprintf(o, "}\n");
-	free(shown);
 }
 
 int fnflow_write(struct fnflow *f, FILE *out, enum attrib_format fmt, size_t top,
