@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ana.h"
 
@@ -146,10 +145,7 @@ int analysis_run_hooks(struct analysis *a, const char *path, const struct model_
 	if (h && h->setup && (st = h->setup(h->arg, a)))
 		return st;
 	struct analysis_point p = { .opts = &a->opts, .hooks = h };
-	/* two sets (the model with its consumers, the statistics), each on a
-	 * worker of its own while this thread decodes: decoding overlaps the
-	 * model on a machine with more than one cpu; the same results on one */
-	st = analysis_replay(a, &p, 1, sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 2 : 1, true, progress);
+	st = analysis_replay(a, &p, 1, 1, true, progress);
 	a->mx = p.mx;
 	return st;
 }
