@@ -76,49 +76,52 @@ static int build_matrix_out(const struct analysis *a, enum mx_index index, enum 
 	return 0;
 }
 
+enum { O_KIND = 1, O_INDEX, O_FORMAT, O_DIRECTED, O_OUTPUT, O_CDCSV };
+static const struct cli_opt matrix_opts[] = {
+	{ "kind", 0, true, O_KIND }, { "index", 0, true, O_INDEX },
+	{ "format", 0, true, O_FORMAT }, { "directed", 0, false, O_DIRECTED },
+	{ "output", 'o', true, O_OUTPUT }, { "comdetective-csv", 0, true, O_CDCSV },
+};
+
 int cmd_matrix(int argc, char **argv)
 {
-	const char *path = NULL, *out = NULL, *cdir = NULL, *v;
+	const char *path, *out = NULL, *cdir = NULL, *v;
 	int kind = MX_ALL, index = MX_THREAD;
 	const struct matrix_writer *w = matrix_writer_find("text");
 	bool directed = false;
 	struct model_opts o;
 	model_opts_default(&o);
-	for (int i = 0; i < argc; i++) {
-		int m;
-		const char *a = argv[i];
-		if ((m = arg_choice(argc, argv, &i, "matrix", "--kind", mx_kind_names, 3, &kind)) ||
-		    (m = arg_choice(argc, argv, &i, "matrix", "--index", mx_index_names, 3, &index))) {
-			if (m < 0)
-				return EXIT_USAGE;
-		} else if ((m = arg_value(argc, argv, &i, "--format", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
+	struct cli p;
+	cli_init(&p, "matrix", argc, argv, matrix_opts, sizeof matrix_opts / sizeof *matrix_opts, &o);
+	int id, bad = 0;
+	while (!bad && (id = cli_next(&p, &v)) > 0) {
+		switch (id) {
+		case O_KIND:
+			bad = cli_choice(&p, v, mx_kind_names, 3, &kind);
+			break;
+		case O_INDEX:
+			bad = cli_choice(&p, v, mx_index_names, 3, &index);
+			break;
+		case O_FORMAT:
 			if (!(w = matrix_writer_find(v))) {
 				char names[128];
 				ana_err("matrix: --format: '%s' is not %s", v,
 				        matrix_writer_names(names, sizeof names));
-				return EXIT_USAGE;
+				bad = -1;
 			}
-		} else if (!strcmp(a, "--directed")) {
+			break;
+		case O_DIRECTED:
 			directed = true;
-		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
-		           (m = arg_value(argc, argv, &i, "--output", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
+			break;
+		case O_OUTPUT:
 			out = v;
-		} else if ((m = arg_value(argc, argv, &i, "--comdetective-csv", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
+			break;
+		case O_CDCSV:
 			cdir = v;
-		} else if ((m = model_args(&o, argc, argv, &i))) {
-			if (m < 0)
-				return EXIT_USAGE;
-		} else if (arg_trace("matrix", a, &path)) {
-			return EXIT_USAGE;
+			break;
 		}
 	}
-	if (arg_trace_given("matrix", path, "matrix TRACE [options]"))
+	if (bad || id < 0 || cli_trace(&p, &path))
 		return EXIT_USAGE;
 	if (w->writes_to_file && !out) {
 		ana_err("matrix: --format %s needs -o FILE", w->name);

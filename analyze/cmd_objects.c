@@ -38,6 +38,51 @@ void attrib_hooks_init(struct analysis_hooks *h, struct attrib_hook *ah, bool fr
 	h->arg = ah;
 }
 
+enum { O_FORMAT = 1, O_OUTPUT, O_TOP, O_FROM_BINARIES, O_OBJECT, O_KIND };
+/* lines takes the first four */
+static const struct cli_opt attrib_opts[] = {
+	{ "format", 0, true, O_FORMAT }, { "output", 'o', true, O_OUTPUT },
+	{ "top", 0, true, O_TOP }, { "symbols-from-binaries", 0, false, O_FROM_BINARIES },
+	{ "object", 0, true, O_OBJECT }, { "kind", 0, true, O_KIND },
+};
+
+/* One option of objects and lines: 0, or -1 (message printed). */
+static int attrib_cli_option(struct cli *p, struct attrib_cli *c, int id, const char *v)
+{
+	uint64_t n;
+	int kind;
+	switch (id) {
+	case O_FORMAT:
+		if (attrib_format_parse(v, &c->fmt)) {
+			ana_err("%s: --format: '%s' is not text, csv or json", p->cmd, v);
+			return -1;
+		}
+		return 0;
+	case O_OUTPUT:
+		c->out = v;
+		return 0;
+	case O_TOP:
+		if (!parse_u64(v, &n)) {
+			ana_err("%s: --top: '%s' is not a number (0: all)", p->cmd, v);
+			return -1;
+		}
+		c->top = (size_t)n;
+		return 0;
+	case O_FROM_BINARIES:
+		c->from_binaries = true;
+		return 0;
+	case O_OBJECT:
+		c->object = v;
+		return 0;
+	case O_KIND:
+		if (cli_choice(p, v, mx_kind_names, 3, &kind))
+			return -1;
+		c->kind = (enum mx_kind)kind;
+		return 0;
+	}
+	return -1;
+}
+
 /* Options of objects and lines.  Returns 0, or EXIT_USAGE (message printed). */
 static int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv,
                             struct attrib_cli *c)
@@ -47,52 +92,15 @@ static int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv
 	model_opts_default(&c->o);
 	c->top = 20;
 	c->kind = MX_ALL;
-	int kind;
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i], *v;
-		int m;
-		if ((m = arg_value(argc, argv, &i, "--format", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			if (attrib_format_parse(v, &c->fmt)) {
-				ana_err("%s: --format: '%s' is not text, csv or json", cmd, v);
-				return EXIT_USAGE;
-			}
-		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
-		           (m = arg_value(argc, argv, &i, "--output", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			c->out = v;
-		} else if ((m = arg_value(argc, argv, &i, "--top", &v))) {
-			uint64_t n;
-			if (m < 0)
-				return EXIT_USAGE;
-			if (!parse_u64(v, &n)) {
-				ana_err("%s: --top: '%s' is not a number (0: all)", cmd, v);
-				return EXIT_USAGE;
-			}
-			c->top = (size_t)n;
-		} else if (!strcmp(a, "--symbols-from-binaries")) {
-			c->from_binaries = true;
-		} else if (c->objects && (m = arg_value(argc, argv, &i, "--object", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			c->object = v;
-		} else if (c->objects &&
-		           (m = arg_choice(argc, argv, &i, cmd, "--kind", mx_kind_names, 3, &kind))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			c->kind = (enum mx_kind)kind;
-		} else if ((m = model_args(&c->o, argc, argv, &i))) {
-			if (m < 0)
-				return EXIT_USAGE;
-		} else if (arg_trace(cmd, a, &c->path)) {
+	struct cli p;
+	cli_init(&p, cmd, argc, argv, attrib_opts,
+	         objects ? sizeof attrib_opts / sizeof *attrib_opts : 4, &c->o);
+	int id;
+	const char *v;
+	while ((id = cli_next(&p, &v)) > 0)
+		if (attrib_cli_option(&p, c, id, v))
 			return EXIT_USAGE;
-		}
-	}
-	char usage[64];
-	snprintf(usage, sizeof usage, "%s TRACE [options]", cmd);
-	return arg_trace_given(cmd, c->path, usage);
+	return id < 0 || cli_trace(&p, &c->path) ? EXIT_USAGE : 0;
 }
 
 /* Run the analysis with attribution.  0 with *an and *a set (free both), or

@@ -89,11 +89,13 @@ static void print_features(uint64_t f)
 
 int cmd_info(int argc, char **argv)
 {
-	const char *path = NULL;
-	for (int i = 0; i < argc; i++)
-		if (arg_trace("info", argv[i], &path))
-			return EXIT_USAGE;
-	if (arg_trace_given("info", path, "info TRACE"))
+	const char *path, *v;
+	struct cli p;
+	cli_init(&p, "info", argc, argv, NULL, 0, NULL);
+	int id;
+	while ((id = cli_next(&p, &v)) > 0)
+		;
+	if (id < 0 || cli_trace(&p, &path))
 		return EXIT_USAGE;
 	struct ct_trace *t = ana_open_trace(path);
 	if (!t)

@@ -6,6 +6,7 @@
  * command, on standard output with exit status 0. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ana.h"
 #include "attrib.h"
@@ -36,6 +37,13 @@ static void usage(FILE *f)
 "           ranked by communication\n"
 "  lines    cache lines ranked by communication, with per-offset detail\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
+"\n"
+"TRACE defaults to trace.zst (commrec's default output).  Options and the trace\n"
+"come in any order, as for GNU tools: --name=VALUE or --name VALUE, any\n"
+"unambiguous prefix of a long name, short options clustered (-qo FILE); \"--\"\n"
+"ends the options.  Every command takes:\n"
+"  -h, --help     the command's usage        -q, --quiet    errors only\n"
+"  -v, --verbose  say what is being done (records replayed, time)\n"
 "\n");
 	model_opts_usage(f);
 	fprintf(f,
@@ -140,7 +148,9 @@ static void command_usage(FILE *f, const struct command *c)
 		fputc('\n', f);
 		model_opts_usage(f);
 	}
-	fprintf(f, "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
+	fprintf(f, "\nTRACE defaults to trace.zst.  Options in any order, GNU style (--name=VALUE,\n"
+	           "prefixes, -qo FILE, \"--\"); also -h/--help, -q/--quiet, -v/--verbose.\n"
+	           "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
 	           "See commanalyze(1).\n");
 }
 
@@ -149,13 +159,58 @@ static bool is_help(const char *a)
 	return !strcmp(a, "--help") || !strcmp(a, "-h");
 }
 
+static void help_for(FILE *f, const char *cmd)
+{
+	const struct command *c = command_find(cmd);
+	if (c)
+		command_usage(f, c);
+	else
+		usage(f);
+}
+
+/* Edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of neighbours), up to 3: enough to tell a typo of a command. */
+static int typo_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 16 || lb > 16)
+		return 3;
+	int d[17][17];
+	for (size_t i = 0; i <= la; i++)
+		for (size_t j = 0; j <= lb; j++) {
+			if (!i || !j) {
+				d[i][j] = (int)(i + j);
+				continue;
+			}
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb] < 3 ? d[la][lb] : 3;
+}
+
+/* The command a word that is neither a command nor a file was probably
+ * meant to be, or NULL. */
+static const struct command *command_like(const char *word)
+{
+	if (!access(word, F_OK))
+		return NULL;
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		if (typo_distance(word, commands[i].name) <= (strlen(word) > 4 ? 2 : 1))
+			return &commands[i];
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	const char *cmd = argv[1];
+	cli_help = help_for;
+	const char *cmd = argc > 1 ? argv[1] : "report";
 	if (is_help(cmd) || !strcmp(cmd, "help")) {
 		const struct command *c = argc > 2 && !is_help(cmd) ? command_find(argv[2]) : NULL;
 		if (argc > 2 && !is_help(cmd) && !c) {
@@ -173,17 +228,18 @@ int main(int argc, char **argv)
 		       CT_FORMAT_VERSION, CT_FORMAT_MIN_READ, CT_FORMAT_VERSION);
 		return 0;
 	}
-	/* the command word, or none: the report */
+	/* the command word, or none: the report (of trace.zst if no trace) */
 	const struct command *c = command_find(cmd);
-	int first = c ? 2 : 1;
-	if (!c && cmd[0] == '-') {
-		ana_err("unknown option '%s' (a command or a trace comes first; see --help)", cmd);
+	int first = c && argc > 1 ? 2 : 1;
+	if (!c && cmd[0] != '-' && (c = command_like(cmd))) {
+		ana_err("'%s' is not a command and not a file: did you mean '%s'? (see --help)", cmd,
+		        c->name);
 		return EXIT_USAGE;
 	}
 	if (!c)
 		c = &commands[0];
-	/* --help anywhere: that command's usage, whatever else is given */
-	for (int i = first; i < argc; i++)
+	/* --help before "--": that command's usage, whatever else is given */
+	for (int i = first; i < argc && strcmp(argv[i], "--"); i++)
 		if (is_help(argv[i])) {
 			command_usage(stdout, c);
 			return 0;

@@ -566,25 +566,24 @@ static void sec_warnings(struct report *r)
 		print_wrapped("  - ", "    ", r->warn[i]);
 }
 
+enum { O_FROM_BINARIES = 1 };
+static const struct cli_opt report_opts[] = {
+	{ "symbols-from-binaries", 0, false, O_FROM_BINARIES },
+};
+
 int cmd_report(int argc, char **argv)
 {
-	const char *path = NULL;
+	const char *path, *v;
 	struct model_opts o;
 	bool from_binaries = false;
 	model_opts_default(&o);
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int m;
-		if ((m = model_args(&o, argc, argv, &i))) {
-			if (m < 0)
-				return EXIT_USAGE;
-		} else if (!strcmp(a, "--symbols-from-binaries")) {
+	struct cli p;
+	cli_init(&p, "report", argc, argv, report_opts, sizeof report_opts / sizeof *report_opts, &o);
+	int id;
+	while ((id = cli_next(&p, &v)) > 0)
+		if (id == O_FROM_BINARIES)
 			from_binaries = true;
-		} else if (arg_trace("report", a, &path)) {
-			return EXIT_USAGE;
-		}
-	}
-	if (arg_trace_given("report", path, "[report] TRACE [model options]"))
+	if (id < 0 || cli_trace(&p, &path))
 		return EXIT_USAGE;
 	struct analysis an;
 	struct analysis_hooks hooks;
