@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Every machine-readable output of commanalyze read back by the tools people
+# use (tests/roundtrip.py): each CSV by Python's csv module (and pandas when
+# installed: python3-pandas), each JSON by json, each HDF5 by h5py
+# (python3-h5py) with numbers stored as numbers.  On the bundled traces,
+# whose lines have several writers (fields with commas).
+. "$(dirname "$0")/../lib.sh"
+require roundtrip "$COMMANALYZE" python3
+A="$COMMANALYZE"
+# Debian's python, where python3-h5py and python3-pandas install (a python3
+# earlier in PATH, e.g. pyenv's, does not see them)
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+RT="$PY $CT_ROOT/tests/roundtrip.py"
+FS="$CT_ROOT/datasets/false_sharing-4t-f0.9.zst"
+P2P="$CT_ROOT/datasets/p2p-4t.zst"
+
+# out NAME CMD...: run, FAIL NAME if it fails
+out() { local n=$1; shift; "$@" 2>"$WORK/err" || { fail "$n" "$* ($(head -c 200 "$WORK/err"))"; return 1; }; }
+# rt NAME CHECK ARGS...: a roundtrip.py check
+rt() { local n=$1; shift; if $RT "$@" >"$WORK/rt.out" 2>&1; then pass "$n"; else fail "$n" "$(head -c 300 "$WORK/rt.out")"; fi; }
+
+# ---- matrices: CSV and JSON, cell for cell ------------------------------------
+for ix in thread core socket; do
+	for k in all true false; do
+		n="matrix_${ix}_$k"
+		out "$n" "$A" matrix "$FS" --index $ix --kind $k --format csv -o "$WORK/$n.csv" &&
+			out "$n" "$A" matrix "$FS" --index $ix --kind $k --format json -o "$WORK/$n.json" &&
+			rt "${n}_csv" csv "$WORK/$n.csv" && rt "${n}_csv_is_json" matrix "$WORK/$n.csv" "$WORK/$n.json"
+	done
+done
+
+# ---- objects and lines: the same rows in CSV and JSON ------------------------
+for c in objects lines; do
+	for t in "$FS" "$P2P"; do
+		n="${c}_$(basename "$t" .zst)"
+		out "$n" "$A" $c "$t" --top 0 --format csv -o "$WORK/$n.csv" || continue
+		out "$n" "$A" $c "$t" --top 0 --format json -o "$WORK/$n.json" || continue
+		rt "${n}_csv" csv "$WORK/$n.csv" $([ $c = lines ] && echo 17 || echo 12)
+		rt "${n}_json" json "$WORK/$n.json"
+	done
+done
+# a field that holds commas reads back whole: the four writers of true_line
+n=objects_false_sharing-4t-f0.9
+check objects_fields_whole bash -c "$RT csv-field '$WORK/$n.csv' 2 10 | grep -qx 'true_line.w\[0\]@0:T1,T2,T3,T4'"
+# lines: writers and readers as sets, never cut
+check lines_writers_field bash -c "$PY - '$WORK/lines_false_sharing-4t-f0.9.csv' <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline='')))
+ws = [r['writers'] for r in rows]
+assert all(w == '-' or all(t.startswith('T') and t[1:].isdigit() for t in w.split(',')) for w in ws), ws
+assert any(len(w.split(',')) == 4 for w in ws), ws
+PY"
+
+# ---- sweep: CSV ------------------------------------------------------------------
+if out sweep "$A" sweep "$P2P" -q -j 1 --no-progress -p board-size=7,127 -p expiry=comdetective,ns:1000 \
+	--csv "$WORK/sweep.csv" -o "$WORK/sweep.h5"; then
+	rt sweep_csv csv "$WORK/sweep.csv"
+fi
+
+# ---- ComDetective's files --------------------------------------------------------
+if out cd_csv "$A" matrix "$FS" --comdetective-csv "$WORK/cd"; then
+	for f in "$WORK"/cd/*.csv; do
+		rt "cd_$(basename "$f" .csv)" csv "$f"
+	done
+fi
+
+done_tests
