@@ -15,7 +15,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: commanalyze [report] TRACE [model options]\n"
+"usage: commanalyze [report] TRACE [--format text|json] [-o FILE] [model options]\n"
 "       commanalyze info TRACE\n"
 "       commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
 "       commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
@@ -67,11 +67,16 @@ static const struct command {
 	void (*help)(FILE *f);
 } commands[] = {
 		{ "report", cmd_report,
-"usage: commanalyze [report] TRACE [model options]\n"
+"usage: commanalyze [report] TRACE [--format text|json] [-o FILE]\n"
+"                   [--symbols-from-binaries] [model options]\n"
 "\n"
 "The readable report: trace and sampler, model, totals (estimated line\n"
 "transfers, true/false sharing), top thread pairs, cores and sockets, lost and\n"
-"skipped samples, warnings.\n", true, NULL },
+"skipped samples, warnings.\n"
+"  --format text|json       (default text) json: one object, for scripts and\n"
+"                           CI (schema commtrace-report/1: commanalyze(1))\n"
+"  -o FILE                  write to FILE instead of standard output\n"
+"  --symbols-from-binaries  read symbols from the binaries on this machine\n", true, NULL },
 		{ "info", cmd_info,
 "usage: commanalyze info TRACE\n"
 "\n"

@@ -52,6 +52,35 @@ assert all(w == '-' or all(t.startswith('T') and t[1:].isdigit() for t in w.spli
 assert any(len(w.split(',')) == 4 for w in ws), ws
 PY"
 
+# ---- report --format json: the figures agree with the matrices ------------------
+for t in "$FS" "$P2P"; do
+	n="report_json_$(basename "$t" .zst)"
+	out "$n" "$A" report "$t" --format json -o "$WORK/$n.json" || continue
+	out "$n" "$A" matrix "$t" --format json -o "$WORK/$n.m.json" || continue
+	out "$n" "$A" objects "$t" --format json --top 10 -o "$WORK/$n.o.json" || continue
+	check "$n" bash -c "$PY -m json.tool '$WORK/$n.json' >/dev/null"
+	check "${n}_figures" $PY - "$WORK/$n.json" "$WORK/$n.m.json" "$WORK/$n.o.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = json.load(open(sys.argv[2]))["matrices"][0]   # thread_all, M + M^T
+o = json.load(open(sys.argv[3]))
+assert r["schema"] == "commtrace-report/1"
+n = m["n"]
+cells = m["data"]
+upper = sum(cells[i][j] for i in range(n) for j in range(i, n))   # the diagonal is not doubled
+t = r["totals"]
+assert abs(t["transfers"] - upper) <= 1e-9 * max(1, upper), (t["transfers"], upper)
+assert abs(t["true"] + t["false"] - t["transfers"]) <= 1e-9 * max(1, t["transfers"])
+assert t["events"] == t["events_from_samples"] + t["events_from_watchpoints"] + t["events_exact"]
+assert abs(sum(p["transfers"] for p in r["pairs"]) - t["transfers"]) <= 1e-6 * max(1, t["transfers"])
+for p in r["pairs"]:
+    assert p["a"] <= p["b"] and (p["a"] == p["b"] or abs(p["a_from_b"] + p["b_from_a"] - p["transfers"]) < 1e-6)
+assert [x["name"] for x in r["objects"]["objects"]] == [x["name"] for x in o["objects"]]
+assert isinstance(r["model"]["options"]["board-size"], int)
+assert all(isinstance(w, str) for w in r["warnings"])
+PY
+done
+
 # ---- sweep: CSV ------------------------------------------------------------------
 if out sweep "$A" sweep "$P2P" -q -j 1 --no-progress -p board-size=7,127 -p expiry=comdetective,ns:1000 \
 	--csv "$WORK/sweep.csv" -o "$WORK/sweep.h5"; then
