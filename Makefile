@@ -55,7 +55,7 @@ ZSTD_CFLAGS := $(shell pkg-config --cflags libzstd 2>/dev/null)
 ZSTD_LIBS := $(or $(shell pkg-config --libs libzstd 2>/dev/null),-lzstd)
 ZYDIS_LIBS := -lZydis
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null)
-HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null)
+HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null) -lhdf5_hl   # _hl: dimension scales
 DWARF_CFLAGS := -I/usr/include/libdwarf
 DWARF_LIBS := -ldwarf -lelf -lz
 

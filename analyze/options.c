@@ -50,7 +50,7 @@ struct model_opt {
 	  "bulletin board entries", " comdetective emulate ") \
 	X("hash", OPT_HASH, hash, 0, 0, NULL, NULL, 0, "mod|murmur", \
 	  "board index: line number mod N, or murmur3 mix", " comdetective emulate ") \
-	X("line-size", OPT_POW2, line_size, 8, 4096, NULL, NULL, 0, "N", \
+	X("line-size", OPT_POW2, line_size, 8, 4096, NULL, "recorded", 0, "N", \
 	  "bytes (default: recorded, else 64)", \
 	  " comdetective window exact emulate ") \
 	X("watchpoints", OPT_WATCHPOINTS, watchpoints, 0, CT_WP_MAX, NULL, "recorded", 1, "D", \

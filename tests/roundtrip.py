@@ -8,8 +8,10 @@
     roundtrip.py matrix FILE.csv FILE.json the CSV matrix and the JSON one agree
                                            cell for cell and label for label
     roundtrip.py json FILE                 parses as JSON (prints the top keys)
-    roundtrip.py h5 FILE                   h5py: matrices numeric, numeric
-                                           attributes stored as numbers
+    roundtrip.py h5 FILE                   h5py: numbers (attributes, grid values)
+                                           stored as numbers, matrices with their
+                                           labels as dimension scales, the sweep's
+                                           summary with its axes as scales
 Exit 0 when the check holds, 1 with a message otherwise, 3 when a module
 the check needs is missing (pandas only warns).
 """
@@ -89,6 +91,20 @@ def check_h5(path):
                 text = v.decode() if isinstance(v, bytes) else v
                 if is_number_text(text) and k not in ("tool", "trace", "command", "version"):
                     problems.append(f"{name}@{k} = {text!r}: a number stored as a string")
+        if isinstance(obj, h5py.Dataset) and "kind" in obj.attrs and obj.ndim == 2 and obj.shape[0]:
+            # a matrix: its labels as the scales of both dimensions
+            labels = [x.decode() if isinstance(x, bytes) else x for x in obj.attrs["labels"]]
+            for d in (0, 1):
+                if len(obj.dims[d]) != 1:
+                    problems.append(f"{name}: dimension {d} has no scale")
+                    continue
+                sc = [x.decode() if isinstance(x, bytes) else x for x in obj.dims[d][0][()]]
+                if sc != labels:
+                    problems.append(f"{name}: dimension {d} scale {sc} is not the labels {labels}")
+        if isinstance(obj, h5py.Dataset) and name.startswith("summary/"):
+            for d in range(obj.ndim):
+                if len(obj.dims[d]) != 1:
+                    problems.append(f"{name}: axis {d} has no scale")
         if isinstance(obj, h5py.Dataset) and obj.dtype.kind in "SUO" and obj.size:
             vals = [x.decode() if isinstance(x, bytes) else str(x) for x in obj[()].flat]
             if all(is_number_text(x) for x in vals):

@@ -81,10 +81,25 @@ assert all(isinstance(w, str) for w in r["warnings"])
 PY
 done
 
-# ---- sweep: CSV ------------------------------------------------------------------
+# ---- sweep: CSV and HDF5; matrix HDF5 -----------------------------------------------
+# (a build without HDF5 says so: the HDF5 files are then not checked)
+h5=(-o "$WORK/sweep.h5")
+if ! "$A" matrix "$P2P" --format h5 -o "$WORK/probe.h5" >/dev/null 2>"$WORK/err"; then
+	grep -qi hdf5 "$WORK/err" && h5=() && skip h5 "built without HDF5"
+fi
 if out sweep "$A" sweep "$P2P" -q -j 1 --no-progress -p board-size=7,127 -p expiry=comdetective,ns:1000 \
-	--csv "$WORK/sweep.csv" -o "$WORK/sweep.h5"; then
+	--csv "$WORK/sweep.csv" "${h5[@]}"; then
 	rt sweep_csv csv "$WORK/sweep.csv"
+	if [ -s "$WORK/sweep.h5" ]; then
+		$RT h5 "$WORK/sweep.h5" >"$WORK/rt.out" 2>&1; rc=$?
+		case $rc in 0) pass sweep_h5_numbers ;; 3) skip sweep_h5_numbers "needs python3-h5py" ;;
+		*) fail sweep_h5_numbers "$(head -c 600 "$WORK/rt.out" | tr '\n' '|')" ;; esac
+	fi
+fi
+if [ ${#h5[@]} -gt 0 ] && out matrix_h5 "$A" matrix "$FS" --format h5 -o "$WORK/m.h5"; then
+	$RT h5 "$WORK/m.h5" >"$WORK/rt.out" 2>&1; rc=$?
+	case $rc in 0) pass matrix_h5_numbers ;; 3) skip matrix_h5_numbers "needs python3-h5py" ;;
+	*) fail matrix_h5_numbers "$(head -c 600 "$WORK/rt.out" | tr '\n' '|')" ;; esac
 fi
 
 # ---- ComDetective's files --------------------------------------------------------
