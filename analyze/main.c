@@ -95,6 +95,7 @@ static const struct command {
 		{ "matrix", cmd_matrix,
 "usage: commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
+"                   [--color-max N|shared] [--color-min zero|min]\n"
 "                   [--comdetective-csv DIR] [model options]\n"
 "\n"
 "A communication matrix in estimated line transfers (row: receiving thread,\n"
@@ -104,6 +105,11 @@ static const struct command {
 "  --format text|csv|json|h5|svg  (default text; h5 needs -o)\n"
 "  --directed                     as kept: row dst, column src\n"
 "  -o FILE                        write to FILE instead of standard output\n"
+"  --color-max N|shared           svg: top of the colour scale: N, or shared: the\n"
+"                                 largest cell of --kind all, so that the all,\n"
+"                                 true and false pictures compare by colour\n"
+"  --color-min zero|min           svg: colours from 0 (default) or the smallest\n"
+"                                 non-zero cell\n"
 "  --comdetective-csv DIR         also ComDetective's files (as/ts/fs_matrix.csv,\n"
 "                                 _core_ variants) in DIR; alone: only these\n", true, NULL },
 		{ "objects", cmd_objects,

@@ -206,6 +206,20 @@ run matrix_options 0 "$A" matrix "$G" --format csv --expiry ns:1000 --board-size
 	--line-size 128 --watchpoints 2 --period-multiplier 1
 run matrix_cd_csv 0 "$A" matrix "$G" --comdetective-csv "$WORK/cd" &&
 	check matrix_cd_files test -s "$WORK/cd/as_matrix.csv" -a -s "$WORK/cd/ts_matrix.csv" -a -s "$WORK/cd/fs_core_matrix.csv"
+# heatmap colour scales: the top legend label (the first number of the legend)
+legend_top() { grep -o '<text[^>]*>[^<]*</text>' "$1" | sed 's/<[^>]*>//g' | grep -E '^(≥ )?[0-9,]+$' | head -1; }
+# M + M^T: all 5000 (T0-T1), true 4000, false 1000
+for k in true false; do
+	run "svg_scale_$k" 0 "$A" matrix "$G" --kind $k --format svg -o "$WORK/$k.svg" &&
+	run "svg_shared_$k" 0 "$A" matrix "$G" --kind $k --format svg --color-max shared -o "$WORK/$k.shared.svg"
+done
+check svg_own_scales test "$(legend_top "$WORK/true.svg") $(legend_top "$WORK/false.svg")" = "4,000 1,000"
+check svg_shared_scale test "$(legend_top "$WORK/true.shared.svg") $(legend_top "$WORK/false.shared.svg")" = "5,000 5,000"
+run svg_color_max 0 "$A" matrix "$G" --format svg --color-max=2000 --color-min min -o "$WORK/cm.svg" &&
+	check svg_color_max_label test "$(legend_top "$WORK/cm.svg")" = "≥ 2,000"
+run usage_color_max 1 "$A" matrix "$G" --format svg --color-max -3 -o "$WORK/x.svg" &&
+	check usage_color_max_msg grep -q "is not a positive number or shared" "$WORK/err"
+run usage_color_min 1 "$A" matrix "$G" --color-min low && pass usage_color_min
 if "$A" matrix "$G" --format h5 -o "$WORK/m.h5" >/dev/null 2>"$WORK/err"; then
 	check matrix_h5 test -s "$WORK/m.h5"
 elif grep -qi 'hdf5' "$WORK/err"; then
