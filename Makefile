@@ -292,6 +292,10 @@ install: programs
 		$(wildcard record/commrec-cc) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(filter %.so %.a,$(PROGRAMS)) $(LIBFMT) $(DESTDIR)$(PREFIX)/lib/commtrace/
 	install -m 644 formats/commtrace.h $(DESTDIR)$(PREFIX)/include/commtrace/
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/doc/commtrace
+	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' doc/commtrace.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/commtrace.pc
+	install -m 644 LICENSE README.md $(DESTDIR)$(PREFIX)/share/doc/commtrace/
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 
