@@ -56,8 +56,10 @@ ZSTD_LIBS := $(or $(shell pkg-config --libs libzstd 2>/dev/null),-lzstd)
 ZYDIS_LIBS := -lZydis
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null)
 HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null) -lhdf5_hl   # _hl: dimension scales
-DWARF_CFLAGS := -I/usr/include/libdwarf
-DWARF_LIBS := -ldwarf -lelf -lz
+# libdwarf through pkg-config where it ships a .pc (libdwarf 0.x); Debian 12's
+# (20210528) has none: its include directory then
+DWARF_CFLAGS := $(or $(shell pkg-config --cflags libdwarf 2>/dev/null),-I/usr/include/libdwarf)
+DWARF_LIBS := $(or $(shell pkg-config --libs libdwarf 2>/dev/null),-ldwarf) -lelf -lz
 
 HAVE_HDF5 := $(call have_hdr,hdf5.h,$(HDF5_CFLAGS))
 HAVE_LIBDWARF := $(call have_hdr,libdwarf.h,$(DWARF_CFLAGS))
