@@ -16,7 +16,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: commanalyze [report] TRACE [--format text|json] [-o FILE] [model options]\n"
-"       commanalyze info TRACE\n"
+"       commanalyze info TRACE [--format text|json]\n"
 "       commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
 "       commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
@@ -78,11 +78,13 @@ static const struct command {
 "  -o FILE                  write to FILE instead of standard output\n"
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n", true, NULL },
 		{ "info", cmd_info,
-"usage: commanalyze info TRACE\n"
+"usage: commanalyze info TRACE [--format text|json]\n"
 "\n"
 "What the trace holds: format version and features, completeness, machine,\n"
 "configuration, command line, per-thread record counts, lost and skipped\n"
-"samples, exit status.\n", false, NULL },
+"samples, exit status.\n"
+"  --format text|json   (default text) json: one object (schema\n"
+"                       commtrace-info/1: commanalyze(1))\n", false, NULL },
 		{ "dump", cmd_dump,
 "usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
 "\n"

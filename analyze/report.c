@@ -593,19 +593,6 @@ static void json_num(FILE *f, double v)
 	fputs(b, f);
 }
 
-/* "key": value, where value is the model option's canonical text: a
- * number when it is one, else a string. */
-static void json_option(FILE *f, const char *key, const char *text)
-{
-	uint64_t v;
-	out_json_string(f, key);
-	fputc(':', f);
-	if (parse_u64(text, &v))
-		fprintf(f, "%" PRIu64, v);
-	else
-		out_json_string(f, text);
-}
-
 static void json_model(FILE *f, const struct analysis *a)
 {
 	fprintf(f, "\"model\":{\"name\":");
@@ -622,7 +609,9 @@ static void json_model(FILE *f, const struct analysis *a)
 		else
 			model_opts_format(&a->opts, n, v, sizeof v);
 		fputs(first ? "" : ",", f);
-		json_option(f, n, v);
+		out_json_string(f, n);
+		fputc(':', f);
+		out_json_value(f, v);
 		first = false;
 	}
 	fprintf(f, "}},\n");
@@ -653,33 +642,6 @@ static void json_pairs(FILE *f, struct report *r)
 	}
 	fprintf(f, "],\n");
 	free(p);
-}
-
-/* "name": {"total": N, "by_reason": {...}} of the lost or skipped counts. */
-static void json_reasons(FILE *f, const char *name, uint64_t total, const uint64_t *by,
-                         unsigned n, const char *(*reason)(unsigned))
-{
-	fprintf(f, "\"%s\":{\"total\":%" PRIu64 ",\"by_reason\":{", name, total);
-	bool first = true;
-	for (unsigned k = 0; k < n; k++)
-		if (by[k]) {
-			const char *rn = k ? reason(k) : NULL;
-			fputs(first ? "" : ",", f);
-			out_json_string(f, rn ? rn : "unknown");
-			fprintf(f, ":%" PRIu64, by[k]);
-			first = false;
-		}
-	fprintf(f, "}},\n");
-}
-
-static const char *lost_reason(unsigned k)
-{
-	return ct_lost_reason_name(k);
-}
-
-static const char *skip_reason(unsigned k)
-{
-	return ct_skip_reason_name(k);
 }
 
 /* The report as one JSON object, from the figures the sections found. */
@@ -731,10 +693,8 @@ static void report_json(FILE *f, struct report *r, struct attrib *at)
 	json_num(f, r->core_all - r->same_socket);
 	fprintf(f, ",\"unmapped_cpu_events\":%" PRIu64 "},\n",
 	        matrices_totals(a->mx)->unmapped_cpu);
-	json_reasons(f, "lost_records", st->lost_total, st->lost_by_reason, LOST_REASONS,
-	             lost_reason);
-	json_reasons(f, "skipped_samples", st->skipped_total, st->skipped_by_reason,
-	             CT_SKIP_REASON_MAX + 1, skip_reason);
+	trace_stats_json(f, st);
+	fprintf(f, ",\n");
 	if (at) {
 		fprintf(f, "\"objects\":");
 		attrib_write_objects(at, f, AF_JSON, REPORT_TOP_ATTRIB);

@@ -81,6 +81,26 @@ assert all(isinstance(w, str) for w in r["warnings"])
 PY
 done
 
+# ---- info --format json: the same figures as the text ----------------------------
+for t in "$FS" "$P2P"; do
+	n="info_json_$(basename "$t" .zst)"
+	out "$n" "$A" info --format=json "$t" >"$WORK/$n.json" || continue
+	out "$n" "$A" info "$t" >"$WORK/$n.txt" || continue
+	check "$n" $PY - "$WORK/$n.json" "$WORK/$n.txt" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+txt = open(sys.argv[2]).read()
+assert d["schema"] == "commtrace-info/1"
+assert len(d["threads"]) == int(re.search(r"^threads: (\d+)$", txt, re.M).group(1))
+m = re.search(r"^records: (\d+), samples: (\d+)$", txt, re.M)
+assert (d["records"], d["samples"]) == (int(m.group(1)), int(m.group(2)))
+assert sum(t["records"] for t in d["threads"]) == d["records"]
+assert d["complete"] is True and d["damage"] is None
+assert isinstance(d["machine"]["nproc"], int) and isinstance(d["config"]["sampler"], str)
+assert d["skipped_samples"]["total"] == int(re.search(r"^skipped samples: (\d+)$", txt, re.M).group(1))
+PY
+done
+
 # ---- sweep: CSV and HDF5; matrix HDF5 -----------------------------------------------
 # (a build without HDF5 says so: the HDF5 files are then not checked)
 h5=(-o "$WORK/sweep.h5")
