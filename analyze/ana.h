@@ -4,6 +4,7 @@
  *
  *   main.c         command dispatch, --help, --version
  *   options.c      the model options' table: parsing, text, usage
+ *   cli.c          the command line: one getopt_long-like parser for every command
  *   engine.c       replay(), replay_sets(): merged cursor -> consumer sets,
  *                  fanned out to worker threads
  *   pipeline.c     open a trace, create models with their matrices, replay

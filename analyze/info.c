@@ -7,6 +7,18 @@
 #include "ana.h"
 #include "out_util.h"
 
+/* The next line of [*p, end) without its newline: its start, with *len;
+ * NULL at the end. */
+static const char *next_line(const char **p, const char *end, size_t *len)
+{
+	if (*p >= end)
+		return NULL;
+	const char *s = *p, *nl = memchr(s, '\n', (size_t)(end - s));
+	*len = (size_t)((nl ? nl : end) - s);
+	*p = nl ? nl + 1 : end;
+	return s;
+}
+
 /* Print the key=value lines of a text section, indented, skipping the keys
  * that start with skip_prefix (NULL: none). */
 static void print_kv_section(struct ct_trace *t, enum ct_section kind, const char *title,
@@ -19,20 +31,16 @@ static void print_kv_section(struct ct_trace *t, enum ct_section kind, const cha
 		return;
 	}
 	printf("%s:\n", title);
-	const char *end = p + len;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		size_t l = (size_t)(le - p);
+	const char *end = p + len, *line;
+	size_t l;
+	while ((line = next_line(&p, end, &l)))
 		if (l && !(skip_prefix && l > strlen(skip_prefix) &&
-		           !memcmp(p, skip_prefix, strlen(skip_prefix)))) {
+		           !memcmp(line, skip_prefix, strlen(skip_prefix)))) {
 			fputs("  ", stdout);
 			for (size_t i = 0; i < l; i++)
-				putchar((unsigned char)p[i] >= 0x20 && p[i] != 0x7f ? p[i] : '?');
+				putchar((unsigned char)line[i] >= 0x20 && line[i] != 0x7f ? line[i] : '?');
 			putchar('\n');
 		}
-		p = nl ? nl + 1 : end;
-	}
 }
 
 bool trace_is_complete(struct ct_trace *t, char *why, size_t cap)
@@ -108,14 +116,14 @@ static void kv_section_json(FILE *f, struct ct_trace *t, enum ct_section kind)
 		return;
 	}
 	fputc('{', f);
-	const char *end = p + len;
+	const char *end = p + len, *line;
+	size_t l;
 	bool first = true;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		const char *eq = memchr(p, '=', (size_t)(le - p));
-		if (eq && eq > p) {
-			char *key = strndup(p, (size_t)(eq - p)), *val = strndup(eq + 1, (size_t)(le - eq - 1));
+	while ((line = next_line(&p, end, &l))) {
+		const char *eq = memchr(line, '=', l);
+		if (eq && eq > line) {
+			char *key = strndup(line, (size_t)(eq - line));
+			char *val = strndup(eq + 1, l - (size_t)(eq - line) - 1);
 			if (key && val) {
 				fputs(first ? "" : ",", f);
 				out_json_string(f, key);
@@ -126,7 +134,6 @@ static void kv_section_json(FILE *f, struct ct_trace *t, enum ct_section kind)
 			free(key);
 			free(val);
 		}
-		p = nl ? nl + 1 : end;
 	}
 	fputc('}', f);
 }

@@ -284,6 +284,20 @@ static void sec_trace(struct report *r)
 	throttle_line(r);
 }
 
+/* Model option i's value as the analysis used it (line size resolved), or
+ * NULL when the model does not use it. */
+static const char *option_used(const struct analysis *a, size_t i, char *v, size_t cap)
+{
+	const char *n = model_opt_names[i];
+	if (!model_opt_relevant(a->model->name, n))
+		return NULL;
+	if (!strcmp(n, "line-size"))
+		snprintf(v, cap, "%u", a->line_size);
+	else
+		model_opts_format(&a->opts, n, v, cap);
+	return v;
+}
+
 static void sec_model(struct report *r)
 {
 	struct analysis *a = r->a;
@@ -291,16 +305,9 @@ static void sec_model(struct report *r)
 	size_t l = 0;
 	section(r, "Model");
 	l += (size_t)snprintf(line, sizeof line, "%s:", a->model->name);
-	for (size_t i = 1; model_opt_names[i] && l < sizeof line; i++) {
-		const char *n = model_opt_names[i];
-		if (!model_opt_relevant(a->model->name, n))
-			continue;
-		if (!strcmp(n, "line-size"))
-			snprintf(v, sizeof v, "%u", a->line_size);
-		else
-			model_opts_format(&a->opts, n, v, sizeof v);
-		l += (size_t)snprintf(line + l, sizeof line - l, " %s=%s", n, v);
-	}
+	for (size_t i = 1; model_opt_names[i] && l < sizeof line; i++)
+		if (option_used(a, i, v, sizeof v))
+			l += (size_t)snprintf(line + l, sizeof line - l, " %s=%s", model_opt_names[i], v);
 	print_wrapped(r->f, "  ", "    ", line);
 }
 
@@ -600,16 +607,11 @@ static void json_model(FILE *f, const struct analysis *a)
 	fprintf(f, ",\"options\":{");
 	bool first = true;
 	for (size_t i = 1; model_opt_names[i]; i++) {
-		const char *n = model_opt_names[i];
 		char v[64];
-		if (!model_opt_relevant(a->model->name, n))
+		if (!option_used(a, i, v, sizeof v))
 			continue;
-		if (!strcmp(n, "line-size"))
-			snprintf(v, sizeof v, "%u", a->line_size);
-		else
-			model_opts_format(&a->opts, n, v, sizeof v);
 		fputs(first ? "" : ",", f);
-		out_json_string(f, n);
+		out_json_string(f, model_opt_names[i]);
 		fputc(':', f);
 		out_json_value(f, v);
 		first = false;
