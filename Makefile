@@ -55,9 +55,11 @@ ZSTD_CFLAGS := $(shell pkg-config --cflags libzstd 2>/dev/null)
 ZSTD_LIBS := $(or $(shell pkg-config --libs libzstd 2>/dev/null),-lzstd)
 ZYDIS_LIBS := -lZydis
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null)
-HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null)
-DWARF_CFLAGS := -I/usr/include/libdwarf
-DWARF_LIBS := -ldwarf -lelf -lz
+HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null) -lhdf5_hl   # _hl: dimension scales
+# libdwarf through pkg-config where it ships a .pc (libdwarf 0.x); Debian 12's
+# (20210528) has none: its include directory then
+DWARF_CFLAGS := $(or $(shell pkg-config --cflags libdwarf 2>/dev/null),-I/usr/include/libdwarf)
+DWARF_LIBS := $(or $(shell pkg-config --libs libdwarf 2>/dev/null),-ldwarf) -lelf -lz
 
 HAVE_HDF5 := $(call have_hdr,hdf5.h,$(HDF5_CFLAGS))
 HAVE_LIBDWARF := $(call have_hdr,libdwarf.h,$(DWARF_CFLAGS))
@@ -293,6 +295,10 @@ install: programs
 		$(wildcard record/commrec-cc) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(filter %.so %.a,$(PROGRAMS)) $(LIBFMT) $(DESTDIR)$(PREFIX)/lib/commtrace/
 	install -m 644 formats/commtrace.h $(DESTDIR)$(PREFIX)/include/commtrace/
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/doc/commtrace
+	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' doc/commtrace.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/commtrace.pc
+	install -m 644 LICENSE README.md $(DESTDIR)$(PREFIX)/share/doc/commtrace/
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 

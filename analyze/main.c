@@ -6,6 +6,7 @@
  * command, on standard output with exit status 0. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ana.h"
 #include "attrib.h"
@@ -14,8 +15,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: commanalyze [report] TRACE [model options]\n"
-"       commanalyze info TRACE\n"
+"usage: commanalyze [report] TRACE [--format text|json] [-o FILE] [model options]\n"
+"       commanalyze info TRACE [--format text|json]\n"
 "       commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
 "       commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
@@ -38,6 +39,13 @@ static void usage(FILE *f)
 "  functions  dataflow between functions: producer -> consumer (bytes and\n"
 "           reuse on full traces), as a table or a Graphviz graph\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
+"\n"
+"TRACE defaults to trace.zst (commrec's default output).  Options and the trace\n"
+"come in any order, as for GNU tools: --name=VALUE or --name VALUE, any\n"
+"unambiguous prefix of a long name, short options clustered (-qo FILE); \"--\"\n"
+"ends the options.  Every command takes:\n"
+"  -h, --help     the command's usage        -q, --quiet    errors only\n"
+"  -v, --verbose  say what is being done (records replayed, time)\n"
 "\n");
 	model_opts_usage(f);
 	fprintf(f,
@@ -62,20 +70,25 @@ static const struct command {
 	void (*help)(FILE *f);
 } commands[] = {
 		{ "report", cmd_report,
-"usage: commanalyze [report] TRACE [model options]\n"
+"usage: commanalyze [report] TRACE [--format text|json] [-o FILE]\n"
+"                   [--symbols-from-binaries] [model options]\n"
 "\n"
 "The readable report: trace and sampler, model, totals (estimated line\n"
 "transfers, true/false sharing), top thread pairs, cores and sockets, lost and\n"
 "skipped samples, warnings.\n"
-"  --symbols-from-binaries  symbols of the top objects and lines from the\n"
-"                           binaries on this machine\n"
+"  --format text|json       (default text) json: one object, for scripts and\n"
+"                           CI (schema commtrace-report/1: commanalyze(1))\n"
+"  -o FILE                  write to FILE instead of standard output\n"
+"  --symbols-from-binaries  read symbols from the binaries on this machine\n"
 "  --no-demangle            C++ names as in the binary\n", true, NULL },
 		{ "info", cmd_info,
-"usage: commanalyze info TRACE\n"
+"usage: commanalyze info TRACE [--format text|json]\n"
 "\n"
 "What the trace holds: format version and features, completeness, machine,\n"
 "configuration, command line, per-thread record counts, lost and skipped\n"
-"samples, exit status.\n", false, NULL },
+"samples, exit status.\n"
+"  --format text|json   (default text) json: one object (schema\n"
+"                       commtrace-info/1: commanalyze(1))\n", false, NULL },
 		{ "dump", cmd_dump,
 "usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
 "\n"
@@ -88,6 +101,7 @@ static const struct command {
 		{ "matrix", cmd_matrix,
 "usage: commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
+"                   [--color-max N|shared] [--color-min zero|min]\n"
 "                   [--comdetective-csv DIR] [model options]\n"
 "\n"
 "A communication matrix in estimated line transfers (row: receiving thread,\n"
@@ -97,6 +111,11 @@ static const struct command {
 "  --format text|csv|json|h5|svg  (default text; h5 needs -o)\n"
 "  --directed                     as kept: row dst, column src\n"
 "  -o FILE                        write to FILE instead of standard output\n"
+"  --color-max N|shared           svg: top of the colour scale: N, or shared: the\n"
+"                                 largest cell of --kind all, so that the all,\n"
+"                                 true and false pictures compare by colour\n"
+"  --color-min zero|min           svg: colours from 0 (default) or the smallest\n"
+"                                 non-zero cell\n"
 "  --comdetective-csv DIR         also ComDetective's files (as/ts/fs_matrix.csv,\n"
 "                                 _core_ variants) in DIR; alone: only these\n", true, NULL },
 		{ "objects", cmd_objects,
@@ -170,7 +189,9 @@ static void command_usage(FILE *f, const struct command *c)
 		fputc('\n', f);
 		model_opts_usage(f);
 	}
-	fprintf(f, "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
+	fprintf(f, "\nTRACE defaults to trace.zst.  Options in any order, GNU style (--name=VALUE,\n"
+	           "prefixes, -qo FILE, \"--\"); also -h/--help, -q/--quiet, -v/--verbose.\n"
+	           "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
 	           "See commanalyze(1).\n");
 }
 
@@ -179,13 +200,58 @@ static bool is_help(const char *a)
 	return !strcmp(a, "--help") || !strcmp(a, "-h");
 }
 
+static void help_for(FILE *f, const char *cmd)
+{
+	const struct command *c = command_find(cmd);
+	if (c)
+		command_usage(f, c);
+	else
+		usage(f);
+}
+
+/* Edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of neighbours), up to 3: enough to tell a typo of a command. */
+static int typo_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 16 || lb > 16)
+		return 3;
+	int d[17][17];
+	for (size_t i = 0; i <= la; i++)
+		for (size_t j = 0; j <= lb; j++) {
+			if (!i || !j) {
+				d[i][j] = (int)(i + j);
+				continue;
+			}
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb] < 3 ? d[la][lb] : 3;
+}
+
+/* The command a word that is neither a command nor a file was probably
+ * meant to be, or NULL. */
+static const struct command *command_like(const char *word)
+{
+	if (!access(word, F_OK))
+		return NULL;
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		if (typo_distance(word, commands[i].name) <= (strlen(word) > 4 ? 2 : 1))
+			return &commands[i];
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	const char *cmd = argv[1];
+	cli_help = help_for;
+	const char *cmd = argc > 1 ? argv[1] : "report";
 	if (is_help(cmd) || !strcmp(cmd, "help")) {
 		const struct command *c = argc > 2 && !is_help(cmd) ? command_find(argv[2]) : NULL;
 		if (argc > 2 && !is_help(cmd) && !c) {
@@ -203,17 +269,18 @@ int main(int argc, char **argv)
 		       CT_FORMAT_VERSION, CT_FORMAT_MIN_READ, CT_FORMAT_VERSION);
 		return 0;
 	}
-	/* the command word, or none: the report */
+	/* the command word, or none: the report (of trace.zst if no trace) */
 	const struct command *c = command_find(cmd);
-	int first = c ? 2 : 1;
-	if (!c && cmd[0] == '-') {
-		ana_err("unknown option '%s' (a command or a trace comes first; see --help)", cmd);
+	int first = c && argc > 1 ? 2 : 1;
+	if (!c && cmd[0] != '-' && (c = command_like(cmd))) {
+		ana_err("'%s' is not a command and not a file: did you mean '%s'? (see --help)", cmd,
+		        c->name);
 		return EXIT_USAGE;
 	}
 	if (!c)
 		c = &commands[0];
-	/* --help anywhere: that command's usage, whatever else is given */
-	for (int i = first; i < argc; i++)
+	/* --help before "--": that command's usage, whatever else is given */
+	for (int i = first; i < argc && strcmp(argv[i], "--"); i++)
 		if (is_help(argv[i])) {
 			command_usage(stdout, c);
 			return 0;
