@@ -20,7 +20,7 @@
 # exact's (emulate's volume ratio reached 3.4-7.3 under load): a failure
 # here says how far, it is not a broken build.  What holds on every machine
 # and schedule is checked in make check by tests/e2e/exact_invariants.sh.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 require accuracy "$COMMREC" "$COMMANALYZE" "$CT_BUILD/libcommrec-inst.so" "$CT_BUILD/libcommrec.so" python3 gcc
 unset COMMTRACE_SPOOL COMMTRACE_PID COMMTRACE_RUNTIME
