@@ -12,7 +12,8 @@
  *     the spread of the estimates against (P-1) sum Y_s^2, and the 90%
  *     interval's coverage against a binomial bound;
  *   - the intervals' values by hand; the option's parsing and where it runs;
- *     the emulate model with --estimator owner and period 1 equals exact. */
+ *     the emulate model with --estimator owner and period 1 equals exact;
+ *     the comdetective estimator's variance part on a sampled trace. */
 #include <math.h>
 
 #include "check.h"
@@ -318,6 +319,31 @@ static void test_emulate_owner_period1(void)
 	tb_free(&b);
 }
 
+/* The comdetective estimator's variance part: an event of weight w stands
+ * alone, w (w - 1).  A sampled trace (period 1000): T0 stores A (publishes),
+ * T1 loads A: one detection, weight 1000, var 999000; n = 1000^2 / 999000
+ * = 1.001 effective events. */
+static void test_comdetective_var(void)
+{
+	struct tb b;
+	tb_init(&b, 2);
+	tb_config(&b, "sampler=inst\nperiod=1000\nperiod_unit=events\nline_size=64\n");
+	tb_sample(&b, 0, 100, A, 8, ST, 1000);
+	tb_sample(&b, 1, 150, A, 8, LD, 1000);
+	struct analysis a;
+	struct model_opts o;
+	model_opts_default(&o);
+	const char *path = tb_write(&b);
+	CHECK(path && analysis_run(&a, path, &o, false) == 0 && !a.damaged);
+	const struct mx_totals *t = matrices_totals(a.mx);
+	CHECK_EQ_U(t->events[COMM_VIA_SAMPLE][1], 1);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 1000, 1e-9);
+	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][1], 999000, 1e-6);
+	CHECK_NEAR(effective_events(1000, 999000), 1.001001, 1e-6);
+	analysis_free(&a);
+	tb_free(&b);
+}
+
 int main(void)
 {
 	RUN(test_owner_by_hand);
@@ -326,5 +352,6 @@ int main(void)
 	RUN(test_interval_values);
 	RUN(test_estimator_option);
 	RUN(test_emulate_owner_period1);
+	RUN(test_comdetective_var);
 	return check_summary();
 }
