@@ -487,6 +487,14 @@ est_table() {
 	done
 }
 
+# "A to B": the fewest and most owned transfers a run sees on average
+# (exact's volume / EPERIOD) over the benchmarks
+owned_range() {
+	local i
+	for i in "${ids[@]}"; do get "$i" exact_volume; done |
+		python3 -c "import sys; v=[float(x) / $EPERIOD for x in sys.stdin]; print('%.0f to %.0f' % (min(v), max(v)))"
+}
+
 # "k of n": benchmarks where estimator run NAME's METRIC >= MIN
 met() {
 	local n=0 k=0 i v
@@ -627,13 +635,15 @@ period, per benchmark, $SEEDS runs each:
 
 How to read it: the owner estimator's error is sampling error only, and
 its size follows from the number of events behind it (the report prints
-it: *effective events*). At N = $EPERIOD a benchmark's full trace holds
-a few hundred thousand transfers, so a run sees a few dozen owned ones:
-a relative standard error of 1/sqrt(n), about 15-25%, too wide for
-"within 15% in 9 of 10" whatever the estimator; the interval says so and
-covers exact's value. ComDetective's weighting is biased besides: its
-errors do not shrink with more samples and its intervals, which count
-only the sampling error, miss exact's value.
+it: *effective events*). A run sees on average exact's transfers / N owned
+transfers ($(owned_range) at N = $EPERIOD here), and its relative standard
+error is about 1/sqrt of that. "Within 15% in 9 of 10 runs" needs about
+(1.645 / 0.15)^2 = 120 of them: 1.2M transfers at N = $EPERIOD, 120000 at
+N = $((EPERIOD / 10)), more than most of these full traces hold; that
+threshold is a matter of run length and period, the interval says how far
+off a run can be, and it holds exact's value. ComDetective's weighting is
+biased besides: its errors do not shrink with more samples, and its
+intervals, which count only the sampling error, miss exact's value.
 
 ## How to read it
 
