@@ -656,10 +656,15 @@ intervals, which count only the sampling error, miss exact's value.
   line; false_sharing's false share is 50% at f=0.5 (the two lines are
   exchangeable whatever the schedule) and between 85% and 93% at f=0.9
   (random interleaving would give 90%, strict alternation 94%).
-- **emulate** at the default period: over 11 repeated runs of the 6
-  configurations the volume error ranged from -49% to +109%
-  (false_sharing at f=0.9 tends low, read_write spreads widest); the
-  test allows a factor 3 either way. At 1M iterations per thread (a
+- **emulate** at the default period (the comdetective estimator): over 11
+  repeated runs of the 6 configurations on a quiet machine (2026-11-21)
+  the volume error ranged from -49% to +109% (false_sharing at f=0.9
+  tends low, read_write spreads widest); the test allows a factor 3
+  either way. On a loaded machine the threads interleave coarsely, each
+  touches a line many times between transfers, and the error grows
+  (+362% to +2105% in the run of 2026-11-23, 23:10 UTC, with five other
+  builds and test suites on the 2 cpus); the owner estimator's is sampling
+  error only (the estimators' table). At 1M iterations per thread (a
   quarter of the samples) it reached +245%. It finds p2p's pairs and
   nothing between them in every run.
 - **inst** and **soft** put all of their volume in the right cells in every
