@@ -272,7 +272,7 @@ check: deps
 
 accuracy: deps
 	@$(MAKE) --no-print-directory all
-	@B=$(B) tests/run.sh tests/accuracy.sh
+	@B=$(B) TEST_TIMEOUT=$${TEST_TIMEOUT:-3600} tests/run.sh tests/accuracy.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all

@@ -11,6 +11,7 @@
  *                  (report, matrix, objects, lines: one model; sweep: many)
  *   progress.c     progress line on stderr
  *   stats.c        per-thread record counts (info, report)
+ *   interval.c     the report's 90% intervals from the events' count
  *   topology.c     cpu -> core/socket from the MACHINE section, line size
  *   kfilter.c      --period-multiplier: which samples, arms and hits stay
  *   models.c       all_models[], model_find
@@ -98,6 +99,22 @@ bool parse_u64(const char *s, uint64_t *out);
 /* Whether the trace is whole: it has an end summary and the recorder says
  * the recording completed.  why: one line either way. (info.c) */
 bool trace_is_complete(struct ct_trace *t, char *why, size_t cap);
+
+/* ---- 90% intervals (interval.c) ------------------------------------------ */
+
+struct interval {
+	double lo, hi;
+};
+/* The effective number of events behind an estimate total with the
+ * estimated variance var: total^2 / var (INFINITY when var is 0: nothing
+ * was estimated; 0 when total is 0). */
+double effective_events(double total, double var);
+/* 90% interval of an estimated volume: a Poisson count of the effective
+ * number of events, scaled; [total, total] when var is 0. */
+struct interval volume_interval(double total, double var);
+/* 90% interval of the share part / total: Wilson's, over the effective
+ * number of events of total. */
+struct interval share_interval(double part, double total, double var);
 
 /* ---- per-thread statistics --------------------------------------------- */
 

@@ -25,6 +25,7 @@ enum opt_type {
 	OPT_HASH,       /* enum hash_kind: mod|murmur */
 	OPT_TIME,       /* uint64_t ns >= min, with a unit ns, us, ms, s */
 	OPT_PROB,       /* double in (0, 1); 0 means `unset` */
+	OPT_ESTIMATOR,  /* enum estimator_kind: estimator_names */
 };
 
 struct model_opt {
@@ -65,7 +66,11 @@ struct model_opt {
 	X("fp-rate", OPT_PROB, fp_rate, 0, 0, NULL, "default", 0, "P", \
 	  "signature model: false positive rate", " signature ") \
 	X("emulate-period", OPT_UINT, emulate_period, 1, 1u << 31, NULL, "default", 0, "N", \
-	  "emulate model: sample every Nth access per kind", " emulate ")
+	  "emulate model: sample every Nth access per kind", " emulate ") \
+	X("estimator", OPT_ESTIMATOR, estimator, 0, 0, "comdetective", NULL, 0, "NAME", \
+	  "how detected transfers are weighted", " comdetective emulate ") \
+	X("seed", OPT_UINT, seed, 0, UINT32_MAX, NULL, NULL, 0, "N", \
+	  "emulate model: seed of its random draws", " emulate ")
 
 #define OPT_ROW(n, ty, fld, lo, hi, df, un, fi, arg, help, models) \
 	{ n, ty, offsetof(struct model_opts, fld), lo, hi, df, un, fi, arg, help, models },
@@ -158,6 +163,21 @@ static bool parse_ns(const char *s, uint64_t *out)
 }
 
 static const char *const hash_names[] = { "mod", "murmur" };
+const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner" };
+const char *const estimator_summaries[ESTIMATORS] = {
+	"a detected event weighs its sample's period (ComDetective's)",
+	"a sampled store x the transfers it owns: unbiased (emulate)",
+};
+
+bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap)
+{
+	if (o->estimator != ESTIMATOR_OWNER || (model && !strcmp(model, "emulate")))
+		return true;
+	snprintf(why, cap, "--estimator owner needs every access after a sampled store: it runs "
+	         "with --model emulate on a full trace (not yet from the watchpoint records of a "
+	         "sampled trace)");
+	return false;
+}
 
 static int parse_model(struct model_opts *o, const char *value, char *err, size_t cap)
 {
@@ -224,6 +244,13 @@ static int parse_opt(const struct model_opt *d, struct model_opts *o, const char
 				return 0;
 			}
 		return bad(err, cap, "--%s: '%s' is not mod or murmur", d->name, value);
+	case OPT_ESTIMATOR:
+		for (size_t i = 0; i < ESTIMATORS; i++)
+			if (!strcmp(value, estimator_names[i])) {
+				*(enum estimator_kind *)at = (enum estimator_kind)i;
+				return 0;
+			}
+		return bad(err, cap, "--%s: '%s' is not comdetective or owner", d->name, value);
 	case OPT_TIME:
 		if (!parse_ns(value, &v) || v < d->min)
 			return bad(err, cap, "--%s: '%s' is not a time above 0 (ns, or with a unit: us, ms, s)",
@@ -274,6 +301,9 @@ static void format_opt(const struct model_opt *d, const struct model_opts *o, ch
 	}
 	case OPT_HASH:
 		snprintf(buf, cap, "%s", hash_names[*(const enum hash_kind *)at == HASH_MURMUR]);
+		return;
+	case OPT_ESTIMATOR:
+		snprintf(buf, cap, "%s", estimator_names[*(const enum estimator_kind *)at == ESTIMATOR_OWNER]);
 		return;
 	case OPT_TIME:
 		snprintf(buf, cap, "%" PRIu64, *(const uint64_t *)at);
@@ -352,13 +382,15 @@ void model_opts_usage(FILE *f)
 		snprintf(head, sizeof head, "%s--%s %s", shortname, d->name, d->arg);
 		if (d->dflt)
 			snprintf(help, sizeof help, "%s (default %s)%s", d->help, d->dflt,
-			         d->type == OPT_MODEL ? ":" : "");
+			         d->type == OPT_MODEL || d->type == OPT_ESTIMATOR ? ":" : "");
 		else
 			snprintf(help, sizeof help, "%s", d->help);
 		int at = fprintf(f, "  %-31s%s", head, strlen(head) > 31 ? "   " : "");
 		print_wrapped_at(f, help, at, 33);
 		for (size_t m = 0; d->type == OPT_MODEL && all_models[m]; m++)
 			fprintf(f, "      %-14s %s\n", all_models[m]->name, all_models[m]->summary);
+		for (size_t k = 0; d->type == OPT_ESTIMATOR && k < ESTIMATORS; k++)
+			fprintf(f, "      %-14s %s\n", estimator_names[k], estimator_summaries[k]);
 	}
 }
 

@@ -38,6 +38,11 @@ static int point_create(struct analysis *a, struct analysis_point *p)
 		ana_err("unknown model '%s'", o->model);
 		return EXIT_USAGE;
 	}
+	char why[256];
+	if (!model_opts_usable(o, p->model->name, why, sizeof why)) {
+		ana_err("%s", why);
+		return EXIT_USAGE;
+	}
 	p->line_size = resolve_line_size(o, a->trace, &p->line_size_source);
 	p->mx = matrices_create(a->nthreads, &a->topo);
 	const struct analysis_hooks *h = p->hooks;

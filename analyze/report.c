@@ -17,7 +17,9 @@
 #define TOP_CORE_PAIRS 5
 #define REPORT_TOP_ATTRIB 10  /* objects and lines in the report */
 #define FEW_SAMPLES 100       /* per thread */
-#define FEW_EVENTS 100
+#define FEW_EVENTS 100        /* effective events (interval.c) */
+#define TOO_FEW_EVENTS 10
+#define Z90_SHARE 1.645       /* a share's 90% half width: z sqrt(p(1-p)/n), at most z/sqrt(4n) */
 #define HIGH_LOSS 0.05
 #define HIGH_SKIP 0.20
 #define HIGH_RUNTIME 0.05     /* samples in the recorder's runtime */
@@ -33,6 +35,7 @@ struct throttled {
 struct report {
 	struct analysis *a;
 	double total, tr, fa;     /* weights */
+	double var;               /* their estimated variance (0: nothing estimated) */
 	uint64_t events;
 	uint64_t duration;        /* ns, 0 if unknown */
 	bool cpu_time;            /* sample periods are CPU time (soft), not counts */
@@ -311,6 +314,43 @@ static void sec_model(struct report *r)
 	print_wrapped(r->f, "  ", "    ", line);
 }
 
+/* "  (90%: 41.2-47.0%)" for the share part / total, "" when not estimated */
+static const char *share_ci(const struct report *r, double part, double total, char *buf,
+                            size_t cap)
+{
+	if (!(r->var > 0) || !(total > 0))
+		return buf[0] = 0, buf;
+	struct interval ci = share_interval(part, total, r->var);
+	snprintf(buf, cap, "  (90%%: %.1f-%.1f%%)", 100 * ci.lo, 100 * ci.hi);
+	return buf;
+}
+
+/* The volume's interval line, and the warning when few events are behind it. */
+static void volume_ci(struct report *r)
+{
+	if (!(r->var > 0) || !(r->total > 0))
+		return;
+	char lo[32], hi[32];
+	double n = effective_events(r->total, r->var);
+	struct interval ci = volume_interval(r->total, r->var);
+	fmt_count(ci.lo, lo, sizeof lo);
+	fmt_count(ci.hi, hi, sizeof hi);
+	fprintf(r->f, "  %-26s %s to %s (from %.0f effective events)\n", "  90% interval", lo, hi, n);
+	char count[96];
+	snprintf(count, sizeof count, "%" PRIu64 " communication events (%.0f effective: the "
+	         "weights differ)", r->events, n);
+	if (fabs(n - (double)r->events) < 0.5 || n > (double)r->events)
+		snprintf(count, sizeof count, "%" PRIu64 " communication events", r->events);
+	if (n < TOO_FEW_EVENTS)
+		warn(r, "too few events to say anything: %s, so the volume lies anywhere from %s "
+		        "to %s (90%%) and the shares are as uncertain (a smaller commrec -c period, "
+		        "or a longer run)", count, lo, hi);
+	else if (n < FEW_EVENTS)
+		warn(r, "only %s: the volume is known to within %s to %s (90%%), shares to about "
+		        "+-%.0f points (a smaller commrec -c period, or a longer run)", count, lo, hi,
+		     100 * Z90_SHARE / sqrt(4 * n));
+}
+
 static void sec_totals(struct report *r)
 {
 	struct analysis *a = r->a;
@@ -318,12 +358,13 @@ static void sec_totals(struct report *r)
 	char b1[32], b2[32], b3[32];
 	uint64_t via[3];
 	r->events = 0;
-	r->tr = r->fa = 0;
+	r->tr = r->fa = r->var = 0;
 	for (int v = 0; v < 3; v++) {
 		via[v] = t->events[v][0] + t->events[v][1];
 		r->events += via[v];
 		r->tr += t->weight[v][1];
 		r->fa += t->weight[v][0];
+		r->var += t->var[v][0] + t->var[v][1];
 	}
 	r->total = r->tr + r->fa;
 	memcpy(r->via, via, sizeof via);
@@ -343,14 +384,23 @@ static void sec_totals(struct report *r)
 		fprintf(r->f, " %s/s over the run\n", fmt_count(r->total * 1e9 / (double)r->duration, b2, sizeof b2));
 	else
 		fprintf(r->f, "\n");
+	volume_ci(r);
 	fprintf(r->f, "  %-26s %-9s transfers x %u bytes\n", "estimated bytes",
 	       fmt_bytes(r->total * a->line_size, b2, sizeof b2), a->line_size);
-	fprintf(r->f, "  %-26s %5.1f%%  %-8s same bytes touched by both threads\n", "true sharing",
-	       pct(r->tr, r->total), fmt_count(r->tr, b3, sizeof b3));
-	fprintf(r->f, "  %-26s %5.1f%%  %-8s different bytes of one line\n", "false sharing",
-	       pct(r->fa, r->total), fmt_count(r->fa, b3, sizeof b3));
+	char ci[48];
+	fprintf(r->f, "  %-26s %5.1f%%  %-8s same bytes touched by both threads%s\n", "true sharing",
+	       pct(r->tr, r->total), fmt_count(r->tr, b3, sizeof b3),
+	       share_ci(r, r->tr, r->total, ci, sizeof ci));
+	fprintf(r->f, "  %-26s %5.1f%%  %-8s different bytes of one line%s\n", "false sharing",
+	       pct(r->fa, r->total), fmt_count(r->fa, b3, sizeof b3),
+	       share_ci(r, r->fa, r->total, ci, sizeof ci));
 	fprintf(r->f, "  (a line transfer: a cache line moving from the thread that wrote it to another\n"
-	       "   thread that accesses it; each detected event counts for its sample's period)\n");
+	       "   thread that accesses it; each detected event counts for its sample's period%s)\n",
+	       a->opts.estimator == ESTIMATOR_OWNER ? ",\n   as the estimator 'owner' weighs "
+	       "them" : "");
+	if (r->var > 0)
+		fprintf(r->f, "  (90%%: intervals from the number of events behind each figure, sampling "
+		       "error only;\n   a biased estimator's error is not in them: --estimator)\n");
 	char probe[32] = "";
 	ct_trace_meta(a->trace, CT_SEC_CONFIG, "watchpoint_probe", probe, sizeof probe);
 	if (!r->events && a->stats.samples && !strcmp(probe, "no-fire") &&
@@ -361,10 +411,6 @@ static void sec_totals(struct report *r)
 	else if (!r->events && a->stats.samples)
 		warn(r, "no communication detected (try a longer --expiry, e.g. ns:1000000, or the "
 		        "window model)");
-	else if (r->events && r->events < FEW_EVENTS && !via[COMM_VIA_EXACT])
-		warn(r, "only %" PRIu64 " communication events: totals and pair figures are uncertain by "
-		        "about 1/sqrt(%" PRIu64 ") = %.0f%% or more (a smaller commrec -c period, or a "
-		        "longer run)", r->events, r->events, 100.0 / sqrt((double)r->events));
 	if (r->cpu_time && r->events)
 		warn(r, "%s sampler: a sample stands for CPU time, not for a number of accesses, so the "
 		        "transfer and byte estimates are CPU-time weights: compare shares and pairs, "
@@ -426,16 +472,21 @@ static void sec_pairs(struct report *r)
 		free(p);
 		return;
 	}
-	fprintf(r->f, "  %-4s %-32s %12s %7s %7s %12s %12s\n", "rank", "pair", "transfers", "share",
-	       "true%", "a<-b", "b<-a");
+	bool ci = r->var > 0;
+	fprintf(r->f, "  %-4s %-32s %12s %7s %7s %12s %12s%s\n", "rank", "pair", "transfers", "share",
+	       "true%", "a<-b", "b<-a", ci ? "  share 90%" : "");
 	for (size_t k = 0; k < np && k < TOP_PAIRS; k++) {
-		char la[48], lb[48], pr[100], w[32], ij[32], ji[32];
+		char la[48], lb[48], pr[100], w[32], ij[32], ji[32], sh[32] = "";
 		thread_label(a->trace, p[k].i, la, sizeof la);
 		thread_label(a->trace, p[k].j, lb, sizeof lb);
 		snprintf(pr, sizeof pr, "%s <-> %s", la, lb);
-		fprintf(r->f, "  %-4zu %-32s %12s %6.1f%% %6.1f%% %12s %12s\n", k + 1, pr,
+		if (ci) {
+			struct interval s = share_interval(p[k].w, r->total, r->var);
+			snprintf(sh, sizeof sh, "  %.1f-%.1f%%", 100 * s.lo, 100 * s.hi);
+		}
+		fprintf(r->f, "  %-4zu %-32s %12s %6.1f%% %6.1f%% %12s %12s%s\n", k + 1, pr,
 		       fmt_count(p[k].w, w, sizeof w), pct(p[k].w, r->total), pct(p[k].tr, p[k].w),
-		       fmt_count(p[k].ij, ij, sizeof ij), fmt_count(p[k].ji, ji, sizeof ji));
+		       fmt_count(p[k].ij, ij, sizeof ij), fmt_count(p[k].ji, ji, sizeof ji), sh);
 	}
 	if (np > TOP_PAIRS)
 		fprintf(r->f, "  (%zu more pairs; commanalyze matrix for all)\n", np - TOP_PAIRS);

@@ -109,8 +109,13 @@ if run report 0 "$A" "$G"; then
 	check report_sampler_line grep -Eq '^  sampler +soft: a sample every 1000 events; 4 watchpoint registers$' "$WORK/out"
 	check report_rate grep -Eq '^  estimated line transfers +6\.00k +[0-9.]+[kMGT]?/s over the run$' "$WORK/out"
 	check report_transfer_defined grep -q 'a line transfer: a cache line moving from the thread that wrote it' "$WORK/out"
-	check report_false_explained grep -Eq '^ +false sharing +16\.7% +1\.00k +different bytes of one line$' "$WORK/out"
-	check report_few_events grep -q 'only 3 communication events' "$WORK/out"
+	check report_false_explained grep -Eq '^ +false sharing +16\.7% +1\.00k +different bytes of one line ' "$WORK/out"
+	# 90% intervals: weights 4000, 1000, 1000 (var sum w(w-1)) make n = 2.0
+	# effective events; Poisson score interval 0.662..6.04 x 3000
+	check report_volume_interval grep -Eq '^    90% interval +1\.99k to 18\.1k \(from 2 effective events\)$' "$WORK/out"
+	check report_share_interval grep -Eq '^ +true sharing +83\.3% .*\(90%: 30\.0-98\.3%\)$' "$WORK/out"
+	check report_pair_interval grep -Eq 'T0\(1000\) <-> T1\(1001\) .* 30\.0-98\.3%$' "$WORK/out"
+	check report_few_events grep -q 'too few events to say anything: 3 communication events (2 effective' "$WORK/out"
 	check report_skip_split grep -q "1 not user memory accesses (normal), 0 in the recorder's runtime, 3 accesses without an address" "$WORK/out"
 	check report_more_section bash -c "sed -n '/^== More ==/,\$p' '$WORK/out' | grep -q '^  commanalyze matrix $G '"
 	check report_more_objects grep -q "^  commanalyze objects $G " "$WORK/out"
