@@ -37,9 +37,10 @@
 #include "soft_sample.h"
 
 #define CPU_MAX 1024
-/* Ring data pages per CPU: about one second of samples at the period (a
- * soft sample is 184 bytes), 16 to 256 pages; halved while the kernel
- * refuses the mapping (perf_event_mlock_kb). */
+/* Ring data pages per CPU: half a second of samples at the period (a soft
+ * sample is 184 bytes; the writer drains every 10 ms, later on a loaded
+ * machine), 16 to 256 pages; halved while the kernel refuses the mapping
+ * (perf_event_mlock_kb).  What overflows is counted (LOST records). */
 #define RING_PAGES_MIN 16
 #define RING_PAGES_MAX 256
 #define SAMPLE_BYTES 184
@@ -82,7 +83,7 @@ const struct perf_sample_fmt *rt_cpusamp_fmt(void)
 
 static size_t ring_pages(uint64_t period_ns)
 {
-	uint64_t want = 1000000000ull / (period_ns ? period_ns : 1) * SAMPLE_BYTES /
+	uint64_t want = 500000000ull / (period_ns ? period_ns : 1) * SAMPLE_BYTES /
 	                (uint64_t)sysconf(_SC_PAGESIZE);
 	size_t p = RING_PAGES_MIN;
 	while (p < want && p < RING_PAGES_MAX)
