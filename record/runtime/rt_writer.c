@@ -383,8 +383,6 @@ static void put_collected(struct rt_thread *t, uint64_t until)
  * end are its exit in the runtime). */
 static void close_collected(struct rt_thread *t, uint64_t end)
 {
-	if (!t->samp_by_writer)
-		return;
 	rt_flush_skips_to(t, end, put_own);
 	t->w_closed = true;
 	put_collected(t, UINT64_MAX);   /* (dropped) */
@@ -407,12 +405,12 @@ static void drain(struct rt_thread *t)
 		return;
 	}
 	uint64_t cur = recring_cursor(ring), released = cur, at = cur;
-	bool woke = false;
+	bool woke = false, merge = atomic_load(&t->samp_by_writer);
 	const struct ct_record *src;
 	uint32_t k;
 	while ((src = recring_peek(ring, &cur, &k)) != NULL) {
 		unsigned type = src->type;
-		if (type == CT_REC_THREAD_END && t->samp_by_writer && !t->w_end_seen) {
+		if (type == CT_REC_THREAD_END && merge && !t->w_end_seen) {
 			/* its last samples may not be collected yet: next pass */
 			cur = at;
 			break;
@@ -437,9 +435,11 @@ static void drain(struct rt_thread *t)
 				memset(&r, 0, sizeof r);
 				memcpy(&r, src, n);
 			}
-			put_collected(t, r.time);
-			if (type == CT_REC_THREAD_END)
-				close_collected(t, r.time);
+			if (merge) {
+				put_collected(t, r.time);
+				if (type == CT_REC_THREAD_END)
+					close_collected(t, r.time);
+			}
 			put(t, &r, false);
 		}
 		if (cur - released >= DRAIN_BATCH) {
@@ -458,7 +458,8 @@ static void drain(struct rt_thread *t)
 		}
 	}
 	recring_release(ring, cur);
-	put_collected(t, UINT64_MAX);
+	if (merge)
+		put_collected(t, UINT64_MAX);
 	uint64_t lost = recring_take_lost(ring);
 	if (lost && t->sink) {
 		r = (struct ct_record){ .type = CT_REC_LOST, .time = t->last_time };
