@@ -21,7 +21,7 @@
 #                     Wilson lower bound must exceed 1/2 (the true share is
 #                     1; an attribution that ignored the tid would give 1/4
 #                     of the private and 1/2 of the shared ones)
-#   NAME/pattern      the matrix of the window model (--window 10ms: sample
+#   NAME/pattern      the matrix of the window model (--window 100ms: sample
 #                     pairs of two threads on one line; without watchpoints
 #                     the comdetective model sees a handful of events here):
 #                     of its events, the share in the two pair cells has a
@@ -51,7 +51,7 @@ judge() {
 	"$COMMANALYZE" dump "$WORK/$id.zst" --type sample >"$WORK/$id.samples" 2>/dev/null &&
 	"$COMMANALYZE" info "$WORK/$id.zst" >"$WORK/$id.info" 2>/dev/null &&
 	"$COMMANALYZE" matrix "$WORK/$id.zst" --format csv --index thread --model window \
-		--window 10ms >"$WORK/$id.csv" 2>/dev/null ||
+		--window 100ms >"$WORK/$id.csv" 2>/dev/null ||
 		{ echo "FAIL $name: commanalyze cannot read the trace"; return; }
 	python3 - "$name" "$WORK/$id.out" "$WORK/$id.samples" "$WORK/$id.info" "$WORK/$id.csv" \
 		"$PERIOD_US" <<'EOF'
