@@ -17,7 +17,7 @@
 #include "pmu_sample.h"
 #include "soft_sample.h"
 
-/* ---- instructions: each at a 32-byte slot after int3 padding ---------------- */
+/* ---- instructions: each in a 64-byte slot after int3 padding ---------------- */
 
 enum {
 	I_LOAD4,      /* mov eax, [rdi+8]      8b 47 08 */
@@ -30,8 +30,8 @@ static const struct { uint8_t n; uint8_t b[8]; } insn[I_COUNT] = {
 	[I_STORE8] = { 4, { 0x48, 0x89, 0x14, 0xce } },
 	[I_NOMEM] = { 2, { 0x01, 0xd8 } },
 };
-#define SLOT 32
-#define SLOT_AT 16
+#define SLOT 64
+#define SLOT_AT 40      /* the decoder reads 32 bytes before the ip */
 static uint8_t code[I_COUNT * SLOT + 32];
 
 static void code_setup(void)
