@@ -29,6 +29,8 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_matrix(int argc, char **argv);
+int cmd_regions(int argc, char **argv);   /* cmd_regions.c */
+int cmd_timeline(int argc, char **argv);
 /* The sweep command's usage (sweep.c); full: with every option explained. */
 void sweep_usage(FILE *f, bool full);
 /* One dump line for r (dump.c). */
@@ -66,6 +68,8 @@ struct ct_trace *ana_open_trace(const char *path);
 int model_args(struct model_opts *o, int argc, char **argv, int *i);
 /* Parse an unsigned decimal number; false if not a number or out of range. */
 bool parse_u64(const char *s, uint64_t *out);
+/* A duration: a number with an optional unit (ns, us, ms, s; plain: ns). */
+bool parse_ns(const char *s, uint64_t *out);
 
 /* Whether the trace is whole: it has an end summary and the recorder says
  * the recording completed.  why: one line either way. (info.c) */

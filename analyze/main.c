@@ -21,6 +21,8 @@ static void usage(FILE *f)
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
 "                   [--comdetective-csv DIR] [model options]\n"
 "       commanalyze objects|lines TRACE [options] [model options]\n"
+"       commanalyze regions TRACE [--node NAME] [--format FMT] [-o FILE] [options]\n"
+"       commanalyze timeline TRACE [--window DURATION] [--format FMT] [-o FILE] [options]\n"
 "       commanalyze sweep TRACE --param NAME=V1,V2,... [options]\n"
 "       commanalyze COMMAND --help | --help | --version\n"
 "\n"
@@ -35,11 +37,15 @@ static void usage(FILE *f)
 "  objects  data objects (globals and fields, heap call paths, stacks, TLS)\n"
 "           ranked by communication\n"
 "  lines    cache lines ranked by communication, with per-offset detail\n"
+"  regions  communication by code region (commrec.h markers, OpenMP parallel\n"
+"           regions): a tree with totals, top pairs and thread load\n"
+"  timeline communication over time, by phase or by --window\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
 "\n");
 	model_opts_usage(f);
 	fprintf(f,
-"(accepted by report, matrix, objects, lines and, as fixed options, sweep)\n"
+"(accepted by report, matrix, objects, lines, regions, timeline and, as fixed\n"
+"options, sweep)\n"
 "\n"
 "Exit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
 "See commanalyze(1).\n");
@@ -117,6 +123,39 @@ static const struct command {
 "  -o FILE                  write to FILE instead of standard output\n"
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n"
 "                           (default: the trace's SYMBOLS section)\n", true, NULL },
+		{ "regions", cmd_regions,
+"usage: commanalyze regions TRACE [--node NAME] [--kind all|true|false] [--directed]\n"
+"                   [--format text|csv|json|h5|svg] [-o FILE] [model options]\n"
+"\n"
+"Communication by code region: the regions a program marks with commrec.h\n"
+"(commrec_region_begin/end) and the OpenMP parallel regions of libgomp\n"
+"programs (named by their outlined function and line), as a tree.  Each event\n"
+"counts in the region open on its receiving thread and in the regions around\n"
+"it; the root, (program), holds every event.  Per region: begin markers,\n"
+"threads that entered it, total, true and false sharing, the imbalance (the\n"
+"largest thread load over the mean) and the top thread pair; then each\n"
+"thread's share of each region's communication.\n"
+"  --node NAME                    that region's thread matrix (NAME: its name, or\n"
+"                                 its path a/b when names repeat)\n"
+"  --kind all|true|false          --node: which events (default all)\n"
+"  --directed                     --node: row dst, column src (default M + M^T)\n"
+"  --format text|csv|json|h5|svg  (default text; h5 and svg only with --node,\n"
+"                                 and need -o)\n"
+"  -o FILE                        write to FILE instead of standard output\n", true, NULL },
+		{ "timeline", cmd_timeline,
+"usage: commanalyze timeline TRACE [--window DURATION] [--format text|csv|json|h5|svg]\n"
+"                   [-o FILE] [model options]\n"
+"\n"
+"Communication over time: one slice per phase (commrec_phase markers; the\n"
+"whole trace is one slice without them) or, with --window, per fixed window.\n"
+"Per slice: start and end (ms from the first record), the phase, total, true\n"
+"and false sharing, the top thread pair.\n"
+"  --window DURATION              windows of that length (ns, us, ms, s: 10ms)\n"
+"  --format text|csv|json|h5|svg  (default text) h5: one directed thread matrix\n"
+"                                 per slice; svg: transfers per ms of the top\n"
+"                                 thread pairs over time, phases marked (h5 and\n"
+"                                 svg need -o)\n"
+"  -o FILE                        write to FILE instead of standard output\n", true, NULL },
 		{ "sweep", cmd_sweep, NULL, false, sweep_help },
 };
 
