@@ -235,11 +235,13 @@ $(B)/fuzz/%_replay: tests/fuzz/%_fuzz.c tests/fuzz/replay_main.h $(LIBFMT)
 # would delete them as intermediates and rebuild them every time).
 .SECONDARY: $(UNIT_OBJ)
 
-# Microbenchmarks: plain programs, never sanitized (they are recorded).
-$(B)/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
+# Microbenchmarks: plain programs, never sanitized (they are recorded);
+# they may use the markers of record/include/commrec.h; omp_*.c are OpenMP.
+$(B)/ubench/%: tests/ubench/%.c tests/ubench/ubench.h record/include/commrec.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $< -lm
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Irecord/include -pthread \
+		$(if $(filter omp_%,$*),-fopenmp) -o $@ $< -lm
 
 # MPI variant of the sweep (make MPI=1): commanalyze-mpi, ranks split grid
 # points and traces; needs libopenmpi-dev (or any mpicc).
