@@ -294,6 +294,10 @@ install: programs
 		$(wildcard record/commrec-cc) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(filter %.so %.a,$(PROGRAMS)) $(LIBFMT) $(DESTDIR)$(PREFIX)/lib/commtrace/
 	install -m 644 formats/commtrace.h $(DESTDIR)$(PREFIX)/include/commtrace/
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 record/include/commrec.h $(DESTDIR)$(PREFIX)/include/
+	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' record/include/commrec.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/commrec.pc
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 
