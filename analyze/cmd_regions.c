@@ -3,10 +3,9 @@
  * with totals, the true/false split, the top pair and the thread load;
  * --node NAME: that region's matrix in any matrix format.
  * commanalyze timeline TRACE: communication over time, by phase or by
- * fixed windows (--window), as a table, one matrix per slice (h5) or a
- * picture (svg). */
+ * fixed intervals (--interval; --window is the window model's option), as
+ * a table, one matrix per slice (h5) or a picture (svg). */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,11 +50,11 @@ static int parse(struct regions_cli *c, int argc, char **argv)
 			c->node = v;
 		} else if (!timeline && !strcmp(a, "--directed")) {
 			c->directed = true;
-		} else if (timeline && (m = arg_value(argc, argv, &i, "--window", &v))) {
+		} else if (timeline && (m = arg_value(argc, argv, &i, "--interval", &v))) {
 			if (m < 0)
 				return EXIT_USAGE;
 			if (!parse_ns(v, &c->window_ns) || !c->window_ns) {
-				ana_err("timeline: --window: '%s' is not a duration above 0 (e.g. 10ms)", v);
+				ana_err("timeline: --interval: '%s' is not a duration above 0 (e.g. 10ms)", v);
 				return EXIT_USAGE;
 			}
 		} else if ((m = model_args(&c->o, argc, argv, &i))) {
@@ -118,13 +117,22 @@ static const char *pair_text(const struct analysis *an, const double *cell, char
 
 /* ---- regions: the tree ------------------------------------------------------ */
 
+/* A region's label in the text tree: indented name and, for OpenMP, the
+ * file's base name and line. */
+static const char *node_label(const struct region_node *nd, char *buf, size_t cap)
+{
+	const char *base = strrchr(nd->where, '/');
+	snprintf(buf, cap, "%*s%s%s%s", 2 * (int)nd->depth, "", nd->name, nd->where[0] ? " " : "",
+	         base ? base + 1 : nd->where);
+	return buf;
+}
+
 static void text_node(FILE *f, const struct analysis *an, const struct regions *r, size_t i,
-                      double *load)
+                      int width, double *load)
 {
 	const struct region_node *nd = &r->node[i];
-	char name[160], tot[32], tr[32], fl[32], pair[160], imb[32];
-	snprintf(name, sizeof name, "%*s%s%s%s", 2 * (int)nd->depth, "", nd->name,
-	         nd->where[0] ? " " : "", nd->where);
+	char name[400], tot[32], tr[32], fl[32], pair[160], imb[32];
+	node_label(nd, name, sizeof name);
 	out_fmt_compact(tot, sizeof tot, nd->total[MX_ALL]);
 	out_fmt_compact(tr, sizeof tr, nd->total[MX_TRUE]);
 	out_fmt_compact(fl, sizeof fl, nd->total[MX_FALSE]);
@@ -139,11 +147,11 @@ static void text_node(FILE *f, const struct analysis *an, const struct regions *
 		threads += nd->entered[t];
 	char entries[32];
 	snprintf(entries, sizeof entries, i ? "%llu" : "-", (unsigned long long)nd->entries);
-	fprintf(f, "%-44s %8s %7zu %12s %12s %12s %9s  %s\n", name, entries, threads, tot, tr, fl,
-	        imb, pair_text(an, nd->cell[MX_ALL], pair, sizeof pair));
+	fprintf(f, "%-*s %8s %7zu %12s %12s %12s %9s  %s\n", width, name, entries, threads, tot, tr,
+	        fl, imb, pair_text(an, nd->cell[MX_ALL], pair, sizeof pair));
 	size_t it = 0, ch;
 	while ((ch = regions_next_child(r, i, &it)) != REGION_NONE)
-		text_node(f, an, r, ch, load);
+		text_node(f, an, r, ch, width, load);
 }
 
 /* Thread load: each thread's share of each region's communication. */
@@ -172,9 +180,15 @@ static int write_tree_text(FILE *f, const struct analysis *an, const struct regi
 {
 	fprintf(f, "Regions of %s (estimated line transfers, each counted in the region open on "
 	           "its receiving thread and in the regions around it)\n\n", an->path);
-	fprintf(f, "%-44s %8s %7s %12s %12s %12s %9s  %s\n", "region", "entries", "threads", "total",
-	        "true", "false", "imbalance", "top pair");
-	text_node(f, an, r, 0, load);
+	int width = 24;
+	for (size_t i = 0; i < r->nnodes; i++) {
+		char name[400];
+		int w = (int)strlen(node_label(&r->node[i], name, sizeof name));
+		width = w > width ? w : width;
+	}
+	fprintf(f, "%-*s %8s %7s %12s %12s %12s %9s  %s\n", width, "region", "entries", "threads",
+	        "total", "true", "false", "imbalance", "top pair");
+	text_node(f, an, r, 0, width, load);
 	text_load(f, an, r, load);
 	if (r->nnodes == 1)
 		fprintf(f, "\nNo regions: the program used no commrec.h markers and no OpenMP parallel "
@@ -596,7 +610,7 @@ static int run(const char *cmd, int argc, char **argv)
 		ana_warn("%s: %s", c.path, an.warning);
 	int status = 0;
 	if (r->oom) {
-		ana_err(c.window_ns ? "out of memory (or --window far too short for the trace)"
+		ana_err(c.window_ns ? "out of memory (or --interval far too short for the trace)"
 		                    : "out of memory");
 		status = EXIT_BADTRACE;
 		goto done;

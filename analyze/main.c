@@ -22,7 +22,7 @@ static void usage(FILE *f)
 "                   [--comdetective-csv DIR] [model options]\n"
 "       commanalyze objects|lines TRACE [options] [model options]\n"
 "       commanalyze regions TRACE [--node NAME] [--format FMT] [-o FILE] [options]\n"
-"       commanalyze timeline TRACE [--window DURATION] [--format FMT] [-o FILE] [options]\n"
+"       commanalyze timeline TRACE [--interval DURATION] [--format FMT] [-o FILE] [options]\n"
 "       commanalyze sweep TRACE --param NAME=V1,V2,... [options]\n"
 "       commanalyze COMMAND --help | --help | --version\n"
 "\n"
@@ -39,7 +39,7 @@ static void usage(FILE *f)
 "  lines    cache lines ranked by communication, with per-offset detail\n"
 "  regions  communication by code region (commrec.h markers, OpenMP parallel\n"
 "           regions): a tree with totals, top pairs and thread load\n"
-"  timeline communication over time, by phase or by --window\n"
+"  timeline communication over time, by phase or by --interval\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
 "\n");
 	model_opts_usage(f);
@@ -143,14 +143,15 @@ static const struct command {
 "                                 and need -o)\n"
 "  -o FILE                        write to FILE instead of standard output\n", true, NULL },
 		{ "timeline", cmd_timeline,
-"usage: commanalyze timeline TRACE [--window DURATION] [--format text|csv|json|h5|svg]\n"
+"usage: commanalyze timeline TRACE [--interval DURATION] [--format text|csv|json|h5|svg]\n"
 "                   [-o FILE] [model options]\n"
 "\n"
 "Communication over time: one slice per phase (commrec_phase markers; the\n"
-"whole trace is one slice without them) or, with --window, per fixed window.\n"
+"whole trace is one slice without them) or, with --interval, per fixed window.\n"
 "Per slice: start and end (ms from the first record), the phase, total, true\n"
 "and false sharing, the top thread pair.\n"
-"  --window DURATION              windows of that length (ns, us, ms, s: 10ms)\n"
+"  --interval DURATION            windows of that length (ns, us, ms, s: 10ms;\n"
+"                                 --window is the window model's option)\n"
 "  --format text|csv|json|h5|svg  (default text) h5: one directed thread matrix\n"
 "                                 per slice; svg: transfers per ms of the top\n"
 "                                 thread pairs over time, phases marked (h5 and\n"

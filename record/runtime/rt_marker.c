@@ -7,11 +7,12 @@
  * when the thread is not recorded.
  *
  * OpenMP: libgomp has no OMPT interface (Debian's gcc 12 libgomp exports no
- * ompt_* symbol), so the runtime interposes GOMP_parallel, the entry point
- * of every `#pragma omp parallel` (and `parallel for` with a static
- * schedule) that gcc emits, and runs the outlined function through a
- * trampoline that writes a region begin and end on each thread of the team:
- * the workers belong to the region they run.  The region's name is
+ * ompt_* symbol), so the runtime interposes the entry points that gcc emits
+ * for `#pragma omp parallel` (GOMP_parallel; also `parallel for` with a
+ * static schedule), `parallel for` with a schedule clause
+ * (GOMP_parallel_loop_*) and `parallel sections`, and runs the outlined
+ * function through a trampoline that writes a region begin and end on each
+ * thread of the team: the workers belong to the region they run.  The region's name is
  * "omp:0xADDR" (ct_marker_omp_name), the outlined function's address: the
  * analyzer names it from the trace's symbols (`f._omp_fn.0`, file:line). */
 #include <dlfcn.h>
@@ -56,19 +57,84 @@ static void omp_trampoline(void *arg)
 	commrec_marker(CT_MARK_REGION_END, "");
 }
 
-typedef void (*gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
-
-RT_EXPORT void GOMP_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags)
+/* When this thread is recorded: the region in o, and *fn, *data replaced
+ * by the trampoline and o.  The libgomp entry points return when the whole
+ * team is done, so o (on the caller's stack) outlives every use. */
+static void omp_enter(struct omp_region *o, void (**fn)(void *), void **data)
 {
-	static _Atomic gomp_parallel_fn real;
-	if (!real)
-		real = (gomp_parallel_fn)dlsym(RTLD_NEXT, "GOMP_parallel");
-	if (!atomic_load_explicit(&rt_active, memory_order_relaxed) || !rt_self) {
-		real(fn, data, nthreads, flags);
+	if (!atomic_load_explicit(&rt_active, memory_order_relaxed) || !rt_self)
 		return;
-	}
-	/* GOMP_parallel returns when the whole team is done: o outlives it */
-	struct omp_region o = { .fn = fn, .data = data };
-	ct_marker_omp_name(o.name, sizeof o.name, (uint64_t)(uintptr_t)fn);
-	real(omp_trampoline, &o, nthreads, flags);
+	o->fn = *fn;
+	o->data = *data;
+	ct_marker_omp_name(o->name, sizeof o->name, (uint64_t)(uintptr_t)*fn);
+	*fn = omp_trampoline;
+	*data = o;
 }
+
+/* libgomp's function `name` (looked up once). */
+static void *omp_real(void *_Atomic *cache, const char *name)
+{
+	void *f = atomic_load_explicit(cache, memory_order_relaxed);
+	if (!f) {
+		f = dlsym(RTLD_NEXT, name);
+		atomic_store_explicit(cache, f, memory_order_relaxed);
+	}
+	return f;
+}
+
+typedef void (*omp_fn)(void *);
+
+/* #pragma omp parallel, and parallel for with a static schedule */
+RT_EXPORT void GOMP_parallel(omp_fn fn, void *data, unsigned nthreads, unsigned flags)
+{
+	static void *_Atomic real;
+	struct omp_region o;
+	omp_enter(&o, &fn, &data);
+	((void (*)(omp_fn, void *, unsigned, unsigned))omp_real(&real, __func__))(fn, data, nthreads,
+	                                                                           flags);
+}
+
+/* #pragma omp parallel sections */
+RT_EXPORT void GOMP_parallel_sections(omp_fn fn, void *data, unsigned nthreads, unsigned count,
+                                      unsigned flags)
+{
+	static void *_Atomic real;
+	struct omp_region o;
+	omp_enter(&o, &fn, &data);
+	((void (*)(omp_fn, void *, unsigned, unsigned, unsigned))omp_real(&real, __func__))(
+		fn, data, nthreads, count, flags);
+}
+
+/* #pragma omp parallel for with a schedule clause: with a chunk size
+ * (static, dynamic, guided), or without (runtime). */
+typedef void (*omp_loop_chunk)(omp_fn, void *, unsigned, long, long, long, long, unsigned);
+typedef void (*omp_loop)(omp_fn, void *, unsigned, long, long, long, unsigned);
+
+#define OMP_LOOP_CHUNK(NAME)                                                              \
+	RT_EXPORT void NAME(omp_fn fn, void *data, unsigned nthreads, long start, long end,  \
+	                    long incr, long chunk, unsigned flags)                           \
+	{                                                                                    \
+		static void *_Atomic real;                                                   \
+		struct omp_region o;                                                         \
+		omp_enter(&o, &fn, &data);                                                   \
+		((omp_loop_chunk)omp_real(&real, #NAME))(fn, data, nthreads, start, end, incr, \
+		                                         chunk, flags);                      \
+	}
+#define OMP_LOOP(NAME)                                                                    \
+	RT_EXPORT void NAME(omp_fn fn, void *data, unsigned nthreads, long start, long end,  \
+	                    long incr, unsigned flags)                                       \
+	{                                                                                    \
+		static void *_Atomic real;                                                   \
+		struct omp_region o;                                                         \
+		omp_enter(&o, &fn, &data);                                                   \
+		((omp_loop)omp_real(&real, #NAME))(fn, data, nthreads, start, end, incr, flags); \
+	}
+
+OMP_LOOP_CHUNK(GOMP_parallel_loop_static)
+OMP_LOOP_CHUNK(GOMP_parallel_loop_dynamic)
+OMP_LOOP_CHUNK(GOMP_parallel_loop_guided)
+OMP_LOOP_CHUNK(GOMP_parallel_loop_nonmonotonic_dynamic)
+OMP_LOOP_CHUNK(GOMP_parallel_loop_nonmonotonic_guided)
+OMP_LOOP(GOMP_parallel_loop_runtime)
+OMP_LOOP(GOMP_parallel_loop_nonmonotonic_runtime)
+OMP_LOOP(GOMP_parallel_loop_maybe_nonmonotonic_runtime)

@@ -8,15 +8,16 @@
 #       ring, gather   the region's matrix has the region's pattern: the
 #                      pattern's cells (ring neighbours; thread 0 with each
 #                      other) > 3x the others, and non-zero
-#       sums           timeline by phase and by --window 20ms: the slices add
+#       sums           timeline by phase and by --interval 20ms: the slices add
 #                      up to the root's total (every event in one slice)
 #       phases         the timeline's slices are the phases ring, gather
 #       h5, svg, json  the writers (svg: a series per pair, both phases marked)
-#       usage          errors: unknown --node, h5 without -o, --window 0
+#       usage          errors: unknown --node, h5 without -o, --interval 0
 #       plain          the program runs without commrec (markers do nothing)
 #   regions/omp/*      tests/ubench/omp_regions, an unmodified OpenMP program
-#                      with two parallel regions: both named by their
-#                      outlined functions with file:line, 4 begins each; the
+#                      with two parallel regions and a parallel for with a
+#                      dynamic schedule: each named by its outlined function
+#                      with file:line, 4 begins each; the
 #                      gather region's pattern (the master, trace thread T0,
 #                      with each worker) as above.
 # Why these bounds: as tests/e2e/pattern_ubench.sh (p2p): the lines of a
@@ -133,7 +134,7 @@ assert root >= solve >= parts > 0, (root, solve, parts)
 ' "$WORK/tree.csv"
 
 	"$COMMANALYZE" timeline "$T" --format csv >"$WORK/tl.csv" 2>"$WORK/tl.err"
-	"$COMMANALYZE" timeline "$T" --format csv --window 20ms >"$WORK/tlw.csv" 2>"$WORK/tlw.err"
+	"$COMMANALYZE" timeline "$T" --format csv --interval 20ms >"$WORK/tlw.csv" 2>"$WORK/tlw.err"
 	check regions/phases/sums python3 -c '
 import csv, sys
 root = [float(r["total"]) for r in csv.DictReader(open(sys.argv[1])) if r["path"] == "(program)"][0]
@@ -175,7 +176,7 @@ assert names == ["ring", "gather"], names
 	fi
 	rc=0; "$COMMANALYZE" regions "$T" --node nosuch >/dev/null 2>&1 || rc=$?
 	rc2=0; "$COMMANALYZE" timeline "$T" --format h5 >/dev/null 2>&1 || rc2=$?
-	rc3=0; "$COMMANALYZE" timeline "$T" --window 0 >/dev/null 2>&1 || rc3=$?
+	rc3=0; "$COMMANALYZE" timeline "$T" --interval 0 >/dev/null 2>&1 || rc3=$?
 	rc4=0; "$COMMANALYZE" regions "$T" --format svg -o "$WORK/x.svg" >/dev/null 2>&1 || rc4=$?
 	check regions/phases/usage test "$rc/$rc2/$rc3/$rc4" = 1/1/1/1
 fi
@@ -194,7 +195,7 @@ omp_case() {  # ITERS
 	if python3 -c '
 import csv, re, sys
 rows = {r["name"]: r for r in csv.DictReader(open(sys.argv[1]))}
-for f in ("ring_update._omp_fn.0", "gather._omp_fn.0"):
+for f in ("ring_update._omp_fn.0", "gather._omp_fn.0", "scale_sum._omp_fn.0"):
     r = rows[f]
     assert r["entries"] == "4" and re.search(r"omp_regions\.c:\d+$", r["where"]), r
 ' "$WORK/omp.csv" 2>"$WORK/omp.py"; then

@@ -4,8 +4,10 @@
  *                with thread i+1), else to line i-1: ring neighbours only;
  *   gather:      thread 0 stores to the line of a random other thread j,
  *                thread j > 0 to its own line: 0 with every other thread.
+ * and a third, `parallel for schedule(dynamic)` (GOMP_parallel_loop_*), with
+ * no sharing but a reduction: scale_sum.
  * Under commrec, each region is recorded as a region named by its outlined
- * function (ring_update._omp_fn.0, gather._omp_fn.0).  Built with -fopenmp
+ * function (ring_update._omp_fn.0, gather._omp_fn.0, scale_sum._omp_fn.0).  Built with -fopenmp
  * (the Makefile's build/ubench/omp_% rule).  Prints "bench omp_regions
  * threads=N iters=N" and "thread I tid=T" per OpenMP thread of each region. */
 #include <omp.h>
@@ -57,6 +59,15 @@ static void gather(int n, uint64_t iters)
 	}
 }
 
+static double scale_sum(int n, uint64_t iters)
+{
+	double sum = 0;
+#pragma omp parallel for schedule(dynamic, 4096) num_threads(n) reduction(+ : sum)
+	for (uint64_t k = 0; k < iters / 16; k++)
+		sum += (double)(k % 7);
+	return sum;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4;
@@ -68,7 +79,9 @@ int main(int argc, char **argv)
 	omp_set_dynamic(0);
 	ring_update(n, iters);
 	gather(n, iters);
-	printf("bench omp_regions threads=%d iters=%llu\n", n, (unsigned long long)iters);
+	double sum = scale_sum(n, iters);
+	printf("bench omp_regions threads=%d iters=%llu sum=%.0f\n", n, (unsigned long long)iters,
+	       sum);
 #pragma omp parallel num_threads(n)
 	printf("thread %d tid=%d\n", omp_get_thread_num(), (int)gettid());
 	return 0;
