@@ -339,6 +339,57 @@ static int write_node(const struct regions_cli *c, FILE *f, const struct analysi
 	return rc;
 }
 
+/* ---- the report's section ---------------------------------------------------- */
+
+static const struct regions *rank_regions;
+static int cmp_region_total(const void *x, const void *y)
+{
+	double a = rank_regions->node[*(const size_t *)x].total[MX_ALL];
+	double b = rank_regions->node[*(const size_t *)y].total[MX_ALL];
+	return a < b ? 1 : a > b ? -1 : (*(const size_t *)x > *(const size_t *)y) - (*(const size_t *)x < *(const size_t *)y);
+}
+
+void regions_report_section(struct regions *r, const struct analysis *an, size_t top)
+{
+	if (r->nnodes < 2)
+		return;
+	regions_name_omp(r, an->trace);
+	size_t n = r->nnodes - 1, *ix = malloc(n * sizeof *ix);
+	double *load = calloc(r->n ? r->n : 1, sizeof *load);
+	if (!ix || !load) {
+		free(ix);
+		free(load);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		ix[i] = i + 1;
+	rank_regions = r;
+	qsort(ix, n, sizeof *ix, cmp_region_total);
+	double all = r->node[0].total[MX_ALL];
+	printf("\n== Top regions (of %zu; commanalyze regions) ==\n", n);
+	printf("  %-36s %12s %6s %7s %9s  %s\n", "region", "total", "share", "false", "imbalance",
+	       "top pair");
+	for (size_t k = 0; k < n && k < top; k++) {
+		const struct region_node *nd = &r->node[ix[k]];
+		char name[400], tot[32], pair[160], imb[16] = "-";
+		region_load(r, nd->cell[MX_ALL], load);
+		double im = region_imbalance(r, ix[k], load);
+		if (im > 0)
+			snprintf(imb, sizeof imb, "%.2f", im);
+		out_fmt_compact(tot, sizeof tot, nd->total[MX_ALL]);
+		const char *base = strrchr(nd->where, '/');
+		snprintf(name, sizeof name, "%s%s%s", nd->path, nd->where[0] ? " " : "",
+		         base ? base + 1 : nd->where);
+		printf("  %-36s %12s %5.1f%% %6.1f%% %9s  %s\n", name, tot,
+		       all > 0 ? 100 * nd->total[MX_ALL] / all : 0,
+		       nd->total[MX_ALL] > 0 ? 100 * nd->total[MX_FALSE] / nd->total[MX_ALL] : 0, imb,
+		       pair_text(an, nd->cell[MX_ALL], pair, sizeof pair));
+	}
+	printf("  (share: of the whole program's total; regions nest, so shares add up to more)\n");
+	free(ix);
+	free(load);
+}
+
 /* ---- timeline ----------------------------------------------------------------- */
 
 static const char *slot_phase(const struct regions *r, const struct time_slot *s)

@@ -413,10 +413,14 @@ const char *regions_phase_at(const struct regions *r, uint64_t t)
 	return name;
 }
 
-static int regions_setup(void *arg, struct analysis *an)
+int regions_hook_setup(void *arg, struct analysis *an)
 {
 	struct regions_hook *rh = arg;
 	if (!(rh->r = regions_create(an->nthreads, rh->window_ns))) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	if (rh->h->npre >= ANALYSIS_HOOKS_MAX || rh->h->nevents >= ANALYSIS_HOOKS_MAX) {
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
@@ -431,6 +435,6 @@ void regions_hooks_init(struct analysis_hooks *h, struct regions_hook *rh, uint6
 	memset(rh, 0, sizeof *rh);
 	rh->h = h;
 	rh->window_ns = window_ns;
-	h->setup = regions_setup;
+	h->setup = regions_hook_setup;
 	h->arg = rh;
 }

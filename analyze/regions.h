@@ -84,6 +84,12 @@ struct regions_hook {
 	struct regions *r;
 };
 void regions_hooks_init(struct analysis_hooks *h, struct regions_hook *rh, uint64_t window_ns);
+/* The setup that regions_hooks_init installs: creates rh->r and adds its
+ * consumers to rh->h (for a caller that chains several setups). */
+int regions_hook_setup(void *rh, struct analysis *an);
+/* The report's section of the top regions by communication (nothing when
+ * the trace has no regions); names OpenMP regions first. */
+void regions_report_section(struct regions *r, const struct analysis *an, size_t top);
 
 /* After the replay: name OpenMP regions from the trace's SYMBOLS section
  * ("f._omp_fn.0", where "file.c:17"); without symbols they keep their

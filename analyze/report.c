@@ -10,6 +10,7 @@
 
 #include "ana.h"
 #include "attrib.h"
+#include "regions.h"
 
 #define TOP_PAIRS 10
 #define TOP_CORE_PAIRS 5
@@ -185,13 +186,14 @@ struct report_setup {
 	int (*inner)(void *, struct analysis *);
 	void *inner_arg;
 	struct throttled *thr;
+	struct regions_hook *rg;
 };
 
 static int report_hook_setup(void *arg, struct analysis *an)
 {
 	struct report_setup *rs = arg;
 	int rc = rs->inner ? rs->inner(rs->inner_arg, an) : 0;
-	if (rc)
+	if (rc || (rc = regions_hook_setup(rs->rg, an)))
 		return rc;
 	rs->thr->nthreads = thread_space(an->trace);
 	rs->thr->period = calloc(rs->thr->nthreads ? rs->thr->nthreads : 1, sizeof *rs->thr->period);
@@ -539,20 +541,23 @@ static void sec_lost(struct report *r)
 
 static void sec_next(struct report *r)
 {
-	static const char *const cmd[] = { "matrix", "objects", "lines" };
+	static const char *const cmd[] = { "matrix", "objects", "lines", "regions", "timeline" };
 	static const char *const what[] = {
 		"all thread pairs; --index core|socket, --kind false, --format svg",
 		"which data: globals and their fields, heap call paths, stacks",
 		"which cache lines, and which bytes of them",
+		"which code: marked and OpenMP regions, thread load",
+		"when: per phase or --interval, --format svg",
 	};
+	const int ncmd = (int)(sizeof cmd / sizeof *cmd);
 	const char *p = r->a->path;
 	int w = 0;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < ncmd; i++) {
 		int l = (int)(strlen(cmd[i]) + strlen(p)) + 1;
 		w = l > w ? l : w;
 	}
 	section("More");
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < ncmd; i++)
 		printf("  commanalyze %s %-*s  %s\n", cmd[i], w - (int)strlen(cmd[i]) - 1, p, what[i]);
 	printf("  (give them the same model options; commanalyze COMMAND --help)\n");
 }
@@ -591,13 +596,15 @@ int cmd_report(int argc, char **argv)
 	struct attrib_hook ah;
 	attrib_hooks_init(&hooks, &ah, from_binaries);
 	struct throttled thr = { 0, NULL };
-	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr };
+	struct regions_hook rg = { .h = &hooks };
+	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr, &rg };
 	hooks.setup = report_hook_setup;
 	hooks.arg = &rs;
 	int rc = analysis_run_hooks(&an, path, &o, true, &hooks);
 	if (rc) {
 		free(thr.period);
 		attrib_free(ah.a);
+		regions_free(rg.r);
 		analysis_free(&an);
 		return rc;
 	}
@@ -609,6 +616,8 @@ int cmd_report(int argc, char **argv)
 	sec_totals(&r);
 	sec_pairs(&r);
 	sec_cores(&r);
+	if (rg.r)
+		regions_report_section(rg.r, &an, 10);
 	if (ah.a) {
 		fflush(stdout);
 		attrib_report_sections(ah.a, stdout, 10, 10);
@@ -626,6 +635,7 @@ int cmd_report(int argc, char **argv)
 	}
 	free(thr.period);
 	attrib_free(ah.a);
+	regions_free(rg.r);
 	analysis_free(&an);
 	return status;
 }
