@@ -200,7 +200,7 @@ $(COMMREC): $(LAUNCH_OBJ) $(LIBRCOMMON) $(LIBFMT)
 
 $(COMMANALYZE): $(B)/std/analyze/main.o $(LIBANA) $(LIBFMT)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(ANA_LIBS) -lpthread -lm
 
 $(B)/tests/fmt_%: $(B)/std/tests/unit/fmt_%.o $(LIBFMT)
 	@mkdir -p $(@D)
@@ -210,7 +210,7 @@ $(B)/tests/rec_%: $(B)/std/tests/unit/rec_%.o $(LIBRCOMMON) $(LIBFMT)
 	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(REC_LIBS) -lpthread -lm
 $(B)/tests/ana_%: $(B)/std/tests/unit/ana_%.o $(LIBANA) $(LIBFMT)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(ANA_LIBS) -lpthread -lm
 
 # Fuzz targets (tests/fuzz/NAME_fuzz.c, libFuzzer's LLVMFuzzerTestOneInput):
 # `make fuzz` builds each with clang -fsanitize=fuzzer and runs it for
@@ -255,7 +255,7 @@ $(B)/mpi/%.o: %.c $(BUILD_STAMP) | required
 	$(Q)$(MPICC) $(CFLAGS_ALL) $(SAN) -DHAVE_MPI -Irecord/common -Ianalyze -MMD -MP -c $< -o $@
 $(COMMANALYZE_MPI): $(MPI_OBJ) $(LIBANA) $(LIBFMT)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(MPICC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+	$(Q)$(MPICC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(ANA_LIBS) -lpthread -lm
 programs: $(COMMANALYZE_MPI)
 endif
 

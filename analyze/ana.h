@@ -31,6 +31,7 @@ int cmd_report(int argc, char **argv);
 int cmd_matrix(int argc, char **argv);
 int cmd_regions(int argc, char **argv);   /* cmd_regions.c */
 int cmd_timeline(int argc, char **argv);
+int cmd_loops(int argc, char **argv);
 /* The sweep command's usage (sweep.c); full: with every option explained. */
 void sweep_usage(FILE *f, bool full);
 /* One dump line for r (dump.c). */

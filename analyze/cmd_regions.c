@@ -11,6 +11,7 @@
 
 #include "ana.h"
 #include "out_util.h"
+#include "loops.h"
 #include "regions.h"
 
 enum rfmt { RF_TEXT, RF_CSV, RF_JSON, RF_H5, RF_SVG };
@@ -70,7 +71,7 @@ static int parse(struct regions_cli *c, int argc, char **argv)
 		return EXIT_USAGE;
 	bool matrices = timeline || c->node;
 	if (!matrices && c->fmt > RF_JSON) {
-		ana_err("regions: --format %s needs --node (the tree is text, csv or json)",
+		ana_err("%s: --format %s needs --node (the tree is text, csv or json)", c->cmd,
 		        rfmt_names[c->fmt]);
 		return EXIT_USAGE;
 	}
@@ -146,7 +147,7 @@ static void text_node(FILE *f, const struct analysis *an, const struct regions *
 	for (size_t t = 0; t < r->n; t++)
 		threads += nd->entered[t];
 	char entries[32];
-	snprintf(entries, sizeof entries, i ? "%llu" : "-", (unsigned long long)nd->entries);
+	snprintf(entries, sizeof entries, nd->entries ? "%llu" : "-", (unsigned long long)nd->entries);
 	fprintf(f, "%-*s %8s %7zu %12s %12s %12s %9s  %s\n", width, name, entries, threads, tot, tr,
 	        fl, imb, pair_text(an, nd->cell[MX_ALL], pair, sizeof pair));
 	size_t it = 0, ch;
@@ -175,11 +176,17 @@ static void text_load(FILE *f, const struct analysis *an, const struct regions *
 	}
 }
 
-static int write_tree_text(FILE *f, const struct analysis *an, const struct regions *r,
+static int write_tree_text(FILE *f, const char *c_cmd, const struct analysis *an,
+                           const struct regions *r,
                            double *load)
 {
-	fprintf(f, "Regions of %s (estimated line transfers, each counted in the region open on "
-	           "its receiving thread and in the regions around it)\n\n", an->path);
+	if (!strcmp(c_cmd, "loops"))
+		fprintf(f, "Loops of %s (estimated line transfers, each counted in the innermost loop "
+		           "around the receiving access and in the loops and function around it)\n\n",
+		        an->path);
+	else
+		fprintf(f, "Regions of %s (estimated line transfers, each counted in the region open "
+		           "on its receiving thread and in the regions around it)\n\n", an->path);
 	int width = 24;
 	for (size_t i = 0; i < r->nnodes; i++) {
 		char name[400];
@@ -190,7 +197,9 @@ static int write_tree_text(FILE *f, const struct analysis *an, const struct regi
 	        "total", "true", "false", "imbalance", "top pair");
 	text_node(f, an, r, 0, width, load);
 	text_load(f, an, r, load);
-	if (r->nnodes == 1)
+	if (r->nnodes == 1 && !strcmp(c_cmd, "loops"))
+		fprintf(f, "\nNo functions: no event has an instruction address in a known function.\n");
+	else if (r->nnodes == 1)
 		fprintf(f, "\nNo regions: the program used no commrec.h markers and no OpenMP parallel "
 		           "region was recorded.\n");
 	if (r->unmatched_ends || r->unclosed)
@@ -303,10 +312,10 @@ static int write_node(const struct regions_cli *c, FILE *f, const struct analysi
 	bool amb;
 	size_t i = regions_find(r, c->node, &amb);
 	if (i == REGION_NONE) {
-		ana_err(amb ? "regions: several regions are named '%s': give its path (commanalyze "
-		              "regions %s --format csv lists them)"
-		            : "regions: no region is named '%s' (commanalyze regions %s lists them)",
-		        c->node, c->path);
+		ana_err(amb ? "%s: several nodes are named '%s': give its path (commanalyze "
+		              "%s %s --format csv lists them)"
+		            : "%s: nothing is named '%s' (commanalyze %s %s lists them)",
+		        c->cmd, c->node, c->cmd, c->path);
 		return EXIT_USAGE;
 	}
 	const struct region_node *nd = &r->node[i];
@@ -638,6 +647,8 @@ static int write_slots_svg(FILE *f, const struct analysis *an, const struct regi
 
 /* ---- the commands ------------------------------------------------------------ */
 
+static void loops_notes(struct loops *l, const char *path);
+
 static int run(const char *cmd, int argc, char **argv)
 {
 	struct regions_cli c = { .cmd = cmd, .fmt = RF_TEXT, .kind = MX_ALL };
@@ -645,20 +656,29 @@ static int run(const char *cmd, int argc, char **argv)
 	int rc = parse(&c, argc, argv);
 	if (rc)
 		return rc;
-	bool timeline = !strcmp(cmd, "timeline");
+	bool timeline = !strcmp(cmd, "timeline"), loops = !strcmp(cmd, "loops");
 	struct analysis_hooks h;
 	struct regions_hook rh;
-	regions_hooks_init(&h, &rh, c.window_ns);
+	struct loops_hook lh;
+	if (loops)
+		loops_hooks_init(&h, &lh);
+	else
+		regions_hooks_init(&h, &rh, c.window_ns);
 	struct analysis an;
 	rc = analysis_run_hooks(&an, c.path, &c.o, true, &h);
-	struct regions *r = rh.r;
+	struct regions *r = loops ? loops_regions(lh.l) : rh.r;
 	if (rc) {
-		regions_free(r);
+		if (loops)
+			loops_free(lh.l);
+		else
+			regions_free(r);
 		analysis_free(&an);
 		return rc;
 	}
 	if (an.warning[0])
 		ana_warn("%s: %s", c.path, an.warning);
+	if (loops)
+		loops_notes(lh.l, c.path);
 	int status = 0;
 	if (r->oom) {
 		ana_err(c.window_ns ? "out of memory (or --interval far too short for the trace)"
@@ -666,7 +686,8 @@ static int run(const char *cmd, int argc, char **argv)
 		status = EXIT_BADTRACE;
 		goto done;
 	}
-	regions_name_omp(r, an.trace);
+	if (!loops)
+		regions_name_omp(r, an.trace);
 	char **labels = thread_labels(&an);
 	double *load = calloc(r->n ? r->n : 1, sizeof *load);
 	bool to_file = c.fmt == RF_H5;
@@ -692,7 +713,7 @@ static int run(const char *cmd, int argc, char **argv)
 		else if (!timeline)
 			wr = c.fmt == RF_CSV ? write_tree_csv(f, r, load)
 			   : c.fmt == RF_JSON ? write_tree_json(f, &an, r, load)
-			   : write_tree_text(f, &an, r, load);
+			   : write_tree_text(f, cmd, &an, r, load);
 		else if (c.fmt == RF_H5)
 			wr = write_slots_h5(&c, &an, r, s, ns, w, labels);
 		else
@@ -720,7 +741,10 @@ done:
 		if (!status)
 			status = EXIT_BADTRACE;
 	}
-	regions_free(r);
+	if (loops)
+		loops_free(lh.l);
+	else
+		regions_free(r);
 	analysis_free(&an);
 	return status;
 }
@@ -728,6 +752,28 @@ done:
 int cmd_regions(int argc, char **argv)
 {
 	return run("regions", argc, argv);
+}
+
+int cmd_loops(int argc, char **argv)
+{
+	return run("loops", argc, argv);
+}
+
+/* What loops could not see, on stderr. */
+static void loops_notes(struct loops *l, const char *path)
+{
+	uint64_t nofn, nocode;
+	bool maps;
+	loops_counts(l, &nofn, &nocode, &maps);
+	if (!maps)
+		ana_warn("%s: no memory map, or its binaries cannot be read here: no functions or "
+		         "loops (loops reads the binaries that ran, on this machine)", path);
+	else if (nocode)
+		ana_warn("%s: the code of %llu functions could not be read: their loops are unknown",
+		         path, (unsigned long long)nocode);
+	if (nofn)
+		ana_warn("%s: %llu events in no known function count in (program) only", path,
+		         (unsigned long long)nofn);
 }
 
 int cmd_timeline(int argc, char **argv)

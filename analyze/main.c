@@ -22,6 +22,7 @@ static void usage(FILE *f)
 "                   [--comdetective-csv DIR] [model options]\n"
 "       commanalyze objects|lines TRACE [options] [model options]\n"
 "       commanalyze regions TRACE [--node NAME] [--format FMT] [-o FILE] [options]\n"
+"       commanalyze loops TRACE [--node NAME] [--format FMT] [-o FILE] [options]\n"
 "       commanalyze timeline TRACE [--interval DURATION] [--format FMT] [-o FILE] [options]\n"
 "       commanalyze sweep TRACE --param NAME=V1,V2,... [options]\n"
 "       commanalyze COMMAND --help | --help | --version\n"
@@ -39,13 +40,14 @@ static void usage(FILE *f)
 "  lines    cache lines ranked by communication, with per-offset detail\n"
 "  regions  communication by code region (commrec.h markers, OpenMP parallel\n"
 "           regions): a tree with totals, top pairs and thread load\n"
+"  loops    communication by function and loop (found in the binaries), nested\n"
 "  timeline communication over time, by phase or by --interval\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
 "\n");
 	model_opts_usage(f);
 	fprintf(f,
-"(accepted by report, matrix, objects, lines, regions, timeline and, as fixed\n"
-"options, sweep)\n"
+"(accepted by report, matrix, objects, lines, regions, loops, timeline and, as\n"
+"fixed options, sweep)\n"
 "\n"
 "Exit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
 "See commanalyze(1).\n");
@@ -142,6 +144,17 @@ static const struct command {
 "  --format text|csv|json|h5|svg  (default text; h5 and svg only with --node,\n"
 "                                 and need -o)\n"
 "  -o FILE                        write to FILE instead of standard output\n", true, NULL },
+		{ "loops", cmd_loops,
+"usage: commanalyze loops TRACE [--node NAME] [--kind all|true|false] [--directed]\n"
+"                   [--format text|csv|json|h5|svg] [-o FILE] [model options]\n"
+"\n"
+"Communication by function and loop, as a tree like regions': each event counts\n"
+"in the innermost loop around its receiving access (its instruction address)\n"
+"and in the loops and function around it.  Loops are found in the code of the\n"
+"binaries that ran (they must be on this machine, as the trace's memory map\n"
+"names them): each backward jump in a function closes a loop, named by its\n"
+"first line (loop:23) and located by its lines (file.c:23-31).  Same options\n"
+"as regions.\n", true, NULL },
 		{ "timeline", cmd_timeline,
 "usage: commanalyze timeline TRACE [--interval DURATION] [--format text|csv|json|h5|svg]\n"
 "                   [-o FILE] [model options]\n"

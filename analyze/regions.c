@@ -15,7 +15,7 @@ static char *dup_or_flag(struct regions *r, const char *s)
 }
 
 /* A new node under parent (REGION_NONE: the root). */
-static size_t node_add(struct regions *r, size_t parent, const char *name)
+size_t regions_node_add(struct regions *r, size_t parent, const char *name)
 {
 	if (r->nnodes == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 16;
@@ -68,7 +68,7 @@ static size_t child_named(struct regions *r, size_t parent, const char *name)
 	for (size_t i = parent + 1; i < r->nnodes; i++)
 		if (r->node[i].parent == parent && !strcmp(r->node[i].name, name))
 			return i;
-	return node_add(r, parent, name);
+	return regions_node_add(r, parent, name);
 }
 
 /* A new time slot at the end of *v; NULL when out of memory. */
@@ -105,7 +105,7 @@ struct regions *regions_create(size_t nthreads, uint64_t window_ns)
 	r->n = nthreads;
 	r->window_ns = window_ns;
 	r->th = calloc(nthreads ? nthreads : 1, sizeof *r->th);
-	if (!r->th || node_add(r, REGION_NONE, "(program)") != 0) {
+	if (!r->th || regions_node_add(r, REGION_NONE, "(program)") != 0) {
 		regions_free(r);
 		return NULL;
 	}
@@ -261,14 +261,11 @@ static struct time_slot *window_of(struct regions *r, uint64_t t)
 	return &r->win[idx];
 }
 
-static void regions_event(void *self, const struct comm_event *ev)
+void regions_count(struct regions *r, size_t node, const struct comm_event *ev)
 {
-	struct regions *r = self;
-	if (ev->dst >= r->n || ev->src >= r->n)
-		return;
 	size_t cellix = (size_t)ev->dst * r->n + ev->src;
 	int kind = ev->true_sharing ? MX_TRUE : MX_FALSE;
-	for (size_t node = innermost(r, ev->dst); node != REGION_NONE; node = r->node[node].parent) {
+	for (; node != REGION_NONE; node = r->node[node].parent) {
 		struct region_node *nd = &r->node[node];
 		nd->events++;
 		nd->total[MX_ALL] += ev->weight;
@@ -276,6 +273,14 @@ static void regions_event(void *self, const struct comm_event *ev)
 		nd->cell[MX_ALL][cellix] += ev->weight;
 		nd->cell[kind][cellix] += ev->weight;
 	}
+}
+
+static void regions_event(void *self, const struct comm_event *ev)
+{
+	struct regions *r = self;
+	if (ev->dst >= r->n || ev->src >= r->n)
+		return;
+	regions_count(r, innermost(r, ev->dst), ev);
 	if (r->nphases)
 		slot_event(&r->phase[r->nphases - 1], r->n, ev);
 	struct time_slot *w;

@@ -74,6 +74,12 @@ struct regions *regions_create(size_t nthreads, uint64_t window_ns);
 void regions_free(struct regions *r);
 struct record_consumer regions_record_consumer(struct regions *r);
 struct event_consumer regions_event_consumer(struct regions *r);
+/* For other trees of code (loops.c): a new node under parent (REGION_NONE
+ * on failure, r->oom set), and an event counted in node and the nodes
+ * around it (dst and src checked by the caller). */
+size_t regions_node_add(struct regions *r, size_t parent, const char *name);
+void regions_count(struct regions *r, size_t node, const struct comm_event *ev);
+
 /* Running it with an analysis (ana.h): regions_hooks_init(&h, &rh, window)
  * then analysis_run_hooks(..., &h); rh.r holds the regions afterwards (NULL
  * if the run failed before the replay); free it with regions_free. */

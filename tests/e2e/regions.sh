@@ -20,6 +20,12 @@
 #                      with file:line, 4 begins each; the
 #                      gather region's pattern (the master, trace thread T0,
 #                      with each worker) as above.
+#   regions/loops/*    tests/ubench/stencil (1-D relaxation, 4 threads):
+#                      `commanalyze loops` finds the function relax, its time
+#                      loop and inside it the sweep loop, whose file:line
+#                      ranges hold the lines marked "time loop" and "sweep
+#                      loop" in the source; the sweep loop's matrix has the
+#                      neighbour pattern (threads i, i+1) as above.
 # Why these bounds: as tests/e2e/pattern_ubench.sh (p2p): the lines of a
 # pattern are private to its pairs, so the true traffic off the pattern is
 # zero and an off-pattern cell can only be a model artefact or a stray
@@ -72,6 +78,8 @@ for a in range(len(labels)):
         x, y = bench[a], bench[b]
         if pattern == 'ring':
             good = (x - y) % nb in (1, nb - 1)
+        elif pattern == 'chain':
+            good = abs(x - y) == 1
         else:
             good = x == 0 or y == 0
         if good:
@@ -223,4 +231,59 @@ if grep -q '^FAIL ' "$WORK/omp.res"; then
 fi
 cat "$WORK/omp.res"
 grep -q '^FAIL ' "$WORK/omp.res" && ct_failed=1
+# ---- loops ---------------------------------------------------------------------
+SRC="$UBENCH_SRC/stencil.c"
+TL=$(grep -n 'time loop \*/' "$SRC" | cut -d: -f1)
+SL=$(grep -n 'sweep loop \*/' "$SRC" | cut -d: -f1)
+loops_case() {  # ITERS
+	local n=$1 id=stencil
+	ub_record "$id" -c 200 -- stencil -t 4 -n "$n"
+	if [ "$UB_RC" -ne 0 ]; then
+		echo "FAIL regions/loops/record: commrec exited $UB_RC: $(tail -n 3 "$WORK/$id.err" | tr '\n' '|')"
+		return
+	fi
+	"$COMMANALYZE" loops "$WORK/$id.zst" --format csv >"$WORK/loops.csv" 2>"$WORK/loops.err"
+	local node
+	node=$(python3 -c '
+import csv, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+tl, sl = int(sys.argv[2]), int(sys.argv[3])
+def span(r):
+    m = re.search(r"stencil\.c:(\d+)(?:-(\d+))?$", r["where"])
+    return (int(m.group(1)), int(m.group(2) or m.group(1))) if m else None
+by = {r["path"]: r for r in rows}
+for r in rows:
+    p = r["path"]
+    if not p.startswith("relax/") or p.count("/") != 2:
+        continue
+    outer, inner = span(by[p.rsplit("/", 1)[0]]), span(r)
+    if outer and inner and outer[0] <= tl <= outer[1] and inner[0] <= sl <= inner[1] and \
+            not inner[0] <= tl < sl:
+        print(p)
+        break
+' "$WORK/loops.csv" "$TL" "$SL")
+	if [ -z "$node" ]; then
+		echo "FAIL regions/loops/found: no relax/LOOP/LOOP with the time loop (line $TL) around the sweep loop (line $SL): $(cut -d, -f1-3 "$WORK/loops.csv" | tr '\n' '|')"
+		return
+	fi
+	echo "PASS regions/loops/found"
+	if "$COMMANALYZE" loops "$WORK/$id.zst" --node "$node" --format csv >"$WORK/sweep.csv" 2>/dev/null; then
+		local v
+		v=$(pattern "$WORK/sweep.csv" chain "$(tidmap "$WORK/$id.out")")
+		echo "# regions/loops/sweep ($node): $v"
+		case $v in
+		ok*) echo "PASS regions/loops/sweep" ;;
+		*) echo "FAIL regions/loops/sweep: the sweep loop's matrix lacks the neighbour pattern: $v" ;;
+		esac
+	else
+		echo "FAIL regions/loops/sweep: loops --node $node failed"
+	fi
+}
+loops_case 10000000 >"$WORK/loops.res"
+if grep -q '^FAIL ' "$WORK/loops.res"; then
+	sed 's/^/# first attempt: /' "$WORK/loops.res"
+	loops_case 20000000 >"$WORK/loops.res"
+fi
+cat "$WORK/loops.res"
+grep -q '^FAIL ' "$WORK/loops.res" && ct_failed=1
 done_tests

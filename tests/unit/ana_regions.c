@@ -4,6 +4,7 @@
 #include <stdarg.h>
 
 #include "ana_common.h"
+#include "loops.h"
 #include "regions.h"
 
 #define A 0x10000ull
@@ -269,11 +270,32 @@ static void test_regions_omp_names(void)
 	tb_free(&b);
 }
 
+/* Loops from code: two nested loops (back edges to 0x1004 and 0x1002), a
+ * second back edge to the inner header (the widest range wins), a forward
+ * branch and an indirect jump (no loops), undecodable bytes skipped.
+ *   1000 xor eax,eax   1002 inc eax   1004 inc ecx   1006 jne 1004
+ *   1008 je 100c       100a jne 1004  100c jne 1002  100e jmp rax   1010 ret */
+static void test_loops_in_code(void)
+{
+	static const uint8_t code[] = {
+		0x31, 0xc0, 0xff, 0xc0, 0xff, 0xc1, 0x75, 0xfc, 0x74, 0x02, 0x75, 0xf8,
+		0x75, 0xf4, 0xff, 0xe0, 0xc3,
+	};
+	uint64_t r[4][2];
+	size_t n = loops_in_code(code, sizeof code, 0x1000, r, 4);
+	CHECK_EQ_U(n, 2);
+	CHECK(n == 2 && r[0][0] == 0x1004 && r[0][1] == 0x100c);
+	CHECK(n == 2 && r[1][0] == 0x1002 && r[1][1] == 0x100e);
+	/* a jump to before the function's start is no loop */
+	CHECK_EQ_U(loops_in_code(code + 6, sizeof code - 6, 0x1006, r, 4), 0);
+}
+
 int main(void)
 {
 	RUN(test_regions_tree);
 	RUN(test_regions_timeline);
 	RUN(test_regions_no_markers);
 	RUN(test_regions_omp_names);
+	RUN(test_loops_in_code);
 	return check_summary();
 }
