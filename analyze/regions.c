@@ -14,6 +14,16 @@ static char *dup_or_flag(struct regions *r, const char *s)
 	return d;
 }
 
+static void node_free(struct region_node *nd)
+{
+	for (int k = 0; k < 3; k++)
+		free(nd->cell[k]);
+	free(nd->entered);
+	free(nd->name);
+	free(nd->where);
+	free(nd->path);
+}
+
 /* A new node under parent (REGION_NONE: the root). */
 size_t regions_node_add(struct regions *r, size_t parent, const char *name)
 {
@@ -52,12 +62,7 @@ size_t regions_node_add(struct regions *r, size_t parent, const char *name)
 	if (!nd->name || !nd->where || !nd->path || !nd->cell[0] || !nd->cell[1] || !nd->cell[2] ||
 	    !nd->entered) {
 		r->oom = true;
-		for (int k = 0; k < 3; k++)
-			free(nd->cell[k]);
-		free(nd->entered);
-		free(nd->name);
-		free(nd->where);
-		free(nd->path);
+		node_free(nd);
 		return REGION_NONE;
 	}
 	return r->nnodes++;
@@ -123,15 +128,8 @@ void regions_free(struct regions *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->nnodes; i++) {
-		struct region_node *nd = &r->node[i];
-		for (int k = 0; k < 3; k++)
-			free(nd->cell[k]);
-		free(nd->entered);
-		free(nd->name);
-		free(nd->where);
-		free(nd->path);
-	}
+	for (size_t i = 0; i < r->nnodes; i++)
+		node_free(&r->node[i]);
 	free(r->node);
 	for (size_t i = 0; r->th && i < r->n; i++)
 		free(r->th[i].stack);
