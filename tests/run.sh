@@ -6,8 +6,9 @@
 #     PASS name            FAIL name: why            SKIP name: reason
 # A program that exits non-zero without printing FAIL counts as one failure;
 # one that runs longer than its time limit is killed and counts as a failure
-# (TEST_TIMEOUT seconds, default 300; a program that gets stuck must not
-# hang CI).  Each program's line shows its elapsed time.  The last line is
+# (TEST_TIMEOUT seconds, default 300, three times that with ASAN=1, whose
+# instrumented programs run 2-3 times slower; a program that gets stuck must
+# not hang CI).  Each program's line shows its elapsed time.  The last line is
 # the summary: "N passed, N failed, N skipped in S s".
 # Filter with TESTS=pattern (substring of the program name).
 #   tests/run.sh SCRIPT...   runs those scripts instead (make accuracy).
@@ -15,7 +16,7 @@ set -u
 cd "$(dirname "$0")/.."
 B=${B:-build}
 export CT_BUILD="$PWD/$B" CT_ROOT="$PWD"
-TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+TEST_TIMEOUT=${TEST_TIMEOUT:-$([ "${ASAN:-0}" = 1 ] && echo 900 || echo 300)}
 log_dir=$(mktemp -d "${TMPDIR:-/tmp}/commtrace-tests.XXXXXX")
 trap 'rm -rf "$log_dir"' EXIT
 pass=0 fail=0 skip=0
