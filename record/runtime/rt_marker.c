@@ -1,5 +1,5 @@
 /* Markers: the commrec.h API (record/include/commrec.h) and the OpenMP
- * parallel regions of GCC's libgomp.
+ * parallel regions of GCC's libgomp (interposed) and LLVM's libomp (OMPT).
  *
  * commrec_marker() is what the header's inline functions call when the
  * runtime is loaded: one MARKER record on the calling thread's ring (lock
@@ -16,9 +16,11 @@
  * "omp:0xADDR" (ct_marker_omp_name), the outlined function's address: the
  * analyzer names it from the trace's symbols (`f._omp_fn.0`, file:line). */
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt.h"
+#include "rtconfig.h"
 
 static void push_marker(struct rt_thread *t, int kind, const char *name)
 {
@@ -138,3 +140,78 @@ OMP_LOOP_CHUNK(GOMP_parallel_loop_nonmonotonic_guided)
 OMP_LOOP(GOMP_parallel_loop_runtime)
 OMP_LOOP(GOMP_parallel_loop_nonmonotonic_runtime)
 OMP_LOOP(GOMP_parallel_loop_maybe_nonmonotonic_runtime)
+
+/* ---- OpenMP (LLVM's libomp): OMPT ------------------------------------------
+ * libomp looks for a tool's ompt_start_tool (OpenMP 5.0, section 4.2.1) in
+ * the process: the runtime's, preloaded, is found first.  It registers two
+ * callbacks: parallel_begin keeps the region's code address (the return
+ * address into the function that has the pragma) in the parallel data;
+ * implicit_task begin and end, on each thread of the team, write the region
+ * begin and end.  The region is named "omp:0xADDR" with ADDR one byte before
+ * that return address (inside the call, so that its line is the pragma's):
+ * the analyzer shows the function with the pragma and the line.  The
+ * types and values below are the OMPT ABI's (omp-tools.h). */
+typedef union {
+	uint64_t value;
+	void *ptr;
+} ompt_data;
+typedef void (*ompt_cb)(void);
+typedef int (*ompt_set_callback_fn)(int event, ompt_cb callback);
+typedef ompt_cb (*ompt_lookup_fn)(const char *name);
+struct ompt_start_tool_result {
+	int (*initialize)(ompt_lookup_fn lookup, int initial_device, ompt_data *tool_data);
+	void (*finalize)(ompt_data *tool_data);
+	ompt_data tool_data;
+};
+enum {
+	OMPT_CB_PARALLEL_BEGIN = 3, OMPT_CB_IMPLICIT_TASK = 7,   /* ompt_callbacks_t */
+	OMPT_SCOPE_BEGIN = 1, OMPT_SCOPE_END = 2,                 /* ompt_scope_endpoint_t */
+	OMPT_TASK_INITIAL = 1,                                    /* ompt_task_flag_t */
+};
+
+static void ompt_parallel_begin(ompt_data *task, const void *frame, ompt_data *parallel,
+                                unsigned requested, int flags, const void *codeptr_ra)
+{
+	(void)task, (void)frame, (void)requested, (void)flags;
+	parallel->value = codeptr_ra ? (uint64_t)(uintptr_t)codeptr_ra - 1 : 0;
+}
+
+static void ompt_implicit_task(int endpoint, ompt_data *parallel, ompt_data *task,
+                               unsigned nthreads, unsigned index, int flags)
+{
+	(void)task, (void)nthreads, (void)index;
+	if (flags & OMPT_TASK_INITIAL)
+		return;                 /* the program's initial task, not a region */
+	if (endpoint == OMPT_SCOPE_BEGIN && parallel && parallel->value) {
+		char name[CT_MARKER_NAME_MAX + 1];
+		ct_marker_omp_name(name, sizeof name, parallel->value);
+		commrec_marker(CT_MARK_REGION_BEGIN, name);
+	} else if (endpoint == OMPT_SCOPE_END) {
+		commrec_marker(CT_MARK_REGION_END, "");
+	}
+}
+
+static int ompt_initialize(ompt_lookup_fn lookup, int initial_device, ompt_data *tool_data)
+{
+	(void)initial_device, (void)tool_data;
+	ompt_set_callback_fn set = (ompt_set_callback_fn)lookup("ompt_set_callback");
+	if (!set)
+		return 0;
+	set(OMPT_CB_PARALLEL_BEGIN, (ompt_cb)ompt_parallel_begin);
+	set(OMPT_CB_IMPLICIT_TASK, (ompt_cb)ompt_implicit_task);
+	return 1;
+}
+
+static void ompt_finalize(ompt_data *tool_data)
+{
+	(void)tool_data;
+}
+
+RT_EXPORT struct ompt_start_tool_result *ompt_start_tool(unsigned omp_version,
+                                                         const char *runtime_version)
+{
+	(void)omp_version, (void)runtime_version;
+	static struct ompt_start_tool_result tool = { ompt_initialize, ompt_finalize, { 0 } };
+	/* not under commrec (a commrec-cc program run alone): no tool, no cost */
+	return getenv(CT_ENV_SPOOL) ? &tool : NULL;
+}

@@ -20,6 +20,9 @@
 #                      with file:line, 4 begins each; the
 #                      gather region's pattern (the master, trace thread T0,
 #                      with each worker) as above.
+#   regions/omp-llvm   the same program built by clang (libomp, OMPT): four
+#                      regions, by the lines of their pragmas (skipped
+#                      without clang -fopenmp)
 #   regions/loops/*    tests/ubench/stencil (1-D relaxation, 4 threads):
 #                      `commanalyze loops` finds the function relax, its time
 #                      loop and inside it the sweep loop, whose file:line
@@ -230,6 +233,28 @@ for f in ("ring_update._omp_fn.0", "gather._omp_fn.0", "scale_sum._omp_fn.0"):
 	fi
 }
 twice omp omp_case 60000000
+# ---- OpenMP, LLVM's libomp (OMPT) ----------------------------------------------
+# The same program built by clang: its parallel regions come through the OMPT
+# tool interface; clang inlines the functions into main, so the regions are
+# told apart by the line of their pragma: three distinct lines (and the
+# final printing region), 4 begins each.  Markers only, no pattern: exact.
+if command -v clang >/dev/null &&
+	clang -fopenmp -O2 -g -std=c11 -D_GNU_SOURCE "$UBENCH_SRC/omp_regions.c" \
+		-o "$WORK/omp_llvm" 2>/dev/null && "$WORK/omp_llvm" 4 1000 >/dev/null 2>&1; then
+	timeout -k 5 "$UB_TIMEOUT" "$COMMREC" -q -f -o "$WORK/omp_llvm.zst" -- "$WORK/omp_llvm" 4 1000000 \
+		>/dev/null 2>"$WORK/omp_llvm.err"
+	"$COMMANALYZE" regions "$WORK/omp_llvm.zst" --format csv >"$WORK/omp_llvm.csv" 2>/dev/null
+	check regions/omp-llvm/regions python3 -c '
+import csv, re, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["depth"] == "1"]
+lines = {re.search(r"omp_regions\.c:(\d+)$", r["where"]).group(1) for r in rows}
+assert len(rows) == 4 and len(lines) == 4, [(r["name"], r["where"]) for r in rows]
+assert all(r["entries"] == "4" for r in rows), rows
+' "$WORK/omp_llvm.csv"
+else
+	skip regions/omp-llvm "no clang with OpenMP (libomp) here"
+fi
+
 # ---- loops ---------------------------------------------------------------------
 SRC="$UBENCH_SRC/stencil.c"
 TL=$(grep -n 'time loop \*/' "$SRC" | cut -d: -f1)
