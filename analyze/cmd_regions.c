@@ -14,6 +14,9 @@
 #include "loops.h"
 #include "regions.h"
 
+/* timeline --changes without --interval: windows of 10 ms */
+#define CHANGES_INTERVAL_NS 10000000ull
+
 enum rfmt { RF_TEXT, RF_CSV, RF_JSON, RF_H5, RF_SVG };
 static const char *const rfmt_names[] = { "text", "csv", "json", "h5", "svg" };
 
@@ -24,6 +27,7 @@ struct regions_cli {
 	int kind;
 	bool directed;
 	uint64_t window_ns;
+	bool changes;                 /* timeline --changes */
 	struct model_opts o;
 };
 
@@ -58,6 +62,8 @@ static int parse(struct regions_cli *c, int argc, char **argv)
 				ana_err("timeline: --interval: '%s' is not a duration above 0 (e.g. 10ms)", v);
 				return EXIT_USAGE;
 			}
+		} else if (timeline && !strcmp(a, "--changes")) {
+			c->changes = true;
 		} else if ((m = model_args(&c->o, argc, argv, &i))) {
 			if (m < 0)
 				return EXIT_USAGE;
@@ -69,6 +75,8 @@ static int parse(struct regions_cli *c, int argc, char **argv)
 	snprintf(usage, sizeof usage, "%s TRACE [options]", c->cmd);
 	if (arg_trace_given(c->cmd, c->path, usage))
 		return EXIT_USAGE;
+	if (c->changes && !c->window_ns)
+		c->window_ns = CHANGES_INTERVAL_NS;
 	bool matrices = timeline || c->node;
 	if (!matrices && c->fmt > RF_JSON) {
 		ana_err("%s: --format %s needs --node (the tree is text, csv or json)", c->cmd,
@@ -401,17 +409,19 @@ void regions_report_section(struct regions *r, const struct analysis *an, size_t
 
 /* ---- timeline ----------------------------------------------------------------- */
 
+/* A slice's phase: its own name (phases, detected changes), else the
+ * phase marker's at its start (windows); "(start)" before the first. */
 static const char *slot_phase(const struct regions *r, const struct time_slot *s)
 {
-	const char *p = regions_phase_at(r, s->start);
+	const char *p = s->name[0] ? s->name : regions_phase_at(r, s->start);
 	return p[0] ? p : "(start)";
 }
 
 static int write_slots_text(FILE *f, const struct analysis *an, const struct regions *r,
-                            const struct time_slot *s, size_t ns, bool windows)
+                            const struct time_slot *s, size_t ns, const char *by)
 {
 	fprintf(f, "Timeline of %s by %s (estimated line transfers; times from the first record)\n\n",
-	        an->path, windows ? "window" : "phase");
+	        an->path, by);
 	fprintf(f, "%5s %12s %12s  %-20s %12s %12s %12s  %s\n", "slice", "start_ms", "end_ms",
 	        "phase", "total", "true", "false", "top pair");
 	for (size_t i = 0; i < ns; i++) {
@@ -435,7 +445,7 @@ static int write_slots_csv(FILE *f, const struct regions *r, const struct time_s
 			out_fmt_exact(v[k], sizeof v[k], s[i].total[k]);
 		fprintf(f, "%zu,%llu,%llu,", i, (unsigned long long)(s[i].start - r->first_time),
 		        (unsigned long long)(s[i].end - r->first_time));
-		out_csv_field(f, regions_phase_at(r, s[i].start));
+		out_csv_field(f, slot_phase(r, &s[i]));
 		fprintf(f, ",%s,%s,%s,", v[0], v[1], v[2]);
 		size_t a, b;
 		double w;
@@ -450,12 +460,12 @@ static int write_slots_csv(FILE *f, const struct regions *r, const struct time_s
 }
 
 static int write_slots_json(FILE *f, const struct analysis *an, const struct regions *r,
-                            const struct time_slot *s, size_t ns, bool windows)
+                            const struct time_slot *s, size_t ns, const char *by)
 {
 	fputs("{\"trace\": ", f);
 	out_json_string(f, an->path);
 	fprintf(f, ", \"by\": \"%s\", \"units\": \"estimated line transfers\", \"slices\": [\n",
-	        windows ? "window" : "phase");
+	        by);
 	for (size_t i = 0; i < ns; i++) {
 		char v[3][40];
 		for (int k = 0; k < 3; k++)
@@ -463,7 +473,7 @@ static int write_slots_json(FILE *f, const struct analysis *an, const struct reg
 		fprintf(f, "  {\"start_ns\": %llu, \"end_ns\": %llu, \"phase\": ",
 		        (unsigned long long)(s[i].start - r->first_time),
 		        (unsigned long long)(s[i].end - r->first_time));
-		out_json_string(f, regions_phase_at(r, s[i].start));
+		out_json_string(f, slot_phase(r, &s[i]));
 		fprintf(f, ", \"total\": %s, \"true\": %s, \"false\": %s}%s\n", v[0], v[1], v[2],
 		        i + 1 < ns ? "," : "");
 	}
@@ -474,7 +484,7 @@ static int write_slots_json(FILE *f, const struct analysis *an, const struct reg
 /* One matrix per slice (directed, all events) in one HDF5 file. */
 static int write_slots_h5(const struct regions_cli *c, const struct analysis *an,
                           const struct regions *r, const struct time_slot *s, size_t ns,
-                          bool windows, char **labels)
+                          const char *by, char **labels)
 {
 	struct matrix_out *mo = calloc(ns ? ns : 1, sizeof *mo);
 	struct attr_set *as = calloc(ns ? ns : 1, sizeof *as);
@@ -488,9 +498,9 @@ static int write_slots_h5(const struct regions_cli *c, const struct analysis *an
 		analysis_attrs(an, &as[i]);
 		attr_add(&as[i], "start_ns", "%llu", (unsigned long long)(s[i].start - r->first_time));
 		attr_add(&as[i], "end_ns", "%llu", (unsigned long long)(s[i].end - r->first_time));
-		attr_add(&as[i], "phase", "%s", regions_phase_at(r, s[i].start));
+		attr_add(&as[i], "phase", "%s", slot_phase(r, &s[i]));
 		attr_add(&as[i], "symmetric", "no");
-		snprintf(names[i], sizeof names[i], "%s_%04zu", windows ? "window" : "phase", i);
+		snprintf(names[i], sizeof names[i], "%s_%04zu", by, i);
 		mo[i] = (struct matrix_out){
 			.name = names[i], .kind = "all", .index = "thread",
 			.units = "estimated line transfers", .n = r->n, .cell = s[i].cell,
@@ -564,7 +574,7 @@ static double pair_rate(const struct regions *r, const struct time_slot *s, cons
 }
 
 static int write_slots_svg(FILE *f, const struct analysis *an, const struct regions *r,
-                           const struct time_slot *s, size_t ns, bool windows)
+                           const struct time_slot *s, size_t ns, const char *by)
 {
 	size_t pa[SVG_PAIRS], pb[SVG_PAIRS];
 	size_t np = svg_pairs(r, s, ns, pa, pb);
@@ -586,8 +596,7 @@ static int write_slots_svg(FILE *f, const struct analysis *an, const struct regi
 	out_svg_begin(f, W, H);
 	out_svg_background(f, W, H);
 	char title[400];
-	snprintf(title, sizeof title, "Communication over time by %s: %s", windows ? "window" : "phase",
-	         an->path);
+	snprintf(title, sizeof title, "Communication over time by %s: %s", by, an->path);
 	out_svg_text(f, L, 24, 14, "start", NULL, title);
 	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
 	           "stroke=\"#444\"/>\n", L, T, pw, ph);
@@ -603,13 +612,16 @@ static int write_slots_svg(FILE *f, const struct analysis *an, const struct regi
 	             "line transfers per ms");
 	/* phase boundaries */
 	fputs("<g class=\"phases\">\n", f);
-	for (size_t i = 0; i < r->nphases; i++) {
-		if (!r->phase[i].name[0])
+	/* phase markers; or, by change, the detected ones */
+	bool changes = !strcmp(by, "change");
+	const struct time_slot *mark = changes ? s : r->phase;
+	for (size_t i = changes ? 1 : 0; i < (changes ? ns : r->nphases); i++) {
+		if (!mark[i].name[0])
 			continue;
-		double x = X((r->phase[i].start - r->first_time) / 1e6);
+		double x = X((mark[i].start - r->first_time) / 1e6);
 		fprintf(f, "<line class=\"phase\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 		           "stroke=\"#000\" stroke-dasharray=\"4 3\"/>\n", x, T, x, T + ph);
-		out_svg_text(f, x + 3, T - 6, 10, "start", "class=\"phase-name\"", r->phase[i].name);
+		out_svg_text(f, x + 3, T - 6, 10, "start", "class=\"phase-name\"", mark[i].name);
 	}
 	fputs("</g>\n", f);
 	/* one step line per pair */
@@ -688,6 +700,8 @@ static int run(const char *cmd, int argc, char **argv)
 	}
 	if (!loops)
 		regions_name_omp(r, an.trace);
+	struct time_slot *changed = NULL;
+	long nchanged = 0;
 	char **labels = thread_labels(&an);
 	double *load = calloc(r->n ? r->n : 1, sizeof *load);
 	bool to_file = c.fmt == RF_H5;
@@ -706,9 +720,18 @@ static int run(const char *cmd, int argc, char **argv)
 			s++;
 			ns--;
 		}
-		bool w = c.window_ns != 0;
-		int wr;
-		if (!timeline && c.node)
+		const char *w = c.changes ? "change" : c.window_ns ? "window" : "phase";
+		int wr = 0;
+		if (c.changes && (nchanged = regions_detect_changes(r, &changed)) < 0) {
+			ana_err("out of memory");
+			wr = EXIT_BADTRACE;
+		} else if (c.changes) {
+			s = changed;
+			ns = (size_t)nchanged;
+		}
+		if (wr)
+			;
+		else if (!timeline && c.node)
 			wr = write_node(&c, f, &an, r, labels);
 		else if (!timeline)
 			wr = c.fmt == RF_CSV ? write_tree_csv(f, r, load)
@@ -733,6 +756,7 @@ static int run(const char *cmd, int argc, char **argv)
 	}
 	if (f && c.out)
 		fclose(f);
+	regions_slots_free(changed, (size_t)(changed ? nchanged : 0));
 	labels_free(labels, an.nthreads);
 	free(load);
 done:

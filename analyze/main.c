@@ -22,7 +22,7 @@ static void usage(FILE *f)
 "                   [--comdetective-csv DIR] [model options]\n"
 "       commanalyze objects|lines TRACE [options] [model options]\n"
 "       commanalyze regions|loops TRACE [--node NAME] [--format FMT] [options]\n"
-"       commanalyze timeline TRACE [--interval DURATION] [--format FMT] [options]\n"
+"       commanalyze timeline TRACE [--interval DURATION] [--changes] [options]\n"
 "       commanalyze sweep TRACE --param NAME=V1,V2,... [options]\n"
 "       commanalyze COMMAND --help | --help | --version\n"
 "\n"
@@ -40,7 +40,7 @@ static void usage(FILE *f)
 "  regions  communication by code region (commrec.h markers, OpenMP parallel\n"
 "           regions): a tree with totals, top pairs and thread load\n"
 "  loops    communication by function and loop (found in the binaries), nested\n"
-"  timeline communication over time, by phase or by --interval\n"
+"  timeline communication over time: by phase, --interval or detected --changes\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
 "\n");
 	model_opts_usage(f);
@@ -155,7 +155,7 @@ static const struct command {
 "first line (loop:23) and located by its lines (file.c:23-31).  Same options\n"
 "as regions.\n", true, NULL },
 		{ "timeline", cmd_timeline,
-"usage: commanalyze timeline TRACE [--interval DURATION]\n"
+"usage: commanalyze timeline TRACE [--interval DURATION] [--changes]\n"
 "                   [--format text|csv|json|h5|svg] [-o FILE] [model options]\n"
 "\n"
 "Communication over time: one slice per phase (commrec_phase markers; the\n"
@@ -164,6 +164,10 @@ static const struct command {
 "and false sharing, the top thread pair.\n"
 "  --interval DURATION            windows of that length (ns, us, ms, s: 10ms;\n"
 "                                 --window is the window model's option)\n"
+"  --changes                      phases detected from the pattern: the windows\n"
+"                                 (of --interval, default 10ms) grouped while\n"
+"                                 their thread pairs stay alike (chi-square\n"
+"                                 test, p < 0.001, windows of 10+ events)\n"
 "  --format text|csv|json|h5|svg  (default text) h5: one directed thread matrix\n"
 "                                 per slice; svg: transfers per ms of the top\n"
 "                                 thread pairs over time, phases marked (h5 and\n"

@@ -1,4 +1,5 @@
 /* Communication by code region, by phase and by time window: see regions.h. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,7 +95,10 @@ static struct time_slot *slot_add(struct regions *r, struct time_slot **v, size_
 	memset(s, 0, sizeof *s);
 	s->start = s->end = start;
 	snprintf(s->name, sizeof s->name, "%s", name);
-	if (!(s->cell = calloc(r->n ? r->n * r->n : 1, sizeof(double)))) {
+	s->count = calloc(r->n ? r->n * r->n : 1, sizeof *s->count);
+	if (!(s->cell = calloc(r->n ? r->n * r->n : 1, sizeof(double))) || !s->count) {
+		free(s->cell);
+		free(s->count);
 		r->oom = true;
 		return NULL;
 	}
@@ -117,10 +121,12 @@ struct regions *regions_create(size_t nthreads, uint64_t window_ns)
 	return r;
 }
 
-static void slots_free(struct time_slot *v, size_t n)
+void regions_slots_free(struct time_slot *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(v[i].cell);
+		free(v[i].count);
+	}
 	free(v);
 }
 
@@ -134,8 +140,8 @@ void regions_free(struct regions *r)
 	for (size_t i = 0; r->th && i < r->n; i++)
 		free(r->th[i].stack);
 	free(r->th);
-	slots_free(r->phase, r->nphases);
-	slots_free(r->win, r->nwin);
+	regions_slots_free(r->phase, r->nphases);
+	regions_slots_free(r->win, r->nwin);
 	free(r);
 }
 
@@ -238,6 +244,7 @@ static void slot_event(struct time_slot *s, size_t n, const struct comm_event *e
 	s->total[MX_ALL] += ev->weight;
 	s->total[ev->true_sharing ? MX_TRUE : MX_FALSE] += ev->weight;
 	s->cell[(size_t)ev->dst * n + ev->src] += ev->weight;
+	s->count[(size_t)ev->dst * n + ev->src]++;
 }
 
 /* The window of time t, created (with the ones before it) when needed. */
@@ -440,4 +447,73 @@ void regions_hooks_init(struct analysis_hooks *h, struct regions_hook *rh, uint6
 	rh->window_ns = window_ns;
 	h->setup = regions_hook_setup;
 	h->arg = rh;
+}
+
+/* Events of the unordered pair (i, j) of a slot. */
+static double pair_count(const struct time_slot *s, size_t n, size_t i, size_t j)
+{
+	return (double)s->count[i * n + j] + (i != j ? (double)s->count[j * n + i] : 0);
+}
+
+/* Is window w distributed over the pairs unlike run (chi-square test of
+ * homogeneity of the 2 x k table, p < 0.001)? */
+static bool pattern_changes(const struct time_slot *run, const struct time_slot *w, size_t n)
+{
+	double nr = 0, nw = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i; j < n; j++) {
+			nr += pair_count(run, n, i, j);
+			nw += pair_count(w, n, i, j);
+		}
+	if (nr < CHANGE_MIN_EVENTS || nw < CHANGE_MIN_EVENTS)
+		return false;
+	double chi2 = 0;
+	int k = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i; j < n; j++) {
+			double a = pair_count(run, n, i, j), b = pair_count(w, n, i, j), col = a + b;
+			if (col == 0)
+				continue;
+			k++;
+			double ea = col * nr / (nr + nw), eb = col * nw / (nr + nw);
+			chi2 += (a - ea) * (a - ea) / ea + (b - eb) * (b - eb) / eb;
+		}
+	if (k < 2)
+		return false;
+	/* the 0.999 quantile of chi-square with k-1 degrees of freedom
+	 * (Wilson-Hilferty; z = 3.090 is the normal 0.999 quantile) */
+	double df = k - 1, c = 2 / (9 * df), q = 1 - c + 3.090 * sqrt(c);
+	return chi2 > df * q * q * q;
+}
+
+static void slot_merge(struct time_slot *into, const struct time_slot *s, size_t n)
+{
+	into->end = s->end;
+	into->events += s->events;
+	for (int k = 0; k < 3; k++)
+		into->total[k] += s->total[k];
+	for (size_t i = 0; i < n * n; i++) {
+		into->cell[i] += s->cell[i];
+		into->count[i] += s->count[i];
+	}
+}
+
+long regions_detect_changes(struct regions *r, struct time_slot **out)
+{
+	struct time_slot *v = NULL;
+	size_t nv = 0, cap = 0;
+	for (size_t i = 0; i < r->nwin; i++) {
+		const struct time_slot *w = &r->win[i];
+		if (!nv || pattern_changes(&v[nv - 1], w, r->n)) {
+			char name[32];
+			snprintf(name, sizeof name, "change %zu", nv);
+			if (!slot_add(r, &v, &nv, &cap, w->start, name)) {
+				regions_slots_free(v, nv);
+				return -1;
+			}
+		}
+		slot_merge(&v[nv - 1], w, r->n);
+	}
+	*out = v;
+	return (long)nv;
 }

@@ -43,6 +43,7 @@ struct time_slot {
 	uint64_t events;
 	double total[3];
 	double *cell;               /* directed n*n, all events */
+	uint32_t *count;            /* directed n*n: events (not weights) */
 };
 
 struct region_thread {
@@ -102,6 +103,16 @@ void regions_report_section(struct regions *r, const struct analysis *an, size_t
  * "omp:0xADDR" name. */
 void regions_name_omp(struct regions *r, struct ct_trace *t);
 
+/* Phases detected from the pattern: the windows (r->win) grouped into runs
+ * while each window's events are distributed over the thread pairs like the
+ * run's so far: a chi-square test of homogeneity on the event counts per
+ * (unordered) pair, a new run when p < 0.001; windows with fewer than
+ * CHANGE_MIN_EVENTS events, or a run with fewer, never start one (too few
+ * for the test).  *out: the runs as slots named "change N" (free with
+ * regions_slots_free); their number, or -1 when out of memory. */
+#define CHANGE_MIN_EVENTS 10
+long regions_detect_changes(struct regions *r, struct time_slot **out);
+void regions_slots_free(struct time_slot *v, size_t n);
 /* The name of the phase at time t ("" before the first phase marker). */
 const char *regions_phase_at(const struct regions *r, uint64_t t);
 /* The node whose path or name is s (a name shared by several nodes is

@@ -270,6 +270,52 @@ static void test_regions_omp_names(void)
 	tb_free(&b);
 }
 
+/* Changes detected in the pattern: T0 and T1 store A alternately every 5 ns
+ * from 0 to 295 (59 transfers between them), then T1 and T2 store B from 300
+ * to 595 (59 between them).  100 ns windows: 19 or 20 events each, all on
+ * one pair; the first three windows are alike (chi-square 0), the fourth
+ * has only the other pair: two runs, [0, 300) and [300, 595]. */
+static void test_regions_changes(void)
+{
+	struct tb b;
+	struct analysis an;
+	full_init(&b, 3);
+	for (int i = 0; i < 60; i++)
+		acc(&b, (uint32_t)(i % 2), 5 * (uint64_t)i, A, ST);
+	for (int i = 0; i < 60; i++)
+		acc(&b, 1 + (uint32_t)(i % 2), 300 + 5 * (uint64_t)i, B, ST);
+	struct regions *r = run_regions(&b, &an, 100);
+	CHECK(r != NULL);
+	if (r) {
+		CHECK_EQ_U(r->nwin, 6);
+		struct time_slot *v = NULL;
+		long n = regions_detect_changes(r, &v);
+		CHECK_EQ_U(n, 2);
+		if (n == 2) {
+			CHECK(v[0].start == 0 && v[0].end == 300 && v[1].start == 300 && v[1].end == 595);
+			CHECK_EQ_U(v[0].events, 59);
+			CHECK_EQ_U(v[1].events, 59);
+			CHECK_NEAR(v[0].cell[1 * 3 + 0] + v[0].cell[0 * 3 + 1], 59, 1e-9);
+			CHECK_NEAR(v[1].cell[2 * 3 + 1] + v[1].cell[1 * 3 + 2], 59, 1e-9);
+			CHECK_STR(v[1].name, "change 1");
+		}
+		regions_slots_free(v, n > 0 ? (size_t)n : 0);
+		/* windows of 9 events or fewer (5 here) never start a run */
+		regions_free(r);
+		analysis_free(&an);
+		r = run_regions(&b, &an, 25);
+		CHECK(r != NULL);
+		if (r) {
+			n = regions_detect_changes(r, &v);
+			CHECK_EQ_U(n, 1);
+			regions_slots_free(v, n > 0 ? (size_t)n : 0);
+		}
+	}
+	regions_free(r);
+	analysis_free(&an);
+	tb_free(&b);
+}
+
 /* Loops from code: two nested loops (back edges to 0x1004 and 0x1002), a
  * second back edge to the inner header (the widest range wins), a forward
  * branch and an indirect jump (no loops), undecodable bytes skipped.
@@ -296,6 +342,7 @@ int main(void)
 	RUN(test_regions_timeline);
 	RUN(test_regions_no_markers);
 	RUN(test_regions_omp_names);
+	RUN(test_regions_changes);
 	RUN(test_loops_in_code);
 	return check_summary();
 }
