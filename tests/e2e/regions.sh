@@ -8,8 +8,8 @@
 #       ring, gather   the region's matrix has the region's pattern: the
 #                      pattern's cells (ring neighbours; thread 0 with each
 #                      other) > 3x the others, and non-zero
-#       sums           timeline by phase and by --interval 20ms: the slices add
-#                      up to the root's total (every event in one slice)
+#       sums           timeline by phase, by --interval 20ms and by --changes:
+#                      the slices add up to the root's total (every event in one slice)
 #       phases         the timeline's slices are the phases ring, gather
 #       h5, svg, json  the writers (svg: a series per pair, both phases marked)
 #       usage          errors: unknown --node, h5 without -o, --interval 0
@@ -157,6 +157,7 @@ assert root >= solve >= parts > 0, (root, solve, parts)
 
 	"$COMMANALYZE" timeline "$T" --format csv >"$WORK/tl.csv" 2>"$WORK/tl.err"
 	"$COMMANALYZE" timeline "$T" --format csv --interval 20ms >"$WORK/tlw.csv" 2>"$WORK/tlw.err"
+	"$COMMANALYZE" timeline "$T" --format csv --changes >"$WORK/tlc.csv" 2>"$WORK/tlc.err"
 	check regions/phases/sums python3 -c '
 import csv, sys
 root = [float(r["total"]) for r in csv.DictReader(open(sys.argv[1])) if r["path"] == "(program)"][0]
@@ -165,7 +166,7 @@ for f in sys.argv[2:]:
     assert abs(s - root) <= 1e-9 * max(root, 1), (f, s, root)
 w = list(csv.DictReader(open(sys.argv[3])))
 assert len(w) >= 2 and all(int(r["end_ns"]) - int(r["start_ns"]) <= 20000000 for r in w), w[:3]
-' "$WORK/tree.csv" "$WORK/tl.csv" "$WORK/tlw.csv"
+' "$WORK/tree.csv" "$WORK/tl.csv" "$WORK/tlw.csv" "$WORK/tlc.csv"
 	check regions/phases/phases python3 -c '
 import csv, sys
 ph = [r["phase"] for r in csv.DictReader(open(sys.argv[1]))]
