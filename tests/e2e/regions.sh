@@ -12,6 +12,7 @@
 #                      the slices add up to the root's total (every event in one slice)
 #       phases         the timeline's slices are the phases ring, gather
 #       h5, svg, json  the writers (svg: a series per pair, both phases marked)
+#       report         the report's Top regions section lists both regions
 #       usage          errors: unknown --node, h5 without -o, --interval 0
 #       plain          the program runs without commrec (markers do nothing)
 #   regions/omp/*      tests/ubench/omp_regions, an unmodified OpenMP program
@@ -197,6 +198,13 @@ assert names == ["ring", "gather"], names
 	else
 		skip regions/phases/h5 "no HDF5 support in this build or no h5ls (hdf5-tools)"
 	fi
+	"$COMMANALYZE" "$T" >"$WORK/report.txt" 2>/dev/null
+	check regions/phases/report python3 -c '
+import sys
+t = open(sys.argv[1]).read()
+sec = t.split("== Top regions")[1].split("==")[1]
+assert all(p in sec for p in ("solve/ring", "solve/gather")), sec
+' "$WORK/report.txt"
 	rc=0; "$COMMANALYZE" regions "$T" --node nosuch >/dev/null 2>&1 || rc=$?
 	rc2=0; "$COMMANALYZE" timeline "$T" --format h5 >/dev/null 2>&1 || rc2=$?
 	rc3=0; "$COMMANALYZE" timeline "$T" --interval 0 >/dev/null 2>&1 || rc3=$?
