@@ -69,7 +69,8 @@ REQUIRED_HDRS := zstd.h:libzstd-dev Zydis/Zydis.h:libzydis-dev
 MISSING_PKGS := $(foreach h,$(REQUIRED_HDRS),$(if $(call have_hdr,$(firstword $(subst :, ,$(h))),$(ZSTD_CFLAGS)),,$(lastword $(subst :, ,$(h)))))
 
 FEAT_CFLAGS :=
-ANA_LIBS :=
+# the analyzer demangles C++ names with the C++ runtime's __cxa_demangle (analyze/demangle.c)
+ANA_LIBS := -lstdc++
 REC_LIBS :=
 ifeq ($(HAVE_HDF5),1)
 FEAT_CFLAGS += -DHAVE_HDF5 $(HDF5_CFLAGS)

@@ -254,6 +254,10 @@ struct event_consumer matrices_consumer(struct matrices *m);
 /* The directed matrix (row dst, column src); n is its size. */
 const struct matrix *matrices_get(const struct matrices *m, enum mx_index index,
                                   enum mx_kind kind);
+/* The cells (row, column) of the index's matrices that received weight, in
+ * the order of their first event: the communicating pairs, to walk instead
+ * of all n x n cells.  Returns their number. */
+size_t matrices_cells(const struct matrices *m, enum mx_index index, const uint32_t (**rc)[2]);
 struct mx_totals {
 	uint64_t events[3][2];      /* [via][true_sharing] */
 	double weight[3][2];

@@ -632,6 +632,7 @@ static const struct {
 	[AF_TEXT] = { "text", objects_text, lines_text },
 	[AF_CSV] = { "csv", objects_csv, lines_csv },
 	[AF_JSON] = { "json", objects_json, lines_json },
+	[AF_DOT] = { "dot", NULL, NULL },   /* the functions graph (functions.c) */
 };
 
 int attrib_format_parse(const char *s, enum attrib_format *f)
@@ -658,7 +659,12 @@ static int write_table(struct attrib *a, FILE *f, enum attrib_format fmt, size_t
 	if (!ix)
 		return -1;
 	size_t shown = top && top < n ? top : n;
-	(objects ? formats[fmt].objects : formats[fmt].lines)(f, a, ix, n, shown);
+	table_writer *w = objects ? formats[fmt].objects : formats[fmt].lines;
+	if (!w) {   /* refused by the command's options already */
+		free(ix);
+		return -1;
+	}
+	w(f, a, ix, n, shown);
 	free(ix);
 	return ferror(f) ? -1 : 0;
 }

@@ -1,18 +1,22 @@
 /* commanalyze objects TRACE: data objects ranked by communication, with
  * their fields, thread pairs and code (--kind true|false: ranked by those
- * events only); --object NAME: that object's thread matrix (of --kind).  Also the option parsing and the run shared with cmd_lines.c. */
+ * events only); --object NAME: that object's thread matrix (of --kind).
+ * Also the option parsing and the run shared with cmd_lines.c and
+ * functions.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ana.h"
 #include "attrib_int.h"
+#include "functions.h"
 
 static int hook_setup(void *arg, struct analysis *an)
 {
 	struct attrib_hook *ah = arg;
 	struct attrib_opts ao = {
 		.from_binaries = ah->from_binaries,
+		.no_demangle = ah->no_demangle,
 		.line_size = an->line_size,
 		.nthreads = thread_space(an->trace),
 	};
@@ -25,6 +29,16 @@ static int hook_setup(void *arg, struct analysis *an)
 	ah->h->npre = 1;
 	ah->h->events[0] = attrib_event_consumer(ah->a);
 	ah->h->nevents = 1;
+	if (ah->functions) {
+		const struct ct_header *hd = ct_trace_header(an->trace);
+		ah->ff = fnflow_create(ah->a, an->trace, hd && (hd->features & CT_FEAT_FULL));
+		if (!ah->ff) {
+			ana_err("out of memory");
+			return EXIT_BADTRACE;
+		}
+		ah->h->pre[ah->h->npre++] = fnflow_record_consumer(ah->ff);
+		ah->h->events[ah->h->nevents++] = fnflow_event_consumer(ah->ff);
+	}
 	return 0;
 }
 
@@ -38,12 +52,13 @@ void attrib_hooks_init(struct analysis_hooks *h, struct attrib_hook *ah, bool fr
 	h->arg = ah;
 }
 
-/* Options of objects and lines.  Returns 0, or EXIT_USAGE (message printed). */
-static int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv,
+/* Options of objects, lines and functions.  Returns 0, or EXIT_USAGE
+ * (message printed). */
+static int attrib_cli_parse(const char *cmd, enum attrib_cmd which, int argc, char **argv,
                             struct attrib_cli *c)
 {
 	memset(c, 0, sizeof *c);
-	c->objects = objects;
+	c->cmd = which;
 	model_opts_default(&c->o);
 	c->top = 20;
 	c->kind = MX_ALL;
@@ -54,8 +69,10 @@ static int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv
 		if ((m = arg_value(argc, argv, &i, "--format", &v))) {
 			if (m < 0)
 				return EXIT_USAGE;
-			if (attrib_format_parse(v, &c->fmt)) {
-				ana_err("%s: --format: '%s' is not text, csv or json", cmd, v);
+			if (attrib_format_parse(v, &c->fmt) ||
+			    (c->fmt == AF_DOT && which != ACMD_FUNCTIONS)) {
+				ana_err("%s: --format: '%s' is not text, csv or json%s", cmd, v,
+				        which == ACMD_FUNCTIONS ? " or dot" : "");
 				return EXIT_USAGE;
 			}
 		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
@@ -74,11 +91,15 @@ static int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv
 			c->top = (size_t)n;
 		} else if (!strcmp(a, "--symbols-from-binaries")) {
 			c->from_binaries = true;
-		} else if (c->objects && (m = arg_value(argc, argv, &i, "--object", &v))) {
+		} else if (!strcmp(a, "--no-demangle")) {
+			c->no_demangle = true;
+		} else if (which == ACMD_FUNCTIONS && !strcmp(a, "--threads")) {
+			c->by_threads = true;
+		} else if (which == ACMD_OBJECTS && (m = arg_value(argc, argv, &i, "--object", &v))) {
 			if (m < 0)
 				return EXIT_USAGE;
 			c->object = v;
-		} else if (c->objects &&
+		} else if (which != ACMD_LINES &&
 		           (m = arg_choice(argc, argv, &i, cmd, "--kind", mx_kind_names, 3, &kind))) {
 			if (m < 0)
 				return EXIT_USAGE;
@@ -102,9 +123,14 @@ static int attrib_cli_run(struct attrib_cli *c, struct analysis *an, struct attr
 	struct analysis_hooks h;
 	struct attrib_hook ah;
 	attrib_hooks_init(&h, &ah, c->from_binaries);
+	ah.no_demangle = c->no_demangle;
+	ah.functions = c->cmd == ACMD_FUNCTIONS;
 	int rc = analysis_run_hooks(an, c->path, &c->o, true, &h);
 	*a = ah.a;
+	c->ff = ah.ff;
 	if (rc) {
+		fnflow_free(ah.ff);
+		c->ff = NULL;
 		attrib_free(ah.a);
 		*a = NULL;
 		analysis_free(an);
@@ -138,15 +164,17 @@ static int attrib_cli_finish(struct attrib_cli *c, struct analysis *an, struct a
 		if (!status)
 			status = EXIT_BADTRACE;
 	}
+	fnflow_free(c->ff);
 	attrib_free(a);
 	analysis_free(an);
 	return status;
 }
 
-int attrib_cli_main(const char *cmd, bool objects, int argc, char **argv, attrib_cli_writer *fn)
+int attrib_cli_main(const char *cmd, enum attrib_cmd which, int argc, char **argv,
+                    attrib_cli_writer *fn)
 {
 	struct attrib_cli c;
-	int rc = attrib_cli_parse(cmd, objects, argc, argv, &c);
+	int rc = attrib_cli_parse(cmd, which, argc, argv, &c);
 	if (rc)
 		return rc;
 	struct analysis an;
@@ -209,5 +237,5 @@ static int write_objects(struct attrib_cli *c, struct analysis *an, struct attri
 
 int cmd_objects(int argc, char **argv)
 {
-	return attrib_cli_main("objects", true, argc, argv, write_objects);
+	return attrib_cli_main("objects", ACMD_OBJECTS, argc, argv, write_objects);
 }

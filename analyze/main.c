@@ -1,6 +1,6 @@
 /* commanalyze: replay a commtrace trace and show how its threads
  * communicate.  One file per command (info.c, dump.c, report.c,
- * cmd_matrix.c, cmd_objects.c, cmd_lines.c, sweep.c); this file only
+ * cmd_matrix.c, cmd_objects.c, cmd_lines.c, functions.c, sweep.c); this file only
  * dispatches and holds the usage texts: `commanalyze --help`, and
  * `commanalyze CMD --help` (or -h, or `commanalyze help CMD`) for every
  * command, on standard output with exit status 0. */
@@ -20,7 +20,7 @@ static void usage(FILE *f)
 "       commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
 "                   [--comdetective-csv DIR] [model options]\n"
-"       commanalyze objects|lines TRACE [options] [model options]\n"
+"       commanalyze objects|lines|functions TRACE [options] [model options]\n"
 "       commanalyze regions|loops TRACE [--node NAME] [--format FMT] [options]\n"
 "       commanalyze timeline TRACE [--interval DURATION] [--changes] [options]\n"
 "       commanalyze sweep TRACE --param NAME=V1,V2,... [options]\n"
@@ -41,12 +41,14 @@ static void usage(FILE *f)
 "           regions): a tree with totals, top pairs and thread load\n"
 "  loops    communication by function and loop (found in the binaries), nested\n"
 "  timeline communication over time: by phase, --interval or detected --changes\n"
+"  functions  dataflow between functions: producer -> consumer (bytes and\n"
+"           reuse on full traces), as a table or a Graphviz graph\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
 "\n");
 	model_opts_usage(f);
 	fprintf(f,
-"(accepted by report, matrix, objects, lines, regions, loops, timeline and, as\n"
-"fixed options, sweep)\n"
+"(accepted by report, matrix, objects, lines, functions, regions, loops,\n"
+"timeline and, as fixed options, sweep)\n"
 "\n"
 "Exit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
 "See commanalyze(1).\n");
@@ -70,7 +72,10 @@ static const struct command {
 "\n"
 "The readable report: trace and sampler, model, totals (estimated line\n"
 "transfers, true/false sharing), top thread pairs, cores and sockets, lost and\n"
-"skipped samples, warnings.\n", true, NULL },
+"skipped samples, warnings.\n"
+"  --symbols-from-binaries  symbols of the top objects and lines from the\n"
+"                           binaries on this machine\n"
+"  --no-demangle            C++ names as in the binary\n", true, NULL },
 		{ "info", cmd_info,
 "usage: commanalyze info TRACE\n"
 "\n"
@@ -103,7 +108,7 @@ static const struct command {
 		{ "objects", cmd_objects,
 "usage: commanalyze objects TRACE [--top N] [--kind all|true|false] [--object NAME]\n"
 "                   [--format text|csv|json] [-o FILE] [--symbols-from-binaries]\n"
-"                   [model options]\n"
+"                   [--no-demangle] [model options]\n"
 "\n"
 "Data objects (globals and their fields, heap allocations by call path,\n"
 "stacks, TLS) ranked by the communication on them, with thread pairs and code.\n"
@@ -112,16 +117,18 @@ static const struct command {
 "  --object NAME            that object's thread matrix\n"
 "  --format text|csv|json   (default text)\n"
 "  -o FILE                  write to FILE instead of standard output\n"
+"  --no-demangle            C++ names as in the binary\n"
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n"
 "                           (default: the trace's SYMBOLS section)\n", true, NULL },
 		{ "lines", cmd_lines,
 "usage: commanalyze lines TRACE [--top N] [--format text|csv|json] [-o FILE]\n"
-"                   [--symbols-from-binaries] [model options]\n"
+"                   [--symbols-from-binaries] [--no-demangle] [model options]\n"
 "\n"
 "Cache lines ranked by the communication on them, with per-offset detail.\n"
 "  --top N                  lines shown (default 20, 0: all)\n"
 "  --format text|csv|json   (default text)\n"
 "  -o FILE                  write to FILE instead of standard output\n"
+"  --no-demangle            C++ names as in the binary\n"
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n"
 "                           (default: the trace's SYMBOLS section)\n", true, NULL },
 		{ "regions", cmd_regions,
@@ -173,6 +180,28 @@ static const struct command {
 "                                 thread pairs over time, phases marked (h5 and\n"
 "                                 svg need -o)\n"
 "  -o FILE                        write to FILE instead of standard output\n", true, NULL },
+		{ "functions", cmd_functions,
+"usage: commanalyze functions TRACE [--top N] [--kind all|true|false] [--threads]\n"
+"                   [--format text|csv|json|dot] [-o FILE] [--no-demangle]\n"
+"                   [--symbols-from-binaries] [model options]\n"
+"\n"
+"Dataflow between functions: which function's writes are read by which.\n"
+"Sampled traces: the function of the publishing access -> the function of the\n"
+"detecting access of every communication event, in estimated line transfers.\n"
+"Full traces (inst --full): also every byte read credited to the function and\n"
+"thread that last wrote it: bytes, unique bytes (first read by a function\n"
+"since the write), cross-thread bytes, local flows (a function to itself), and\n"
+"per function the reuse of the bytes it writes (reads before overwrite,\n"
+"lifetime from write to last read).\n"
+"  --top N                      flows shown (default 20, 0: all)\n"
+"  --kind all|true|false        rank by those events' transfers (default all:\n"
+"                               bytes on full traces, transfers otherwise)\n"
+"  --threads                    one flow per thread pair (default: merged)\n"
+"  --format text|csv|json|dot   (default text; dot: a Graphviz graph, render\n"
+"                               it with dot -Tsvg)\n"
+"  -o FILE                      write to FILE instead of standard output\n"
+"  --no-demangle                C++ names as in the binary\n"
+"  --symbols-from-binaries      read symbols from the binaries on this machine\n", true, NULL },
 		{ "sweep", cmd_sweep, NULL, false, sweep_help },
 };
 

@@ -359,26 +359,37 @@ struct pair {
 static int cmp_pair_w(const void *x, const void *y)
 {
 	const struct pair *a = x, *b = y;
-	return a->w < b->w ? 1 : a->w > b->w ? -1 : 0;
+	if (a->w != b->w)
+		return a->w < b->w ? 1 : -1;
+	/* ties in row-major order (the same on every run) */
+	return a->i != b->i ? (a->i < b->i ? -1 : 1) : a->j != b->j ? (a->j < b->j ? -1 : 1) : 0;
 }
 
-/* Symmetric pairs (i < j) of a directed matrix, heaviest first. */
-static struct pair *top_pairs(const struct matrix *all, const struct matrix *tru, size_t *np)
+/* The pairs of index's matrices with transfers, heaviest first: from the
+ * cells that received weight (matrices_cells), not all n x n. */
+static struct pair *top_pairs(const struct matrices *mx, enum mx_index index, size_t *np)
 {
-	size_t n = all->n, k = 0;
-	struct pair *p = malloc((n * (n + 1) / 2 + 1) * sizeof *p);
+	const struct matrix *all = matrices_get(mx, index, MX_ALL);
+	const struct matrix *tru = matrices_get(mx, index, MX_TRUE);
+	const uint32_t(*rc)[2];
+	size_t n = all->n, k = 0, nc = matrices_cells(mx, index, &rc);
+	struct pair *p = malloc((nc + 1) * sizeof *p);
 	if (!p)
 		return NULL;
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i; j < n; j++) {
-			double ij = all->cell[i * n + j], ji = all->cell[j * n + i];
-			double w = i == j ? ij : ij + ji;
-			if (w <= 0)
-				continue;
-			double t = i == j ? tru->cell[i * n + j]
-			                  : tru->cell[i * n + j] + tru->cell[j * n + i];
-			p[k++] = (struct pair){ i, j, w, t, ij, ji };
-		}
+	for (size_t x = 0; x < nc; x++) {
+		size_t i = rc[x][0] < rc[x][1] ? rc[x][0] : rc[x][1];
+		size_t j = rc[x][0] < rc[x][1] ? rc[x][1] : rc[x][0];
+		double ij = all->cell[i * n + j], ji = all->cell[j * n + i];
+		/* a pair with both directions is listed twice: keep it once */
+		if (rc[x][0] > rc[x][1] && ij > 0)
+			continue;
+		double w = i == j ? ij : ij + ji;
+		if (w <= 0)
+			continue;
+		double t = i == j ? tru->cell[i * n + j]
+		                  : tru->cell[i * n + j] + tru->cell[j * n + i];
+		p[k++] = (struct pair){ i, j, w, t, ij, ji };
+	}
 	qsort(p, k, sizeof *p, cmp_pair_w);
 	*np = k;
 	return p;
@@ -389,8 +400,7 @@ static void sec_pairs(struct report *r)
 	struct analysis *a = r->a;
 	section("Top thread pairs");
 	size_t np;
-	struct pair *p = top_pairs(matrices_get(a->mx, MX_THREAD, MX_ALL),
-	                           matrices_get(a->mx, MX_THREAD, MX_TRUE), &np);
+	struct pair *p = top_pairs(a->mx, MX_THREAD, &np);
 	if (!p || !np) {
 		printf("  (none)\n");
 		free(p);
@@ -449,7 +459,7 @@ static void sec_cores(struct report *r)
 		printf("  %" PRIu64 " events with an unknown cpu are left out here\n", um);
 	}
 	size_t np;
-	struct pair *p = top_pairs(c, matrices_get(a->mx, MX_CORE, MX_TRUE), &np);
+	struct pair *p = top_pairs(a->mx, MX_CORE, &np);
 	if (p && np) {
 		printf("  top core pairs:");
 		for (size_t k = 0; k < np && k < TOP_CORE_PAIRS; k++) {
@@ -575,7 +585,7 @@ int cmd_report(int argc, char **argv)
 {
 	const char *path = NULL;
 	struct model_opts o;
-	bool from_binaries = false;
+	bool from_binaries = false, no_demangle = false;
 	model_opts_default(&o);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -585,6 +595,8 @@ int cmd_report(int argc, char **argv)
 				return EXIT_USAGE;
 		} else if (!strcmp(a, "--symbols-from-binaries")) {
 			from_binaries = true;
+		} else if (!strcmp(a, "--no-demangle")) {
+			no_demangle = true;
 		} else if (arg_trace("report", a, &path)) {
 			return EXIT_USAGE;
 		}
@@ -595,6 +607,7 @@ int cmd_report(int argc, char **argv)
 	struct analysis_hooks hooks;
 	struct attrib_hook ah;
 	attrib_hooks_init(&hooks, &ah, from_binaries);
+	ah.no_demangle = no_demangle;
 	struct throttled thr = { 0, NULL };
 	struct regions_hook rg = { .h = &hooks };
 	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr, &rg };

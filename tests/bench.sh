@@ -5,9 +5,13 @@
 #   recording   the program's CPU time and peak RSS under commrec (default period) /
 #               plain run; commrec's own end-of-recording wall time and RSS
 #   trace       bytes per sample in the trace (compressed)
-#   replay      records per second for one configuration (comdetective model)
+#   replay      records per second for one configuration (comdetective model),
+#               its peak RSS, and zstd -d on the same trace (the physical limit)
+#   threads     report and functions on rings of 1,000 and 10,000 threads
+#               (BENCH_THREADS="N ...": other sizes): wall time, peak RSS
 #   sweep       a 64-point sweep against 64 single analyses (tests/bench_sweep.sh)
-#   exact       inst --full slowdown, bytes per access, exact replay speed
+#   exact       inst --full slowdown, bytes per access, exact replay speed,
+#               the functions view on that full trace (records/s, peak RSS)
 #
 # BENCH_REPEAT=N runs each timed command N times (default 3) and keeps the median.
 set -u
@@ -98,8 +102,31 @@ if [ -f "$big" ]; then
 	time_cmd replay "$ANA" matrix "$big" --format csv -o "$W/m.csv"
 	row "replay records/s (comdetective, 1 core)" \
 		"$(awk -v n="$nrec" -v s="$(cat "$W/replay.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ">= 20M"
+	row "  replay peak RSS" "$(cat "$W/replay.rss") KiB" ""
+	# the physical limit of this design: decompressing the same trace
+	if command -v zstd >/dev/null; then
+		time_cmd raw zstd -d -c "$big"
+		row "  raw decompression (zstd -d) records/s" \
+			"$(awk -v n="$nrec" -v s="$(cat "$W/raw.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
+		row "  replay time / zstd -d time" "$(ratio "$(cat "$W/replay.sec")" "$(cat "$W/raw.sec")")" ""
+	fi
 else
 	row "replay records/s" "n/a (no generator)" ">= 20M"
+fi
+
+# ---- many threads: analysis time and memory -----------------------------------------
+# ana_mktrace threads N: N threads in a ring, N communicating pairs (of N x N)
+if [ -x "$B/tests/ana_mktrace" ]; then
+	echo
+	echo "many threads (a ring: N communicating pairs): report and functions, one run each"
+	for n in ${BENCH_THREADS:-1000 10000}; do
+		"$B/tests/ana_mktrace" "$W/ring.zst" threads "$n" >/dev/null 2>&1 || continue
+		REPEAT=1 time_cmd ring "$ANA" report "$W/ring.zst"
+		row "report, $n threads: wall / peak RSS" "$(cat "$W/ring.sec") s / $(cat "$W/ring.rss") KiB" ""
+		REPEAT=1 time_cmd ringf "$ANA" functions "$W/ring.zst"
+		row "functions, $n threads: wall / peak RSS" "$(cat "$W/ringf.sec") s / $(cat "$W/ringf.rss") KiB" ""
+	done
+	rm -f "$W/ring.zst"
 fi
 
 # ---- sweep -----------------------------------------------------------------------
@@ -122,6 +149,10 @@ if [ -f "$B/libcommrec-inst.so" ]; then
 		row "exact replay records/s (1 core)" \
 			"$(awk -v n="$nrec" -v s="$(cat "$W/exact.sec")" 'BEGIN{ if (s > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
 		row "  full trace" "$nrec records" ""
+		time_cmd fnfull "$ANA" functions "$W/full.zst" --model exact
+		row "functions on the full trace: records/s" \
+			"$(awk -v n="$nrec" -v s="$(cat "$W/fnfull.sec")" 'BEGIN{ if (s > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
+		row "  peak RSS" "$(cat "$W/fnfull.rss") KiB" ""
 	fi
 else
 	echo "n/a: build/libcommrec-inst.so missing"

@@ -8,7 +8,9 @@
 # one that runs longer than its time limit is killed and counts as a failure
 # (TEST_TIMEOUT seconds, default 300, three times that with ASAN=1, whose
 # instrumented programs run 2-3 times slower; a program that gets stuck must
-# not hang CI).  Each program's line shows its elapsed time.  The last line is
+# not hang CI).  The limit catches hangs, not slowness: on a machine with
+# more runnable tasks than cpus (1-minute load average) it grows by that
+# ratio, up to 8 times, when each program starts.  Each program's line shows its elapsed time.  The last line is
 # the summary: "N passed, N failed, N skipped in S s".
 # Filter with TESTS=pattern (substring of the program name).
 #   tests/run.sh SCRIPT...   runs those scripts instead (make accuracy).
@@ -26,18 +28,25 @@ suite_start=$(date +%s.%N)
 # seconds since $1 (date +%s.%N), one decimal
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
+# TEST_TIMEOUT scaled by the load per cpu (1 to 8 times)
+time_limit() {
+	awk -v t="$TEST_TIMEOUT" -v n="$(nproc)" '{ f = $1 / n; f = f < 1 ? 1 : (f > 8 ? 8 : f); printf "%d", t * f }' /proc/loadavg
+}
+
 run_one() {
 	local name=$1; shift
 	local out="$log_dir/$(basename "$name").log"
 	local rc=0 t0
 	t0=$(date +%s.%N)
 	# its own process group, so that the time limit ends its children too
-	timeout -k 10 "$TEST_TIMEOUT" "$@" >"$out" 2>&1 </dev/null || rc=$?
+	local limit
+	limit=$(time_limit)
+	timeout -k 10 "$limit" "$@" >"$out" 2>&1 </dev/null || rc=$?
 	local secs p f s
 	secs=$(elapsed "$t0")
 	p=$(grep -c '^PASS ' "$out"); f=$(grep -c '^FAIL ' "$out"); s=$(grep -c '^SKIP ' "$out")
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-		echo "FAIL $name: killed after the time limit of $TEST_TIMEOUT s (TEST_TIMEOUT)" >>"$out"
+		echo "FAIL $name: killed after the time limit of $limit s (TEST_TIMEOUT $TEST_TIMEOUT s, load $(cut -d' ' -f1 /proc/loadavg))" >>"$out"
 		f=$((f + 1))
 	elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "FAIL $name: exited with status $rc" >>"$out"
