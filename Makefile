@@ -203,7 +203,7 @@ $(COMMREC): $(LAUNCH_OBJ) $(LIBRCOMMON) $(LIBFMT)
 
 $(COMMANALYZE): $(B)/std/analyze/main.o $(LIBANA) $(LIBFMT)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(ANA_LIBS) -lpthread -lm
 
 $(B)/tests/fmt_%: $(B)/std/tests/unit/fmt_%.o $(LIBFMT)
 	@mkdir -p $(@D)
@@ -213,7 +213,7 @@ $(B)/tests/rec_%: $(B)/std/tests/unit/rec_%.o $(LIBRCOMMON) $(LIBFMT)
 	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(REC_LIBS) -lpthread -lm
 $(B)/tests/ana_%: $(B)/std/tests/unit/ana_%.o $(LIBANA) $(LIBFMT)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(ANA_LIBS) -lpthread -lm
 
 # Fuzz targets (tests/fuzz/NAME_fuzz.c, libFuzzer's LLVMFuzzerTestOneInput):
 # `make fuzz` builds each with clang -fsanitize=fuzzer and runs it for
@@ -238,11 +238,13 @@ $(B)/fuzz/%_replay: tests/fuzz/%_fuzz.c tests/fuzz/replay_main.h $(LIBFMT)
 # would delete them as intermediates and rebuild them every time).
 .SECONDARY: $(UNIT_OBJ)
 
-# Microbenchmarks: plain programs, never sanitized (they are recorded).
-$(B)/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
+# Microbenchmarks: plain programs, never sanitized (they are recorded);
+# they may use the markers of record/include/commrec.h; omp_*.c are OpenMP.
+$(B)/ubench/%: tests/ubench/%.c tests/ubench/ubench.h record/include/commrec.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $< -lm
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Irecord/include -pthread \
+		$(if $(filter omp_%,$*),-fopenmp) -o $@ $< -lm
 
 # MPI variant of the sweep (make MPI=1): commanalyze-mpi, ranks split grid
 # points and traces; needs libopenmpi-dev (or any mpicc).
@@ -256,7 +258,7 @@ $(B)/mpi/%.o: %.c $(BUILD_STAMP) | required
 	$(Q)$(MPICC) $(CFLAGS_ALL) $(SAN) -DHAVE_MPI -Irecord/common -Ianalyze -MMD -MP -c $< -o $@
 $(COMMANALYZE_MPI): $(MPI_OBJ) $(LIBANA) $(LIBFMT)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(MPICC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+	$(Q)$(MPICC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(ANA_LIBS) -lpthread -lm
 programs: $(COMMANALYZE_MPI)
 endif
 
@@ -299,6 +301,9 @@ install: programs
 	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' doc/commtrace.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/commtrace.pc
 	install -m 644 LICENSE README.md $(DESTDIR)$(PREFIX)/share/doc/commtrace/
+	install -m 644 record/include/commrec.h $(DESTDIR)$(PREFIX)/include/
+	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' record/include/commrec.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/commrec.pc
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 

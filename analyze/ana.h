@@ -31,6 +31,9 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_matrix(int argc, char **argv);
+int cmd_regions(int argc, char **argv);   /* cmd_regions.c */
+int cmd_timeline(int argc, char **argv);
+int cmd_loops(int argc, char **argv);
 /* The sweep command's usage (sweep.c); full: with every option explained. */
 void sweep_usage(FILE *f, bool full);
 /* One dump line for r (dump.c). */
@@ -95,6 +98,8 @@ const char *names_list(const char *const *names, size_t n, char *buf, size_t cap
 struct ct_trace *ana_open_trace(const char *path);
 /* Parse an unsigned decimal number; false if not a number or out of range. */
 bool parse_u64(const char *s, uint64_t *out);
+/* A duration: a number with an optional unit (ns, us, ms, s; plain: ns). */
+bool parse_ns(const char *s, uint64_t *out);
 
 /* Whether the trace is whole: it has an end summary and the recorder says
  * the recording completed.  why: one line either way. (info.c) */

@@ -136,7 +136,7 @@ static int bad(char *err, size_t cap, const char *fmt, ...)
 }
 
 /* Number with an optional time unit (ns, us, ms, s); plain numbers are ns. */
-static bool parse_ns(const char *s, uint64_t *out)
+bool parse_ns(const char *s, uint64_t *out)
 {
 	if (!s || *s < '0' || *s > '9')
 		return false;

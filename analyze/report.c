@@ -12,6 +12,7 @@
 #include "ana.h"
 #include "attrib.h"
 #include "out_util.h"
+#include "regions.h"
 
 #define TOP_PAIRS 10
 #define TOP_CORE_PAIRS 5
@@ -42,6 +43,7 @@ struct report {
 	char sampler[64];
 	char warn[16][640];
 	FILE *f;                  /* where the sections write their text */
+	struct regions *regions;  /* marked and OpenMP regions, NULL: none */
 	/* figures the sections find, for --format json */
 	uint64_t via[3];          /* events by source (enum comm_via) */
 	uint64_t arms, hits;
@@ -198,13 +200,14 @@ struct report_setup {
 	int (*inner)(void *, struct analysis *);
 	void *inner_arg;
 	struct throttled *thr;
+	struct regions_hook *rg;
 };
 
 static int report_hook_setup(void *arg, struct analysis *an)
 {
 	struct report_setup *rs = arg;
 	int rc = rs->inner ? rs->inner(rs->inner_arg, an) : 0;
-	if (rc)
+	if (rc || (rc = regions_hook_setup(rs->rg, an)))
 		return rc;
 	rs->thr->nthreads = thread_space(an->trace);
 	rs->thr->period = calloc(rs->thr->nthreads ? rs->thr->nthreads : 1, sizeof *rs->thr->period);
@@ -625,20 +628,23 @@ static void sec_lost(struct report *r)
 
 static void sec_next(struct report *r)
 {
-	static const char *const cmd[] = { "matrix", "objects", "lines" };
+	static const char *const cmd[] = { "matrix", "objects", "lines", "regions", "timeline" };
 	static const char *const what[] = {
 		"all thread pairs; --index core|socket, --kind false, --format svg",
 		"which data: globals and their fields, heap call paths, stacks",
 		"which cache lines, and which bytes of them",
+		"which code: marked and OpenMP regions, thread load",
+		"when: per phase or --interval, --format svg",
 	};
+	const int ncmd = (int)(sizeof cmd / sizeof *cmd);
 	const char *p = r->a->path;
 	int w = 0;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < ncmd; i++) {
 		int l = (int)(strlen(cmd[i]) + strlen(p)) + 1;
 		w = l > w ? l : w;
 	}
 	section(r, "More");
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < ncmd; i++)
 		fprintf(r->f, "  commanalyze %s %-*s  %s\n", cmd[i], w - (int)strlen(cmd[i]) - 1, p, what[i]);
 	fprintf(r->f, "  (give them the same model options; commanalyze COMMAND --help)\n");
 }
@@ -799,6 +805,8 @@ static void report_write(struct report *r, struct attrib *at, bool json, FILE *o
 	sec_totals(r);
 	sec_pairs(r);
 	sec_cores(r);
+	if (r->regions)
+		regions_report_section(r->regions, r->a, REPORT_TOP_ATTRIB, r->f);
 	if (at && !json) {
 		fflush(r->f);
 		attrib_report_sections(at, r->f, REPORT_TOP_ATTRIB, REPORT_TOP_ATTRIB);
@@ -843,13 +851,15 @@ int cmd_report(int argc, char **argv)
 	attrib_hooks_init(&hooks, &ah, from_binaries);
 	ah.no_demangle = no_demangle;
 	struct throttled thr = { 0, NULL };
-	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr };
+	struct regions_hook rg = { .h = &hooks };
+	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr, &rg };
 	hooks.setup = report_hook_setup;
 	hooks.arg = &rs;
 	int rc = analysis_run_hooks(&an, path, &o, true, &hooks);
 	if (rc) {
 		free(thr.period);
 		attrib_free(ah.a);
+		regions_free(rg.r);
 		analysis_free(&an);
 		return rc;
 	}
@@ -859,7 +869,7 @@ int cmd_report(int argc, char **argv)
 		ana_err("cannot write %s: %s", out, strerror(errno));
 		status = EXIT_BADTRACE;
 	} else {
-		struct report r = { .a = &an, .thr = thr };
+		struct report r = { .a = &an, .thr = thr, .regions = rg.r };
 		report_write(&r, ah.a, format == 1, f);
 		if (out ? fclose(f) : fflush(f)) {
 			ana_err("cannot write %s: %s", out ? out : "standard output", strerror(errno));
@@ -872,6 +882,7 @@ int cmd_report(int argc, char **argv)
 	}
 	free(thr.period);
 	attrib_free(ah.a);
+	regions_free(rg.r);
 	analysis_free(&an);
 	return status;
 }
