@@ -57,9 +57,11 @@ ZSTD_CFLAGS := $(shell pkg-config --cflags libzstd 2>/dev/null)
 ZSTD_LIBS := $(or $(shell pkg-config --libs libzstd 2>/dev/null),-lzstd)
 ZYDIS_LIBS := -lZydis
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null)
-HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null)
-DWARF_CFLAGS := -I/usr/include/libdwarf
-DWARF_LIBS := -ldwarf -lelf -lz
+HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null) -lhdf5_hl   # _hl: dimension scales
+# libdwarf through pkg-config where it ships a .pc (libdwarf 0.x); Debian 12's
+# (20210528) has none: its include directory then
+DWARF_CFLAGS := $(or $(shell pkg-config --cflags libdwarf 2>/dev/null),-I/usr/include/libdwarf)
+DWARF_LIBS := $(or $(shell pkg-config --libs libdwarf 2>/dev/null),-ldwarf) -lelf -lz
 
 HAVE_HDF5 := $(call have_hdr,hdf5.h,$(HDF5_CFLAGS))
 HAVE_LIBDWARF := $(call have_hdr,libdwarf.h,$(DWARF_CFLAGS))
@@ -71,7 +73,8 @@ REQUIRED_HDRS := zstd.h:libzstd-dev Zydis/Zydis.h:libzydis-dev
 MISSING_PKGS := $(foreach h,$(REQUIRED_HDRS),$(if $(call have_hdr,$(firstword $(subst :, ,$(h))),$(ZSTD_CFLAGS)),,$(lastword $(subst :, ,$(h)))))
 
 FEAT_CFLAGS :=
-ANA_LIBS :=
+# the analyzer demangles C++ names with the C++ runtime's __cxa_demangle (analyze/demangle.c)
+ANA_LIBS := -lstdc++
 REC_LIBS :=
 ifeq ($(HAVE_HDF5),1)
 FEAT_CFLAGS += -DHAVE_HDF5 $(HDF5_CFLAGS)
@@ -205,7 +208,7 @@ $(COMMREC): $(LAUNCH_OBJ) $(LIBRCOMMON) $(LIBFMT)
 
 $(COMMANALYZE): $(B)/std/analyze/main.o $(LIBANA) $(LIBFMT)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(ANA_LIBS) -lpthread -lm
 
 $(B)/tests/fmt_%: $(B)/std/tests/unit/fmt_%.o $(LIBFMT)
 	@mkdir -p $(@D)
@@ -215,7 +218,7 @@ $(B)/tests/rec_%: $(B)/std/tests/unit/rec_%.o $(LIBRCOMMON) $(LIBFMT)
 	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(REC_LIBS) -lpthread -lm
 $(B)/tests/ana_%: $(B)/std/tests/unit/ana_%.o $(LIBANA) $(LIBFMT)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+	$(Q)$(CC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(ANA_LIBS) -lpthread -lm
 
 # Fuzz targets (tests/fuzz/NAME_fuzz.c, libFuzzer's LLVMFuzzerTestOneInput):
 # `make fuzz` builds each with clang -fsanitize=fuzzer and runs it for
@@ -240,11 +243,13 @@ $(B)/fuzz/%_replay: tests/fuzz/%_fuzz.c tests/fuzz/replay_main.h $(LIBFMT)
 # would delete them as intermediates and rebuild them every time).
 .SECONDARY: $(UNIT_OBJ)
 
-# Microbenchmarks: plain programs, never sanitized (they are recorded).
-$(B)/ubench/%: tests/ubench/%.c tests/ubench/ubench.h
+# Microbenchmarks: plain programs, never sanitized (they are recorded);
+# they may use the markers of record/include/commrec.h; omp_*.c are OpenMP.
+$(B)/ubench/%: tests/ubench/%.c tests/ubench/ubench.h record/include/commrec.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -pthread -o $@ $< -lm
+	$(Q)$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -Irecord/include -pthread \
+		$(if $(filter omp_%,$*),-fopenmp) -o $@ $< -lm
 
 # Kernels (tests/kernels/README.md): plain, and instrumented for --sampler
 # inst by commrec-cc with the runtime just built; omp_* need -fopenmp.
@@ -270,7 +275,7 @@ $(B)/mpi/%.o: %.c $(BUILD_STAMP) | required
 	$(Q)$(MPICC) $(CFLAGS_ALL) $(SAN) -DHAVE_MPI -Irecord/common -Ianalyze -MMD -MP -c $< -o $@
 $(COMMANALYZE_MPI): $(MPI_OBJ) $(LIBANA) $(LIBFMT)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(MPICC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ANA_LIBS) -lpthread -lm
+	$(Q)$(MPICC) $(SAN) -o $@ $^ $(ZSTD_LIBS) $(ZYDIS_LIBS) $(ANA_LIBS) -lpthread -lm
 programs: $(COMMANALYZE_MPI)
 endif
 
@@ -286,7 +291,7 @@ check: deps
 
 accuracy: deps
 	@$(MAKE) --no-print-directory all
-	@B=$(B) tests/run.sh tests/accuracy.sh
+	@B=$(B) TEST_TIMEOUT=$${TEST_TIMEOUT:-3600} tests/run.sh tests/accuracy.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory all
@@ -309,6 +314,13 @@ install: programs
 		$(wildcard record/commrec-cc) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(filter %.so %.a,$(PROGRAMS)) $(LIBFMT) $(DESTDIR)$(PREFIX)/lib/commtrace/
 	install -m 644 formats/commtrace.h $(DESTDIR)$(PREFIX)/include/commtrace/
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/doc/commtrace
+	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' doc/commtrace.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/commtrace.pc
+	install -m 644 LICENSE README.md $(DESTDIR)$(PREFIX)/share/doc/commtrace/
+	install -m 644 record/include/commrec.h $(DESTDIR)$(PREFIX)/include/
+	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' record/include/commrec.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/commrec.pc
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 

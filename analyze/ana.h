@@ -4,12 +4,14 @@
  *
  *   main.c         command dispatch, --help, --version
  *   options.c      the model options' table: parsing, text, usage
+ *   cli.c          the command line: one getopt_long-like parser for every command
  *   engine.c       replay(), replay_sets(): merged cursor -> consumer sets,
  *                  fanned out to worker threads
  *   pipeline.c     open a trace, create models with their matrices, replay
  *                  (report, matrix, objects, lines: one model; sweep: many)
  *   progress.c     progress line on stderr
  *   stats.c        per-thread record counts (info, report)
+ *   interval.c     the report's 90% intervals from the events' count
  *   topology.c     cpu -> core/socket from the MACHINE section, line size
  *   kfilter.c      --period-multiplier: which samples, arms and hits stay
  *   models.c       all_models[], model_find
@@ -29,6 +31,9 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_matrix(int argc, char **argv);
+int cmd_regions(int argc, char **argv);   /* cmd_regions.c */
+int cmd_timeline(int argc, char **argv);
+int cmd_loops(int argc, char **argv);
 /* The sweep command's usage (sweep.c); full: with every option explained. */
 void sweep_usage(FILE *f, bool full);
 /* One dump line for r (dump.c). */
@@ -38,38 +43,83 @@ void dump_record(FILE *f, const struct ct_record *r);
 void ana_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ana_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Command-line helper: is argv[*i] the option `name` (given as "--name")?
- * Accepts "--name VALUE" and "--name=VALUE"; sets *value and advances *i
- * past the value.  Returns 1 matched, 0 not this option, -1 value missing
- * (message printed). */
-int arg_value(int argc, char **argv, int *i, const char *name, const char **value);
-/* argv[*i] is the option `name` with one of the n values names[] (as
- * arg_value): 1 with *out its index, 0 not this option, -1 a usage error
- * ("cmd: name: 'V' is not A, B or C" printed). */
-int arg_choice(int argc, char **argv, int *i, const char *cmd, const char *name,
-               const char *const *names, size_t n, int *out);
+/* ---- the command line (cli.c) ---------------------------------------------
+ * One parser for every command, with GNU getopt_long's conventions: options
+ * and operands in any order, "--" ends the options, "--name=VALUE" or
+ * "--name VALUE", unambiguous prefixes of long names, clustered short
+ * options ("-qv", "-ofile").  Every command also takes -h/--help (the
+ * command's usage through cli_help, exit 0), -q/--quiet and -v/--verbose
+ * (ana_verbosity); with a model_opts, every model option too. */
+struct cli_opt {
+	const char *name;   /* long name, without "--" */
+	char letter;        /* short name, 0: none */
+	bool value;         /* takes a value */
+	int id;             /* > 0: what cli_next returns for it */
+};
+struct cli {
+	const char *cmd;
+	int argc;
+	char **argv;
+	const struct cli_opt *opts;
+	size_t nopts;
+	struct model_opts *model;   /* NULL: no model options */
+	int next;                   /* the next argument */
+	const char *cluster;        /* the rest of a short-option cluster */
+	bool operands_only;         /* after "--" */
+	int noperands;              /* the operands, moved to argv[0..noperands-1] */
+	char name[48];              /* the last option, "--name" or "-x", for messages */
+};
+/* commrec's default output, read when no trace is given (as perf and uftrace
+ * read theirs). */
+#define CLI_DEFAULT_TRACE "trace.zst"
+/* -1 --quiet (errors only: no warnings, no progress), 0, >0 --verbose. */
+extern int ana_verbosity;
+/* Prints command cmd's usage (set by main). */
+extern void (*cli_help)(FILE *f, const char *cmd);
+void cli_init(struct cli *p, const char *cmd, int argc, char **argv,
+              const struct cli_opt *opts, size_t nopts, struct model_opts *model);
+/* The next option of the command: its id with *value (NULL if it takes
+ * none); 0 at the end (the operands in argv[0..noperands-1]); -1 a usage
+ * error (message printed, prefixed "cmd: "). */
+int cli_next(struct cli *p, const char **value);
+/* value (of the option just returned) is one of the n names[]: 0 with *out
+ * its index, else -1 with "cmd: --name: 'V' is not A, B or C" printed. */
+int cli_choice(const struct cli *p, const char *value, const char *const *names, size_t n,
+               int *out);
+/* The trace: the one operand, or CLI_DEFAULT_TRACE when none.  0, or
+ * EXIT_USAGE when there are several (message printed). */
+int cli_trace(const struct cli *p, const char **path);
+/* The short name of model option `name` (-b, -w as for commrec), or 0. */
+char cli_model_letter(const char *name);
 /* "A, B or C" of the n names into buf. */
 const char *names_list(const char *const *names, size_t n, char *buf, size_t cap);
-/* The command's argument a that is not one of its options: the trace, into
- * *path.  An unknown option ("-x") or a second trace is a usage error.
- * 0, or EXIT_USAGE (message printed, prefixed "cmd: "). */
-int arg_trace(const char *cmd, const char *a, const char **path);
-/* After the arguments: 0 if a trace was given, else EXIT_USAGE with
- * "cmd: which trace? usage: commanalyze USAGE" printed. */
-int arg_trace_given(const char *cmd, const char *path, const char *usage);
 /* ct_trace_open, with the reason printed when it fails (then NULL: exit
  * with EXIT_BADTRACE). */
 struct ct_trace *ana_open_trace(const char *path);
-/* A model option at argv[*i] ("--expiry ns:5", "--expiry=ns:5"): 1 parsed
- * (*i advanced past its value), 0 not a model option, -1 usage error
- * (message printed). */
-int model_args(struct model_opts *o, int argc, char **argv, int *i);
 /* Parse an unsigned decimal number; false if not a number or out of range. */
 bool parse_u64(const char *s, uint64_t *out);
+/* A duration: a number with an optional unit (ns, us, ms, s; plain: ns). */
+bool parse_ns(const char *s, uint64_t *out);
 
 /* Whether the trace is whole: it has an end summary and the recorder says
  * the recording completed.  why: one line either way. (info.c) */
 bool trace_is_complete(struct ct_trace *t, char *why, size_t cap);
+
+/* ---- 90% intervals (interval.c) ------------------------------------------ */
+
+struct interval {
+	double lo, hi;
+};
+/* The effective number of events behind an estimate total with the
+ * estimated variance var: total^2 / var (INFINITY when var is 0: nothing
+ * was estimated; 0 when total is 0). */
+double effective_events(double total, double var);
+/* 90% interval of an estimated volume: a Poisson count of the effective
+ * number of events, scaled; [total, total] when var is 0. */
+struct interval volume_interval(double total, double var);
+/* 90% interval of the share part / total: Wilson's, over the effective
+ * number of events of total. */
+struct interval share_interval(double part, double total, double var);
 
 /* ---- per-thread statistics --------------------------------------------- */
 
@@ -97,6 +147,9 @@ struct trace_stats {
 int trace_stats_init(struct trace_stats *s, size_t nthreads);
 void trace_stats_free(struct trace_stats *s);
 struct record_consumer trace_stats_consumer(struct trace_stats *s);
+/* "lost_records":{"total":N,"by_reason":{...}},"skipped_samples":{...}
+ * (report and info --format json). */
+void trace_stats_json(FILE *f, const struct trace_stats *s);
 
 /* ---- cpu topology ------------------------------------------------------- */
 

@@ -71,6 +71,10 @@ struct comm_event {
 	bool true_sharing;          /* byte ranges overlap */
 	uint64_t ip, src_ip;        /* instruction addresses, 0 when unknown */
 	double weight;              /* estimated line transfers this event stands for */
+	/* this event's part of the estimated variance of the sum of weights
+	 * (the report's intervals): sampled_var(weight) for an event that stands
+	 * alone, 0 for an event that is not an estimate (full traces) */
+	double var;
 };
 
 struct event_consumer {
@@ -87,6 +91,15 @@ enum expiry_kind {
 	EXPIRY_SAMPLES = CD_EXPIRY_SAMPLES,
 };
 enum hash_kind { HASH_MOD = 0, HASH_MURMUR = 1 };
+/* How detected transfers are weighted (--estimator; doc/commanalyze.1):
+ *   comdetective  each detected event weighs its sample's period
+ *   owner         a sampled store weighs its period x the transfers it owns
+ *                 (model_exact.c: exact_owner_*); needs every access after
+ *                 the sample, so the emulate model only */
+enum estimator_kind { ESTIMATOR_COMDETECTIVE = 0, ESTIMATOR_OWNER = 1 };
+#define ESTIMATORS 2
+extern const char *const estimator_names[ESTIMATORS];
+extern const char *const estimator_summaries[ESTIMATORS];
 
 /* Every knob of every model; each has a command-line option of the same
  * name (--board-size ...) and a sweep parameter name. */
@@ -102,6 +115,8 @@ struct model_opts {
 	unsigned signature_size;    /* signature model */
 	double fp_rate;             /* signature model */
 	unsigned emulate_period;    /* emulate model: every Nth access */
+	enum estimator_kind estimator; /* comdetective, emulate: default comdetective */
+	unsigned seed;              /* emulate model: its random draws (default 0) */
 	const char *model;          /* --model name (default "comdetective") */
 };
 
@@ -214,7 +229,7 @@ int write_comdetective_csv(const char *dir, const struct matrix_out *m, size_t n
 /* Parse one model option by name, without the leading "--" ("model",
  * "expiry", "board-size", "hash", "line-size", "watchpoints",
  * "period-multiplier", "window", "signature-size", "fp-rate",
- * "emulate-period").  Returns 0 done, 1 not a model option,
+ * "emulate-period", "estimator", "seed").  Returns 0 done, 1 not a model option,
  * -1 bad value (err filled with a one-line message).  "model" sets
  * o->model (checked with model_find). */
 int model_opts_parse(struct model_opts *o, const char *name, const char *value,
@@ -229,6 +244,9 @@ bool model_opt_known(const char *name);
 /* Does option opt change what model computes? (for reports; unknown
  * models: true) */
 bool model_opt_relevant(const char *model, const char *opt);
+/* Can model run with the options o?  false with a one-line reason in why
+ * (the owner estimator needs the emulate model). */
+bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap);
 /* Which value of option opt gives the finest sweep point: +1 the largest
  * (board-size, watchpoints), -1 the smallest (period-multiplier), 0 none. */
 int model_opt_finest(const char *opt);
@@ -254,9 +272,14 @@ struct event_consumer matrices_consumer(struct matrices *m);
 /* The directed matrix (row dst, column src); n is its size. */
 const struct matrix *matrices_get(const struct matrices *m, enum mx_index index,
                                   enum mx_kind kind);
+/* The cells (row, column) of the index's matrices that received weight, in
+ * the order of their first event: the communicating pairs, to walk instead
+ * of all n x n cells.  Returns their number. */
+size_t matrices_cells(const struct matrices *m, enum mx_index index, const uint32_t (**rc)[2]);
 struct mx_totals {
 	uint64_t events[3][2];      /* [via][true_sharing] */
 	double weight[3][2];
+	double var[3][2];           /* the events' variance parts (comm_event.var) */
 	uint64_t unmapped_cpu;      /* events whose cpu is not in the map */
 };
 const struct mx_totals *matrices_totals(const struct matrices *m);

@@ -18,7 +18,7 @@ const char *obj_kind_name(unsigned kind)
 
 /* ---- u64 -> u32 hash map ---------------------------------------------------- */
 
-static bool map_get(const struct u64map *m, uint64_t k, uint32_t *v)
+bool u64map_get(const struct u64map *m, uint64_t k, uint32_t *v)
 {
 	if (!m->cap)
 		return false;
@@ -33,7 +33,7 @@ static bool map_get(const struct u64map *m, uint64_t k, uint32_t *v)
 	}
 }
 
-static int map_put(struct u64map *m, uint64_t k, uint32_t v)
+int u64map_put(struct u64map *m, uint64_t k, uint32_t v)
 {
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t nc = m->cap ? m->cap * 2 : 64;
@@ -72,7 +72,7 @@ static int map_put(struct u64map *m, uint64_t k, uint32_t v)
 	return 0;
 }
 
-static void map_free(struct u64map *m)
+void u64map_free(struct u64map *m)
 {
 	free(m->k);
 	free(m->v);
@@ -280,7 +280,7 @@ static uint32_t obj_get(struct attrib *a, uint64_t key, uint8_t kind, const char
                         const char *desc, const char *type)
 {
 	uint32_t i;
-	if (map_get(&a->obj_by_key, key, &i))
+	if (u64map_get(&a->obj_by_key, key, &i))
 		return i;
 	if (a->nobjs == a->cap_objs) {
 		size_t nc = a->cap_objs ? a->cap_objs * 2 : 64;
@@ -297,7 +297,7 @@ static uint32_t obj_get(struct attrib *a, uint64_t key, uint8_t kind, const char
 	o->name = strdup(name);
 	o->desc = desc ? strdup(desc) : NULL;
 	o->type = type ? strdup(type) : NULL;
-	if (!o->name || map_put(&a->obj_by_key, key, i)) {
+	if (!o->name || u64map_put(&a->obj_by_key, key, i)) {
 		free(o->name);
 		free(o->desc);
 		free(o->type);
@@ -313,7 +313,7 @@ static void unique_name(struct attrib *a, const char *base, char *out, size_t ca
 {
 	uint32_t dummy;
 	snprintf(out, cap, "%s", base);
-	for (int k = 2; map_get(&a->obj_by_name, hash_str64(out), &dummy) && k < 100000; k++)
+	for (int k = 2; u64map_get(&a->obj_by_name, hash_str64(out), &dummy) && k < 100000; k++)
 		snprintf(out, cap, "%s#%d", base, k);
 }
 
@@ -321,13 +321,13 @@ static uint32_t obj_named(struct attrib *a, uint64_t key, uint8_t kind, const ch
                           const char *desc, const char *type)
 {
 	uint32_t i;
-	if (map_get(&a->obj_by_key, key, &i))
+	if (u64map_get(&a->obj_by_key, key, &i))
 		return i;
 	char name[512];
 	unique_name(a, base, name, sizeof name);
 	i = obj_get(a, key, kind, name, desc, type);
 	if (i != UINT32_MAX)
-		map_put(&a->obj_by_name, hash_str64(name), i);
+		u64map_put(&a->obj_by_name, hash_str64(name), i);
 	return i;
 }
 
@@ -337,13 +337,15 @@ static bool alloc_function(const char *f)
 {
 	static const char *const n[] = {
 		"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memalign",
-		"valloc", "pvalloc", "mmap", "mmap64", "reallocarray", "operator new", "_Znwm",
+		"valloc", "pvalloc", "mmap", "mmap64", "reallocarray", "_Znwm",
 		"_Znam", "_ZnwmSt11align_val_t", "strdup", "strndup", NULL,
 	};
 	for (int i = 0; n[i]; i++)
 		if (!strcmp(f, n[i]))
 			return true;
-	return !strncmp(f, "__libc_", 7) || !strncmp(f, "ct_", 3) || !strncmp(f, "rt_", 3);
+	/* demangled: "operator new(unsigned long)", "operator new[](...)" */
+	return !strncmp(f, "operator new", 12) || !strncmp(f, "__libc_", 7) ||
+	       !strncmp(f, "ct_", 3) || !strncmp(f, "rt_", 3);
 }
 
 static bool runtime_module(const struct st_module *m)
@@ -360,7 +362,7 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 {
 	uint32_t ci;
 	struct acallsite *cs = NULL;
-	if (map_get(&a->cs_by_id, id, &ci))
+	if (u64map_get(&a->cs_by_id, id, &ci))
 		cs = &a->cs[ci];
 	if (cs && (mmap ? cs->obj_mmap : cs->obj_heap) != UINT32_MAX)
 		return mmap ? cs->obj_mmap : cs->obj_heap;
@@ -418,7 +420,7 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 static void add_callsite(struct attrib *a, const struct ct_callsite *c)
 {
 	uint32_t ci;
-	if (map_get(&a->cs_by_id, c->id, &ci))
+	if (u64map_get(&a->cs_by_id, c->id, &ci))
 		return;   /* ids are unique in a trace: keep the first definition */
 	if (a->ncs == a->cap_cs) {
 		size_t nc = a->cap_cs ? a->cap_cs * 2 : 64;
@@ -432,7 +434,7 @@ static void add_callsite(struct attrib *a, const struct ct_callsite *c)
 	s->depth = c->depth <= CT_CALLSITE_MAX_DEPTH ? c->depth : CT_CALLSITE_MAX_DEPTH;
 	memcpy(s->pc, c->pc, sizeof s->pc);
 	s->obj_heap = s->obj_mmap = UINT32_MAX;
-	if (map_put(&a->cs_by_id, c->id, (uint32_t)a->ncs) == 0)
+	if (u64map_put(&a->cs_by_id, c->id, (uint32_t)a->ncs) == 0)
 		a->ncs++;
 }
 
@@ -453,13 +455,13 @@ static void on_record(void *self, const struct ct_record *r)
 		if (!ip || !(r->u.sample.flags & CT_SAMPLE_RECONSTRUCTED))
 			break;
 		uint32_t v = 0;
-		map_get(&a->prev_votes, ip, &v);
+		u64map_get(&a->prev_votes, ip, &v);
 		uint32_t prev = v >> 16, cur = v & 0xffff;
 		if (r->u.sample.flags & CT_SAMPLE_PREV_INSN)
 			prev += prev < 0x7fff;
 		else
 			cur += cur < 0xffff;
-		if (map_put(&a->prev_votes, ip, prev << 16 | cur))
+		if (u64map_put(&a->prev_votes, ip, prev << 16 | cur))
 			a->oom = true;
 		break;
 	}
@@ -537,10 +539,10 @@ static uint32_t cached_obj(struct attrib *a, uint64_t ck, uint64_t key, uint8_t 
                            const char *name, const char *desc, const char *type)
 {
 	uint32_t o;
-	if (map_get(&a->obj_cache, ck, &o))
+	if (u64map_get(&a->obj_cache, ck, &o))
 		return o;
 	o = obj_named(a, key, kind, name, desc, type);
-	if (o != UINT32_MAX && map_put(&a->obj_cache, ck, o))
+	if (o != UINT32_MAX && u64map_put(&a->obj_cache, ck, o))
 		a->oom = true;
 	return o;
 }
@@ -559,7 +561,7 @@ static void attribute(struct attrib *a, uint64_t addr, struct where *w)
 		w->key = addr - t->lo;
 		uint64_t ck = (uint64_t)(pass + 1) << 40 | t->obj;
 		uint32_t o;
-		if (!map_get(&a->obj_cache, ck, &o)) {
+		if (!u64map_get(&a->obj_cache, ck, &o)) {
 			char name[32], key[40];
 			snprintf(name, sizeof name, "%s:T%u", pass ? "stack" : "tls", t->obj);
 			snprintf(key, sizeof key, "%c:%u", pass ? 'K' : 'T', t->obj);
@@ -590,7 +592,7 @@ static void attribute(struct attrib *a, uint64_t addr, struct where *w)
 			w->key = symtab_type_path(m, v->type, off, NULL, 0, &w->size, NULL, NULL);
 		uint64_t ck = (uint64_t)(uintptr_t)v;   /* pointers: low bits 0 */
 		uint32_t o;
-		if (!map_get(&a->obj_cache, ck, &o)) {
+		if (!u64map_get(&a->obj_cache, ck, &o)) {
 			struct st_data d;
 			symtab_data(&a->syms, addr, &d);
 			char key[600], name[400];
@@ -614,7 +616,7 @@ static void attribute(struct attrib *a, uint64_t addr, struct where *w)
 		w->key = (addr - m->bias) & ~7ull;
 		uint64_t ck = (uint64_t)(uintptr_t)m | 1;
 		uint32_t o;
-		if (!map_get(&a->obj_cache, ck, &o)) {
+		if (!u64map_get(&a->obj_cache, ck, &o)) {
 			char key[600], name[400];
 			snprintf(key, sizeof key, "U:%s", m->path);
 			snprintf(name, sizeof name, "unknown@%s", mod_base(m));
@@ -691,7 +693,7 @@ static void obj_field(struct attrib *a, struct aobj *o, const struct where *wh, 
 	uint32_t fi;
 	/* all unknown addresses are one field */
 	uint64_t key = wh->how == W_UNKNOWN ? 0 : wh->key;
-	if (map_get(&o->field_idx, key, &fi)) {
+	if (u64map_get(&o->field_idx, key, &fi)) {
 		f = &o->fields[fi];
 	} else {
 		if (o->nfields == o->cap_fields) {
@@ -706,7 +708,7 @@ static void obj_field(struct attrib *a, struct aobj *o, const struct where *wh, 
 			o->fields = q;
 			o->cap_fields = nc;
 		}
-		if (map_put(&o->field_idx, key, o->nfields))
+		if (u64map_put(&o->field_idx, key, o->nfields))
 			return;
 		f = &o->fields[o->nfields++];
 		memset(f, 0, sizeof *f);
@@ -735,7 +737,7 @@ static void obj_pair(struct aobj *o, uint32_t dst, uint32_t src, bool tru, doubl
 {
 	uint64_t k = (uint64_t)dst << 32 | src;
 	uint32_t i;
-	if (!map_get(&o->pair_idx, k, &i)) {
+	if (!u64map_get(&o->pair_idx, k, &i)) {
 		if (o->npairs == o->cap_pairs) {
 			size_t nc = o->cap_pairs ? o->cap_pairs * 2 : 4;
 			struct apair *q = realloc(o->pairs, nc * sizeof *q);
@@ -745,7 +747,7 @@ static void obj_pair(struct aobj *o, uint32_t dst, uint32_t src, bool tru, doubl
 			o->cap_pairs = nc;
 		}
 		i = (uint32_t)o->npairs;
-		if (map_put(&o->pair_idx, k, i))
+		if (u64map_put(&o->pair_idx, k, i))
 			return;
 		o->pairs[o->npairs++] = (struct apair){ dst, src, { 0, 0, 0 } };
 	}
@@ -756,7 +758,7 @@ static void obj_pair(struct aobj *o, uint32_t dst, uint32_t src, bool tru, doubl
 static struct aline *line_get(struct attrib *a, uint64_t line)
 {
 	uint32_t i;
-	if (map_get(&a->line_idx, line, &i))
+	if (u64map_get(&a->line_idx, line, &i))
 		return &a->lines[i];
 	if (a->nlines == a->cap_lines) {
 		size_t nc = a->cap_lines ? a->cap_lines * 2 : 256;
@@ -767,7 +769,7 @@ static struct aline *line_get(struct attrib *a, uint64_t line)
 		a->cap_lines = nc;
 	}
 	i = (uint32_t)a->nlines;
-	if (map_put(&a->line_idx, line, i))
+	if (u64map_put(&a->line_idx, line, i))
 		return NULL;
 	struct aline *l = &a->lines[a->nlines++];
 	memset(l, 0, sizeof *l);
@@ -827,14 +829,14 @@ static void line_access(struct attrib *a, struct aline *l, uint64_t addr, uint8_
 /* The code address to look up for an access reported at ip: watchpoint
  * hits trap after the access, soft samples often stand for the instruction
  * before ip; the byte before ip lies in that instruction. */
-static uint64_t code_ip(const struct attrib *a, uint64_t ip, bool hit)
+uint64_t attrib_code_ip(const struct attrib *a, uint64_t ip, bool hit)
 {
 	if (!ip)
 		return 0;
 	if (hit)
 		return ip - 1;
 	uint32_t v;
-	if (map_get(&a->prev_votes, ip, &v) && (v >> 16) >= (v & 0xffff))
+	if (u64map_get(&a->prev_votes, ip, &v) && (v >> 16) >= (v & 0xffff))
 		return ip - 1;
 	return ip;
 }
@@ -852,9 +854,9 @@ static void on_event(void *self, const struct comm_event *ev)
 		uint32_t thread;
 		bool store;
 	} acc[2] = {
-		{ ev->addr, code_ip(a, ev->ip, ev->via == COMM_VIA_WATCHPOINT), ev->len,
+		{ ev->addr, attrib_code_ip(a, ev->ip, ev->via == COMM_VIA_WATCHPOINT), ev->len,
 		  ev->dst, ev->dst_kind != CT_ACCESS_LOAD },
-		{ ev->src_addr, code_ip(a, ev->src_ip, false), ev->src_len, ev->src, true },
+		{ ev->src_addr, attrib_code_ip(a, ev->src_ip, false), ev->src_len, ev->src, true },
 	};
 	struct where wh[2];
 	for (int k = 0; k < 2; k++)
@@ -1043,6 +1045,8 @@ struct attrib *attrib_create(struct ct_trace *t, const struct attrib_opts *o)
 			a->symbols_source = "embedded";
 		}
 	}
+	if (!o->no_demangle)
+		symtab_demangle(&a->syms);
 	find_main(a, t);
 	if (!o->from_binaries)
 		flag_notes(a);
@@ -1062,19 +1066,19 @@ void attrib_free(struct attrib *a)
 		free(o->type);
 		free(o->fields);
 		free(o->pairs);
-		map_free(&o->pair_idx);
-		map_free(&o->field_idx);
+		u64map_free(&o->pair_idx);
+		u64map_free(&o->field_idx);
 	}
 	free(a->objs);
 	for (size_t i = 0; i < a->nlines; i++)
 		free(a->lines[i].offs);
 	free(a->lines);
-	map_free(&a->line_idx);
-	map_free(&a->obj_by_key);
-	map_free(&a->obj_by_name);
-	map_free(&a->obj_cache);
-	map_free(&a->cs_by_id);
-	map_free(&a->prev_votes);
+	u64map_free(&a->line_idx);
+	u64map_free(&a->obj_by_key);
+	u64map_free(&a->obj_by_name);
+	u64map_free(&a->obj_cache);
+	u64map_free(&a->cs_by_id);
+	u64map_free(&a->prev_votes);
 	free(a->cs);
 	iv_free(&a->heap);
 	iv_free(&a->mmaps);
@@ -1103,7 +1107,7 @@ const char *attrib_object_name(struct attrib *a, uint64_t addr, char *buf, size_
 int attrib_find_object(const struct attrib *a, const char *name)
 {
 	uint32_t i;
-	if (map_get(&a->obj_by_name, hash_str64(name), &i) && !strcmp(a->objs[i].name, name))
+	if (u64map_get(&a->obj_by_name, hash_str64(name), &i) && !strcmp(a->objs[i].name, name))
 		return (int)i;
 	for (size_t k = 0; k < a->nobjs; k++)
 		if (!strcmp(a->objs[k].name, name))

@@ -28,11 +28,20 @@ const char *obj_kind_name(unsigned kind);  /* "static", "heap", ... */
 
 struct attrib_opts {
 	bool from_binaries;      /* --symbols-from-binaries */
+	bool no_demangle;        /* --no-demangle: names as in the binary */
 	unsigned line_size;      /* resolved line size */
 	size_t nthreads;         /* thread index space */
 };
 
 struct attrib;
+
+/* Readable symbol names (demangle.c): C++ names demangled, OpenMP regions
+ * outlined by GCC as "parent()._omp_fn.N", gfortran module procedures as
+ * "module::name".  A malloc'ed string, or NULL when name is not mangled
+ * (then it is shown as it is). */
+char *symbol_demangle(const char *name);
+/* Every function and variable name of s made readable, in place. */
+void symtab_demangle(struct symtab *s);
 
 /* Symbols are loaded here; problems become notes (attrib_notes), never
  * errors.  NULL only when out of memory. */
@@ -51,9 +60,9 @@ const char *attrib_object_name(struct attrib *a, uint64_t addr, char *buf, size_
 
 /* ---- results -------------------------------------------------------------- */
 
-enum attrib_format { AF_TEXT = 0, AF_CSV = 1, AF_JSON = 2 };
+enum attrib_format { AF_TEXT = 0, AF_CSV = 1, AF_JSON = 2, AF_DOT = 3 /* functions only */ };
 int attrib_format_parse(const char *s, enum attrib_format *f);
-const char *attrib_format_name(enum attrib_format f);   /* "text", "csv", "json" */
+const char *attrib_format_name(enum attrib_format f);   /* "text", "csv", "json", "dot" */
 
 /* Objects ranked by the weight of all events (default), or of the true or
  * the false sharing events only (then objects without them are left out). */
@@ -78,12 +87,17 @@ struct analysis_hooks;
 struct attrib_hook {
 	struct attrib *a;
 	bool from_binaries;
+	bool no_demangle;        /* set after attrib_hooks_init */
+	struct fnflow *ff;       /* the functions command: its flows, else NULL */
+	bool functions;          /* set after attrib_hooks_init: also create ff */
+	bool by_threads;         /* ff: per thread pair */
 	struct analysis_hooks *h;
 };
 void attrib_hooks_init(struct analysis_hooks *h, struct attrib_hook *ah, bool from_binaries);
 
-/* ---- commands (cmd_objects.c, cmd_lines.c) --------------------------------- */
+/* ---- commands (cmd_objects.c, cmd_lines.c, functions.c) ------------------- */
 int cmd_objects(int argc, char **argv);
+int cmd_functions(int argc, char **argv);
 int cmd_lines(int argc, char **argv);
 
 #endif

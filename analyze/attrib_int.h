@@ -10,6 +10,9 @@ struct u64map {
 	uint32_t *v;             /* UINT32_MAX: empty slot */
 	size_t cap, n;
 };
+bool u64map_get(const struct u64map *m, uint64_t k, uint32_t *v);
+int u64map_put(struct u64map *m, uint64_t k, uint32_t v);   /* 0, or -1 out of memory */
+void u64map_free(struct u64map *m);
 
 #define TSET_MAX 8
 struct tset {
@@ -136,12 +139,16 @@ struct attrib {
 	size_t notes_len, notes_cap;
 };
 
-/* The objects and lines commands (cmd_objects.c). */
+/* The objects, lines and functions commands (cmd_objects.c). */
+enum attrib_cmd { ACMD_OBJECTS, ACMD_LINES, ACMD_FUNCTIONS };
+struct fnflow;
 struct attrib_cli {
 	const char *path, *out, *object;
 	enum attrib_format fmt;
 	size_t top;              /* 0: all */
-	bool from_binaries, objects;
+	enum attrib_cmd cmd;
+	bool from_binaries, no_demangle, by_threads;
+	struct fnflow *ff;       /* functions: the flows */
 	enum mx_kind kind;
 	struct model_opts o;
 };
@@ -150,10 +157,16 @@ struct analysis;
  * (errno set). */
 typedef int attrib_cli_writer(struct attrib_cli *c, struct analysis *an, struct attrib *a,
                               FILE *f);
-/* The whole command: parse the options (--object and --kind only when
- * objects), run the analysis with attribution, write with fn to -o FILE or
- * stdout.  Returns the exit status. */
-int attrib_cli_main(const char *cmd, bool objects, int argc, char **argv, attrib_cli_writer *fn);
+/* The whole command: parse the options (--object only for objects, --kind
+ * for objects and functions, --threads and --format dot for functions), run
+ * the analysis with attribution, write with fn to -o FILE or stdout.
+ * Returns the exit status. */
+int attrib_cli_main(const char *cmd, enum attrib_cmd which, int argc, char **argv,
+                    attrib_cli_writer *fn);
+
+/* The code address to look up for an access reported at ip (hit: a
+ * watchpoint trap, reported after the access); 0 stays 0. */
+uint64_t attrib_code_ip(const struct attrib *a, uint64_t ip, bool hit);
 
 void attrib_note(struct attrib *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int attrib_find_object(const struct attrib *a, const char *name);

@@ -35,6 +35,8 @@ static int cmp_u32(const void *x, const void *y)
 }
 
 /* "T1,T3" or "-" */
+/* "T1,T2,...": TSET_MAX threads of up to 7 digits, and ",..." */
+#define TSET_STR_MAX (TSET_MAX * 9 + 8)
 static const char *tset_str(const struct tset *s, char *buf, size_t cap)
 {
 	uint32_t t[TSET_MAX];
@@ -334,7 +336,7 @@ static void object_text(FILE *f, struct attrib *a, const struct aobj *o, size_t 
 			const struct afield *fl = &o->fields[i];
 			if (!fl->writers.n || !fl->false_events)
 				continue;
-			char wr[64], at[40] = "";
+			char wr[TSET_STR_MAX], at[40] = "";
 			if (o->kind == OBJ_STATIC)   /* other paths are offsets already */
 				snprintf(at, sizeof at, "offset %" PRIu64 ", ", fl->off);
 			l += (size_t)snprintf(line + l, sizeof line - l, "%s%s (%swritten by %s)",
@@ -357,7 +359,7 @@ static void object_text(FILE *f, struct attrib *a, const struct aobj *o, size_t 
 		        "writers", "readers", "stores", "loads", "weight");
 		for (unsigned i = 0; i < o->nfields; i++) {
 			const struct afield *fl = &o->fields[i];
-			char wr[64], rd[64], w[32];
+			char wr[TSET_STR_MAX], rd[TSET_STR_MAX], w[32];
 			fprintf(f, "       %-28s %7" PRIu64 " %5" PRIu64 " %-12s %-12s %9" PRIu64 " %9" PRIu64
 			        " %12s\n", fl->path, fl->off, fl->size, tset_str(&fl->writers, wr, sizeof wr),
 			        tset_str(&fl->readers, rd, sizeof rd), fl->stores, fl->loads,
@@ -417,15 +419,18 @@ static void object_json(FILE *f, struct attrib *a, const struct aobj *o, size_t 
 
 static void object_csv(FILE *f, const struct aobj *o, size_t rank)
 {
-	char b[3][40], pairs[512], fields[2048];
-	size_t l = 0;
-	fields[0] = 0;
-	for (unsigned i = 0; i < o->nfields && l + 1 < sizeof fields; i++) {
-		char wr[64];
-		l += (size_t)snprintf(fields + l, sizeof fields - l, "%s%s@%" PRIu64 ":%s", i ? ";" : "",
-		                      o->fields[i].path, o->fields[i].off,
-		                      tset_str(&o->fields[i].writers, wr, sizeof wr));
+	char b[3][40], pairs[1024];   /* 16 pairs of up to 60 bytes */
+	/* every field, however many: "path@offset:writers;..." */
+	char *fields = NULL;
+	size_t flen = 0;
+	FILE *fs = open_memstream(&fields, &flen);
+	for (unsigned i = 0; fs && i < o->nfields; i++) {
+		char wr[TSET_STR_MAX];
+		fprintf(fs, "%s%s@%" PRIu64 ":%s", i ? ";" : "", o->fields[i].path, o->fields[i].off,
+		        tset_str(&o->fields[i].writers, wr, sizeof wr));
 	}
+	if (fs)
+		fclose(fs);
 	fprintf(f, "%zu,", rank);
 	out_csv_field(f, o->name);
 	fprintf(f, ",%s,", obj_kind_name(o->kind));
@@ -434,7 +439,8 @@ static void object_csv(FILE *f, const struct aobj *o, size_t rank)
 	        num(o->w[1], b[1], 40), num(o->w[2], b[2], 40), o->ev[0]);
 	out_csv_field(f, pairs_str(o, 16, true, pairs, sizeof pairs));
 	fputc(',', f);
-	out_csv_field(f, fields);
+	out_csv_field(f, fields ? fields : "");
+	free(fields);
 	fputc(',', f);
 	out_csv_field(f, o->desc ? o->desc : "");
 	fputc('\n', f);
@@ -516,7 +522,7 @@ static void line_text(FILE *f, struct attrib *a, const struct aline *l, size_t r
 	        "object.field", "writers", "readers", "stores", "loads", "true", "false", "source");
 	for (unsigned i = 0; i < l->noffs; i++) {
 		const struct aoff *o = &l->offs[i];
-		char name[300], wr[64], rd[64];
+		char name[300], wr[TSET_STR_MAX], rd[TSET_STR_MAX];
 		const char *on = o->obj < a->nobjs ? a->objs[o->obj].name : "?";
 		if (o->obj < a->nobjs && a->objs[o->obj].kind == OBJ_STATIC)
 			snprintf(name, sizeof name, "%s", o->field);
@@ -568,15 +574,18 @@ static void line_csv(FILE *f, struct attrib *a, const struct aline *l, size_t ra
 	char b[3][40];
 	for (unsigned i = 0; i < l->noffs; i++) {
 		const struct aoff *o = &l->offs[i];
-		char wr[64], rd[64], src[400];
+		char wr[TSET_STR_MAX], rd[TSET_STR_MAX], src[400];
 		fprintf(f, "%zu,0x%" PRIx64 ",%s,%s,%s,%" PRIu64 ",%u,%u,", rank, l->line,
 		        num(l->w[0], b[0], 40), num(l->w[1], b[1], 40), num(l->w[2], b[2], 40), l->ev[0],
 		        o->off, o->len);
 		out_csv_field(f, o->obj < a->nobjs ? a->objs[o->obj].name : "");
 		fputc(',', f);
 		out_csv_field(f, o->field);
-		fprintf(f, ",%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
-		        tset_str(&o->writers, wr, sizeof wr), tset_str(&o->readers, rd, sizeof rd),
+		fputc(',', f);
+		out_csv_field(f, tset_str(&o->writers, wr, sizeof wr));
+		fputc(',', f);
+		out_csv_field(f, tset_str(&o->readers, rd, sizeof rd));
+		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",",
 		        o->stores, o->loads, o->true_events, o->false_events);
 		out_csv_field(f, o->ncode ? code_str(a, o->code[0].ip, src, sizeof src) : "");
 		fputc('\n', f);
@@ -632,6 +641,7 @@ static const struct {
 	[AF_TEXT] = { "text", objects_text, lines_text },
 	[AF_CSV] = { "csv", objects_csv, lines_csv },
 	[AF_JSON] = { "json", objects_json, lines_json },
+	[AF_DOT] = { "dot", NULL, NULL },   /* the functions graph (functions.c) */
 };
 
 int attrib_format_parse(const char *s, enum attrib_format *f)
@@ -658,7 +668,12 @@ static int write_table(struct attrib *a, FILE *f, enum attrib_format fmt, size_t
 	if (!ix)
 		return -1;
 	size_t shown = top && top < n ? top : n;
-	(objects ? formats[fmt].objects : formats[fmt].lines)(f, a, ix, n, shown);
+	table_writer *w = objects ? formats[fmt].objects : formats[fmt].lines;
+	if (!w) {   /* refused by the command's options already */
+		free(ix);
+		return -1;
+	}
+	w(f, a, ix, n, shown);
 	free(ix);
 	return ferror(f) ? -1 : 0;
 }
@@ -695,7 +710,7 @@ void attrib_report_sections(struct attrib *a, FILE *f, size_t top_objects, size_
 				snprintf(what, sizeof what, "%s", o->desc ? o->desc : "");
 			else
 				for (unsigned k = 0; k < o->nfields && k < 4 && l + 1 < sizeof what; k++) {
-					char wr[64];
+					char wr[TSET_STR_MAX];
 					/* static fields say their offset; stack and TLS
 					 * paths are offsets already */
 					char at[32] = "";
@@ -727,7 +742,7 @@ void attrib_report_sections(struct attrib *a, FILE *f, size_t top_objects, size_
 			size_t l = 0;
 			for (unsigned k = 0; k < ln->noffs && k < 4 && l + 1 < sizeof what; k++) {
 				const struct aoff *o = &ln->offs[k];
-				char wr[64];
+				char wr[TSET_STR_MAX];
 				const char *on = o->obj < a->nobjs ? a->objs[o->obj].name : "?";
 				bool st = o->obj < a->nobjs && a->objs[o->obj].kind == OBJ_STATIC;
 				l += (size_t)snprintf(what + l, sizeof what - l, "%s%u: %s%s%s (%s)",

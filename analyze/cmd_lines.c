@@ -12,5 +12,5 @@ static int write_lines(struct attrib_cli *c, struct analysis *an, struct attrib 
 
 int cmd_lines(int argc, char **argv)
 {
-	return attrib_cli_main("lines", false, argc, argv, write_lines);
+	return attrib_cli_main("lines", ACMD_LINES, argc, argv, write_lines);
 }

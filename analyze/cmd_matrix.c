@@ -76,49 +76,92 @@ static int build_matrix_out(const struct analysis *a, enum mx_index index, enum 
 	return 0;
 }
 
+/* The top of the colour scale shared by the three kinds of one index: the
+ * largest cell of its `all` matrix (true + false), as written. */
+static int shared_scale_max(const struct analysis *a, enum mx_index index, bool directed,
+                            const struct attr_set *attrs, double *max)
+{
+	struct built all;
+	int rc = build_matrix_out(a, index, MX_ALL, directed, attrs, &all);
+	*max = 0;
+	for (size_t i = 0; !rc && i < all.m.n * all.m.n; i++)
+		if (all.cell[i] > *max)
+			*max = all.cell[i];
+	built_free(&all);
+	return rc;
+}
+
+/* --color-max N|shared: N > 0, or shared (-1); 0 or -1 (message printed). */
+static int parse_color_max(const char *v, double *out)
+{
+	char *end;
+	if (!strcmp(v, "shared")) {
+		*out = -1;
+		return 0;
+	}
+	errno = 0;
+	*out = strtod(v, &end);
+	if (*v && !*end && !errno && *out > 0 && *out < 1e300)
+		return 0;
+	ana_err("matrix: --color-max: '%s' is not a positive number or shared", v);
+	return -1;
+}
+
+enum { O_KIND = 1, O_INDEX, O_FORMAT, O_DIRECTED, O_OUTPUT, O_CDCSV, O_COLOR_MIN, O_COLOR_MAX };
+static const struct cli_opt matrix_opts[] = {
+	{ "kind", 0, true, O_KIND }, { "index", 0, true, O_INDEX },
+	{ "format", 0, true, O_FORMAT }, { "directed", 0, false, O_DIRECTED },
+	{ "output", 'o', true, O_OUTPUT }, { "comdetective-csv", 0, true, O_CDCSV },
+	{ "color-min", 0, true, O_COLOR_MIN }, { "color-max", 0, true, O_COLOR_MAX },
+};
+static const char *const color_min_names[] = { "zero", "min" };
+
 int cmd_matrix(int argc, char **argv)
 {
-	const char *path = NULL, *out = NULL, *cdir = NULL, *v;
-	int kind = MX_ALL, index = MX_THREAD;
+	const char *path, *out = NULL, *cdir = NULL, *v;
+	int kind = MX_ALL, index = MX_THREAD, color_min = 0;
+	double color_max = 0;   /* 0: the largest cell, -1: shared */
 	const struct matrix_writer *w = matrix_writer_find("text");
 	bool directed = false;
 	struct model_opts o;
 	model_opts_default(&o);
-	for (int i = 0; i < argc; i++) {
-		int m;
-		const char *a = argv[i];
-		if ((m = arg_choice(argc, argv, &i, "matrix", "--kind", mx_kind_names, 3, &kind)) ||
-		    (m = arg_choice(argc, argv, &i, "matrix", "--index", mx_index_names, 3, &index))) {
-			if (m < 0)
-				return EXIT_USAGE;
-		} else if ((m = arg_value(argc, argv, &i, "--format", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
+	struct cli p;
+	cli_init(&p, "matrix", argc, argv, matrix_opts, sizeof matrix_opts / sizeof *matrix_opts, &o);
+	int id, bad = 0;
+	while (!bad && (id = cli_next(&p, &v)) > 0) {
+		switch (id) {
+		case O_KIND:
+			bad = cli_choice(&p, v, mx_kind_names, 3, &kind);
+			break;
+		case O_INDEX:
+			bad = cli_choice(&p, v, mx_index_names, 3, &index);
+			break;
+		case O_FORMAT:
 			if (!(w = matrix_writer_find(v))) {
 				char names[128];
 				ana_err("matrix: --format: '%s' is not %s", v,
 				        matrix_writer_names(names, sizeof names));
-				return EXIT_USAGE;
+				bad = -1;
 			}
-		} else if (!strcmp(a, "--directed")) {
+			break;
+		case O_DIRECTED:
 			directed = true;
-		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
-		           (m = arg_value(argc, argv, &i, "--output", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
+			break;
+		case O_OUTPUT:
 			out = v;
-		} else if ((m = arg_value(argc, argv, &i, "--comdetective-csv", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
+			break;
+		case O_CDCSV:
 			cdir = v;
-		} else if ((m = model_args(&o, argc, argv, &i))) {
-			if (m < 0)
-				return EXIT_USAGE;
-		} else if (arg_trace("matrix", a, &path)) {
-			return EXIT_USAGE;
+			break;
+		case O_COLOR_MIN:
+			bad = cli_choice(&p, v, color_min_names, 2, &color_min);
+			break;
+		case O_COLOR_MAX:
+			bad = parse_color_max(v, &color_max);
+			break;
 		}
 	}
-	if (arg_trace_given("matrix", path, "matrix TRACE [options]"))
+	if (bad || id < 0 || cli_trace(&p, &path))
 		return EXIT_USAGE;
 	if (w->writes_to_file && !out) {
 		ana_err("matrix: --format %s needs -o FILE", w->name);
@@ -176,13 +219,16 @@ int cmd_matrix(int argc, char **argv)
 			return status;
 		}
 	}
-	struct built b;
-	if (build_matrix_out(&an, index, kind, directed, &attrs, &b)) {
+	struct built b = { 0 };
+	if ((color_max < 0 && shared_scale_max(&an, index, directed, &attrs, &color_max)) ||
+	    build_matrix_out(&an, index, kind, directed, &attrs, &b)) {
 		built_free(&b);
 		analysis_free(&an);
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
+	b.m.render.scale_from = color_min ? OUT_SCALE_FROM_MIN : OUT_SCALE_FROM_ZERO;
+	b.m.render.scale_max = color_max;
 	if (matrix_write(w, out, &b.m, 1, &err)) {
 		ana_err("%s", err.msg);
 		status = EXIT_BADTRACE;

@@ -1,18 +1,22 @@
 /* commanalyze objects TRACE: data objects ranked by communication, with
  * their fields, thread pairs and code (--kind true|false: ranked by those
- * events only); --object NAME: that object's thread matrix (of --kind).  Also the option parsing and the run shared with cmd_lines.c. */
+ * events only); --object NAME: that object's thread matrix (of --kind).
+ * Also the option parsing and the run shared with cmd_lines.c and
+ * functions.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ana.h"
 #include "attrib_int.h"
+#include "functions.h"
 
 static int hook_setup(void *arg, struct analysis *an)
 {
 	struct attrib_hook *ah = arg;
 	struct attrib_opts ao = {
 		.from_binaries = ah->from_binaries,
+		.no_demangle = ah->no_demangle,
 		.line_size = an->line_size,
 		.nthreads = thread_space(an->trace),
 	};
@@ -25,6 +29,16 @@ static int hook_setup(void *arg, struct analysis *an)
 	ah->h->npre = 1;
 	ah->h->events[0] = attrib_event_consumer(ah->a);
 	ah->h->nevents = 1;
+	if (ah->functions) {
+		const struct ct_header *hd = ct_trace_header(an->trace);
+		ah->ff = fnflow_create(ah->a, an->trace, hd && (hd->features & CT_FEAT_FULL));
+		if (!ah->ff) {
+			ana_err("out of memory");
+			return EXIT_BADTRACE;
+		}
+		ah->h->pre[ah->h->npre++] = fnflow_record_consumer(ah->ff);
+		ah->h->events[ah->h->nevents++] = fnflow_event_consumer(ah->ff);
+	}
 	return 0;
 }
 
@@ -38,61 +52,90 @@ void attrib_hooks_init(struct analysis_hooks *h, struct attrib_hook *ah, bool fr
 	h->arg = ah;
 }
 
-/* Options of objects and lines.  Returns 0, or EXIT_USAGE (message printed). */
-static int attrib_cli_parse(const char *cmd, bool objects, int argc, char **argv,
+enum { O_FORMAT = 1, O_OUTPUT, O_TOP, O_FROM_BINARIES, O_NO_DEMANGLE, O_OBJECT, O_KIND,
+       O_THREADS };
+static const struct cli_opt attrib_opts[] = {
+	{ "format", 0, true, O_FORMAT }, { "output", 'o', true, O_OUTPUT },
+	{ "top", 0, true, O_TOP }, { "symbols-from-binaries", 0, false, O_FROM_BINARIES },
+	{ "no-demangle", 0, false, O_NO_DEMANGLE },
+	{ "object", 0, true, O_OBJECT }, { "kind", 0, true, O_KIND },
+	{ "threads", 0, false, O_THREADS },
+};
+/* The commands each option of attrib_opts belongs to (bits 1 << ACMD_*). */
+#define ACMD_ALL ((1u << ACMD_OBJECTS) | (1u << ACMD_LINES) | (1u << ACMD_FUNCTIONS))
+static const unsigned attrib_opt_cmds[] = {
+	ACMD_ALL, ACMD_ALL, ACMD_ALL, ACMD_ALL, ACMD_ALL,
+	1u << ACMD_OBJECTS, (1u << ACMD_OBJECTS) | (1u << ACMD_FUNCTIONS), 1u << ACMD_FUNCTIONS,
+};
+
+/* One option of objects, lines or functions: 0, or -1 (message printed). */
+static int attrib_cli_option(struct cli *p, struct attrib_cli *c, int id, const char *v)
+{
+	uint64_t n;
+	int kind;
+	switch (id) {
+	case O_FORMAT:
+		if (attrib_format_parse(v, &c->fmt) ||
+		    (c->fmt == AF_DOT && c->cmd != ACMD_FUNCTIONS)) {
+			ana_err("%s: --format: '%s' is not text, csv or json%s", p->cmd, v,
+			        c->cmd == ACMD_FUNCTIONS ? " or dot" : "");
+			return -1;
+		}
+		return 0;
+	case O_OUTPUT:
+		c->out = v;
+		return 0;
+	case O_TOP:
+		if (!parse_u64(v, &n)) {
+			ana_err("%s: --top: '%s' is not a number (0: all)", p->cmd, v);
+			return -1;
+		}
+		c->top = (size_t)n;
+		return 0;
+	case O_FROM_BINARIES:
+		c->from_binaries = true;
+		return 0;
+	case O_NO_DEMANGLE:
+		c->no_demangle = true;
+		return 0;
+	case O_OBJECT:
+		c->object = v;
+		return 0;
+	case O_KIND:
+		if (cli_choice(p, v, mx_kind_names, 3, &kind))
+			return -1;
+		c->kind = (enum mx_kind)kind;
+		return 0;
+	case O_THREADS:
+		c->by_threads = true;
+		return 0;
+	}
+	return -1;
+}
+
+/* Options of objects, lines and functions.  Returns 0, or EXIT_USAGE
+ * (message printed). */
+static int attrib_cli_parse(const char *cmd, enum attrib_cmd which, int argc, char **argv,
                             struct attrib_cli *c)
 {
 	memset(c, 0, sizeof *c);
-	c->objects = objects;
+	c->cmd = which;
 	model_opts_default(&c->o);
 	c->top = 20;
 	c->kind = MX_ALL;
-	int kind;
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i], *v;
-		int m;
-		if ((m = arg_value(argc, argv, &i, "--format", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			if (attrib_format_parse(v, &c->fmt)) {
-				ana_err("%s: --format: '%s' is not text, csv or json", cmd, v);
-				return EXIT_USAGE;
-			}
-		} else if ((m = arg_value(argc, argv, &i, "-o", &v)) ||
-		           (m = arg_value(argc, argv, &i, "--output", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			c->out = v;
-		} else if ((m = arg_value(argc, argv, &i, "--top", &v))) {
-			uint64_t n;
-			if (m < 0)
-				return EXIT_USAGE;
-			if (!parse_u64(v, &n)) {
-				ana_err("%s: --top: '%s' is not a number (0: all)", cmd, v);
-				return EXIT_USAGE;
-			}
-			c->top = (size_t)n;
-		} else if (!strcmp(a, "--symbols-from-binaries")) {
-			c->from_binaries = true;
-		} else if (c->objects && (m = arg_value(argc, argv, &i, "--object", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			c->object = v;
-		} else if (c->objects &&
-		           (m = arg_choice(argc, argv, &i, cmd, "--kind", mx_kind_names, 3, &kind))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			c->kind = (enum mx_kind)kind;
-		} else if ((m = model_args(&c->o, argc, argv, &i))) {
-			if (m < 0)
-				return EXIT_USAGE;
-		} else if (arg_trace(cmd, a, &c->path)) {
+	struct cli_opt opts[sizeof attrib_opts / sizeof *attrib_opts];
+	size_t nopts = 0;
+	for (size_t k = 0; k < sizeof attrib_opts / sizeof *attrib_opts; k++)
+		if (attrib_opt_cmds[k] & (1u << which))
+			opts[nopts++] = attrib_opts[k];
+	struct cli p;
+	cli_init(&p, cmd, argc, argv, opts, nopts, &c->o);
+	int id;
+	const char *v;
+	while ((id = cli_next(&p, &v)) > 0)
+		if (attrib_cli_option(&p, c, id, v))
 			return EXIT_USAGE;
-		}
-	}
-	char usage[64];
-	snprintf(usage, sizeof usage, "%s TRACE [options]", cmd);
-	return arg_trace_given(cmd, c->path, usage);
+	return id < 0 || cli_trace(&p, &c->path) ? EXIT_USAGE : 0;
 }
 
 /* Run the analysis with attribution.  0 with *an and *a set (free both), or
@@ -102,9 +145,14 @@ static int attrib_cli_run(struct attrib_cli *c, struct analysis *an, struct attr
 	struct analysis_hooks h;
 	struct attrib_hook ah;
 	attrib_hooks_init(&h, &ah, c->from_binaries);
+	ah.no_demangle = c->no_demangle;
+	ah.functions = c->cmd == ACMD_FUNCTIONS;
 	int rc = analysis_run_hooks(an, c->path, &c->o, true, &h);
 	*a = ah.a;
+	c->ff = ah.ff;
 	if (rc) {
+		fnflow_free(ah.ff);
+		c->ff = NULL;
 		attrib_free(ah.a);
 		*a = NULL;
 		analysis_free(an);
@@ -138,15 +186,17 @@ static int attrib_cli_finish(struct attrib_cli *c, struct analysis *an, struct a
 		if (!status)
 			status = EXIT_BADTRACE;
 	}
+	fnflow_free(c->ff);
 	attrib_free(a);
 	analysis_free(an);
 	return status;
 }
 
-int attrib_cli_main(const char *cmd, bool objects, int argc, char **argv, attrib_cli_writer *fn)
+int attrib_cli_main(const char *cmd, enum attrib_cmd which, int argc, char **argv,
+                    attrib_cli_writer *fn)
 {
 	struct attrib_cli c;
-	int rc = attrib_cli_parse(cmd, objects, argc, argv, &c);
+	int rc = attrib_cli_parse(cmd, which, argc, argv, &c);
 	if (rc)
 		return rc;
 	struct analysis an;
@@ -209,5 +259,5 @@ static int write_objects(struct attrib_cli *c, struct analysis *an, struct attri
 
 int cmd_objects(int argc, char **argv)
 {
-	return attrib_cli_main("objects", true, argc, argv, write_objects);
+	return attrib_cli_main("objects", ACMD_OBJECTS, argc, argv, write_objects);
 }

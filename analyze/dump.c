@@ -144,53 +144,56 @@ void dump_record(FILE *f, const struct ct_record *r)
 	fputc('\n', f);
 }
 
+enum { O_THREAD = 1, O_TYPE, O_LIMIT };
+static const struct cli_opt dump_opts[] = {
+	{ "thread", 0, true, O_THREAD }, { "type", 0, true, O_TYPE }, { "limit", 0, true, O_LIMIT },
+};
+
+/* --type LIST: the bits of the record types named into *types; 0 or -1
+ * (message printed). */
+static int parse_types(const char *v, uint32_t *types)
+{
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", v);
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int ty = ct_rec_type_from_name(tok);
+		if (ty < 0) {
+			ana_err("dump: --type: unknown record type '%s' (sample, wp_arm, wp_hit, "
+			        "alloc, free, callsite, thread_start, thread_end, marker, lost, "
+			        "skipped, func_enter, func_exit)", tok);
+			return -1;
+		}
+		*types |= 1u << ty;
+	}
+	if (!*types) {
+		ana_err("dump: --type needs a record type");
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_dump(int argc, char **argv)
 {
-	const char *path = NULL, *v;
+	const char *path, *v;
 	uint64_t thread = UINT64_MAX, limit = UINT64_MAX;
 	uint32_t types = 0;   /* bit per type, 0: all */
-	for (int i = 0; i < argc; i++) {
-		int m;
-		if ((m = arg_value(argc, argv, &i, "--thread", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			const char *p = v[0] == 'T' ? v + 1 : v;
-			if (!parse_u64(p, &thread) || thread > UINT32_MAX) {
-				ana_err("dump: --thread: '%s' is not a thread index", v);
-				return EXIT_USAGE;
-			}
-		} else if ((m = arg_value(argc, argv, &i, "--type", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			char buf[256];
-			snprintf(buf, sizeof buf, "%s", v);
-			for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save)) {
-				int ty = ct_rec_type_from_name(tok);
-				if (ty < 0) {
-					ana_err("dump: --type: unknown record type '%s' (sample, wp_arm, wp_hit, "
-					        "alloc, free, callsite, thread_start, thread_end, marker, lost, "
-					        "skipped, func_enter, func_exit)", tok);
-					return EXIT_USAGE;
-				}
-				types |= 1u << ty;
-			}
-			if (!types) {
-				ana_err("dump: --type needs a record type");
-				return EXIT_USAGE;
-			}
-		} else if ((m = arg_value(argc, argv, &i, "--limit", &v))) {
-			if (m < 0)
-				return EXIT_USAGE;
-			if (!parse_u64(v, &limit)) {
-				ana_err("dump: --limit: '%s' is not a number", v);
-				return EXIT_USAGE;
-			}
-		} else if (arg_trace("dump", argv[i], &path)) {
-			return EXIT_USAGE;
+	struct cli p;
+	cli_init(&p, "dump", argc, argv, dump_opts, sizeof dump_opts / sizeof *dump_opts, NULL);
+	int id, bad = 0;
+	while (!bad && (id = cli_next(&p, &v)) > 0) {
+		const char *n = v[0] == 'T' ? v + 1 : v;
+		if (id == O_THREAD && (!parse_u64(n, &thread) || thread > UINT32_MAX)) {
+			ana_err("dump: --thread: '%s' is not a thread index", v);
+			bad = 1;
+		} else if (id == O_TYPE) {
+			bad = parse_types(v, &types);
+		} else if (id == O_LIMIT && !parse_u64(v, &limit)) {
+			ana_err("dump: --limit: '%s' is not a number", v);
+			bad = 1;
 		}
 	}
-	if (arg_trace_given("dump", path, "dump TRACE [--thread N] [--type TYPE] [--limit N]"))
+	if (bad || id < 0 || cli_trace(&p, &path))
 		return EXIT_USAGE;
 	struct ct_trace *t = ana_open_trace(path);
 	if (!t)

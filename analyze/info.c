@@ -5,6 +5,19 @@
 #include <time.h>
 
 #include "ana.h"
+#include "out_util.h"
+
+/* The next line of [*p, end) without its newline: its start, with *len;
+ * NULL at the end. */
+static const char *next_line(const char **p, const char *end, size_t *len)
+{
+	if (*p >= end)
+		return NULL;
+	const char *s = *p, *nl = memchr(s, '\n', (size_t)(end - s));
+	*len = (size_t)((nl ? nl : end) - s);
+	*p = nl ? nl + 1 : end;
+	return s;
+}
 
 /* Print the key=value lines of a text section, indented, skipping the keys
  * that start with skip_prefix (NULL: none). */
@@ -18,20 +31,16 @@ static void print_kv_section(struct ct_trace *t, enum ct_section kind, const cha
 		return;
 	}
 	printf("%s:\n", title);
-	const char *end = p + len;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		size_t l = (size_t)(le - p);
+	const char *end = p + len, *line;
+	size_t l;
+	while ((line = next_line(&p, end, &l)))
 		if (l && !(skip_prefix && l > strlen(skip_prefix) &&
-		           !memcmp(p, skip_prefix, strlen(skip_prefix)))) {
+		           !memcmp(line, skip_prefix, strlen(skip_prefix)))) {
 			fputs("  ", stdout);
 			for (size_t i = 0; i < l; i++)
-				putchar((unsigned char)p[i] >= 0x20 && p[i] != 0x7f ? p[i] : '?');
+				putchar((unsigned char)line[i] >= 0x20 && line[i] != 0x7f ? line[i] : '?');
 			putchar('\n');
 		}
-		p = nl ? nl + 1 : end;
-	}
 }
 
 bool trace_is_complete(struct ct_trace *t, char *why, size_t cap)
@@ -70,30 +79,138 @@ static void print_cmdline(struct ct_trace *t)
 	printf("command: %s\n", buf[0] ? buf : "(unknown)");
 }
 
-static void print_features(uint64_t f)
+/* The name of feature bit i ("bitN" for one we do not know) into buf. */
+static const char *feature_name(unsigned i, char *buf, size_t cap)
 {
 	static const char *const n[] = { "samples", "watchpoints", "allocs", "full", "funcs", "symbols" };
+	if (i < sizeof n / sizeof *n)
+		return n[i];
+	snprintf(buf, cap, "bit%u", i);
+	return buf;
+}
+
+static void print_features(uint64_t f)
+{
 	bool any = false;
 	for (unsigned i = 0; i < 64; i++) {
+		char b[8];
 		if (!(f & (1ull << i)))
 			continue;
-		if (i < 6)
-			printf("%s%s", any ? "," : "", n[i]);
-		else
-			printf("%sbit%u", any ? "," : "", i);
+		printf("%s%s", any ? "," : "", feature_name(i, b, sizeof b));
 		any = true;
 	}
 	if (!any)
 		printf("none");
 }
 
+/* ---- --format json (schema commtrace-info/1: commanalyze(1)) ---------------- */
+
+/* A text section as a JSON object of its key=value lines (numbers as
+ * numbers), or null. */
+static void kv_section_json(FILE *f, struct ct_trace *t, enum ct_section kind)
+{
+	size_t len = 0;
+	const char *p = ct_trace_section(t, kind, &len);
+	if (!p) {
+		fputs("null", f);
+		return;
+	}
+	fputc('{', f);
+	const char *end = p + len, *line;
+	size_t l;
+	bool first = true;
+	while ((line = next_line(&p, end, &l))) {
+		const char *eq = memchr(line, '=', l);
+		if (eq && eq > line) {
+			char *key = strndup(line, (size_t)(eq - line));
+			char *val = strndup(eq + 1, l - (size_t)(eq - line) - 1);
+			if (key && val) {
+				fputs(first ? "" : ",", f);
+				out_json_string(f, key);
+				fputc(':', f);
+				out_json_value(f, val);
+				first = false;
+			}
+			free(key);
+			free(val);
+		}
+	}
+	fputc('}', f);
+}
+
+static void info_json(FILE *f, struct ct_trace *t, const struct trace_stats *st, size_t n)
+{
+	const struct ct_header *h = ct_trace_header(t);
+	char why[256], buf[4096];
+	bool complete = trace_is_complete(t, why, sizeof why);
+	fprintf(f, "{\"schema\":\"commtrace-info/1\",\"tool\":\"commanalyze %s\",\"trace\":",
+	        CT_VERSION);
+	out_json_string(f, ct_trace_path(t));
+	fprintf(f, ",\n\"format_version\":%u,\"readable_from\":%u,\"features\":[", h->version,
+	        h->min_version);
+	for (unsigned i = 0, k = 0; i < 64; i++)
+		if (h->features & (1ull << i)) {
+			char b[8];
+			fputs(k++ ? "," : "", f);
+			out_json_string(f, feature_name(i, b, sizeof b));
+		}
+	fprintf(f, "],\"created_ns\":%" PRIu64 ",\"complete\":%s,\"completeness\":",
+	        (uint64_t)h->created_ns, complete ? "true" : "false");
+	out_json_string(f, why);
+	fprintf(f, ",\"damage\":");
+	out_json_string(f, ct_trace_damage(t));
+	fprintf(f, ",\n\"command\":");
+	out_json_string(f, trace_command(t, buf, sizeof buf));
+	fprintf(f, ",\n\"machine\":");
+	kv_section_json(f, t, CT_SEC_MACHINE);
+	fprintf(f, ",\n\"config\":");
+	kv_section_json(f, t, CT_SEC_CONFIG);
+	fprintf(f, ",\n\"summary\":");
+	kv_section_json(f, t, CT_SEC_SUMMARY);
+	fprintf(f, ",\n\"threads\":[");
+	for (size_t i = 0; i < ct_trace_nthreads(t); i++) {
+		const struct ct_thread_info *ti = ct_trace_thread(t, i);
+		static const struct thread_stats none = { .first_time = UINT64_MAX };
+		const struct thread_stats *s = ti->index < n ? &st->th[ti->index] : &none;
+		char name[sizeof ti->name + 1];
+		snprintf(name, sizeof name, "%.*s", (int)sizeof ti->name, ti->name);
+		fprintf(f, "%s\n {\"index\":%u,\"tid\":%d,\"parent\":", i ? "," : "", ti->index,
+		        (int)ti->tid);
+		if (ti->parent == UINT32_MAX)
+			fputs("null", f);
+		else
+			fprintf(f, "%u", ti->parent);
+		fprintf(f, ",\"name\":");
+		out_json_string(f, name);
+		fprintf(f, ",\"records\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"loads\":%" PRIu64
+		        ",\"stores\":%" PRIu64 ",\"atomics\":%" PRIu64 ",\"wp_arm\":%" PRIu64
+		        ",\"wp_hit\":%" PRIu64 ",\"alloc\":%" PRIu64 ",\"free\":%" PRIu64
+		        ",\"lost\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"span_ns\":%" PRIu64
+		        ",\"end_status\":", s->records, s->samples, s->loads, s->stores, s->atomics,
+		        s->wp_arm, s->wp_hit, s->alloc, s->free, s->lost, s->skipped,
+		        s->first_time == UINT64_MAX ? 0 : s->last_time - s->first_time);
+		if (s->ended)
+			fprintf(f, "%d}", (int)s->end_status);
+		else
+			fputs("null}", f);
+	}
+	fprintf(f, "],\n\"records\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"unknown_thread_records\":%"
+	        PRIu64 ",\n", st->records, st->samples, st->bad_thread);
+	trace_stats_json(f, st);
+	fprintf(f, "}\n");
+}
+
 int cmd_info(int argc, char **argv)
 {
-	const char *path = NULL;
-	for (int i = 0; i < argc; i++)
-		if (arg_trace("info", argv[i], &path))
-			return EXIT_USAGE;
-	if (arg_trace_given("info", path, "info TRACE"))
+	static const struct cli_opt opts[] = { { "format", 0, true, 1 } };
+	static const char *const formats[] = { "text", "json" };
+	const char *path, *v;
+	struct cli p;
+	cli_init(&p, "info", argc, argv, opts, 1, NULL);
+	int id, format = 0, bad = 0;
+	while (!bad && (id = cli_next(&p, &v)) > 0)
+		bad = cli_choice(&p, v, formats, 2, &format);
+	if (bad || id < 0 || cli_trace(&p, &path))
 		return EXIT_USAGE;
 	struct ct_trace *t = ana_open_trace(path);
 	if (!t)
@@ -107,7 +224,18 @@ int cmd_info(int argc, char **argv)
 		return EXIT_BADTRACE;
 	}
 	struct record_consumer rc = trace_stats_consumer(&st);
-	int bad = replay(t, &rc, 1, true, &err);
+	bad = replay(t, &rc, 1, true, &err);
+	if (format == 1) {
+		info_json(stdout, t, &st, n);
+		if (bad)
+			fprintf(stderr, "commanalyze: %s\n", err.msg);
+		else if (ct_trace_damage(t))
+			fprintf(stderr, "commanalyze: %s\n", ct_trace_damage(t));
+		bad = bad || ct_trace_damage(t);
+		trace_stats_free(&st);
+		ct_trace_close(t);
+		return bad || fflush(stdout) ? EXIT_BADTRACE : 0;
+	}
 
 	const struct ct_header *h = ct_trace_header(t);
 	char why[256], buf[64];

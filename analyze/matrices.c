@@ -11,8 +11,16 @@ const char *const mx_index_names[3] = { "thread", "core", "socket" };
 
 #define IDENTITY_CPU_MAX 1024  /* cpus beyond this are "unmapped" without a map */
 
+/* The cells that ever received weight, per index: the communicating pairs,
+ * walked instead of all n x n cells (thousands of threads). */
+struct mx_cells {
+	uint32_t (*rc)[2];
+	size_t n, cap;
+};
+
 struct matrices {
 	struct matrix m[3][3];   /* [index][kind] */
+	struct mx_cells cells[3];
 	const struct topology *topo;
 	struct mx_totals tot;
 };
@@ -58,9 +66,11 @@ void matrices_free(struct matrices *m)
 {
 	if (!m)
 		return;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		for (int k = 0; k < 3; k++)
 			free(m->m[i][k].cell);
+		free(m->cells[i].rc);
+	}
 	free(m);
 }
 
@@ -73,7 +83,21 @@ static void add(struct matrices *m, int index, size_t row, size_t col, bool tr, 
 			if (mat_resize(&m->m[index][k], need))
 				return;
 	}
-	a->cell[row * a->n + col] += w;
+	double *cell = &a->cell[row * a->n + col];
+	if (*cell == 0 && w != 0) {
+		struct mx_cells *c = &m->cells[index];
+		if (c->n == c->cap) {
+			size_t nc = c->cap ? c->cap * 2 : 64;
+			void *p = realloc(c->rc, nc * sizeof *c->rc);
+			if (!p)
+				return;
+			c->rc = p;
+			c->cap = nc;
+		}
+		c->rc[c->n][0] = (uint32_t)row;
+		c->rc[c->n++][1] = (uint32_t)col;
+	}
+	*cell += w;
 	b->cell[row * b->n + col] += w;
 }
 
@@ -102,6 +126,7 @@ static void mx_event(void *self, const struct comm_event *ev)
 	unsigned via = ev->via < 3 ? ev->via : 0;
 	m->tot.events[via][ev->true_sharing]++;
 	m->tot.weight[via][ev->true_sharing] += ev->weight;
+	m->tot.var[via][ev->true_sharing] += ev->var;
 	if (ev->dst < m->m[MX_THREAD][MX_ALL].n && ev->src < m->m[MX_THREAD][MX_ALL].n)
 		add(m, MX_THREAD, ev->dst, ev->src, ev->true_sharing, ev->weight);
 	if (!m->topo)
@@ -124,6 +149,12 @@ const struct matrix *matrices_get(const struct matrices *m, enum mx_index index,
                                   enum mx_kind kind)
 {
 	return &m->m[index][kind];
+}
+
+size_t matrices_cells(const struct matrices *m, enum mx_index index, const uint32_t (**rc)[2])
+{
+	*rc = (const uint32_t (*)[2])m->cells[index].rc;
+	return m->cells[index].n;
 }
 
 const struct mx_totals *matrices_totals(const struct matrices *m)

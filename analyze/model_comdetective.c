@@ -117,7 +117,7 @@ static void cd_sample(struct cd *cd, const struct ct_record *r)
 		.addr = s->addr, .src_addr = e->addr, .len = s->len, .src_len = e->len,
 		.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
 		.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
-		.ip = s->ip, .src_ip = e->ip, .weight = (double)w,
+		.ip = s->ip, .src_ip = e->ip, .weight = (double)w, .var = sampled_var((double)w),
 	};
 	emit(cd->out, cd->nout, &ev);
 }
@@ -167,6 +167,7 @@ static void cd_hit(struct cd *cd, const struct ct_record *r)
 		.dst_kind = h->kind, .via = COMM_VIA_WATCHPOINT,
 		.true_sharing = ranges_overlap(h->addr, h->len, a->pub_addr, a->pub_len),
 		.ip = h->ip, .src_ip = 0, .weight = (double)th->arm_period * scale,
+		.var = sampled_var((double)th->arm_period * scale),
 	};
 	emit(cd->out, cd->nout, &ev);
 	th->hit_done = true;

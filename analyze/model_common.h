@@ -20,6 +20,22 @@ static inline void emit(struct event_consumer *out, size_t nout, const struct co
 		out[i].event(out[i].self, ev);
 }
 
+/* The variance part of an event of weight w that stands alone, as if it
+ * had been sampled with probability 1/w (comm_event.var): w (w - 1), 0 for
+ * w <= 1 (an event seen with certainty). */
+static inline double sampled_var(double w)
+{
+	return w > 1 ? w * (w - 1) : 0;
+}
+
+/* The owner estimator (model_exact.c): the exact model's line states over
+ * every access, where a transfer counts only when the store it follows
+ * (the line's last store, its owner) was sampled, with that sample's
+ * weight.  exact_owner_access: one access r, owner_weight its sampling
+ * weight if it is a sampled store, else 0.  finish and destroy: model_exact's. */
+void *exact_owner_create(const struct model_setup *s);
+void exact_owner_access(void *exact, const struct ct_record *r, double owner_weight);
+
 static inline unsigned log2u(unsigned v)
 {
 	unsigned s = 0;

@@ -36,8 +36,18 @@
  * --watchpoints 0 (MODEL_WP_NONE in analysis.h) runs without watchpoints: no
  * arms, samples only.
  *
- * Randomness: one xorshift generator per thread, seeded from its index:
- * runs are reproducible. */
+ * --estimator owner replaces the ComDetective step and its weighting by
+ * the owner estimator (model_exact.c, exact_owner_*): a sampled store
+ * weighs its period x the transfers it owns, which the full trace shows
+ * exactly (what software watchpoints on its line, from the sample to the
+ * next store, would record).  Its sampler takes each store with
+ * probability 1/N, independently (the thread's generator), not every Nth:
+ * then its expectation is exact's volume and split whatever the program's
+ * loops (every Nth store aliased with false_sharing's loop: +33% at N =
+ * 100, +6% at N = 2, on one full trace).
+ *
+ * Randomness: one xorshift generator per thread, seeded from its index
+ * and --seed: runs are reproducible, and --seed gives other draws. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +58,7 @@
 #define EMU_DEFAULT_WP 4u
 
 extern const struct model_ops model_comdetective;
+extern const struct model_ops model_exact;
 
 struct emu_thread {
 	uint64_t nload, nstore;
@@ -102,12 +113,17 @@ static void *emu_create(const struct model_setup *s)
 		.board = e->nwp ? &e->board : NULL, .expiry = CD_EXPIRY_RECORDER,
 		.line_size = line_size,
 	};
-	for (size_t i = 0; i < s->nthreads; i++)
-		e->t[i].rnd = (((uint64_t)i + 1) << 32) ^ 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		e->t[i].rnd = (((uint64_t)i + 1) << 32) ^ 0x9e3779b97f4a7c15ull ^
+		              (uint64_t)e->o.seed * 0x2545f4914f6cdd1dull;
+		if (!e->t[i].rnd)        /* xorshift's one forbidden state */
+			e->t[i].rnd = 0x9e3779b97f4a7c15ull;
+	}
 	struct model_setup in = *s;
 	in.opts = &e->o;
-	e->inner = &model_comdetective;
-	e->in = e->inner->create(&in);
+	bool owner = e->o.estimator == ESTIMATOR_OWNER;
+	e->inner = owner ? &model_exact : &model_comdetective;
+	e->in = owner ? exact_owner_create(&in) : e->inner->create(&in);
 	if (!e->in) {
 		emu_destroy(e);
 		return NULL;
@@ -164,11 +180,17 @@ static void emu_record(void *self, const struct ct_record *r)
 
 	bool store = s->kind != CT_ACCESS_LOAD;
 	uint64_t n = store ? ++th->nstore : ++th->nload;
+	uint64_t period = e->period * (s->period ? s->period : 1);
+	if (e->inner == &model_exact) {
+		bool sampled = store && board_random(&th->rnd) % e->period == 0;
+		exact_owner_access(e->in, r, sampled ? (double)period : 0);
+		return;
+	}
 	if (n % e->period)
 		return;
 
 	struct ct_record smp = *r;
-	smp.u.sample.period = e->period * (s->period ? s->period : 1);
+	smp.u.sample.period = period;
 	e->inner->record(e->in, &smp);
 
 	struct cd_access a = {

@@ -27,6 +27,21 @@
  * a pool, attached only to lines such a thread touched.  Lines above 64
  * bytes keep their written-bytes mask in a parallel array.
  *
+ * The owner estimator (exact_owner_create, used by emulate --estimator
+ * owner) runs the same states over every access but counts a transfer only
+ * when the line's last store before it (the store that invalidated the
+ * receiver's copy: its owner; every transfer has exactly one) was sampled,
+ * with that sample's weight P.  A store s owns Y_s transfers: the distinct
+ * other threads that access the line after s, up to and including the
+ * next store to it (that store too when its thread had no copy).  So the
+ * estimate sum P Y_s over the sampled stores has the expectation sum Y_s =
+ * exact's count when each store is sampled with probability 1/P, and its
+ * true/false split is exact's (the same bytes decide).  Its variance,
+ * sum (P - 1) Y_s^2 under independent sampling, is estimated by
+ * sum (P - 1) P Y_s^2 over the sampled stores: the k-th transfer of a
+ * sampled store adds (P - 1) P (2k - 1) to comm_event.var, so that a
+ * store's events add up to (P - 1) P Y_s^2.
+ *
  * Only SAMPLE records are used.  Allocation and free records do not reset
  * lines: memory reused by another thread after free() is a transfer, as it
  * is in the hardware. */
@@ -49,11 +64,17 @@ struct xline {
 	uint32_t ext;            /* holders >= 64: pool index + 1, 0 none */
 };
 
-/* ... and what only stores and transfers do, in a parallel array. */
+/* ... what only stores and transfers do, in a parallel array ... */
 struct xsrc {
 	uint64_t waddr, wip;     /* the last writer's last store */
 	uint32_t wcpu;
 	uint8_t wlen;
+};
+
+/* ... and, for the owner estimator only, the last store's sampling. */
+struct xown {
+	double weight;           /* 0: the last store was not sampled */
+	uint64_t owned;          /* transfers it owns so far */
 };
 
 struct exact {
@@ -63,6 +84,7 @@ struct exact {
 	size_t nout;
 	struct xline *tab;
 	struct xsrc *src;        /* parallel to tab */
+	struct xown *own;        /* parallel to tab, the owner estimator only */
 	size_t cap, used;        /* cap: power of two */
 	unsigned cap_bits;
 	unsigned mwords;         /* 64-bit words of a written mask (1 if line <= 64) */
@@ -78,6 +100,8 @@ struct exact {
 	} *tc;
 	bool oom;
 };
+
+static void exact_destroy(void *self);
 
 /* Zeroed arrays; the large ones on their own mapping with transparent huge
  * pages (the table is accessed at random: fewer TLB misses). */
@@ -136,11 +160,17 @@ static void *exact_create(const struct model_setup *s)
 		x->wide = big_calloc(x->cap * x->mwords, sizeof *x->wide);
 	x->tc = calloc(s->nthreads ? s->nthreads : 1, sizeof *x->tc);
 	if (!x->tab || !x->src || (x->mwords > 1 && !x->wide) || !x->tc) {
-		big_free(x->tab, x->cap, sizeof *x->tab);
-		big_free(x->src, x->cap, sizeof *x->src);
-		big_free(x->wide, x->cap * x->mwords, sizeof *x->wide);
-		free(x->tc);
-		free(x);
+		exact_destroy(x);
+		return NULL;
+	}
+	return x;
+}
+
+void *exact_owner_create(const struct model_setup *s)
+{
+	struct exact *x = exact_create(s);
+	if (x && !(x->own = big_calloc(x->cap, sizeof *x->own))) {
+		exact_destroy(x);
 		return NULL;
 	}
 	return x;
@@ -153,10 +183,12 @@ static int grow(struct exact *x)
 	struct xline *nt = big_calloc(ncap, sizeof *nt);
 	struct xsrc *ns = big_calloc(ncap, sizeof *ns);
 	uint64_t *nw = x->mwords > 1 ? big_calloc(ncap * x->mwords, sizeof *nw) : NULL;
-	if (!nt || !ns || (x->mwords > 1 && !nw)) {
+	struct xown *no = x->own ? big_calloc(ncap, sizeof *no) : NULL;
+	if (!nt || !ns || (x->mwords > 1 && !nw) || (x->own && !no)) {
 		big_free(nt, ncap, sizeof *nt);
 		big_free(ns, ncap, sizeof *ns);
 		big_free(nw, ncap * x->mwords, sizeof *nw);
+		big_free(no, ncap, sizeof *no);
 		return -1;
 	}
 	for (size_t i = 0; i < x->cap; i++) {
@@ -167,12 +199,16 @@ static int grow(struct exact *x)
 			j = (j + 1) & (ncap - 1);
 		nt[j] = x->tab[i];
 		ns[j] = x->src[i];
+		if (no)
+			no[j] = x->own[i];
 		if (nw)
 			memcpy(nw + j * x->mwords, x->wide + i * x->mwords, x->mwords * sizeof *nw);
 	}
 	big_free(x->tab, x->cap, sizeof *x->tab);
 	big_free(x->src, x->cap, sizeof *x->src);
 	big_free(x->wide, x->cap * x->mwords, sizeof *x->wide);
+	big_free(x->own, x->cap, sizeof *x->own);
+	x->own = no;
 	x->tab = nt;
 	x->src = ns;
 	x->wide = nw;
@@ -336,8 +372,30 @@ static void wide_set(uint64_t *m, unsigned off, unsigned len)
 
 /* ---- accesses ----------------------------------------------------------- */
 
+/* The weight and variance part of a transfer on the line in slot: the
+ * receiver's weight, or the owner estimator's (false: its owner was not
+ * sampled, no event). */
+static bool transfer_weight(struct exact *x, size_t slot, double weight, struct comm_event *ev)
+{
+	if (!x->own) {
+		ev->weight = weight;
+		ev->var = sampled_var(weight);
+		return true;
+	}
+	struct xown *o = &x->own[slot];
+	if (!(o->weight > 0))
+		return false;
+	o->owned++;
+	ev->weight = o->weight;
+	ev->var = (o->weight - 1) * o->weight * (double)(2 * o->owned - 1);
+	ev->via = COMM_VIA_SAMPLE;
+	return true;
+}
+
+/* One access of r to one line; weight: the receiver's (exact), owner_w:
+ * this access's weight as an owner (the owner estimator). */
 static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, unsigned len,
-                  double weight)
+                  double weight, double owner_w)
 {
 	const struct ct_sample *s = &r->u.sample;
 	uint32_t t = r->thread;
@@ -360,9 +418,10 @@ static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, uns
 			.line = ln << x->line_shift,
 			.addr = addr, .src_addr = w->waddr, .len = (uint8_t)len, .src_len = w->wlen,
 			.dst_kind = s->kind, .via = COMM_VIA_EXACT, .true_sharing = tr,
-			.ip = s->ip, .src_ip = w->wip, .weight = weight,
+			.ip = s->ip, .src_ip = w->wip,
 		};
-		emit(x->out, x->nout, &ev);
+		if (transfer_weight(x, slot, weight, &ev))
+			emit(x->out, x->nout, &ev);
 	}
 	if (s->kind == CT_ACCESS_LOAD) {
 		add_holder(x, l, t);
@@ -380,12 +439,13 @@ static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, uns
 	l->writer = t;
 	x->src[slot] = (struct xsrc){ .waddr = addr, .wip = s->ip, .wcpu = s->cpu,
 	                              .wlen = (uint8_t)len };
+	if (x->own)
+		x->own[slot] = (struct xown){ .weight = owner_w };
 	sole_holder(x, l, t);
 }
 
-static void exact_record(void *self, const struct ct_record *r)
+static void access_pieces(struct exact *x, const struct ct_record *r, double owner_w)
 {
-	struct exact *x = self;
 	if (r->type != CT_REC_SAMPLE || r->thread >= x->nthreads)
 		return;
 	const struct ct_sample *s = &r->u.sample;
@@ -395,12 +455,22 @@ static void exact_record(void *self, const struct ct_record *r)
 	while (len) {
 		unsigned room = x->line_size - (unsigned)(addr & (x->line_size - 1));
 		unsigned n = len < room ? len : room;
-		piece(x, r, addr, n, w);
+		piece(x, r, addr, n, w, owner_w);
 		len -= n;
 		addr += n;
 		if (!addr)               /* wrapped past the top of the address space */
 			break;
 	}
+}
+
+static void exact_record(void *self, const struct ct_record *r)
+{
+	access_pieces(self, r, 0);
+}
+
+void exact_owner_access(void *exact, const struct ct_record *r, double owner_weight)
+{
+	access_pieces(exact, r, owner_weight);
 }
 
 static void exact_finish(void *self)
@@ -419,6 +489,7 @@ static void exact_destroy(void *self)
 	big_free(x->tab, x->cap, sizeof *x->tab);
 	big_free(x->src, x->cap, sizeof *x->src);
 	big_free(x->wide, x->cap * x->mwords, sizeof *x->wide);
+	big_free(x->own, x->cap, sizeof *x->own);
 	free(x->pool);
 	free(x->pool_free);
 	free(x->tc);

@@ -208,6 +208,7 @@ static void sig_record(void *self, const struct ct_record *r)
 				.dst_kind = s->kind, .via = COMM_VIA_EXACT, .true_sharing = true,
 				.ip = s->ip, .src_ip = 0,
 				.weight = s->period ? (double)s->period : 1.0,
+				.var = sampled_var(s->period ? (double)s->period : 1.0),
 			};
 			emit(g->out, g->nout, &ev);
 		}

@@ -192,7 +192,7 @@ static void win_sample(struct win *w, const struct ct_record *r)
 			.addr = s->addr, .src_addr = p->addr, .len = s->len, .src_len = p->len,
 			.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
 			.true_sharing = ranges_overlap(s->addr, s->len, p->addr, p->len),
-			.ip = s->ip, .src_ip = p->ip, .weight = weight,
+			.ip = s->ip, .src_ip = p->ip, .weight = weight, .var = sampled_var(weight),
 		};
 		emit(w->out, w->nout, &ev);
 	}

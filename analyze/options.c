@@ -1,6 +1,6 @@
 /* Model options: one table (opt_table) from which their defaults, the one
  * parser shared by every command, their canonical text, the usage text and
- * the sweep's parameters are derived; and the commands' argument helpers. */
+ * the sweep's parameters are derived; and the commands' messages. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -25,6 +25,7 @@ enum opt_type {
 	OPT_HASH,       /* enum hash_kind: mod|murmur */
 	OPT_TIME,       /* uint64_t ns >= min, with a unit ns, us, ms, s */
 	OPT_PROB,       /* double in (0, 1); 0 means `unset` */
+	OPT_ESTIMATOR,  /* enum estimator_kind: estimator_names */
 };
 
 struct model_opt {
@@ -50,7 +51,7 @@ struct model_opt {
 	  "bulletin board entries", " comdetective emulate ") \
 	X("hash", OPT_HASH, hash, 0, 0, NULL, NULL, 0, "mod|murmur", \
 	  "board index: line number mod N, or murmur3 mix", " comdetective emulate ") \
-	X("line-size", OPT_POW2, line_size, 8, 4096, NULL, NULL, 0, "N", \
+	X("line-size", OPT_POW2, line_size, 8, 4096, NULL, "recorded", 0, "N", \
 	  "bytes (default: recorded, else 64)", \
 	  " comdetective window exact emulate ") \
 	X("watchpoints", OPT_WATCHPOINTS, watchpoints, 0, CT_WP_MAX, NULL, "recorded", 1, "D", \
@@ -65,7 +66,11 @@ struct model_opt {
 	X("fp-rate", OPT_PROB, fp_rate, 0, 0, NULL, "default", 0, "P", \
 	  "signature model: false positive rate", " signature ") \
 	X("emulate-period", OPT_UINT, emulate_period, 1, 1u << 31, NULL, "default", 0, "N", \
-	  "emulate model: sample every Nth access per kind", " emulate ")
+	  "emulate model: sample every Nth access per kind", " emulate ") \
+	X("estimator", OPT_ESTIMATOR, estimator, 0, 0, "comdetective", NULL, 0, "NAME", \
+	  "how detected transfers are weighted", " comdetective emulate ") \
+	X("seed", OPT_UINT, seed, 0, UINT32_MAX, NULL, NULL, 0, "N", \
+	  "emulate model: seed of its random draws", " emulate ")
 
 #define OPT_ROW(n, ty, fld, lo, hi, df, un, fi, arg, help, models) \
 	{ n, ty, offsetof(struct model_opts, fld), lo, hi, df, un, fi, arg, help, models },
@@ -131,7 +136,7 @@ static int bad(char *err, size_t cap, const char *fmt, ...)
 }
 
 /* Number with an optional time unit (ns, us, ms, s); plain numbers are ns. */
-static bool parse_ns(const char *s, uint64_t *out)
+bool parse_ns(const char *s, uint64_t *out)
 {
 	if (!s || *s < '0' || *s > '9')
 		return false;
@@ -158,6 +163,21 @@ static bool parse_ns(const char *s, uint64_t *out)
 }
 
 static const char *const hash_names[] = { "mod", "murmur" };
+const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner" };
+const char *const estimator_summaries[ESTIMATORS] = {
+	"a detected event weighs its sample's period (ComDetective's)",
+	"a sampled store x the transfers it owns: unbiased (emulate)",
+};
+
+bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap)
+{
+	if (o->estimator != ESTIMATOR_OWNER || (model && !strcmp(model, "emulate")))
+		return true;
+	snprintf(why, cap, "--estimator owner needs every access after a sampled store: it runs "
+	         "with --model emulate on a full trace (not yet from the watchpoint records of a "
+	         "sampled trace)");
+	return false;
+}
 
 static int parse_model(struct model_opts *o, const char *value, char *err, size_t cap)
 {
@@ -224,6 +244,13 @@ static int parse_opt(const struct model_opt *d, struct model_opts *o, const char
 				return 0;
 			}
 		return bad(err, cap, "--%s: '%s' is not mod or murmur", d->name, value);
+	case OPT_ESTIMATOR:
+		for (size_t i = 0; i < ESTIMATORS; i++)
+			if (!strcmp(value, estimator_names[i])) {
+				*(enum estimator_kind *)at = (enum estimator_kind)i;
+				return 0;
+			}
+		return bad(err, cap, "--%s: '%s' is not comdetective or owner", d->name, value);
 	case OPT_TIME:
 		if (!parse_ns(value, &v) || v < d->min)
 			return bad(err, cap, "--%s: '%s' is not a time above 0 (ns, or with a unit: us, ms, s)",
@@ -274,6 +301,9 @@ static void format_opt(const struct model_opt *d, const struct model_opts *o, ch
 	}
 	case OPT_HASH:
 		snprintf(buf, cap, "%s", hash_names[*(const enum hash_kind *)at == HASH_MURMUR]);
+		return;
+	case OPT_ESTIMATOR:
+		snprintf(buf, cap, "%s", estimator_names[*(const enum estimator_kind *)at == ESTIMATOR_OWNER]);
 		return;
 	case OPT_TIME:
 		snprintf(buf, cap, "%" PRIu64, *(const uint64_t *)at);
@@ -345,16 +375,22 @@ void model_opts_usage(FILE *f)
 	for (size_t i = 0; i < NOPTS; i++) {
 		const struct model_opt *d = &opt_table[i];
 		char head[64], help[256];
-		snprintf(head, sizeof head, "--%s %s", d->name, d->arg);
+		char letter = cli_model_letter(d->name);
+		char shortname[8] = "";
+		if (letter)
+			snprintf(shortname, sizeof shortname, "-%c, ", letter);
+		snprintf(head, sizeof head, "%s--%s %s", shortname, d->name, d->arg);
 		if (d->dflt)
 			snprintf(help, sizeof help, "%s (default %s)%s", d->help, d->dflt,
-			         d->type == OPT_MODEL ? ":" : "");
+			         d->type == OPT_MODEL || d->type == OPT_ESTIMATOR ? ":" : "");
 		else
 			snprintf(help, sizeof help, "%s", d->help);
 		int at = fprintf(f, "  %-31s%s", head, strlen(head) > 31 ? "   " : "");
 		print_wrapped_at(f, help, at, 33);
 		for (size_t m = 0; d->type == OPT_MODEL && all_models[m]; m++)
 			fprintf(f, "      %-14s %s\n", all_models[m]->name, all_models[m]->summary);
+		for (size_t k = 0; d->type == OPT_ESTIMATOR && k < ESTIMATORS; k++)
+			fprintf(f, "      %-14s %s\n", estimator_names[k], estimator_summaries[k]);
 	}
 }
 
@@ -367,75 +403,6 @@ void model_opt_list(FILE *f, int col, int at)
 	}
 	fputc(' ', f);
 	print_wrapped_at(f, list, at + 1, col);
-}
-
-int arg_value(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-	if (strncmp(a, name, n))
-		return 0;
-	if (a[n] == '=') {
-		*value = a + n + 1;
-		return 1;
-	}
-	if (a[n])
-		return 0;
-	if (*i + 1 >= argc) {
-		ana_err("%s needs a value", name);
-		return -1;
-	}
-	*value = argv[++*i];
-	return 1;
-}
-
-const char *names_list(const char *const *names, size_t n, char *buf, size_t cap)
-{
-	size_t l = 0;
-	buf[0] = 0;
-	for (size_t i = 0; i < n && l < cap; i++)
-		l += (size_t)snprintf(buf + l, cap - l, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " or ",
-		                      names[i]);
-	return buf;
-}
-
-int arg_choice(int argc, char **argv, int *i, const char *cmd, const char *name,
-               const char *const *names, size_t n, int *out)
-{
-	const char *v;
-	int m = arg_value(argc, argv, i, name, &v);
-	if (m <= 0)
-		return m;
-	for (size_t k = 0; k < n; k++)
-		if (!strcmp(v, names[k])) {
-			*out = (int)k;
-			return 1;
-		}
-	char list[256];
-	ana_err("%s: %s: '%s' is not %s", cmd, name, v, names_list(names, n, list, sizeof list));
-	return -1;
-}
-
-int arg_trace(const char *cmd, const char *a, const char **path)
-{
-	if (a[0] == '-' && a[1]) {
-		ana_err("%s: unknown option '%s'", cmd, a);
-		return EXIT_USAGE;
-	}
-	if (*path) {
-		ana_err("%s: one trace only ('%s' and '%s')", cmd, *path, a);
-		return EXIT_USAGE;
-	}
-	*path = a;
-	return 0;
-}
-
-int arg_trace_given(const char *cmd, const char *path, const char *usage)
-{
-	if (path)
-		return 0;
-	ana_err("%s: which trace? usage: commanalyze %s", cmd, usage);
-	return EXIT_USAGE;
 }
 
 struct ct_trace *ana_open_trace(const char *path)
@@ -464,33 +431,10 @@ void ana_err(const char *fmt, ...)
 
 void ana_warn(const char *fmt, ...)
 {
+	if (ana_verbosity < 0)
+		return;
 	va_list ap;
 	va_start(ap, fmt);
 	vmsg("warning: ", fmt, ap);
 	va_end(ap);
-}
-
-int model_args(struct model_opts *o, int argc, char **argv, int *i)
-{
-	const char *a = argv[*i];
-	if (a[0] != '-' || a[1] != '-')
-		return 0;
-	char name[64], err[256];
-	const char *eq = strchr(a, '=');
-	size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-	snprintf(name, sizeof name, "%.*s", (int)nl, a + 2);
-	if (!opt_find(name))
-		return 0;
-	const char *val = eq ? eq + 1 : (*i + 1 < argc ? argv[*i + 1] : NULL);
-	if (!val) {
-		ana_err("--%s needs a value", name);
-		return -1;
-	}
-	if (model_opts_parse(o, name, val, err, sizeof err)) {
-		ana_err("%s", err);
-		return -1;
-	}
-	if (!eq)
-		++*i;
-	return 1;
 }

@@ -2,10 +2,13 @@
  * dataset (n x n, row-major like struct matrix_out) per matrix, at the root,
  * named m->name ('/' replaced by '_'; "_2", "_3"... appended to repeated
  * names; "matrix_K" when there is no name).  Each dataset carries scalar
- * UTF-8 string attributes kind, index, units and every attr of the matrix,
- * plus "labels", a 1-D array of n variable-length strings (row and column
- * labels, same order).  The file itself carries "creator" (commtrace and its
- * version), "format" ("commtrace matrices") and "matrices" (how many).
+ * UTF-8 string attributes kind, index, units, every attr of the matrix (a
+ * number as a uint64 or float64), plus "labels", a 1-D array of n
+ * variable-length strings (row and column labels, same order), also as the
+ * dimension scales INDEX_row and INDEX_column (datasets at the root, shared
+ * by the matrices of one index).  The file itself carries "creator"
+ * (commtrace and its version), "format" ("commtrace matrices") and
+ * "matrices" (how many, uint64).
  *
  * The HDF5 automatic error printing is switched off while writing (and
  * restored afterwards); failures come back as -1 with err->msg naming the
@@ -33,6 +36,9 @@ int write_matrices_h5(const char *path, const struct matrix_out *m, size_t nm,
 }
 
 #else
+
+#include <hdf5_hl.h>
+#include <math.h>
 
 #include "out_h5.h"
 
@@ -121,6 +127,76 @@ void h5w_attr_f64(struct h5w *h, hid_t obj, const char *key, double v)
 	attr_scalar(h, obj, key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 
+/* text as a number: 'u' a decimal integer (*u), 'f' another finite number
+ * (*f), 0 not a number. */
+static int text_number(const char *text, uint64_t *u, double *f)
+{
+	if (!text || !*text || strchr(" \t\n", *text))
+		return 0;
+	char *end;
+	errno = 0;
+	if (*text >= '0' && *text <= '9') {
+		unsigned long long v = strtoull(text, &end, 10);
+		if (!*end && !errno) {
+			*u = v;
+			return 'u';
+		}
+	}
+	errno = 0;
+	double d = strtod(text, &end);
+	if (*end || errno || !isfinite(d) || !strpbrk(text, "0123456789"))
+		return 0;
+	*f = d;
+	return 'f';
+}
+
+void h5w_attr_value(struct h5w *h, hid_t obj, const char *key, const char *text)
+{
+	uint64_t u;
+	double f;
+	switch (text_number(text, &u, &f)) {
+	case 'u':
+		h5w_attr_u64(h, obj, key, u);
+		return;
+	case 'f':
+		h5w_attr_f64(h, obj, key, f);
+		return;
+	}
+	h5w_attr_str(h, obj, key, text);
+}
+
+hid_t h5w_dataset_values(struct h5w *h, hid_t loc, const char *name, const char *const *v,
+                         size_t n)
+{
+	uint64_t *u = calloc(n ? n : 1, sizeof *u);
+	double *f = calloc(n ? n : 1, sizeof *f);
+	int kind = u && f && n ? 'u' : 0;
+	for (size_t i = 0; kind && i < n; i++) {
+		int k = text_number(v[i], &u[i], &f[i]);
+		if (k == 'u')
+			f[i] = (double)u[i];
+		else if (k == 'f')
+			kind = 'f';
+		else
+			kind = 0;
+	}
+	hsize_t dim = n;
+	hid_t d = kind == 'u' ? h5w_dataset(h, loc, name, 1, &dim, H5T_STD_U64LE, H5T_NATIVE_UINT64, u)
+	        : kind == 'f' ? h5w_dataset(h, loc, name, 1, &dim, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, f)
+	        : h5w_dataset(h, loc, name, 1, &dim, h->str, h->str, v);
+	free(u);
+	free(f);
+	return d;
+}
+
+void h5w_attach_scale(struct h5w *h, hid_t d, hid_t scale, unsigned dim)
+{
+	if (H5DSis_scale(scale) <= 0 && H5DSset_scale(scale, NULL) < 0)
+		h5w_fail(h);
+	else if (H5DSattach_scale(d, scale, dim) < 0)
+		h5w_fail(h);
+}
+
 void h5w_attr_strs(struct h5w *h, hid_t obj, const char *key, const char *const *v, size_t n)
 {
 	hsize_t dim = n;
@@ -157,6 +233,41 @@ void h5w_dataset_strs(struct h5w *h, hid_t loc, const char *name, const char *co
 		H5Dclose(d);
 }
 
+/* The labels as the scales of both dimensions of matrix d: datasets
+ * INDEX_row and INDEX_column of loc, made by the first matrix of that
+ * index; one there already of another length (the labels of another kind
+ * of matrix) is left alone, and d gets no scales. */
+static void attach_label_scales(struct h5w *h, hid_t loc, hid_t d, const struct matrix_out *m,
+                                const char *const *labels)
+{
+	static const char *const side[] = { "row", "column" };
+	for (unsigned dim = 0; dim < 2; dim++) {
+		char name[96];
+		snprintf(name, sizeof name, "%s_%s", m->index && *m->index ? m->index : "label",
+		         side[dim]);
+		hid_t sc;
+		if (H5Lexists(loc, name, H5P_DEFAULT) > 0) {
+			sc = H5Dopen2(loc, name, H5P_DEFAULT);
+			hid_t sp = sc < 0 ? -1 : H5Dget_space(sc);
+			hssize_t len = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+			if (sp >= 0)
+				H5Sclose(sp);
+			if (len != (hssize_t)m->n) {
+				if (sc >= 0)
+					H5Dclose(sc);
+				continue;
+			}
+		} else {
+			hsize_t dim_n = m->n;
+			sc = h5w_dataset(h, loc, name, 1, &dim_n, h->str, h->str, labels);
+		}
+		if (sc < 0)
+			continue;
+		h5w_attach_scale(h, d, sc, dim);
+		H5Dclose(sc);
+	}
+}
+
 hid_t h5w_matrix(struct h5w *h, hid_t loc, const char *name, const struct matrix_out *m)
 {
 	size_t n = m->n;
@@ -182,6 +293,7 @@ hid_t h5w_matrix(struct h5w *h, hid_t loc, const char *name, const struct matrix
 		for (size_t i = 0; i < n; i++)
 			v[i] = out_label(m, i, bufs[i], sizeof bufs[i]);
 		h5w_attr_strs(h, d, "labels", v, n);
+		attach_label_scales(h, loc, d, m, v);
 	} else {
 		h5w_fail(h);
 	}
@@ -223,15 +335,20 @@ static void write_one(struct h5w *h, const struct matrix_out *m, const char *nam
 	if (d < 0)
 		return;
 	for (size_t a = 0; m->attrs && a < m->nattrs; a++) {
-		const char *key = m->attrs[a].key;
-		/* "labels" and the fixed keys are ours: keep the attr under a prefix */
+		const char *key = m->attrs[a].key, *value = m->attrs[a].value;
+		/* "labels" and the fixed keys are ours: the same value is there
+		 * already; another is kept under a prefix */
+		const char *fixed = !key ? NULL : !strcmp(key, "kind") ? m->kind :
+		                    !strcmp(key, "index") ? m->index : !strcmp(key, "units") ? m->units :
+		                    !strcmp(key, "labels") ? "" : NULL;
 		char alt[256];
-		if (key && (!strcmp(key, "labels") || !strcmp(key, "kind") || !strcmp(key, "index") ||
-		            !strcmp(key, "units"))) {
+		if (fixed && value && !strcmp(fixed, value))
+			continue;
+		if (fixed) {
 			snprintf(alt, sizeof alt, "attr_%s", key);
 			key = alt;
 		}
-		h5w_attr_str(h, d, key, m->attrs[a].value);
+		h5w_attr_value(h, d, key, value);
 	}
 	if (H5Dclose(d) < 0)
 		h5w_fail(h);
@@ -246,11 +363,10 @@ int write_matrices_h5(const char *path, const struct matrix_out *m, size_t nm,
 	struct h5w h;
 	if (h5w_create(&h, path, err))
 		return -1;
-	char count[32], name[300];
-	snprintf(count, sizeof count, "%zu", nm);
+	char name[300];
 	h5w_attr_str(&h, h.file, "creator", "commtrace " CT_VERSION);
 	h5w_attr_str(&h, h.file, "format", "commtrace matrices");
-	h5w_attr_str(&h, h.file, "matrices", count);
+	h5w_attr_u64(&h, h.file, "matrices", nm);
 	if (h.bad)
 		snprintf(err->msg, sizeof err->msg, "cannot write HDF5 file '%s': file attributes", path);
 	for (size_t k = 0; k < nm && !h.bad; k++) {

@@ -35,14 +35,26 @@ void h5w_attr_strs(struct h5w *h, hid_t obj, const char *key, const char *const 
 void h5w_attr_u64(struct h5w *h, hid_t obj, const char *key, uint64_t v);
 void h5w_attr_i64(struct h5w *h, hid_t obj, const char *key, int64_t v);
 void h5w_attr_f64(struct h5w *h, hid_t obj, const char *key, double v);
+/* An attribute from text: a uint64 when it is a decimal integer, a float64
+ * when it is another finite number, else a string (numbers stay numbers for
+ * h5py, xarray and pandas). */
+void h5w_attr_value(struct h5w *h, hid_t obj, const char *key, const char *text);
+/* A 1-D dataset of the n texts: uint64 or float64 when every one is a
+ * number (as h5w_attr_value), else strings.  Open (close it), or < 0. */
+hid_t h5w_dataset_values(struct h5w *h, hid_t loc, const char *name, const char *const *v,
+                         size_t n);
+/* Make dataset `scale` (1-D) the dimension scale of dimension `dim` of d. */
+void h5w_attach_scale(struct h5w *h, hid_t d, hid_t scale, unsigned dim);
 /* A dataset of `rank` dims written from data (memory type mtype): open
  * (close it), or < 0. */
 hid_t h5w_dataset(struct h5w *h, hid_t loc, const char *name, int rank, const hsize_t *dims,
                   hid_t ftype, hid_t mtype, const void *data);
 void h5w_dataset_strs(struct h5w *h, hid_t loc, const char *name, const char *const *v, size_t n);
 /* Matrix m as dataset `name` of loc with the attributes kind, index, units
- * and labels (m's other attributes and settings are the caller's): open
- * (close it), or < 0. */
+ * and labels, and its labels as the dimension scales of its rows and
+ * columns (datasets INDEX_row and INDEX_column of loc, shared by the
+ * matrices of one index; m's other attributes and settings are the
+ * caller's): open (close it), or < 0. */
 hid_t h5w_matrix(struct h5w *h, hid_t loc, const char *name, const struct matrix_out *m);
 
 #endif

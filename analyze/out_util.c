@@ -242,6 +242,14 @@ static int put_xml(FILE *f, unsigned cp)
 	}
 }
 
+int out_json_value(FILE *f, const char *text)
+{
+	size_t n = text ? strspn(text, "0123456789") : 0;
+	if (n && !text[n] && n < 20 && (text[0] != '0' || n == 1))
+		return fputs(text, f);
+	return out_json_string(f, text);
+}
+
 int out_json_string(FILE *f, const char *s)
 {
 	if (!s)

@@ -55,6 +55,8 @@ size_t out_utf8_next(const unsigned char *s, unsigned *cp);
 /* Writers of escaped strings; return <0 on I/O error like fputs. */
 int out_csv_field(FILE *f, const char *s);   /* RFC 4180 quoting when needed */
 int out_json_string(FILE *f, const char *s); /* with the quotes; NULL -> null */
+/* text as a JSON value: a number when it is a decimal integer, else a string. */
+int out_json_value(FILE *f, const char *text);
 int out_xml_text(FILE *f, const char *s);    /* text or attribute content */
 
 /* The frame of every SVG picture: the XML declaration and the <svg>

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ana.h"
 
@@ -35,6 +36,11 @@ static int point_create(struct analysis *a, struct analysis_point *p)
 	p->model = model_find(o->model ? o->model : "comdetective");
 	if (!p->model) {
 		ana_err("unknown model '%s'", o->model);
+		return EXIT_USAGE;
+	}
+	char why[256];
+	if (!model_opts_usable(o, p->model->name, why, sizeof why)) {
+		ana_err("%s", why);
 		return EXIT_USAGE;
 	}
 	p->line_size = resolve_line_size(o, a->trace, &p->line_size_source);
@@ -92,12 +98,20 @@ int analysis_replay(struct analysis *a, struct analysis_point *p, size_t n, unsi
 		size_t nsets = n;
 		if (with_stats)
 			sets[nsets++] = (struct replay_set){ &stats, 1 };
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (replay_sets(a->trace, sets, nsets, jobs, progress, &a->records, &a->err)) {
 			a->damaged = true;
 		} else if (ct_trace_damage(a->trace)) {
 			a->damaged = true;
 			snprintf(a->err.msg, sizeof a->err.msg, "%s", ct_trace_damage(a->trace));
 		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (ana_verbosity > 0)
+			fprintf(stderr, "commanalyze: %s: %" PRIu64 " records replayed into %zu "
+			        "point%s (model %s) with %u worker%s in %.3f s\n", a->path, a->records, n,
+			        n == 1 ? "" : "s", n ? p[0].model->name : "-", jobs, jobs == 1 ? "" : "s",
+			        (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	}
 	for (size_t i = 0; i < n; i++)
 		if (p[i].m) {

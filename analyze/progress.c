@@ -22,7 +22,7 @@ static uint64_t now_ns(void)
 void progress_start(struct progress *p, struct ct_trace *t, bool want)
 {
 	memset(p, 0, sizeof *p);
-	p->on = want && isatty(2);
+	p->on = want && ana_verbosity >= 0 && isatty(2);
 	if (!p->on)
 		return;
 	char v[32];

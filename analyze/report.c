@@ -2,6 +2,7 @@
  * model, totals, top thread pairs, cores and sockets, lost and skipped,
  * warnings, where to look next).  Each section is one function taking the
  * report; warnings found anywhere are collected and printed together. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -10,11 +11,16 @@
 
 #include "ana.h"
 #include "attrib.h"
+#include "out_util.h"
+#include "regions.h"
 
 #define TOP_PAIRS 10
 #define TOP_CORE_PAIRS 5
+#define REPORT_TOP_ATTRIB 10  /* objects and lines in the report */
 #define FEW_SAMPLES 100       /* per thread */
-#define FEW_EVENTS 100
+#define FEW_EVENTS 100        /* effective events (interval.c) */
+#define TOO_FEW_EVENTS 10
+#define Z90_SHARE 1.645       /* a share's 90% half width: z sqrt(p(1-p)/n), at most z/sqrt(4n) */
 #define HIGH_LOSS 0.05
 #define HIGH_SKIP 0.20
 #define HIGH_RUNTIME 0.05     /* samples in the recorder's runtime */
@@ -30,11 +36,20 @@ struct throttled {
 struct report {
 	struct analysis *a;
 	double total, tr, fa;     /* weights */
+	double var;               /* their estimated variance (0: nothing estimated) */
 	uint64_t events;
 	uint64_t duration;        /* ns, 0 if unknown */
 	bool cpu_time;            /* sample periods are CPU time (soft), not counts */
 	char sampler[64];
 	char warn[16][640];
+	FILE *f;                  /* where the sections write their text */
+	struct regions *regions;  /* marked and OpenMP regions, NULL: none */
+	/* figures the sections find, for --format json */
+	uint64_t via[3];          /* events by source (enum comm_via) */
+	uint64_t arms, hits;
+	bool complete;
+	char incomplete_why[512];
+	double same_core, same_socket, core_all;
 	size_t nwarn;
 	struct throttled thr;
 };
@@ -50,15 +65,15 @@ static void warn(struct report *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void section(const char *title)
+static void section(struct report *r, const char *title)
 {
-	printf("\n== %s ==\n", title);
+	fprintf(r->f, "\n== %s ==\n", title);
 }
 
 /* text on lines of at most WRAP columns, broken at spaces: first line
  * prefixed with first, the others with cont */
 #define WRAP 96
-static void print_wrapped(const char *first, const char *cont, const char *text)
+static void print_wrapped(FILE *f, const char *first, const char *cont, const char *text)
 {
 	const char *p = text, *pre = first;
 	while (*p) {
@@ -70,7 +85,7 @@ static void print_wrapped(const char *first, const char *cont, const char *text)
 			if (!n)   /* one long word: break it after all */
 				n = room;
 		}
-		printf("%s%.*s\n", pre, (int)n, p);
+		fprintf(f, "%s%.*s\n", pre, (int)n, p);
 		p += n;
 		while (*p == ' ')
 			p++;
@@ -107,7 +122,7 @@ static void sampler_line(struct report *r)
 		snprintf(what, sizeof what, "a sample every %s %s", period, unit);
 	else
 		snprintf(what, sizeof what, "period %s", period);
-	printf("  %-13s %s: %s; %s watchpoint registers\n", "sampler", r->sampler, what, wp);
+	fprintf(r->f, "  %-13s %s: %s; %s watchpoint registers\n", "sampler", r->sampler, what, wp);
 }
 
 /* Do the recorded watchpoints matter to this analysis?  Only to the model
@@ -196,13 +211,14 @@ struct report_setup {
 	int (*inner)(void *, struct analysis *);
 	void *inner_arg;
 	struct throttled *thr;
+	struct regions_hook *rg;
 };
 
 static int report_hook_setup(void *arg, struct analysis *an)
 {
 	struct report_setup *rs = arg;
 	int rc = rs->inner ? rs->inner(rs->inner_arg, an) : 0;
-	if (rc)
+	if (rc || (rc = regions_hook_setup(rs->rg, an)))
 		return rc;
 	rs->thr->nthreads = thread_space(an->trace);
 	rs->thr->period = calloc(rs->thr->nthreads ? rs->thr->nthreads : 1, sizeof *rs->thr->period);
@@ -234,7 +250,7 @@ static void throttle_line(struct report *r)
 		snprintf(when, sizeof when, "%.0f us of CPU time", (double)longest / 1e3);
 	else
 		snprintf(when, sizeof when, "%" PRIu64, longest);
-	printf("  %-13s %zu of %zu threads: period lengthened up to %s\n", "throttled", n,
+	fprintf(r->f, "  %-13s %zu of %zu threads: period lengthened up to %s\n", "throttled", n,
 	       ct_trace_nthreads(r->a->trace), when);
 	warn(r, "the recorder throttled the sampling of %zu thread%s: its signal handlers took "
 	        "more than %s%% of their CPU time (or the signal queue was full), so it lengthened "
@@ -248,26 +264,28 @@ static void sec_trace(struct report *r)
 	struct analysis *a = r->a;
 	struct ct_trace *t = a->trace;
 	char buf[512], b2[64], v[128];
-	printf("commtrace report: %s\n", a->path);
-	section("Trace");
+	fprintf(r->f, "commtrace report: %s\n", a->path);
+	section(r, "Trace");
 	trace_command(t, buf, sizeof buf);
-	printf("  %-13s %s\n", "program", buf[0] ? buf : "(unknown)");
+	fprintf(r->f, "  %-13s %s\n", "program", buf[0] ? buf : "(unknown)");
 	size_t with = 0;
 	for (size_t i = 0; i < a->stats.nthreads; i++)
 		with += a->stats.th[i].samples > 0;
-	printf("  %-13s %zu (%zu with samples)\n", "threads", ct_trace_nthreads(t), with);
+	fprintf(r->f, "  %-13s %zu (%zu with samples)\n", "threads", ct_trace_nthreads(t), with);
 	uint64_t dur = 0;
 	if (ct_trace_meta(t, CT_SEC_SUMMARY, "duration_ns", v, sizeof v) && parse_u64(v, &dur)) {
-		printf("  %-13s %s\n", "duration", fmt_duration(dur, b2, sizeof b2));
+		fprintf(r->f, "  %-13s %s\n", "duration", fmt_duration(dur, b2, sizeof b2));
 	} else if (a->stats.first_time != UINT64_MAX) {
 		dur = a->stats.last_time - a->stats.first_time;
-		printf("  %-13s %s (first to last record)\n", "duration", fmt_duration(dur, b2, sizeof b2));
+		fprintf(r->f, "  %-13s %s (first to last record)\n", "duration", fmt_duration(dur, b2, sizeof b2));
 	}
 	r->duration = dur;
 	sampler_line(r);
-	printf("  %-13s %u bytes (%s)\n", "line size", a->line_size, a->line_size_source);
+	fprintf(r->f, "  %-13s %u bytes (%s)\n", "line size", a->line_size, a->line_size_source);
 	bool complete = trace_is_complete(t, buf, sizeof buf);
-	printf("  %-13s %s%s%s\n", "complete", complete ? "yes" : "NO: ", complete ? "" : buf, "");
+	r->complete = complete;
+	snprintf(r->incomplete_why, sizeof r->incomplete_why, "%s", complete ? "" : buf);
+	fprintf(r->f, "  %-13s %s%s%s\n", "complete", complete ? "yes" : "NO: ", complete ? "" : buf, "");
 	if (!complete)
 		warn(r, "incomplete trace: %s", buf);
 	uint64_t arms = 0, hits = 0;
@@ -275,10 +293,26 @@ static void sec_trace(struct report *r)
 		arms += a->stats.th[i].wp_arm;
 		hits += a->stats.th[i].wp_hit;
 	}
-	printf("  %-13s %" PRIu64 " (samples %" PRIu64 ", watchpoint arms %" PRIu64 ", hits %" PRIu64
+	fprintf(r->f, "  %-13s %" PRIu64 " (samples %" PRIu64 ", watchpoint arms %" PRIu64 ", hits %" PRIu64
 	       ")\n", "records", a->stats.records, a->stats.samples, arms, hits);
+	r->arms = arms;
+	r->hits = hits;
 	watchpoint_warnings(r, arms, hits);
 	throttle_line(r);
+}
+
+/* Model option i's value as the analysis used it (line size resolved), or
+ * NULL when the model does not use it. */
+static const char *option_used(const struct analysis *a, size_t i, char *v, size_t cap)
+{
+	const char *n = model_opt_names[i];
+	if (!model_opt_relevant(a->model->name, n))
+		return NULL;
+	if (!strcmp(n, "line-size"))
+		snprintf(v, cap, "%u", a->line_size);
+	else
+		model_opts_format(&a->opts, n, v, cap);
+	return v;
 }
 
 static void sec_model(struct report *r)
@@ -286,19 +320,49 @@ static void sec_model(struct report *r)
 	struct analysis *a = r->a;
 	char v[64], line[1024];
 	size_t l = 0;
-	section("Model");
+	section(r, "Model");
 	l += (size_t)snprintf(line, sizeof line, "%s:", a->model->name);
-	for (size_t i = 1; model_opt_names[i] && l < sizeof line; i++) {
-		const char *n = model_opt_names[i];
-		if (!model_opt_relevant(a->model->name, n))
-			continue;
-		if (!strcmp(n, "line-size"))
-			snprintf(v, sizeof v, "%u", a->line_size);
-		else
-			model_opts_format(&a->opts, n, v, sizeof v);
-		l += (size_t)snprintf(line + l, sizeof line - l, " %s=%s", n, v);
-	}
-	print_wrapped("  ", "    ", line);
+	for (size_t i = 1; model_opt_names[i] && l < sizeof line; i++)
+		if (option_used(a, i, v, sizeof v))
+			l += (size_t)snprintf(line + l, sizeof line - l, " %s=%s", model_opt_names[i], v);
+	print_wrapped(r->f, "  ", "    ", line);
+}
+
+/* "  (90%: 41.2-47.0%)" for the share part / total, "" when not estimated */
+static const char *share_ci(const struct report *r, double part, double total, char *buf,
+                            size_t cap)
+{
+	if (!(r->var > 0) || !(total > 0))
+		return buf[0] = 0, buf;
+	struct interval ci = share_interval(part, total, r->var);
+	snprintf(buf, cap, "  (90%%: %.1f-%.1f%%)", 100 * ci.lo, 100 * ci.hi);
+	return buf;
+}
+
+/* The volume's interval line, and the warning when few events are behind it. */
+static void volume_ci(struct report *r)
+{
+	if (!(r->var > 0) || !(r->total > 0))
+		return;
+	char lo[32], hi[32];
+	double n = effective_events(r->total, r->var);
+	struct interval ci = volume_interval(r->total, r->var);
+	fmt_count(ci.lo, lo, sizeof lo);
+	fmt_count(ci.hi, hi, sizeof hi);
+	fprintf(r->f, "  %-26s %s to %s (from %.0f effective events)\n", "  90% interval", lo, hi, n);
+	char count[96];
+	snprintf(count, sizeof count, "%" PRIu64 " communication events (%.0f effective: the "
+	         "weights differ)", r->events, n);
+	if (fabs(n - (double)r->events) < 0.5 || n > (double)r->events)
+		snprintf(count, sizeof count, "%" PRIu64 " communication events", r->events);
+	if (n < TOO_FEW_EVENTS)
+		warn(r, "too few events to say anything: %s, so the volume lies anywhere from %s "
+		        "to %s (90%%) and the shares are as uncertain (a smaller commrec -c period, "
+		        "or a longer run)", count, lo, hi);
+	else if (n < FEW_EVENTS)
+		warn(r, "only %s: the volume is known to within %s to %s (90%%), shares to about "
+		        "+-%.0f points (a smaller commrec -c period, or a longer run)", count, lo, hi,
+		     100 * Z90_SHARE / sqrt(4 * n));
 }
 
 static void sec_totals(struct report *r)
@@ -308,38 +372,49 @@ static void sec_totals(struct report *r)
 	char b1[32], b2[32], b3[32];
 	uint64_t via[3];
 	r->events = 0;
-	r->tr = r->fa = 0;
+	r->tr = r->fa = r->var = 0;
 	for (int v = 0; v < 3; v++) {
 		via[v] = t->events[v][0] + t->events[v][1];
 		r->events += via[v];
 		r->tr += t->weight[v][1];
 		r->fa += t->weight[v][0];
+		r->var += t->var[v][0] + t->var[v][1];
 	}
 	r->total = r->tr + r->fa;
-	section("Totals");
-	printf("  %-26s %" PRIu64, "communication events", r->events);
+	memcpy(r->via, via, sizeof via);
+	section(r, "Totals");
+	fprintf(r->f, "  %-26s %" PRIu64, "communication events", r->events);
 	if (via[COMM_VIA_EXACT])
-		printf(" (%" PRIu64 " from the %s model's replay of every access)", via[COMM_VIA_EXACT],
+		fprintf(r->f, " (%" PRIu64 " from the %s model's replay of every access)", via[COMM_VIA_EXACT],
 		       a->model->name);
 	else
-		printf(" (%" PRIu64 " from samples, %" PRIu64 " from watchpoint hits)",
+		fprintf(r->f, " (%" PRIu64 " from samples, %" PRIu64 " from watchpoint hits)",
 		       via[COMM_VIA_SAMPLE], via[COMM_VIA_WATCHPOINT]);
-	printf("\n");
-	printf("  %-26s %-9s", "estimated line transfers", fmt_count(r->total, b1, sizeof b1));
+	fprintf(r->f, "\n");
+	fprintf(r->f, "  %-26s %-9s", "estimated line transfers", fmt_count(r->total, b1, sizeof b1));
 	if (r->cpu_time)
-		printf(" relative only: soft sampler periods are CPU time (see warnings)\n");
+		fprintf(r->f, " relative only: soft sampler periods are CPU time (see warnings)\n");
 	else if (r->duration && r->total > 0)
-		printf(" %s/s over the run\n", fmt_count(r->total * 1e9 / (double)r->duration, b2, sizeof b2));
+		fprintf(r->f, " %s/s over the run\n", fmt_count(r->total * 1e9 / (double)r->duration, b2, sizeof b2));
 	else
-		printf("\n");
-	printf("  %-26s %-9s transfers x %u bytes\n", "estimated bytes",
+		fprintf(r->f, "\n");
+	volume_ci(r);
+	fprintf(r->f, "  %-26s %-9s transfers x %u bytes\n", "estimated bytes",
 	       fmt_bytes(r->total * a->line_size, b2, sizeof b2), a->line_size);
-	printf("  %-26s %5.1f%%  %-8s same bytes touched by both threads\n", "true sharing",
-	       pct(r->tr, r->total), fmt_count(r->tr, b3, sizeof b3));
-	printf("  %-26s %5.1f%%  %-8s different bytes of one line\n", "false sharing",
-	       pct(r->fa, r->total), fmt_count(r->fa, b3, sizeof b3));
-	printf("  (a line transfer: a cache line moving from the thread that wrote it to another\n"
-	       "   thread that accesses it; each detected event counts for its sample's period)\n");
+	char ci[48];
+	fprintf(r->f, "  %-26s %5.1f%%  %-8s same bytes touched by both threads%s\n", "true sharing",
+	       pct(r->tr, r->total), fmt_count(r->tr, b3, sizeof b3),
+	       share_ci(r, r->tr, r->total, ci, sizeof ci));
+	fprintf(r->f, "  %-26s %5.1f%%  %-8s different bytes of one line%s\n", "false sharing",
+	       pct(r->fa, r->total), fmt_count(r->fa, b3, sizeof b3),
+	       share_ci(r, r->fa, r->total, ci, sizeof ci));
+	fprintf(r->f, "  (a line transfer: a cache line moving from the thread that wrote it to another\n"
+	       "   thread that accesses it; each detected event counts for its sample's period%s)\n",
+	       a->opts.estimator == ESTIMATOR_OWNER ? ",\n   as the estimator 'owner' weighs "
+	       "them" : "");
+	if (r->var > 0)
+		fprintf(r->f, "  (90%%: intervals from the number of events behind each figure, sampling "
+		       "error only;\n   a biased estimator's error is not in them: --estimator)\n");
 	char probe[32] = "";
 	debug_register_probe(a->trace, probe, sizeof probe);
 	if (!r->events && a->stats.samples && !strcmp(probe, "no-fire") &&
@@ -350,10 +425,6 @@ static void sec_totals(struct report *r)
 	else if (!r->events && a->stats.samples)
 		warn(r, "no communication detected (try a longer --expiry, e.g. ns:1000000, or the "
 		        "window model)");
-	else if (r->events && r->events < FEW_EVENTS && !via[COMM_VIA_EXACT])
-		warn(r, "only %" PRIu64 " communication events: totals and pair figures are uncertain by "
-		        "about 1/sqrt(%" PRIu64 ") = %.0f%% or more (a smaller commrec -c period, or a "
-		        "longer run)", r->events, r->events, 100.0 / sqrt((double)r->events));
 	if (r->cpu_time && r->events)
 		warn(r, "%s sampler: a sample stands for CPU time, not for a number of accesses, so the "
 		        "transfer and byte estimates are CPU-time weights: compare shares and pairs, "
@@ -368,26 +439,37 @@ struct pair {
 static int cmp_pair_w(const void *x, const void *y)
 {
 	const struct pair *a = x, *b = y;
-	return a->w < b->w ? 1 : a->w > b->w ? -1 : 0;
+	if (a->w != b->w)
+		return a->w < b->w ? 1 : -1;
+	/* ties in row-major order (the same on every run) */
+	return a->i != b->i ? (a->i < b->i ? -1 : 1) : a->j != b->j ? (a->j < b->j ? -1 : 1) : 0;
 }
 
-/* Symmetric pairs (i < j) of a directed matrix, heaviest first. */
-static struct pair *top_pairs(const struct matrix *all, const struct matrix *tru, size_t *np)
+/* The pairs of index's matrices with transfers, heaviest first: from the
+ * cells that received weight (matrices_cells), not all n x n. */
+static struct pair *top_pairs(const struct matrices *mx, enum mx_index index, size_t *np)
 {
-	size_t n = all->n, k = 0;
-	struct pair *p = malloc((n * (n + 1) / 2 + 1) * sizeof *p);
+	const struct matrix *all = matrices_get(mx, index, MX_ALL);
+	const struct matrix *tru = matrices_get(mx, index, MX_TRUE);
+	const uint32_t(*rc)[2];
+	size_t n = all->n, k = 0, nc = matrices_cells(mx, index, &rc);
+	struct pair *p = malloc((nc + 1) * sizeof *p);
 	if (!p)
 		return NULL;
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i; j < n; j++) {
-			double ij = all->cell[i * n + j], ji = all->cell[j * n + i];
-			double w = i == j ? ij : ij + ji;
-			if (w <= 0)
-				continue;
-			double t = i == j ? tru->cell[i * n + j]
-			                  : tru->cell[i * n + j] + tru->cell[j * n + i];
-			p[k++] = (struct pair){ i, j, w, t, ij, ji };
-		}
+	for (size_t x = 0; x < nc; x++) {
+		size_t i = rc[x][0] < rc[x][1] ? rc[x][0] : rc[x][1];
+		size_t j = rc[x][0] < rc[x][1] ? rc[x][1] : rc[x][0];
+		double ij = all->cell[i * n + j], ji = all->cell[j * n + i];
+		/* a pair with both directions is listed twice: keep it once */
+		if (rc[x][0] > rc[x][1] && ij > 0)
+			continue;
+		double w = i == j ? ij : ij + ji;
+		if (w <= 0)
+			continue;
+		double t = i == j ? tru->cell[i * n + j]
+		                  : tru->cell[i * n + j] + tru->cell[j * n + i];
+		p[k++] = (struct pair){ i, j, w, t, ij, ji };
+	}
 	qsort(p, k, sizeof *p, cmp_pair_w);
 	*np = k;
 	return p;
@@ -396,29 +478,33 @@ static struct pair *top_pairs(const struct matrix *all, const struct matrix *tru
 static void sec_pairs(struct report *r)
 {
 	struct analysis *a = r->a;
-	section("Top thread pairs");
+	section(r, "Top thread pairs");
 	size_t np;
-	struct pair *p = top_pairs(matrices_get(a->mx, MX_THREAD, MX_ALL),
-	                           matrices_get(a->mx, MX_THREAD, MX_TRUE), &np);
+	struct pair *p = top_pairs(a->mx, MX_THREAD, &np);
 	if (!p || !np) {
-		printf("  (none)\n");
+		fprintf(r->f, "  (none)\n");
 		free(p);
 		return;
 	}
-	printf("  %-4s %-32s %12s %7s %7s %12s %12s\n", "rank", "pair", "transfers", "share",
-	       "true%", "a<-b", "b<-a");
+	bool ci = r->var > 0;
+	fprintf(r->f, "  %-4s %-32s %12s %7s %7s %12s %12s%s\n", "rank", "pair", "transfers", "share",
+	       "true%", "a<-b", "b<-a", ci ? "  share 90%" : "");
 	for (size_t k = 0; k < np && k < TOP_PAIRS; k++) {
-		char la[48], lb[48], pr[100], w[32], ij[32], ji[32];
+		char la[48], lb[48], pr[100], w[32], ij[32], ji[32], sh[32] = "";
 		thread_label(a->trace, p[k].i, la, sizeof la);
 		thread_label(a->trace, p[k].j, lb, sizeof lb);
 		snprintf(pr, sizeof pr, "%s <-> %s", la, lb);
-		printf("  %-4zu %-32s %12s %6.1f%% %6.1f%% %12s %12s\n", k + 1, pr,
+		if (ci) {
+			struct interval s = share_interval(p[k].w, r->total, r->var);
+			snprintf(sh, sizeof sh, "  %.1f-%.1f%%", 100 * s.lo, 100 * s.hi);
+		}
+		fprintf(r->f, "  %-4zu %-32s %12s %6.1f%% %6.1f%% %12s %12s%s\n", k + 1, pr,
 		       fmt_count(p[k].w, w, sizeof w), pct(p[k].w, r->total), pct(p[k].tr, p[k].w),
-		       fmt_count(p[k].ij, ij, sizeof ij), fmt_count(p[k].ji, ji, sizeof ji));
+		       fmt_count(p[k].ij, ij, sizeof ij), fmt_count(p[k].ji, ji, sizeof ji), sh);
 	}
 	if (np > TOP_PAIRS)
-		printf("  (%zu more pairs; commanalyze matrix for all)\n", np - TOP_PAIRS);
-	printf("  (share: of all transfers; a<-b: transfers to the first thread of the pair from "
+		fprintf(r->f, "  (%zu more pairs; commanalyze matrix for all)\n", np - TOP_PAIRS);
+	fprintf(r->f, "  (share: of all transfers; a<-b: transfers to the first thread of the pair from "
 	       "the second)\n");
 	free(p);
 }
@@ -426,7 +512,7 @@ static void sec_pairs(struct report *r)
 static void sec_cores(struct report *r)
 {
 	struct analysis *a = r->a;
-	section("Cores and sockets");
+	section(r, "Cores and sockets");
 	const struct matrix *c = matrices_get(a->mx, MX_CORE, MX_ALL);
 	const struct matrix *s = matrices_get(a->mx, MX_SOCKET, MX_ALL);
 	double same_core = 0, same_socket = 0, all = 0;
@@ -438,29 +524,32 @@ static void sec_cores(struct report *r)
 		}
 	for (size_t i = 0; i < s->n; i++)
 		same_socket += s->cell[i * s->n + i];
+	r->same_core = same_core;
+	r->same_socket = same_socket;
+	r->core_all = all;
 	if (a->topo.identity) {
-		printf("  no cpu map in the trace: cores are cpu numbers, one socket assumed\n");
+		fprintf(r->f, "  no cpu map in the trace: cores are cpu numbers, one socket assumed\n");
 		warn(r, "no cpu topology in the trace: core and socket figures use cpu numbers");
 	} else {
-		printf("  %zu cpu%s, %zu core%s, %zu socket%s\n", a->topo.ncpus,
+		fprintf(r->f, "  %zu cpu%s, %zu core%s, %zu socket%s\n", a->topo.ncpus,
 		       a->topo.ncpus == 1 ? "" : "s", a->topo.ncores, a->topo.ncores == 1 ? "" : "s",
 		       a->topo.nsockets, a->topo.nsockets == 1 ? "" : "s");
 	}
 	char b[32];
-	printf("  %-26s %5.1f%%  %s\n", "same core", pct(same_core, all),
+	fprintf(r->f, "  %-26s %5.1f%%  %s\n", "same core", pct(same_core, all),
 	       fmt_count(same_core, b, sizeof b));
-	printf("  %-26s %5.1f%%  %s\n", "other core, same socket", pct(same_socket - same_core, all),
+	fprintf(r->f, "  %-26s %5.1f%%  %s\n", "other core, same socket", pct(same_socket - same_core, all),
 	       fmt_count(same_socket - same_core, b, sizeof b));
-	printf("  %-26s %5.1f%%  %s\n", "other socket", pct(all - same_socket, all),
+	fprintf(r->f, "  %-26s %5.1f%%  %s\n", "other socket", pct(all - same_socket, all),
 	       fmt_count(all - same_socket, b, sizeof b));
 	uint64_t um = matrices_totals(a->mx)->unmapped_cpu;
 	if (um) {
-		printf("  %" PRIu64 " events with an unknown cpu are left out here\n", um);
+		fprintf(r->f, "  %" PRIu64 " events with an unknown cpu are left out here\n", um);
 	}
 	size_t np;
-	struct pair *p = top_pairs(c, matrices_get(a->mx, MX_CORE, MX_TRUE), &np);
+	struct pair *p = top_pairs(a->mx, MX_CORE, &np);
 	if (p && np) {
-		printf("  top core pairs:");
+		fprintf(r->f, "  top core pairs:");
 		for (size_t k = 0; k < np && k < TOP_CORE_PAIRS; k++) {
 			char la[32], lb[32];
 			if (a->topo.identity) {
@@ -470,9 +559,9 @@ static void sec_cores(struct report *r)
 				snprintf(la, sizeof la, "%s", a->topo.core_label[p[k].i]);
 				snprintf(lb, sizeof lb, "%s", a->topo.core_label[p[k].j]);
 			}
-			printf("%s %s<->%s %.1f%%", k ? "," : "", la, lb, pct(p[k].w, all));
+			fprintf(r->f, "%s %s<->%s %.1f%%", k ? "," : "", la, lb, pct(p[k].w, all));
 		}
-		printf("\n");
+		fprintf(r->f, "\n");
 	}
 	free(p);
 }
@@ -489,28 +578,28 @@ static void sec_lost(struct report *r)
 {
 	struct analysis *a = r->a;
 	const struct trace_stats *s = &a->stats;
-	section("Lost and skipped");
+	section(r, "Lost and skipped");
 	double lost_frac = (double)s->lost_total / (double)(s->records + s->lost_total ? s->records + s->lost_total : 1);
 	double skip_frac = (double)s->skipped_total /
 	                   (double)(s->samples + s->skipped_total ? s->samples + s->skipped_total : 1);
-	printf("  %-26s %" PRIu64 " (%.2f%% of records)", "lost records", s->lost_total, 100 * lost_frac);
+	fprintf(r->f, "  %-26s %" PRIu64 " (%.2f%% of records)", "lost records", s->lost_total, 100 * lost_frac);
 	for (unsigned k = 0; k < LOST_REASONS; k++)
 		if (s->lost_by_reason[k]) {
 			const char *n = k ? ct_lost_reason_name(k) : NULL;
-			printf(" %s=%" PRIu64, n ? n : "unknown", s->lost_by_reason[k]);
+			fprintf(r->f, " %s=%" PRIu64, n ? n : "unknown", s->lost_by_reason[k]);
 		}
-	printf("\n");
-	printf("  %-26s %" PRIu64 " (%.2f%% of samples taken)", "skipped samples", s->skipped_total,
+	fprintf(r->f, "\n");
+	fprintf(r->f, "  %-26s %" PRIu64 " (%.2f%% of samples taken)", "skipped samples", s->skipped_total,
 	       100 * skip_frac);
 	uint64_t not_access = 0;
 	for (unsigned k = 0; k <= CT_SKIP_REASON_MAX; k++)
 		if (s->skipped_by_reason[k]) {
 			const char *n = k ? ct_skip_reason_name(k) : NULL;
-			printf(" %s=%" PRIu64, n ? n : "unknown", s->skipped_by_reason[k]);
+			fprintf(r->f, " %s=%" PRIu64, n ? n : "unknown", s->skipped_by_reason[k]);
 			if (skip_not_access(k))
 				not_access += s->skipped_by_reason[k];
 		}
-	printf("\n");
+	fprintf(r->f, "\n");
 	/* the accesses whose address was lost: a bias, unlike non-accesses;
 	 * samples in the runtime are neither: the recorder's own cost */
 	uint64_t in_rt = s->skipped_by_reason[CT_SKIP_RUNTIME];
@@ -518,7 +607,7 @@ static void sec_lost(struct report *r)
 	double fail_frac = (double)failed / (double)(s->samples + failed ? s->samples + failed : 1);
 	double rt_frac = (double)in_rt / (double)(s->samples + s->skipped_total ? s->samples + s->skipped_total : 1);
 	if (not_access || in_rt)
-		printf("  %-26s %" PRIu64 " not user memory accesses (normal), %" PRIu64
+		fprintf(r->f, "  %-26s %" PRIu64 " not user memory accesses (normal), %" PRIu64
 		       " in the recorder's runtime, %" PRIu64 " accesses without an address\n", "",
 		       not_access, in_rt, failed);
 	if (rt_frac > HIGH_RUNTIME)
@@ -550,93 +639,261 @@ static void sec_lost(struct report *r)
 
 static void sec_next(struct report *r)
 {
-	static const char *const cmd[] = { "matrix", "objects", "lines" };
+	static const char *const cmd[] = { "matrix", "objects", "lines", "regions", "timeline" };
 	static const char *const what[] = {
 		"all thread pairs; --index core|socket, --kind false, --format svg",
 		"which data: globals and their fields, heap call paths, stacks",
 		"which cache lines, and which bytes of them",
+		"which code: marked and OpenMP regions, thread load",
+		"when: per phase or --interval, --format svg",
 	};
+	const int ncmd = (int)(sizeof cmd / sizeof *cmd);
 	const char *p = r->a->path;
 	int w = 0;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < ncmd; i++) {
 		int l = (int)(strlen(cmd[i]) + strlen(p)) + 1;
 		w = l > w ? l : w;
 	}
-	section("More");
-	for (int i = 0; i < 3; i++)
-		printf("  commanalyze %s %-*s  %s\n", cmd[i], w - (int)strlen(cmd[i]) - 1, p, what[i]);
-	printf("  (give them the same model options; commanalyze COMMAND --help)\n");
+	section(r, "More");
+	for (int i = 0; i < ncmd; i++)
+		fprintf(r->f, "  commanalyze %s %-*s  %s\n", cmd[i], w - (int)strlen(cmd[i]) - 1, p, what[i]);
+	fprintf(r->f, "  (give them the same model options; commanalyze COMMAND --help)\n");
 }
 
 static void sec_warnings(struct report *r)
 {
-	section("Warnings");
+	section(r, "Warnings");
 	if (!r->nwarn)
-		printf("  none\n");
+		fprintf(r->f, "  none\n");
 	for (size_t i = 0; i < r->nwarn; i++)
-		print_wrapped("  - ", "    ", r->warn[i]);
+		print_wrapped(r->f, "  - ", "    ", r->warn[i]);
+}
+
+/* ---- --format json (schema: commanalyze(1), REPORT JSON) ---------------- */
+
+static void json_num(FILE *f, double v)
+{
+	char b[40];
+	out_fmt_exact(b, sizeof b, isfinite(v) ? v : 0);
+	fputs(b, f);
+}
+
+static void json_model(FILE *f, const struct analysis *a)
+{
+	fprintf(f, "\"model\":{\"name\":");
+	out_json_string(f, a->model->name);
+	fprintf(f, ",\"options\":{");
+	bool first = true;
+	for (size_t i = 1; model_opt_names[i]; i++) {
+		char v[64];
+		if (!option_used(a, i, v, sizeof v))
+			continue;
+		fputs(first ? "" : ",", f);
+		out_json_string(f, model_opt_names[i]);
+		fputc(':', f);
+		out_json_value(f, v);
+		first = false;
+	}
+	fprintf(f, "}},\n");
+}
+
+static void json_pairs(FILE *f, struct report *r)
+{
+	struct analysis *a = r->a;
+	size_t np = 0;
+	struct pair *p = top_pairs(a->mx, MX_THREAD, &np);
+	fprintf(f, "\"pairs\":[");
+	for (size_t k = 0; p && k < np; k++) {
+		char la[48], lb[48];
+		fprintf(f, "%s\n {\"a\":%zu,\"b\":%zu,\"a_label\":", k ? "," : "", p[k].i, p[k].j);
+		out_json_string(f, thread_label(a->trace, p[k].i, la, sizeof la));
+		fprintf(f, ",\"b_label\":");
+		out_json_string(f, thread_label(a->trace, p[k].j, lb, sizeof lb));
+		fprintf(f, ",\"transfers\":");
+		json_num(f, p[k].w);
+		fprintf(f, ",\"true\":");
+		json_num(f, p[k].tr);
+		fprintf(f, ",\"a_from_b\":");
+		json_num(f, p[k].ij);
+		fprintf(f, ",\"b_from_a\":");
+		json_num(f, p[k].ji);
+		fputc('}', f);
+	}
+	fprintf(f, "],\n");
+	free(p);
+}
+
+/* The report as one JSON object, from the figures the sections found. */
+static void report_json(FILE *f, struct report *r, struct attrib *at)
+{
+	struct analysis *a = r->a;
+	const struct trace_stats *st = &a->stats;
+	char buf[512];
+	fprintf(f, "{\"schema\":\"commtrace-report/1\",\"tool\":\"commanalyze %s\",\"trace\":",
+	        CT_VERSION);
+	out_json_string(f, a->path);
+	fprintf(f, ",\n\"program\":");
+	out_json_string(f, trace_command(a->trace, buf, sizeof buf));
+	size_t with = 0;
+	for (size_t i = 0; i < st->nthreads; i++)
+		with += st->th[i].samples > 0;
+	fprintf(f, ",\"threads\":%zu,\"threads_with_samples\":%zu,\"duration_ns\":%" PRIu64
+	        ",\n\"sampler\":", ct_trace_nthreads(a->trace), with, r->duration);
+	out_json_string(f, r->sampler);
+	fprintf(f, ",\"cpu_time_periods\":%s,\"line_size\":%u,\"line_size_source\":",
+	        r->cpu_time ? "true" : "false", a->line_size);
+	out_json_string(f, a->line_size_source);
+	fprintf(f, ",\"complete\":%s,\"incomplete_why\":", r->complete ? "true" : "false");
+	out_json_string(f, r->complete ? NULL : r->incomplete_why);
+	fprintf(f, ",\n\"records\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"watchpoint_arms\":%"
+	        PRIu64 ",\"watchpoint_hits\":%" PRIu64 ",\n", st->records, st->samples, r->arms,
+	        r->hits);
+	json_model(f, a);
+	fprintf(f, "\"totals\":{\"events\":%" PRIu64 ",\"events_from_samples\":%" PRIu64
+	        ",\"events_from_watchpoints\":%" PRIu64 ",\"events_exact\":%" PRIu64
+	        ",\"transfers\":", r->events, r->via[COMM_VIA_SAMPLE], r->via[COMM_VIA_WATCHPOINT],
+	        r->via[COMM_VIA_EXACT]);
+	json_num(f, r->total);
+	fprintf(f, ",\"true\":");
+	json_num(f, r->tr);
+	fprintf(f, ",\"false\":");
+	json_num(f, r->fa);
+	fprintf(f, ",\"bytes\":");
+	json_num(f, r->total * a->line_size);
+	fprintf(f, ",\"true_share\":");
+	json_num(f, r->total > 0 ? r->tr / r->total : 0);
+	fprintf(f, "},\n");
+	json_pairs(f, r);
+	fprintf(f, "\"cores\":{\"cpu_map\":%s,\"same_core\":", a->topo.identity ? "false" : "true");
+	json_num(f, r->same_core);
+	fprintf(f, ",\"same_socket_other_core\":");
+	json_num(f, r->same_socket - r->same_core);
+	fprintf(f, ",\"other_socket\":");
+	json_num(f, r->core_all - r->same_socket);
+	fprintf(f, ",\"unmapped_cpu_events\":%" PRIu64 "},\n",
+	        matrices_totals(a->mx)->unmapped_cpu);
+	trace_stats_json(f, st);
+	fprintf(f, ",\n");
+	if (at) {
+		fprintf(f, "\"objects\":");
+		attrib_write_objects(at, f, AF_JSON, REPORT_TOP_ATTRIB);
+		fprintf(f, ",\"lines\":");
+		attrib_write_lines(at, f, AF_JSON, REPORT_TOP_ATTRIB);
+		fprintf(f, ",\n");
+	}
+	fprintf(f, "\"damaged\":");
+	out_json_string(f, a->damaged ? a->err.msg : NULL);
+	fprintf(f, ",\n\"warnings\":[");
+	for (size_t i = 0; i < r->nwarn; i++) {
+		fprintf(f, "%s\n ", i ? "," : "");
+		out_json_string(f, r->warn[i]);
+	}
+	fprintf(f, "]}\n");
+}
+
+enum { O_FROM_BINARIES = 1, O_FORMAT, O_OUTPUT, O_NO_DEMANGLE };
+static const struct cli_opt report_opts[] = {
+	{ "symbols-from-binaries", 0, false, O_FROM_BINARIES },
+	{ "no-demangle", 0, false, O_NO_DEMANGLE },
+	{ "format", 0, true, O_FORMAT }, { "output", 'o', true, O_OUTPUT },
+};
+static const char *const report_formats[] = { "text", "json" };
+
+/* The sections in text to r->f; with json, the same sections find the
+ * figures and the warnings (their text goes to /dev/null), then the JSON
+ * object to out. */
+static void report_write(struct report *r, struct attrib *at, bool json, FILE *out)
+{
+	r->f = json ? fopen("/dev/null", "w") : out;
+	if (!r->f) {
+		ana_err("cannot open /dev/null: %s", strerror(errno));
+		return;
+	}
+	if (r->a->warning[0])
+		warn(r, "%s", r->a->warning);
+	sec_trace(r);
+	sec_model(r);
+	sec_totals(r);
+	sec_pairs(r);
+	sec_cores(r);
+	if (r->regions)
+		regions_report_section(r->regions, r->a, REPORT_TOP_ATTRIB, r->f);
+	if (at && !json) {
+		fflush(r->f);
+		attrib_report_sections(at, r->f, REPORT_TOP_ATTRIB, REPORT_TOP_ATTRIB);
+	}
+	sec_lost(r);
+	if (r->a->damaged)
+		warn(r, "damaged trace: the figures cover the records before the damage (%s)",
+		     r->a->err.msg);
+	sec_warnings(r);
+	sec_next(r);
+	if (json) {
+		fclose(r->f);
+		report_json(out, r, at);
+	}
 }
 
 int cmd_report(int argc, char **argv)
 {
-	const char *path = NULL;
+	const char *path, *v, *out = NULL;
 	struct model_opts o;
-	bool from_binaries = false;
+	bool from_binaries = false, no_demangle = false;
+	int format = 0;
 	model_opts_default(&o);
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int m;
-		if ((m = model_args(&o, argc, argv, &i))) {
-			if (m < 0)
-				return EXIT_USAGE;
-		} else if (!strcmp(a, "--symbols-from-binaries")) {
+	struct cli p;
+	cli_init(&p, "report", argc, argv, report_opts, sizeof report_opts / sizeof *report_opts, &o);
+	int id, bad = 0;
+	while (!bad && (id = cli_next(&p, &v)) > 0) {
+		if (id == O_FROM_BINARIES)
 			from_binaries = true;
-		} else if (arg_trace("report", a, &path)) {
-			return EXIT_USAGE;
-		}
+		else if (id == O_FORMAT)
+			bad = cli_choice(&p, v, report_formats, 2, &format);
+		else if (id == O_OUTPUT)
+			out = v;
+		else if (id == O_NO_DEMANGLE)
+			no_demangle = true;
 	}
-	if (arg_trace_given("report", path, "[report] TRACE [model options]"))
+	if (bad || id < 0 || cli_trace(&p, &path))
 		return EXIT_USAGE;
 	struct analysis an;
 	struct analysis_hooks hooks;
 	struct attrib_hook ah;
 	attrib_hooks_init(&hooks, &ah, from_binaries);
+	ah.no_demangle = no_demangle;
 	struct throttled thr = { 0, NULL };
-	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr };
+	struct regions_hook rg = { .h = &hooks };
+	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr, &rg };
 	hooks.setup = report_hook_setup;
 	hooks.arg = &rs;
 	int rc = analysis_run_hooks(&an, path, &o, true, &hooks);
 	if (rc) {
 		free(thr.period);
 		attrib_free(ah.a);
+		regions_free(rg.r);
 		analysis_free(&an);
 		return rc;
 	}
-	struct report r = { .a = &an, .thr = thr };
-	if (an.warning[0])
-		warn(&r, "%s", an.warning);
-	sec_trace(&r);
-	sec_model(&r);
-	sec_totals(&r);
-	sec_pairs(&r);
-	sec_cores(&r);
-	if (ah.a) {
-		fflush(stdout);
-		attrib_report_sections(ah.a, stdout, 10, 10);
-	}
-	sec_lost(&r);
-	if (an.damaged)
-		warn(&r, "damaged trace: the figures cover the records before the damage (%s)", an.err.msg);
-	sec_warnings(&r);
-	sec_next(&r);
-	fflush(stdout);
 	int status = 0;
+	FILE *f = out ? fopen(out, "w") : stdout;
+	if (!f) {
+		ana_err("cannot write %s: %s", out, strerror(errno));
+		status = EXIT_BADTRACE;
+	} else {
+		struct report r = { .a = &an, .thr = thr, .regions = rg.r };
+		report_write(&r, ah.a, format == 1, f);
+		if (out ? fclose(f) : fflush(f)) {
+			ana_err("cannot write %s: %s", out ? out : "standard output", strerror(errno));
+			status = EXIT_BADTRACE;
+		}
+	}
 	if (an.damaged) {
 		fprintf(stderr, "commanalyze: %s\n", an.err.msg);
 		status = EXIT_BADTRACE;
 	}
 	free(thr.period);
 	attrib_free(ah.a);
+	regions_free(rg.r);
 	analysis_free(&an);
 	return status;
 }

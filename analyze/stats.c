@@ -1,9 +1,11 @@
 /* Per-thread record counts, time spans, lost and skipped totals: a record
  * consumer used by info and report. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ana.h"
+#include "out_util.h"
 
 int trace_stats_init(struct trace_stats *s, size_t nthreads)
 {
@@ -81,4 +83,29 @@ static void stats_record(void *self, const struct ct_record *r)
 struct record_consumer trace_stats_consumer(struct trace_stats *s)
 {
 	return (struct record_consumer){ .self = s, .record = stats_record, .finish = NULL };
+}
+
+/* "name":{"total":N,"by_reason":{"reason":N,...}} */
+static void reasons_json(FILE *f, const char *name, uint64_t total, const uint64_t *by,
+                         unsigned n, bool lost)
+{
+	fprintf(f, "\"%s\":{\"total\":%" PRIu64 ",\"by_reason\":{", name, total);
+	bool first = true;
+	for (unsigned k = 0; k < n; k++)
+		if (by[k]) {
+			const char *rn = !k ? NULL : lost ? ct_lost_reason_name(k) : ct_skip_reason_name(k);
+			fputs(first ? "" : ",", f);
+			out_json_string(f, rn ? rn : "unknown");
+			fprintf(f, ":%" PRIu64, by[k]);
+			first = false;
+		}
+	fprintf(f, "}}");
+}
+
+void trace_stats_json(FILE *f, const struct trace_stats *s)
+{
+	reasons_json(f, "lost_records", s->lost_total, s->lost_by_reason, LOST_REASONS, true);
+	fputc(',', f);
+	reasons_json(f, "skipped_samples", s->skipped_total, s->skipped_by_reason,
+	             CT_SKIP_REASON_MAX + 1, false);
 }

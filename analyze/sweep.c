@@ -881,7 +881,7 @@ void sweep_usage(FILE *f, bool full)
 	fprintf(f,
 "                          ranges A..B, A..B:STEP, A..B:xFACTOR (samples:1..8);\n"
 "                          the grid is the product of the lists\n"
-"  -j N                    worker threads (default: every online cpu)\n"
+"  -j, --jobs N            worker threads (default: every online cpu)\n"
 "  -o FILE.h5              HDF5: grid, summary metrics, every point's matrices\n"
 "  --csv FILE              one row per point: parameters, volume, distances\n"
 "  --plot FILE.svg         the metrics against the first swept parameter\n"
@@ -894,9 +894,10 @@ void sweep_usage(FILE *f, bool full)
 "                          (default exact if it is a full trace); otherwise the\n"
 "                          same trace analyzed with M (e.g. exact on a full trace)\n"
 "  --traces T1,T2,...      several traces, same grid\n"
-"  -q, --quiet             no table on standard output\n"
+"  -q, --quiet             errors only: no table on standard output, no warnings\n"
 "  --no-progress           no progress line on standard error\n"
-"Other model options (--expiry ns:5000 ...) are fixed for every point.\n"
+"Other model options (--expiry ns:5000 ...) are fixed for every point.  TRACE\n"
+"defaults to trace.zst; options as for every command (see commanalyze --help).\n"
 "\n"
 "Exit status: 0 success, 1 usage error, 2 unreadable or damaged trace, or an\n"
 "output that could not be written.  See commanalyze(1), SWEEP.\n");
@@ -911,35 +912,63 @@ static int add_traces(struct sweep *s, char *list)
 	return 0;
 }
 
-/* -j N, --jobs N, -jN (arg_value's conventions). */
-static int jobs_option(int argc, char **argv, int *i, const char **v)
-{
-	const char *a = argv[*i];
-	if (!strncmp(a, "-j", 2) && a[2] && a[2] != '=') {
-		*v = a + 2;
-		return 1;
-	}
-	int m = arg_value(argc, argv, i, "-j", v);
-	return m ? m : arg_value(argc, argv, i, "--jobs", v);
-}
+enum { O_PARAM = 1, O_JOBS, O_OUTPUT, O_CSV, O_PLOT, O_REFERENCE_MODEL, O_REFERENCE,
+       O_TRACES, O_DIRECTED, O_NO_PROGRESS };
+static const struct cli_opt sweep_opts[] = {
+	{ "param", 'p', true, O_PARAM }, { "jobs", 'j', true, O_JOBS },
+	{ "output", 'o', true, O_OUTPUT }, { "csv", 0, true, O_CSV }, { "plot", 0, true, O_PLOT },
+	{ "reference-model", 0, true, O_REFERENCE_MODEL }, { "reference", 0, true, O_REFERENCE },
+	{ "traces", 0, true, O_TRACES }, { "directed", 0, false, O_DIRECTED },
+	{ "no-progress", 0, false, O_NO_PROGRESS },
+};
 
-/* The options that take a file or a name (arg_value's conventions). */
-static int text_option(int argc, char **argv, int *i, struct sweep_cli *cli)
+/* One option of the sweep (--param values are kept in params[] until the
+ * fixed options are all known): 0, or EXIT_USAGE (message printed). */
+static int sweep_option(struct sweep *s, struct sweep_cli *cli, int id, const char *v,
+                        const char **params, size_t *nparams)
 {
-	const struct { const char *name; const char **dst; } opts[] = {
-		{ "-o", &cli->h5 }, { "--output", &cli->h5 }, { "--csv", &cli->csv },
-		{ "--plot", &cli->plot }, { "--reference-model", &cli->reference_model },
-		{ "--reference", &cli->reference },
-	};
-	for (size_t k = 0; k < sizeof opts / sizeof *opts; k++) {
-		const char *v;
-		int m = arg_value(argc, argv, i, opts[k].name, &v);
-		if (m > 0)
-			*opts[k].dst = v;
-		if (m)
-			return m;
+	uint64_t j;
+	switch (id) {
+	case O_PARAM:
+		params[(*nparams)++] = v;
+		return 0;
+	case O_JOBS:
+		if (!parse_u64(v, &j) || j < 1 || j > 4096) {
+			ana_err("sweep: -j: '%s' is not a number from 1 to 4096", v);
+			return EXIT_USAGE;
+		}
+		s->jobs = (unsigned)j;
+		cli->jobs_set = true;
+		return 0;
+	case O_OUTPUT:
+		cli->h5 = v;
+		return 0;
+	case O_CSV:
+		cli->csv = v;
+		return 0;
+	case O_PLOT:
+		cli->plot = v;
+		return 0;
+	case O_REFERENCE_MODEL:
+		cli->reference_model = v;
+		return 0;
+	case O_REFERENCE:
+		cli->reference = v;
+		return 0;
+	case O_TRACES:
+		if (add_traces(s, (char *)v)) {
+			ana_err("out of memory");
+			return EXIT_USAGE;
+		}
+		return 0;
+	case O_DIRECTED:
+		s->directed = true;
+		return 0;
+	case O_NO_PROGRESS:
+		s->progress = false;
+		return 0;
 	}
-	return 0;
+	return EXIT_USAGE;
 }
 
 int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **argv)
@@ -956,54 +985,23 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 		ana_err("out of memory");
 		return EXIT_USAGE;
 	}
-	int status = 0;
-	for (int i = 0; i < argc && !status; i++) {
-		int m;
-		const char *a = argv[i];
-		if ((m = arg_value(argc, argv, &i, "--param", &v)) ||
-		    (m = arg_value(argc, argv, &i, "-p", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			else
-				params[nparams++] = v;
-		} else if ((m = jobs_option(argc, argv, &i, &v))) {
-			uint64_t j;
-			if (m < 0) {
-				status = EXIT_USAGE;
-			} else if (!parse_u64(v, &j) || j < 1 || j > 4096) {
-				ana_err("sweep: -j: '%s' is not a number from 1 to 4096", v);
-				status = EXIT_USAGE;
-			} else {
-				s->jobs = (unsigned)j;
-				cli->jobs_set = true;
-			}
-		} else if ((m = text_option(argc, argv, &i, cli))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-		} else if ((m = arg_value(argc, argv, &i, "--traces", &v))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-			else if (add_traces(s, (char *)v)) {
-				ana_err("out of memory");
-				status = EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--directed")) {
-			s->directed = true;
-		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-			cli->quiet = true;
-		} else if (!strcmp(a, "--no-progress")) {
-			s->progress = false;
-		} else if ((m = model_args(&s->base, argc, argv, &i))) {
-			if (m < 0)
-				status = EXIT_USAGE;
-		} else if (a[0] == '-' && a[1]) {
-			ana_err("sweep: unknown option '%s'", a);
-			sweep_usage(stderr, false);
-			status = EXIT_USAGE;
-		} else if (sweep_add_trace(s, a)) {
+	struct cli p;
+	cli_init(&p, "sweep", argc, argv, sweep_opts, sizeof sweep_opts / sizeof *sweep_opts,
+	         &s->base);
+	int id, status = 0;
+	while (!status && (id = cli_next(&p, &v)) > 0)
+		status = sweep_option(s, cli, id, v, params, &nparams);
+	if (!status && id < 0)
+		status = EXIT_USAGE;
+	cli->quiet = ana_verbosity < 0;
+	for (int k = 0; k < p.noperands && !status; k++)
+		if (sweep_add_trace(s, p.argv[k])) {
 			ana_err("out of memory");
 			status = EXIT_USAGE;
 		}
+	if (!status && !s->ntraces && sweep_add_trace(s, CLI_DEFAULT_TRACE)) {
+		ana_err("out of memory");
+		status = EXIT_USAGE;
 	}
 	for (size_t k = 0; k < nparams && !status; k++)
 		if (sweep_add_param(s, params[k], err, sizeof err)) {
@@ -1013,11 +1011,6 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 	free(params);
 	if (status)
 		return status;
-	if (!s->ntraces) {
-		ana_err("sweep: which trace?");
-		sweep_usage(stderr, false);
-		return EXIT_USAGE;
-	}
 	if (!s->nparams)
 		ana_warn("sweep: no --param: one point (the fixed options)");
 	if (sweep_build_grid(s, err, sizeof err) ||

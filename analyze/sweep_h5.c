@@ -2,19 +2,25 @@
  * matrices n x n row-major, scalar UTF-8 string attributes, a "labels"
  * attribute of n strings; automatic error printing off while writing).
  *
+ *   Attributes whose value is a number are stored as numbers (uint64 or
+ *   float64: h5w_attr_value), others as strings.
  *   /                 attributes: creator, format ("commtrace sweep"), tool,
  *                     traces, model, fixed options ("fixed:NAME"), params
  *                     (names in grid order), ngrid, npoints, reference,
  *                     reference_point (-1: a trace), symmetric, directed,
  *                     units, topk, distances, replay_seconds
- *   /grid/NAME        1-D strings: the values of parameter NAME (an axis);
- *                     attribute numeric yes/no
+ *   /grid/NAME        1-D: the values of parameter NAME (an axis), uint64 or
+ *                     float64 when they are numbers, else strings;
+ *                     attribute numeric yes/no; a dimension scale of the
+ *                     summary datasets
+ *   /grid/trace       1-D strings, with several traces: the trace axis
  *   /grid/index       uint32 [ngrid][nparams]: value index of every point
  *   /summary/METRIC   float64 with the grid's shape ([ntraces] first when
  *                     there are several traces; [1] without parameters):
  *                     volume true_fraction false_fraction l1 l1_shape
  *                     pearson excess missing ratio topk_recovered, and
- *                     uint64 events; attribute dims
+ *                     uint64 events; attribute dims (the axes' names) and
+ *                     the grid datasets attached as their dimension scales
  *   /points/NNNN      one group per point (NNNN = trace x ngrid + point):
  *                     attributes trace, trace_index, point, every swept
  *                     parameter, every option ("opt:NAME", resolved
@@ -64,9 +70,9 @@ static void write_mats(struct h5w *h, hid_t g, const struct sweep *s, const stru
 		snprintf(key, sizeof key, "opt:%s", model_opt_names[k]);
 		if (!strcmp(model_opt_names[k], "line-size")) {
 			snprintf(buf, sizeof buf, "%u", m->line_size);
-			h5w_attr_str(h, g, key, buf);
+			h5w_attr_value(h, g, key, buf);
 		} else {
-			h5w_attr_str(h, g, key, model_opts_format(o, model_opt_names[k], buf, sizeof buf));
+			h5w_attr_value(h, g, key, model_opts_format(o, model_opt_names[k], buf, sizeof buf));
 		}
 	}
 	for (int v = 0; v < 3; v++)
@@ -129,6 +135,24 @@ static void write_metrics_attrs(struct h5w *h, hid_t g, const struct sweep_metri
 	h5w_attr_u64(h, g, "topk", m->k);
 }
 
+/* The axes of summary dataset d: /grid/trace (several traces), then
+ * /grid/NAME of each parameter, as its dimension scales. */
+static void attach_axes(struct h5w *h, hid_t file, hid_t d, const struct sweep *s)
+{
+	unsigned dim = 0;
+	for (size_t k = s->ntraces > 1 ? 0 : 1; k <= s->nparams; k++, dim++) {
+		char path[96];
+		snprintf(path, sizeof path, "grid/%s", k ? s->params[k - 1].name : "trace");
+		hid_t sc = H5Dopen2(file, path, H5P_DEFAULT);
+		if (sc < 0) {
+			h5w_fail(h);
+			continue;
+		}
+		h5w_attach_scale(h, d, sc, dim);
+		H5Dclose(sc);
+	}
+}
+
 static void write_summary(struct h5w *h, hid_t file, const struct sweep *s)
 {
 	hid_t g = H5Gcreate2(file, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -176,6 +200,7 @@ static void write_summary(struct h5w *h, hid_t file, const struct sweep *s)
 		hid_t d = h5w_dataset(h, g, names[q], rank, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v);
 		if (d >= 0) {
 			h5w_attr_str(h, d, "dims", dimtxt);
+			attach_axes(h, file, d, s);
 			H5Dclose(d);
 		}
 	}
@@ -190,6 +215,7 @@ static void write_summary(struct h5w *h, hid_t file, const struct sweep *s)
 	hid_t d = h5w_dataset(h, g, "events", rank, dims, H5T_STD_U64LE, H5T_NATIVE_UINT64, e);
 	if (d >= 0) {
 		h5w_attr_str(h, d, "dims", dimtxt);
+		attach_axes(h, file, d, s);
 		H5Dclose(d);
 	}
 	h5w_attr_str(h, g, "dims", dimtxt);
@@ -207,13 +233,24 @@ static void write_grid(struct h5w *h, hid_t file, const struct sweep *s)
 	}
 	for (size_t k = 0; k < s->nparams; k++) {
 		const struct sweep_param *p = &s->params[k];
-		h5w_dataset_strs(h, g, p->name, (const char *const *)p->values, p->nvalues);
-		hid_t d = H5Dopen2(g, p->name, H5P_DEFAULT);
+		hid_t d = h5w_dataset_values(h, g, p->name, (const char *const *)p->values, p->nvalues);
 		if (d >= 0) {
 			h5w_attr_str(h, d, "numeric", p->numeric ? "yes" : "no");
 			h5w_attr_u64(h, d, "axis", k);
 			H5Dclose(d);
 		}
+	}
+	if (s->ntraces > 1) {   /* the first axis of the summary */
+		const char **tp = calloc(s->ntraces, sizeof *tp);
+		for (size_t t = 0; tp && t < s->ntraces; t++)
+			tp[t] = s->traces[t].path;
+		hsize_t nt = s->ntraces;
+		hid_t d = tp ? h5w_dataset(h, g, "trace", 1, &nt, h->str, h->str, tp) : -1;
+		if (d >= 0)
+			H5Dclose(d);
+		else
+			h5w_fail(h);
+		free(tp);
 	}
 	size_t np = s->nparams ? s->nparams : 1;
 	uint32_t *idx = calloc(s->ngrid * np, sizeof *idx);
@@ -255,7 +292,7 @@ int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err
 	for (size_t k = 0; model_opt_names[k]; k++) {
 		char key[64], v[128];
 		snprintf(key, sizeof key, "fixed:%s", model_opt_names[k]);
-		h5w_attr_str(&h, file, key, model_opts_format(&s->base, model_opt_names[k], v, sizeof v));
+		h5w_attr_value(&h, file, key, model_opts_format(&s->base, model_opt_names[k], v, sizeof v));
 	}
 	const char *pn[SWEEP_MAX_PARAMS];
 	for (size_t k = 0; k < s->nparams; k++)
@@ -300,7 +337,7 @@ int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err
 			h5w_attr_u64(&h, g, "trace_index", t);
 			h5w_attr_u64(&h, g, "point", p);
 			for (size_t k = 0; k < s->nparams; k++)
-				h5w_attr_str(&h, g, s->params[k].name, sweep_value(s, p, k));
+				h5w_attr_value(&h, g, s->params[k].name, sweep_value(s, p, k));
 			h5w_attr_str(&h, g, "is_reference",
 			      s->ref_kind == SWEEP_REF_POINT && p == s->ref_point ? "yes" : "no");
 			write_metrics_attrs(&h, g, sweep_metric(s, t, p));

@@ -224,6 +224,13 @@ int ct_rec_type_from_name(const char *name);     /* -1 if unknown */
 const char *ct_access_kind_name(unsigned kind);  /* "load", "store", "atomic" */
 const char *ct_lost_reason_name(unsigned reason);
 const char *ct_skip_reason_name(unsigned reason);
+/* OpenMP parallel regions that the recorder's runtime marks itself are
+ * region markers named "omp:0xADDR", ADDR the region's outlined function
+ * (FORMAT.md, MARKER).  The name for fn into buf (cap >= 24); and whether
+ * a name is one, with *fn its address. */
+#define CT_MARKER_OMP_PREFIX "omp:"
+void ct_marker_omp_name(char *buf, size_t cap, uint64_t fn);
+bool ct_marker_omp_fn(const char *name, uint64_t *fn);
 
 /* ---- codec ------------------------------------------------------------- */
 

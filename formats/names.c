@@ -1,5 +1,8 @@
 /* Names of enumerated values, as they appear in analyzer output and in
  * FORMAT.md. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commtrace.h"
@@ -82,4 +85,22 @@ const char *ct_section_name(unsigned kind)
 		[CT_SEC_COUNTS] = "counts",
 	};
 	return kind <= CT_SEC_MAX ? n[kind] : NULL;
+}
+
+void ct_marker_omp_name(char *buf, size_t cap, uint64_t fn)
+{
+	snprintf(buf, cap, CT_MARKER_OMP_PREFIX "0x%llx", (unsigned long long)fn);
+}
+
+bool ct_marker_omp_fn(const char *name, uint64_t *fn)
+{
+	size_t n = strlen(CT_MARKER_OMP_PREFIX);
+	if (strncmp(name, CT_MARKER_OMP_PREFIX "0x", n + 2) || !isxdigit((unsigned char)name[n + 2]))
+		return false;
+	char *end;
+	unsigned long long v = strtoull(name + n + 2, &end, 16);
+	if (*end)
+		return false;
+	*fn = v;
+	return true;
 }

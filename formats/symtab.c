@@ -776,6 +776,11 @@ static const struct st_func *find_func(const struct st_module *m, uint64_t a)
 	return NULL;
 }
 
+const struct st_func *symtab_func(const struct st_module *m, uint64_t file_addr)
+{
+	return find_func(m, file_addr);
+}
+
 static const struct st_line *find_line(const struct st_module *m, uint64_t a)
 {
 	size_t lo = 0, hi = m->nlines;

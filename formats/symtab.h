@@ -208,6 +208,8 @@ struct st_code {
 	const char *file;              /* NULL if unknown */
 	uint32_t line;
 };
+/* The function of m at a file address (not a runtime one), or NULL. */
+const struct st_func *symtab_func(const struct st_module *m, uint64_t file_addr);
 /* false when nothing at all is known (no module). */
 bool symtab_code(const struct symtab *s, uint64_t addr, struct st_code *out);
 /* "func+0x12 (file.c:34)", "func (file.c:34)", "libx.so+0x1234", "0x401234". */

@@ -235,6 +235,9 @@ int rec_runtime_status(const char *spool, struct rt_status *sum)
 		sum->timer_threads += st.timer_threads;
 		sum->timer_samples += st.timer_samples;
 		sum->timer_cpu_ns += st.timer_cpu_ns;
+		if (st.cpu_rings > sum->cpu_rings)
+			sum->cpu_rings = st.cpu_rings;
+		sum->ring_unattributed += st.ring_unattributed;
 		n++;
 	}
 	closedir(d);
@@ -242,8 +245,8 @@ int rec_runtime_status(const char *spool, struct rt_status *sum)
 }
 
 /* SUMMARY keys from the runtime's status: threads it could not record
- * (the recording is then incomplete), the soft sampler's timer fallback
- * with the sampling period it measured. */
+ * (the recording is then incomplete), the soft sampler's per-CPU rings, its
+ * timer fallback with the sampling period it measured. */
 static void status_kv(struct ct_kv *kv, const char *spool)
 {
 	struct rt_status st;
@@ -279,6 +282,11 @@ static void status_kv(struct ct_kv *kv, const char *spool)
 			ct_kv_add(kv, "incomplete", "%llu of %llu threads not recorded (see "
 			          "threads_unrecorded.*)", (unsigned long long)st.threads_unrecorded,
 			          (unsigned long long)st.threads_started);
+	}
+	if (st.cpu_rings) {
+		ct_kv_add(kv, "sampler_delivery", "cpu-rings");
+		ct_kv_add(kv, "sampler_cpu_rings", "%u", st.cpu_rings);
+		ct_kv_add(kv, "sampler_unattributed", "%llu", (unsigned long long)st.ring_unattributed);
 	}
 	if (st.timer_threads) {
 		ct_kv_add(kv, "sampler_fallback", "posix-timer");

@@ -91,8 +91,8 @@ static void addr_sort_unique(struct addrs *a)
  * instruction after the access, call sites return addresses: the byte
  * before belongs to the instruction of interest, so both are kept.  A
  * damaged thread file ends its addresses there; the rest still counts.
- * Soft samples that stand for the previous instruction add ip - 1 too.
- * Data addresses (samples, watchpoints) go to d. */
+ * Soft samples that stand for the previous instruction add ip - 1 too, and
+ * OpenMP region markers their outlined function.  Data addresses (samples, watchpoints) go to d. */
 static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, char *err, size_t cap)
 {
 	struct ct_error e;
@@ -125,6 +125,14 @@ static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, char
 				addr_add(a, r.u.hit.ip);
 				addr_add(a, r.u.hit.ip - 1);
 				break;
+			case CT_REC_MARKER: {
+				/* an OpenMP region's outlined function: named by the analyzer */
+				uint64_t fn;
+				if (r.u.marker.kind == CT_MARK_REGION_BEGIN &&
+				    ct_marker_omp_fn(r.u.marker.name, &fn))
+					addr_add(a, fn);
+				break;
+			}
 			case CT_REC_CALLSITE:
 				for (unsigned k = 0; k < r.u.callsite.depth && k < CT_CALLSITE_MAX_DEPTH; k++) {
 					addr_add(a, r.u.callsite.pc[k]);

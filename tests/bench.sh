@@ -3,11 +3,16 @@
 # (DESIGN.md) are printed beside the figures so a reader can judge.
 #
 #   recording   the program's CPU time and peak RSS under commrec (default period) /
-#               plain run; commrec's own end-of-recording wall time and RSS
+#               plain run, for write_volume (no contention) and the stencil kernel
+#               (a barrier per sweep); commrec's own end-of-recording wall time and RSS
 #   trace       bytes per sample in the trace (compressed)
-#   replay      records per second for one configuration (comdetective model)
+#   replay      records per second for one configuration (comdetective model),
+#               its peak RSS, and zstd -d on the same trace (the physical limit)
+#   threads     report and functions on rings of 1,000 and 10,000 threads
+#               (BENCH_THREADS="N ...": other sizes): wall time, peak RSS
 #   sweep       a 64-point sweep against 64 single analyses (tests/bench_sweep.sh)
-#   exact       inst --full slowdown, bytes per access, exact replay speed
+#   exact       inst --full slowdown, bytes per access, exact replay speed,
+#               the functions view on that full trace (records/s, peak RSS)
 #
 # BENCH_REPEAT=N runs each timed command N times (default 3) and keeps the median.
 set -u
@@ -39,53 +44,81 @@ row "measure" "value" "target"
 row "-------" "-----" "------"
 
 # ---- recording overhead ----------------------------------------------------------
+# The program's own CPU time and peak RSS under the runtime come from the
+# trace's SUMMARY (commrec's wait4), the plain run's from /usr/bin/time;
+# commrec's end of recording (join, symbols) is shown apart: commrec's wall
+# time beyond the program's, and its peak RSS (/usr/bin/time: the larger of
+# commrec's and the program's) beyond the program's.
+#
+# recording_rows ID LABEL PROGRAM ARGS...: REPEAT plain and recorded runs
+# (default options), interleaved, medians.
+recording_rows() {
+	local id=$1 label=$2; shift 2
+	: >"$W/$id.plain.t"; : >"$W/$id.rec.t"
+	for _ in $(seq "$REPEAT"); do
+		/usr/bin/time -f '%e %U %S %M' -o "$W/plain.one" "$@" >/dev/null 2>&1 || true
+		awk 'END {print $2 + $3, $4, $1}' "$W/plain.one" >>"$W/$id.plain.t"
+		rm -f "$W/$id.zst"
+		/usr/bin/time -f '%e %U %S %M' -o "$W/rec.one" "$REC" -q -f -o "$W/$id.zst" -- "$@" \
+			>/dev/null 2>"$W/rec.err" || true
+		[ -f "$W/$id.zst" ] || continue
+		"$ANA" info "$W/$id.zst" >"$W/$id.info" 2>/dev/null || continue
+		# program: cpu s, peak RSS KiB, wall s; commrec beyond it: wall s, RSS KiB;
+		# samples taken (recorded + skipped)
+		awk -v t="$(tail -n 1 "$W/rec.one")" '
+			{ sub(/^ +/, "") }
+			/^program_utime_ns=/ { split($0, a, "="); u = a[2] }
+			/^program_stime_ns=/ { split($0, a, "="); s = a[2] }
+			/^program_maxrss_kb=/ { split($0, a, "="); m = a[2] }
+			/^program_wall_ns=/ { split($0, a, "="); w = a[2] }
+			/^records:/ { gsub(/,/, ""); n = $4 }
+			/^skipped samples:/ { k = $3 }
+			END {
+				if (m == "") exit
+				split(t, c, " ")
+				extra = c[4] - m; if (extra < 0) extra = 0
+				printf "%.3f %d %.3f %.3f %d %d\n", (u + s) / 1e9, m, w / 1e9, c[1] - w / 1e9, extra, n + k
+			}' "$W/$id.info" >>"$W/$id.rec.t"
+	done
+	col() { awk -v k="$2" '{print $k}' "$W/$1.t" | median; }
+	if [ -s "$W/$id.rec.t" ] && [ -s "$W/$id.plain.t" ]; then
+		local p_cpu p_rss p_wall r_cpu r_rss r_wall n
+		p_cpu=$(col "$id.plain" 1); p_rss=$(col "$id.plain" 2); p_wall=$(col "$id.plain" 3)
+		r_cpu=$(col "$id.rec" 1); r_rss=$(col "$id.rec" 2); r_wall=$(col "$id.rec" 3)
+		n=$(col "$id.rec" 6)
+		row "recording CPU time ($label)" "$(ratio "$r_cpu" "$p_cpu")" "$RECORD_TARGET"
+		row "  program CPU: plain / under commrec" "$p_cpu / $r_cpu s" ""
+		row "  program wall: plain / under commrec" "$p_wall / $r_wall s" ""
+		row "  samples taken (recorded + skipped)" "$n" ""
+		row "  added program CPU per sample" \
+			"$(awk -v a="$r_cpu" -v b="$p_cpu" -v n="$n" 'BEGIN { if (n > 0) printf "%.0f us", (a - b) / n * 1e6; else print "n/a" }')" ""
+		row "recording peak RSS (the program's)" "$(ratio "$r_rss" "$p_rss")" "<= 1.05x"
+		row "  added peak RSS" "$(( r_rss - p_rss )) KiB" ""
+		row "commrec end of recording (join, symbols)" "$(col "$id.rec" 4) s wall" ""
+		row "  commrec peak RSS beyond the program's" "$(col "$id.rec" 5) KiB" ""
+	else
+		row "recording ($label)" "n/a (commrec failed: $(head -c 120 "$W/rec.err" 2>/dev/null))" ""
+	fi
+}
+
 # A program without contention (private stores only: contended benchmarks give
-# chaotic wall times).  The program's own CPU time and peak RSS under the runtime
-# come from the trace's SUMMARY (commrec's wait4), the plain run's from
-# /usr/bin/time; commrec's end of recording (join, symbols) is shown apart:
-# commrec's wall time beyond the program's, and its peak RSS (/usr/bin/time: the
-# larger of commrec's and the program's) beyond the program's.
-prog=("$B/ubench/write_volume" -t 2 -n 600000000 -s 0)
-: >"$W/plain.t"; : >"$W/rec.t"
-for _ in $(seq "$REPEAT"); do
-	/usr/bin/time -f '%e %U %S %M' -o "$W/plain.one" "${prog[@]}" >/dev/null 2>&1 || true
-	awk 'END {print $2 + $3, $4, $1}' "$W/plain.one" >>"$W/plain.t"
-	rm -f "$W/wv.zst"
-	/usr/bin/time -f '%e %U %S %M' -o "$W/rec.one" "$REC" -q -f -o "$W/wv.zst" -- "${prog[@]}" \
-		>/dev/null 2>"$W/rec.err" || true
-	[ -f "$W/wv.zst" ] || continue
-	"$ANA" info "$W/wv.zst" >"$W/wv.info" 2>/dev/null || continue
-	# program: cpu s, peak RSS KiB, wall s; commrec beyond it: wall s, RSS KiB
-	awk -v t="$(tail -n 1 "$W/rec.one")" '
-		{ sub(/^ +/, "") }
-		/^program_utime_ns=/ { split($0, a, "="); u = a[2] }
-		/^program_stime_ns=/ { split($0, a, "="); s = a[2] }
-		/^program_maxrss_kb=/ { split($0, a, "="); m = a[2] }
-		/^program_wall_ns=/ { split($0, a, "="); w = a[2] }
-		END {
-			if (m == "") exit
-			split(t, c, " ")
-			extra = c[4] - m; if (extra < 0) extra = 0
-			printf "%.3f %d %.3f %.3f %d\n", (u + s) / 1e9, m, w / 1e9, c[1] - w / 1e9, extra
-		}' "$W/wv.info" >>"$W/rec.t"
-done
-col() { awk -v k="$2" '{print $k}' "$W/$1.t" | median; }
-if [ -s "$W/rec.t" ] && [ -s "$W/plain.t" ]; then
-	p_cpu=$(col plain 1); p_rss=$(col plain 2); p_wall=$(col plain 3)
-	r_cpu=$(col rec 1); r_rss=$(col rec 2); r_wall=$(col rec 3)
-	row "recording CPU time (write_volume -t 2 -s 0)" "$(ratio "$r_cpu" "$p_cpu")" "<= 1.05x"
-	row "  program CPU: plain / under commrec" "$p_cpu / $r_cpu s" ""
-	row "  program wall: plain / under commrec" "$p_wall / $r_wall s" ""
-	row "recording peak RSS (the program's)" "$(ratio "$r_rss" "$p_rss")" "<= 1.05x"
-	row "  program peak RSS: plain / under commrec" "$p_rss / $r_rss KiB" ""
-	row "  added peak RSS" "$(( r_rss - p_rss )) KiB" ""
-	row "commrec end of recording (join, symbols)" "$(col rec 4) s wall" ""
-	row "  commrec peak RSS beyond the program's" "$(col rec 5) KiB" ""
-	row "samples recorded" "$(awk -F'[ ,]+' '/^records:/ {print $4}' "$W/wv.info")" ""
+# chaotic wall times).
+RECORD_TARGET="<= 1.05x"
+recording_rows wv "write_volume -t 2 -s 0" "$B/ubench/write_volume" -t 2 -n 600000000 -s 0
+if [ -f "$W/wv.zst" ]; then
 	row "trace bytes per record (data frames)" "$(awk '/^record data:/ {print $(NF-3)}' "$W/wv.info")" "<= 8"
 	row "trace file size" "$(stat -c %s "$W/wv.zst") bytes" ""
+fi
+# A program that synchronizes often: the stencil kernel (tests/kernels/),
+# 4 threads, a barrier per sweep (hundreds of thousands of context switches:
+# what per-thread perf events and armed watchpoints pay for, see commrec(1),
+# Costs).
+RECORD_TARGET="<= 1.10x"
+if [ -x "$B/kernels/stencil" ]; then
+	recording_rows stencil "stencil -t 4, barrier per sweep" "$B/kernels/stencil" -t 4 -c 4096 \
+		-s "${BENCH_SWEEPS:-50000}"
 else
-	row "recording" "n/a (commrec failed: $(head -c 120 "$W/rec.err" 2>/dev/null))" ""
+	row "recording (stencil, barrier per sweep)" "n/a ($B/kernels/stencil not built)" ""
 fi
 
 # ---- replay throughput -----------------------------------------------------------
@@ -98,8 +131,31 @@ if [ -f "$big" ]; then
 	time_cmd replay "$ANA" matrix "$big" --format csv -o "$W/m.csv"
 	row "replay records/s (comdetective, 1 core)" \
 		"$(awk -v n="$nrec" -v s="$(cat "$W/replay.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ">= 20M"
+	row "  replay peak RSS" "$(cat "$W/replay.rss") KiB" ""
+	# the physical limit of this design: decompressing the same trace
+	if command -v zstd >/dev/null; then
+		time_cmd raw zstd -d -c "$big"
+		row "  raw decompression (zstd -d) records/s" \
+			"$(awk -v n="$nrec" -v s="$(cat "$W/raw.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
+		row "  replay time / zstd -d time" "$(ratio "$(cat "$W/replay.sec")" "$(cat "$W/raw.sec")")" ""
+	fi
 else
 	row "replay records/s" "n/a (no generator)" ">= 20M"
+fi
+
+# ---- many threads: analysis time and memory -----------------------------------------
+# ana_mktrace threads N: N threads in a ring, N communicating pairs (of N x N)
+if [ -x "$B/tests/ana_mktrace" ]; then
+	echo
+	echo "many threads (a ring: N communicating pairs): report and functions, one run each"
+	for n in ${BENCH_THREADS:-1000 10000}; do
+		"$B/tests/ana_mktrace" "$W/ring.zst" threads "$n" >/dev/null 2>&1 || continue
+		REPEAT=1 time_cmd ring "$ANA" report "$W/ring.zst"
+		row "report, $n threads: wall / peak RSS" "$(cat "$W/ring.sec") s / $(cat "$W/ring.rss") KiB" ""
+		REPEAT=1 time_cmd ringf "$ANA" functions "$W/ring.zst"
+		row "functions, $n threads: wall / peak RSS" "$(cat "$W/ringf.sec") s / $(cat "$W/ringf.rss") KiB" ""
+	done
+	rm -f "$W/ring.zst"
 fi
 
 # ---- sweep -----------------------------------------------------------------------
@@ -122,6 +178,10 @@ if [ -f "$B/libcommrec-inst.so" ]; then
 		row "exact replay records/s (1 core)" \
 			"$(awk -v n="$nrec" -v s="$(cat "$W/exact.sec")" 'BEGIN{ if (s > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
 		row "  full trace" "$nrec records" ""
+		time_cmd fnfull "$ANA" functions "$W/full.zst" --model exact
+		row "functions on the full trace: records/s" \
+			"$(awk -v n="$nrec" -v s="$(cat "$W/fnfull.sec")" 'BEGIN{ if (s > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
+		row "  peak RSS" "$(cat "$W/fnfull.rss") KiB" ""
 	fi
 else
 	echo "n/a: build/libcommrec-inst.so missing"

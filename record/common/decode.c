@@ -538,7 +538,8 @@ static const uint8_t dec_check_reader_probe[16] = { 1 };
  * and only when it is in here: the thread was executing in that page when
  * it was interrupted, so it is still mapped unless the program is about to
  * crash on its own, and it was readable when validated (execute-only pages
- * never get in).  Bytes on any other page always go through the syscall. */
+ * never get in).  Bytes on any other page always go through the syscall,
+ * and so does every byte of a late decode (dec_regs.late). */
 static uint64_t g_pages[DEC_PAGE_CACHE];
 
 static int page_known(uint64_t page)
@@ -577,7 +578,7 @@ int dec_check_reader(void)
 /* Code bytes around rip into code[DEC_BACK + DEC_AHEAD], code[DEC_BACK] at
  * rip.  Sets *from (first valid byte) and returns the number of valid bytes
  * from rip on (0: rip unreadable). */
-static size_t read_code(uint8_t *code, uint64_t rip, int *from)
+static size_t read_code(uint8_t *code, uint64_t rip, bool late, int *from)
 {
 	uint64_t page = rip & ~(uint64_t)(DEC_PAGE - 1);
 	uint64_t lo = rip - DEC_BACK, hi = rip + DEC_AHEAD;
@@ -585,7 +586,7 @@ static size_t read_code(uint8_t *code, uint64_t rip, int *from)
 	uint64_t phi = hi < page + DEC_PAGE ? hi : page + DEC_PAGE;
 	uint8_t *dst = code + (plo - lo);
 
-	if (page_known(page)) {
+	if (!late && page_known(page)) {
 		memcpy(dst, (const void *)(uintptr_t)plo, (size_t)(phi - plo));
 	} else {
 		if (!syscall_read(dst, plo, (size_t)(phi - plo)))
@@ -625,7 +626,7 @@ int dec_sample_access(const struct dec_regs *r, struct dec_access *a)
 		return CT_SKIP_UNREADABLE_IP;
 	}
 	memset(code, 0, DEC_BACK); /* the unreadable part is part of the memo key */
-	ahead = read_code(code, rip, &have_from);
+	ahead = read_code(code, rip, r->late, &have_from);
 	if (!ahead) {
 		errno = saved;
 		return CT_SKIP_UNREADABLE_IP;

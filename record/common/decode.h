@@ -7,6 +7,7 @@
 #define CT_DECODE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <asm/perf_regs.h>
 
@@ -22,6 +23,10 @@ struct dec_regs {
 	uint64_t gpr[DEC_NGPR];
 	uint64_t rip;
 	uint64_t fs_base, gs_base;
+	/* Decoded after the fact, on another thread (the soft sampler's
+	 * writer-side decode): the code may have been unmapped since the
+	 * sample, so its bytes are read only through the syscall. */
+	bool late;
 };
 
 /* perf_event_attr.sample_regs_user for the soft sampler: AX..SP, IP and

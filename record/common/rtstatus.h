@@ -41,6 +41,9 @@ struct rt_status {
 	uint32_t pad;
 	uint64_t timer_samples;        /* timer signals handled */
 	uint64_t timer_cpu_ns;         /* the thread CPU time they stand for */
+	uint32_t cpu_rings;            /* soft: inherited per-CPU events used (their number), 0: not */
+	uint32_t pad2;
+	uint64_t ring_unattributed;    /* soft, per-CPU rings: samples of threads not recorded */
 };
 
 #define RT_STATUS_NAME "status-%d.bin"  /* in the spool, %d the pid */

@@ -33,7 +33,9 @@ enum rt_thread_state {
 
 struct rt_thread {
 	uint32_t index, parent;
+	uint32_t slot;             /* in rt_threads[] */
 	pid_t tid;
+	uint64_t start_ns, end_ns; /* its THREAD_START time; THREAD_END's (set before end_pushed) */
 	int spool_fd;
 	uint64_t spool_dev, spool_ino; /* identity of spool_fd (see rt_fd_is) */
 	_Atomic int state;
@@ -53,6 +55,11 @@ struct rt_thread {
 	uint64_t timer_cpu_prev;   /* soft, timer: thread CPU time at the last expiration */
 	uint64_t hnd_start, hnd_end; /* last handler run (CLOCK_MONOTONIC) */
 	_Atomic int stopped;       /* no more sampling (thread end, exit, fork) */
+	/* soft, inherited path (rt_cpusamp.c): the writer decodes this
+	 * thread's samples and owns its sample state (history, skip counts) */
+	_Atomic bool samp_by_writer;
+	bool w_end_seen;           /* writer: end_pushed seen before this pass's collect */
+	bool w_closed;             /* writer: THREAD_END written */
 
 	/* sample state (signal handler context) */
 	struct cd_history cd;              /* Algorithm 1 state: usable samples, t_prev */
@@ -159,6 +166,7 @@ void rt_shutdown(int status);
 extern struct rt_thread *_Atomic rt_threads[RT_MAX_THREADS];
 extern _Atomic uint32_t rt_threads_hw;   /* high-water mark of used registry slots */
 void rt_flush_skips(struct rt_thread *t, uint64_t now);
+void rt_flush_skips_to(struct rt_thread *t, uint64_t now, rt_emit_fn emit);
 /* Where the runtime's descriptors go (rt_main.c): open them between
  * rt_fd_window_begin and _end, then move each with rt_fd_high (which
  * closes it and returns -1, errno EMFILE, where there is no room). */
@@ -220,6 +228,28 @@ void rt_wp_soft_hit(struct rt_thread *t, int i, uint64_t ip, unsigned kind);
 int rt_wp_on_async(struct rt_thread *t, siginfo_t *si, void *uc);
 extern bool rt_wp_sigtrap;         /* trap delivery: sigtrap (true) or O_ASYNC */
 
+/* rt_perf.c: the runtime's perf descriptors */
+int rt_perf_open(struct perf_event_attr *a, pid_t tid);
+void rt_perf_mark_fd(int fd);
+int rt_perf_route_signal(int fd, pid_t tid);
+/* rt_perf.c: one perf record of thread t -> its records (both soft paths) */
+void rt_perf_rec(struct rt_thread *t, const struct sampler_ops *ops, const struct perf_rec *r,
+                 uint64_t prev_start, uint64_t prev_end, rt_emit_fn emit);
+
+/* rt_cpusamp.c: the soft sampler's inherited per-CPU path */
+int rt_cpusamp_open(uint64_t period_ns);     /* main thread, after the writer exists */
+bool rt_cpusamp_active(void);
+const struct perf_sample_fmt *rt_cpusamp_fmt(void);
+void rt_cpusamp_stop(void);                  /* writer, final pass: no more samples */
+void rt_cpusamp_forget(void);                /* fork child: not ours */
+/* Writer, at the start of a pass: drain the CPU rings into per-thread
+ * records sorted by time; true when a ring was half full. */
+bool rt_cpusamp_collect(void);
+/* Writer: the next collected record of t with time <= until, or NULL
+ * (threads are visited in slot order within a pass). */
+const struct ct_record *rt_cpusamp_next(struct rt_thread *t, uint64_t until);
+void rt_cpusamp_log_stats(void);
+
 /* rt_alloc.c */
 void rt_alloc_init(void);
 void *rt_boot_alloc(size_t size);
@@ -231,6 +261,8 @@ void rt_status_thread_started(void);
 void rt_status_unrecorded(enum rt_unrecorded_why why);
 void rt_status_timer_thread(int why_errno);
 void rt_status_timer_sample(uint64_t cpu_ns);
+void rt_status_cpu_rings(uint32_t n);
+void rt_status_ring_unattributed(uint64_t n);
 
 /* rt_maps.c */
 void rt_write_maps(void);

@@ -189,6 +189,12 @@ int rt_push_wait(struct rt_thread *t, const struct ct_record *r)
 
 void rt_flush_skips(struct rt_thread *t, uint64_t now)
 {
+	if (!t->samp_by_writer)      /* (those the writer counts, it flushes) */
+		rt_flush_skips_to(t, now, rt_push);
+}
+
+void rt_flush_skips_to(struct rt_thread *t, uint64_t now, rt_emit_fn emit)
+{
 	/* samples taken while the runtime itself ran (its code, its handlers) */
 	if (t->skip_runtime) {
 		t->skip[CT_SKIP_RUNTIME] += t->skip_runtime;
@@ -203,7 +209,7 @@ void rt_flush_skips(struct rt_thread *t, uint64_t now)
 		struct ct_record r = { .type = CT_REC_SKIPPED, .time = now };
 		r.u.skipped.reason = (uint8_t)i;
 		r.u.skipped.count = t->skip[i];
-		if (rt_push(t, &r) == 0)
+		if (emit(t, &r) == 0)
 			t->skip[i] = 0;
 	}
 	t->skip_pending = 0;
@@ -373,6 +379,7 @@ static bool registry_add(struct rt_thread *t)
 {
 	for (uint32_t i = 0; i < RT_MAX_THREADS; i++) {
 		struct rt_thread *expect = NULL;
+		t->slot = i;         /* before it is visible to the writer */
 		if (atomic_load_explicit(&rt_threads[i], memory_order_relaxed) == NULL &&
 		    atomic_compare_exchange_strong(&rt_threads[i], &expect, t)) {
 			uint32_t hw = atomic_load(&rt_threads_hw);
@@ -419,6 +426,7 @@ struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index)
 		.index = t->index, .parent = parent, .tid = t->tid, .pid = rt_pid,
 		.start_ns = rt_now(),
 	};
+	t->start_ns = ti.start_ns;
 	prctl(PR_GET_NAME, ti.name, 0, 0, 0);
 	ti.name[15] = 0;
 	/* the thread's descriptors (spool file, sampler, watchpoints) are
@@ -513,6 +521,7 @@ void rt_thread_finish(struct rt_thread *t, int status)
 	rt_thread_stats(t);
 	rt_flush_skips(t, now);
 	int expect = 0;
+	t->end_ns = now;     /* before end_pushed: the writer's attribution reads it */
 	if (atomic_compare_exchange_strong(&t->end_pushed, &expect, 1)) {
 		struct ct_record r = { .type = CT_REC_THREAD_END, .time = now };
 		r.u.end.status = status;
@@ -662,6 +671,7 @@ static void atfork_child(void)
 	atomic_store(&shutdown_done, 1);
 	struct rt_thread *t = rt_self;
 	rt_self = NULL;
+	rt_cpusamp_forget();
 	if (t) {
 		atomic_store(&t->stopped, 1);
 		rt_perf_close(t->samp_fd);
@@ -739,6 +749,10 @@ __attribute__((constructor(101))) static void rt_init(void)
 		rt_log(1, "cannot start the writer thread: not recording");
 		rt_guard--;
 		return;
+	}
+	if (sampler && sampler->process_start && sampler->process_start() < 0) {
+		rt_log(1, "sampler %s could not start: recording without samples", sampler->name);
+		sampler = NULL;
 	}
 	pthread_atfork(NULL, NULL, atfork_child);
 	atomic_store(&rt_active, 1);

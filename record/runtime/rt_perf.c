@@ -3,6 +3,7 @@
  * itself (F_SETOWN_EX F_OWNER_TID + F_SETSIG + O_ASYNC, wakeup_events=1),
  * and in the handler drain the ring and feed each sample to rt_sample(). */
 #include "rt.h"
+#include "pmu_sample.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -101,6 +102,51 @@ void rt_perf_thread_stop(struct rt_thread *t, int self)
 	rt_perf_close(fd);
 }
 
+/* One record of thread t's perf samples, from either path: its own ring in
+ * its signal handler (emit = rt_push), or a CPU ring in the writer
+ * (rt_cpusamp.c).  Samples inside [prev_start, prev_end] (the thread's
+ * previous handler run) or in the runtime's code are the runtime's own. */
+void rt_perf_rec(struct rt_thread *t, const struct sampler_ops *ops, const struct perf_rec *r,
+                 uint64_t prev_start, uint64_t prev_end, rt_emit_fn emit)
+{
+	switch (r->kind) {
+	case PERF_REC_SAMPLE: {
+		struct rt_sample_in s;
+		memset(&s, 0, sizeof s);
+		s.time = r->time;
+		s.ip = r->ip;
+		s.cpu = r->cpu;
+		s.period = ops->rec_period(t, r);
+		if (r->ip >= 0x800000000000ull) {
+			s.skip = CT_SKIP_KERNEL;
+		} else if ((r->ip >= rt_text_lo && r->ip < rt_text_hi) ||
+		           (r->time >= prev_start && r->time <= prev_end)) {
+			/* in the runtime itself (its code, or during its previous
+			 * signal handler): not the program's access */
+			t->skip_runtime++;
+			return;
+		} else {
+			s.skip = ops->rec_access(t, r, &s.acc);
+		}
+		rt_sample_to(t, &s, emit);
+		break;
+	}
+	case PERF_REC_LOST:
+	case PERF_REC_THROTTLE: {
+		struct ct_record l;
+		pmu_lost_record(r, rt_now(), &l);
+		if (r->kind == PERF_REC_LOST)
+			t->pmu_lost += r->lost;
+		else
+			t->pmu_throttle++;
+		emit(t, &l);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
 struct drain_ctx {
 	struct rt_thread *t;
 	const struct sampler_ops *ops;
@@ -110,48 +156,7 @@ struct drain_ctx {
 static void on_rec(void *p, const struct perf_rec *r)
 {
 	struct drain_ctx *c = p;
-	struct rt_thread *t = c->t;
-	switch (r->kind) {
-	case PERF_REC_SAMPLE: {
-		struct rt_sample_in s;
-		memset(&s, 0, sizeof s);
-		s.time = r->time;
-		s.ip = r->ip;
-		s.cpu = r->cpu;
-		s.period = c->ops->rec_period(t, r);
-		if (r->ip >= 0x800000000000ull) {
-			s.skip = CT_SKIP_KERNEL;
-		} else if ((r->ip >= rt_text_lo && r->ip < rt_text_hi) ||
-		           (r->time >= c->prev_start && r->time <= c->prev_end)) {
-			/* in the runtime itself (its code, or during its previous
-			 * signal handler): not the program's access */
-			t->skip_runtime++;
-			return;
-		} else {
-			s.skip = c->ops->rec_access(t, r, &s.acc);
-		}
-		rt_sample(t, &s);
-		break;
-	}
-	case PERF_REC_LOST: {
-		t->pmu_lost += r->lost;
-		struct ct_record l = { .type = CT_REC_LOST, .time = r->time ? r->time : rt_now() };
-		l.u.lost.reason = CT_LOST_PMU;
-		l.u.lost.count = r->lost;
-		rt_push(t, &l);
-		break;
-	}
-	case PERF_REC_THROTTLE: {
-		t->pmu_throttle++;
-		struct ct_record l = { .type = CT_REC_LOST, .time = r->time ? r->time : rt_now() };
-		l.u.lost.reason = CT_LOST_THROTTLE;
-		l.u.lost.count = 1;
-		rt_push(t, &l);
-		break;
-	}
-	default:
-		break;
-	}
+	rt_perf_rec(c->t, c->ops, r, c->prev_start, c->prev_end, rt_push);
 }
 
 int rt_perf_on_signal(struct rt_thread *t, siginfo_t *si, void *uc, const struct sampler_ops *ops)

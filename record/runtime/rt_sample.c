@@ -17,6 +17,11 @@
 
 void rt_sample(struct rt_thread *t, const struct rt_sample_in *s)
 {
+	rt_sample_to(t, s, rt_push);
+}
+
+void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn emit)
+{
 	if (s->skip) {
 		if (rt_cfg.verbose >= 4)
 			rt_log(4, "thread %u: sample at ip %#llx skipped (%d)", t->index,
@@ -24,7 +29,7 @@ void rt_sample(struct rt_thread *t, const struct rt_sample_in *s)
 		unsigned k = (unsigned)s->skip < 16 ? (unsigned)s->skip : 0;
 		t->skip[k]++;
 		if (++t->skip_pending >= SKIP_FLUSH_EVERY)
-			rt_flush_skips(t, s->time);
+			rt_flush_skips_to(t, s->time, emit);
 		return;
 	}
 	t->nsamples++;
@@ -38,7 +43,7 @@ void rt_sample(struct rt_thread *t, const struct rt_sample_in *s)
 	r.u.sample.len = s->acc.len ? s->acc.len : 1;
 	r.u.sample.kind = s->acc.kind;
 	r.u.sample.flags = (uint8_t)(s->acc.flags | s->extra_flags);
-	rt_push(t, &r);
+	emit(t, &r);
 
 	/* Algorithm 1 (formats/comdetective.h): the recorder's expiry rule;
 	 * without watchpoints, no board (the history only) */

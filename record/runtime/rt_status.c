@@ -65,3 +65,13 @@ void rt_status_timer_sample(uint64_t cpu_ns)
 	__atomic_fetch_add(&rt_st->timer_samples, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&rt_st->timer_cpu_ns, cpu_ns, __ATOMIC_RELAXED);
 }
+
+void rt_status_cpu_rings(uint32_t n)
+{
+	__atomic_store_n(&rt_st->cpu_rings, n, __ATOMIC_RELAXED);
+}
+
+void rt_status_ring_unattributed(uint64_t n)
+{
+	__atomic_store_n(&rt_st->ring_unattributed, n, __ATOMIC_RELAXED);
+}

@@ -34,10 +34,6 @@
 #include <unistd.h>
 #include <linux/hw_breakpoint.h>
 
-int rt_perf_open(struct perf_event_attr *a, pid_t tid);
-void rt_perf_mark_fd(int fd);
-int rt_perf_route_signal(int fd, pid_t tid);
-
 bool rt_wp_sigtrap = true;
 static _Atomic int sigtrap_refused;
 static _Atomic int setup_logged;

@@ -348,6 +348,46 @@ static bool make_sink(struct rt_thread *t)
 	return true;
 }
 
+/* One record into the thread's stream, in time order (a record stamped
+ * before the last one written gets its time: see DESIGN). */
+static void put(struct rt_thread *t, struct ct_record *r, bool own)
+{
+	if (r->time < t->last_time)
+		r->time = t->last_time;
+	else
+		t->last_time = r->time;
+	sink_put(t, r, own);
+	t->written++;
+	w_records++;
+}
+
+static int put_own(struct rt_thread *t, const struct ct_record *r)
+{
+	struct ct_record c = *r;
+	put(t, &c, true);
+	return 0;
+}
+
+/* The records the writer made from the CPU rings for t (rt_cpusamp.c) up to
+ * time until, merged in before the thread's own. */
+static void put_collected(struct rt_thread *t, uint64_t until)
+{
+	const struct ct_record *c;
+	while ((c = rt_cpusamp_next(t, until)) != NULL)
+		if (!t->w_closed && make_sink(t))
+			put_own(t, c);
+}
+
+/* THREAD_END of a thread whose samples the writer decodes: its skip counts
+ * first (the writer keeps them), and nothing of it after (samples past its
+ * end are its exit in the runtime). */
+static void close_collected(struct rt_thread *t, uint64_t end)
+{
+	rt_flush_skips_to(t, end, put_own);
+	t->w_closed = true;
+	put_collected(t, UINT64_MAX);   /* (dropped) */
+}
+
 /* Units consumed between two releases of ring space to the producer: one
  * store to the consumer's line and one clear of the ready bytes per batch,
  * not per record (the producer reads tail only when its view says full). */
@@ -364,11 +404,18 @@ static void drain(struct rt_thread *t)
 		sync_counts(t);
 		return;
 	}
-	uint64_t cur = recring_cursor(ring), released = cur;
-	bool woke = false;
+	uint64_t cur = recring_cursor(ring), released = cur, at = cur;
+	bool woke = false, merge = atomic_load(&t->samp_by_writer);
 	const struct ct_record *src;
 	uint32_t k;
 	while ((src = recring_peek(ring, &cur, &k)) != NULL) {
+		unsigned type = src->type;
+		if (type == CT_REC_THREAD_END && merge && !t->w_end_seen) {
+			/* its last samples may not be collected yet: next pass */
+			cur = at;
+			break;
+		}
+		at = cur;
 		/* the next units are most likely written by now: fetch them while
 		 * this one is encoded */
 		__builtin_prefetch(ring->data + (size_t)((cur + 4) & (ring->cap - 1)) * RECRING_UNIT);
@@ -376,7 +423,6 @@ static void drain(struct rt_thread *t)
 			t->lost_write++;
 			t->dropped_unsunk++;
 		} else {
-			unsigned type = src->type;
 			if (k == 1 && (type == CT_REC_SAMPLE || type == CT_REC_FUNC_ENTER ||
 			               type == CT_REC_FUNC_EXIT)) {
 				/* the hot types: their fields are all in the first unit,
@@ -389,13 +435,12 @@ static void drain(struct rt_thread *t)
 				memset(&r, 0, sizeof r);
 				memcpy(&r, src, n);
 			}
-			if (r.time < t->last_time)
-				r.time = t->last_time;  /* keep the stream's time order (see DESIGN) */
-			else
-				t->last_time = r.time;
-			sink_put(t, &r, false);
-			t->written++;
-			w_records++;
+			if (merge) {
+				put_collected(t, r.time);
+				if (type == CT_REC_THREAD_END)
+					close_collected(t, r.time);
+			}
+			put(t, &r, false);
 		}
 		if (cur - released >= DRAIN_BATCH) {
 			recring_release(ring, cur);
@@ -413,6 +458,8 @@ static void drain(struct rt_thread *t)
 		}
 	}
 	recring_release(ring, cur);
+	if (merge)
+		put_collected(t, UINT64_MAX);
 	uint64_t lost = recring_take_lost(ring);
 	if (lost && t->sink) {
 		r = (struct ct_record){ .type = CT_REC_LOST, .time = t->last_time };
@@ -452,9 +499,9 @@ static void finish_thread(uint32_t slot, struct rt_thread *t)
 /* Returns true when some ring was at least half full: go again at once. */
 static bool pass(void)
 {
-	bool busy = false;
 	uint32_t hw = atomic_load(&rt_threads_hw);
 	pass_now = rt_now();
+	bool busy = rt_cpusamp_collect();   /* (before the threads' own records) */
 	for (uint32_t i = 0; i < hw; i++) {
 		struct rt_thread *t = atomic_load(&rt_threads[i]);
 		if (!t)
@@ -477,6 +524,7 @@ static bool pass(void)
  * streams, drain and flush everything.  Files stay open (the process ends). */
 static void final_pass(int emergency)
 {
+	rt_cpusamp_stop();
 	uint64_t now = rt_now();
 	uint32_t hw = atomic_load(&rt_threads_hw);
 	for (uint32_t i = 0; i < hw; i++) {
@@ -486,6 +534,7 @@ static void final_pass(int emergency)
 		rt_thread_stop_sampling(t, 0);
 		rt_thread_stats(t);
 		int expect = 0;
+		t->end_ns = now;
 		if (atomic_compare_exchange_strong(&t->end_pushed, &expect, 1)) {
 			struct ct_record r = { .type = CT_REC_THREAD_END, .time = now };
 			r.u.end.status = emergency ? atomic_load(&emerg_sig) : 0;
@@ -511,6 +560,7 @@ static void final_pass(int emergency)
 		if (t)
 			sink_flush(t);
 	}
+	rt_cpusamp_log_stats();
 	rt_log(2, "writer: done (peak %llu sinks)", (unsigned long long)atomic_load(&sinks_peak));
 	rt_log(3, "writer: %llu pokes, %llu passes, longest gap between passes %.3f ms",
 	       (unsigned long long)atomic_load(&st_pokes), (unsigned long long)st_loops, st_max_gap_ns / 1e6);

@@ -18,6 +18,7 @@
 #include "perf_ring.h"
 
 struct rt_thread;
+struct ct_record;
 
 struct sampler_ops {
 	const char *name;
@@ -46,6 +47,11 @@ struct sampler_ops {
 	 * the 8 bytes at t->wp_addr[i] where t->wp_slot[i] >= 0.  The sampler
 	 * calls rt_wp_soft_hit on the thread's first access to one of them. */
 	void (*watch)(struct rt_thread *t);
+
+	/* Once per process, after the writer thread exists and before the main
+	 * thread's thread_start (may be NULL): events opened here with inherit
+	 * follow the program's threads, not the writer.  0 or -errno. */
+	int (*process_start)(void);
 
 	/* For the generic perf path (rt_perf_thread_start): */
 	/* Fill the event attr (type, config, period, sample_type...). The
@@ -78,6 +84,11 @@ struct rt_sample_in {
 /* Generic path: process one sample (signal handler context of thread t):
  * SAMPLE record or skip count, then bulletin board and watchpoints. */
 void rt_sample(struct rt_thread *t, const struct rt_sample_in *s);
+/* Where a sample's records go: rt_push (the thread's own ring, from the
+ * thread) or the writer's merge (samples the writer decodes, rt_cpusamp.c). */
+typedef int (*rt_emit_fn)(struct rt_thread *t, const struct ct_record *r);
+/* rt_sample with the records sent to emit (rt_sample: emit = rt_push). */
+void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn emit);
 
 /* Generic perf-ring sampler pieces (rt_perf.c). */
 int rt_perf_thread_start(struct rt_thread *t, const struct sampler_ops *ops);

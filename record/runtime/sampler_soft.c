@@ -1,14 +1,26 @@
 /* The `soft` sampler: per-thread CPU-time sampling, any Linux, no PMU.
  *
- * Preferred: a perf task-clock event per thread (sample_period = period in
- * ns, user registers in every sample, CLOCK_MONOTONIC timestamps), drained
- * by the generic perf path.  Where perf_event_open is denied (EACCES, EPERM,
+ * Three paths, one sample conversion (rt_perf_rec, soft_sample_access):
+ *
+ * Where no watchpoint is armed (-w 0, or the probe says they do not fire):
+ * one inherited task-clock event per CPU, opened once, no signal, drained
+ * and decoded by the writer thread (rt_cpusamp.c): no per-switch hrtimer
+ * and nothing done in the program's threads beyond the timer interrupt.
+ *
+ * Where watchpoints are armed: a perf task-clock event per thread
+ * (sample_period = period in ns, user registers in every sample,
+ * CLOCK_MONOTONIC timestamps), drained in the thread's own signal handler
+ * by the generic perf path, because the online part of Algorithm 1 arms
+ * that thread's debug registers at the sample (rt_sample.c).
+ *
+ * Where perf_event_open is denied (EACCES, EPERM,
  * ENOSYS, ENOENT: paranoid settings, seccomp, old kernels) or when
  * COMMTRACE_SOFT_TIMER=1: a POSIX per-thread CPU-time timer
  * (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to the thread) and the
  * registers of the interrupted context.  Either way the data address is
  * reconstructed by decoding (dec_sample_access). */
 #include "rt.h"
+#include "soft_sample.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -35,16 +47,8 @@ static void soft_fill_attr(struct perf_event_attr *a)
 
 static int soft_rec_access(struct rt_thread *t, const struct perf_rec *r, struct dec_access *a)
 {
-	if (r->regs_abi == 0 || r->nregs == 0)
-		return CT_SKIP_KERNEL;     /* no user registers: a kernel thread context */
-	struct dec_regs regs;
-	memset(&regs, 0, sizeof regs);
-	dec_regs_from_perf(&regs, r->regs, t->samp_fmt.regs_user_mask);
-	regs.fs_base = t->fs_base;
-	int rc = dec_sample_access(&regs, a);
-	if (rc == 0)
-		a->flags |= CT_SAMPLE_RECONSTRUCTED;
-	return rc;
+	return soft_sample_access(r, t->samp_fmt.regs_user_mask, t->fs_base,
+	                          atomic_load(&t->samp_by_writer), a);
 }
 
 static uint64_t soft_rec_period(struct rt_thread *t, const struct perf_rec *r)
@@ -90,9 +94,28 @@ static int timer_start(struct rt_thread *t, int why_errno)
 	return 0;
 }
 
+/* The inherited path where it applies: no watchpoints (their arming runs
+ * in the sampled thread, at its sample) and no timer asked for.  A failure
+ * leaves the per-thread path. */
+static int soft_process_start(void)
+{
+	if (rt_cfg.soft_timer || rt_cfg.watchpoints > 0)
+		return 0;
+	int rc = rt_cpusamp_open(rt_cfg.period * 1000);
+	if (rc < 0)
+		rt_log(2, "soft sampler: inherited per-CPU events unavailable (%s): one event per thread",
+		       strerror(-rc));
+	return 0;
+}
+
 static int soft_thread_start(struct rt_thread *t)
 {
 	t->period_ns = rt_cfg.period * 1000;
+	if (rt_cpusamp_active()) {
+		t->samp_fmt = *rt_cpusamp_fmt();
+		atomic_store(&t->samp_by_writer, true);
+		return 0;
+	}
 	if (!rt_cfg.soft_timer && !atomic_load(&use_timer)) {
 		int rc = rt_perf_thread_start(t, &rt_sampler_soft);
 		if (rc == 0)
@@ -185,6 +208,7 @@ static uint64_t soft_lengthen_period(struct rt_thread *t)
 const struct sampler_ops rt_sampler_soft = {
 	.name = "soft",
 	.process_init = NULL,
+	.process_start = soft_process_start,
 	.thread_start = soft_thread_start,
 	.thread_stop = soft_thread_stop,
 	.on_signal = soft_on_signal,

@@ -109,8 +109,13 @@ if run report 0 "$A" "$G"; then
 	check report_sampler_line grep -Eq '^  sampler +soft: a sample every 1000 events; 4 watchpoint registers$' "$WORK/out"
 	check report_rate grep -Eq '^  estimated line transfers +6\.00k +[0-9.]+[kMGT]?/s over the run$' "$WORK/out"
 	check report_transfer_defined grep -q 'a line transfer: a cache line moving from the thread that wrote it' "$WORK/out"
-	check report_false_explained grep -Eq '^ +false sharing +16\.7% +1\.00k +different bytes of one line$' "$WORK/out"
-	check report_few_events grep -q 'only 3 communication events' "$WORK/out"
+	check report_false_explained grep -Eq '^ +false sharing +16\.7% +1\.00k +different bytes of one line ' "$WORK/out"
+	# 90% intervals: weights 4000, 1000, 1000 (var sum w(w-1)) make n = 2.0
+	# effective events; Poisson score interval 0.662..6.04 x 3000
+	check report_volume_interval grep -Eq '^    90% interval +1\.99k to 18\.1k \(from 2 effective events\)$' "$WORK/out"
+	check report_share_interval grep -Eq '^ +true sharing +83\.3% .*\(90%: 30\.0-98\.3%\)$' "$WORK/out"
+	check report_pair_interval grep -Eq 'T0\(1000\) <-> T1\(1001\) .* 30\.0-98\.3%$' "$WORK/out"
+	check report_few_events grep -q 'too few events to say anything: 3 communication events (2 effective' "$WORK/out"
 	check report_skip_split grep -q "1 not user memory accesses (normal), 0 in the recorder's runtime, 3 accesses without an address" "$WORK/out"
 	check report_more_section bash -c "sed -n '/^== More ==/,\$p' '$WORK/out' | grep -q '^  commanalyze matrix $G '"
 	check report_more_objects grep -q "^  commanalyze objects $G " "$WORK/out"
@@ -206,6 +211,20 @@ run matrix_options 0 "$A" matrix "$G" --format csv --expiry ns:1000 --board-size
 	--line-size 128 --watchpoints 2 --period-multiplier 1
 run matrix_cd_csv 0 "$A" matrix "$G" --comdetective-csv "$WORK/cd" &&
 	check matrix_cd_files test -s "$WORK/cd/as_matrix.csv" -a -s "$WORK/cd/ts_matrix.csv" -a -s "$WORK/cd/fs_core_matrix.csv"
+# heatmap colour scales: the top legend label (the first number of the legend)
+legend_top() { grep -o '<text[^>]*>[^<]*</text>' "$1" | sed 's/<[^>]*>//g' | grep -E '^(≥ )?[0-9,]+$' | head -1; }
+# M + M^T: all 5000 (T0-T1), true 4000, false 1000
+for k in true false; do
+	run "svg_scale_$k" 0 "$A" matrix "$G" --kind $k --format svg -o "$WORK/$k.svg" &&
+	run "svg_shared_$k" 0 "$A" matrix "$G" --kind $k --format svg --color-max shared -o "$WORK/$k.shared.svg"
+done
+check svg_own_scales test "$(legend_top "$WORK/true.svg") $(legend_top "$WORK/false.svg")" = "4,000 1,000"
+check svg_shared_scale test "$(legend_top "$WORK/true.shared.svg") $(legend_top "$WORK/false.shared.svg")" = "5,000 5,000"
+run svg_color_max 0 "$A" matrix "$G" --format svg --color-max=2000 --color-min min -o "$WORK/cm.svg" &&
+	check svg_color_max_label test "$(legend_top "$WORK/cm.svg")" = "≥ 2,000"
+run usage_color_max 1 "$A" matrix "$G" --format svg --color-max -3 -o "$WORK/x.svg" &&
+	check usage_color_max_msg grep -q "is not a positive number or shared" "$WORK/err"
+run usage_color_min 1 "$A" matrix "$G" --color-min low && pass usage_color_min
 if "$A" matrix "$G" --format h5 -o "$WORK/m.h5" >/dev/null 2>"$WORK/err"; then
 	check matrix_h5 test -s "$WORK/m.h5"
 elif grep -qi 'hdf5' "$WORK/err"; then
@@ -215,9 +234,71 @@ else
 fi
 
 # ---- usage errors: exit 1 -----------------------------------------------------------
-run usage_none 1 "$A" && pass usage_none
+# no trace: trace.zst in the current directory (commrec's default), or exit 2
+# naming it
+if (cd "$WORK" && mkdir -p none && cd none && "$A" >"$WORK/out" 2>"$WORK/err"); then
+	fail default_trace_missing "exit 0 without trace.zst"
+else
+	check default_trace_missing grep -q 'trace.zst' "$WORK/err"
+fi
+mkdir -p "$WORK/cwd" && cp "$G" "$WORK/cwd/trace.zst"
+for c in report info dump matrix lines; do
+	if (cd "$WORK/cwd" && "$A" $c >"$WORK/out.default" 2>/dev/null &&
+	    "$A" $c trace.zst >"$WORK/out.given" 2>/dev/null); then
+		check "default_trace_$c" cmp -s "$WORK/out.default" "$WORK/out.given"
+	else
+		fail "default_trace_$c" "commanalyze $c without a trace failed beside trace.zst"
+	fi
+done
+(cd "$WORK/cwd" && "$A" >"$WORK/out" 2>&1) && check default_command_report grep -q '^== Totals ==' "$WORK/out"
+
+# ---- the command line: GNU getopt_long conventions in every command --------------
+# each pair of spellings gives the same matrix
+"$A" matrix "$G" --format csv --kind true --directed -b 31 -w 0 >"$WORK/want.csv" 2>/dev/null
+for spelling in "matrix --format=csv --kind=true --directed --board-size=31 --watchpoints=0 $G" \
+	"matrix --kind true $G --form csv --dir -w0 -b 31" \
+	"matrix --format csv --kind=true --directed -b31 --watch 0 -- $G" \
+	"matrix -qw0 -b 31 --format csv --kind true --directed $G"; do
+	n="cli_same_${spelling// /_}"; n=${n//[^A-Za-z0-9_=-]/}
+	if "$A" $spelling >"$WORK/got.csv" 2>"$WORK/err"; then
+		check "$n" cmp -s "$WORK/want.csv" "$WORK/got.csv"
+	else
+		fail "$n" "$(head -c 200 "$WORK/err")"
+	fi
+done
+# -w 0: the true-sharing hit of T1 (4000 without -w) is not counted
+check cli_w_applied grep -q '^T1(1001),0,0,0$' "$WORK/want.csv"
+# -ofile and -o file; a trace named like an option after --
+run cli_o_attached 0 "$A" matrix "$G" --format csv "-o$WORK/o1.csv" &&
+	run cli_o_separate 0 "$A" matrix -o "$WORK/o2.csv" --format csv "$G" &&
+	check cli_o_same cmp -s "$WORK/o1.csv" "$WORK/o2.csv"
+cp "$G" "$WORK/-dash.zst"
+(cd "$WORK" && "$A" matrix --format csv -- -dash.zst >"$WORK/out" 2>"$WORK/err") &&
+	check cli_dashdash cmp -s "$WORK/out" "$WORK/o1.csv" || fail cli_dashdash "$(cat "$WORK/err")"
+(cd "$WORK" && "$A" matrix --format csv -dash.zst >/dev/null 2>"$WORK/err")
+check cli_dash_needs_dashdash grep -q "unknown option '-d'" "$WORK/err"
+# prefixes: unique accepted, ambiguous listed, exact wins over longer names
+run cli_ambiguous 1 "$A" matrix "$G" --f csv &&
+	check cli_ambiguous_lists grep -q "'--f' is ambiguous (--format, --fp-rate)" "$WORK/err"
+run cli_exact_beats_prefix 0 "$A" dump "$G" --type=sample --limit=1 &&
+	check cli_exact_lines test "$(wc -l <"$WORK/out")" -eq 1
+run cli_flag_value 1 "$A" matrix "$G" --directed=yes &&
+	check cli_flag_value_msg grep -q -- '--directed takes no value' "$WORK/err"
+run cli_missing_value 1 "$A" matrix "$G" -o &&
+	check cli_missing_value_msg grep -q -- '-o needs a value' "$WORK/err"
+run cli_unknown_short 1 "$A" report "$G" -x &&
+	check cli_unknown_short_msg grep -q "report: unknown option '-x'" "$WORK/err"
+# -q, -v in every command
+run cli_report_v 0 "$A" report -v "$G" &&
+	check cli_report_v_says grep -q 'records replayed into 1 point (model comdetective)' "$WORK/err"
+run cli_info_q 0 "$A" info -q "$G" && check cli_info_q_out grep -qx 'complete: yes' "$WORK/out"
+run cli_matrix_q 0 "$A" matrix -q "$G" --model exact && check cli_matrix_q_silent test ! -s "$WORK/err"
+run cli_cluster_help 0 "$A" matrix -qh && check cli_cluster_help_usage grep -q '^usage: commanalyze matrix' "$WORK/out"
+# a mistyped command: named, not taken for a trace
+run cli_typo 1 "$A" matirx "$G" &&
+	check cli_typo_msg grep -q "'matirx' is not a command and not a file: did you mean 'matrix'" "$WORK/err"
 run usage_bad_option 1 "$A" --bogus && pass usage_bad_option
-run usage_info_notrace 1 "$A" info && pass usage_info_notrace
+(cd "$WORK/none" && run usage_info_notrace 2 "$A" info) && pass usage_info_notrace
 run usage_info_option 1 "$A" info "$G" --x && pass usage_info_option
 run usage_dump_type 1 "$A" dump "$G" --type nonsense && pass usage_dump_type
 run usage_dump_limit 1 "$A" dump "$G" --limit ten && pass usage_dump_limit

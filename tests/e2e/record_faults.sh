@@ -165,11 +165,14 @@ mono_ns() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONO
 
 # last_gap_ms TRACE KILL_NS: the largest time, over the threads that were
 # computing (at least a quarter of the samples of the busiest thread; the
-# main thread only waits), between the thread's last record and the kill.
+# main thread only waits), between the thread's last record and the kill;
+# 0 for records after KILL_NS (taken just before the kill, which lands
+# later: records of that moment are what the flush should keep); -1 when no
+# thread has samples.
 last_gap_ms() {
 	"$COMMANALYZE" dump "$1" 2>/dev/null | awk -v k="$2" '
 		$3 == "sample" { s[$2]++; if (s[$2] > m) m = s[$2] } { last[$2] = $1 }
-		END { g = -1; for (t in s) if (s[t] * 4 >= m) { d = (k - last[t]) / 1e6; if (d > g) g = d }
+		END { g = -1; for (t in s) if (s[t] * 4 >= m) { d = (k - last[t]) / 1e6; if (d < 0) d = 0; if (d > g) g = d }
 		      printf "%d\n", g }'
 }
 

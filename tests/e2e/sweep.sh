@@ -13,7 +13,7 @@ if [ ! -x "$COMMANALYZE" ] || [ ! -x "$MKTRACE" ]; then
 	skip sweep "build first ($COMMANALYZE, $MKTRACE)"
 	exit 0
 fi
-if ! "$COMMANALYZE" sweep 2>&1 | grep -q "sweep: which trace"; then
+if ! "$COMMANALYZE" sweep --help 2>&1 | grep -q "^usage: commanalyze sweep"; then
 	skip sweep "commanalyze has no sweep command"
 	exit 0
 fi

@@ -3,6 +3,8 @@
 #ifndef CT_ANA_COMMON_H
 #define CT_ANA_COMMON_H
 
+#include <stdarg.h>
+
 #include "check.h"
 #include "tracebuild.h"
 #include "ana.h"

@@ -7,6 +7,9 @@
  *                                a throttled thread, many samples in the runtime
  *   ana_mktrace OUT armsnohit    150 watchpoint arms, not one hit
  *   ana_mktrace OUT fullwp0      a full trace (every access), watchpoints off
+ *   ana_mktrace OUT threads N    N threads in a ring: thread i stores a word of
+ *                                line i, thread i+1 then loads it (N pairs
+ *                                communicate, of N x N): analysis memory at scale
  * Without arguments (as tests/run.sh runs it) it checks that the basic
  * trace reads back. */
 #include <inttypes.h>
@@ -241,11 +244,20 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		return 0;
+	} else if (!strcmp(argv[2], "threads") && argc > 3) {
+		size_t n = strtoull(argv[3], NULL, 10);
+		if (n < 2 || tb_init(&b, n))
+			return 1;
+		for (size_t i = 0; i < n; i++) {
+			tb_sample(&b, (uint32_t)i, 1000 + 10 * i, 0x100000 + 64 * i, 8, CT_ACCESS_STORE, 1000);
+			tb_sample(&b, (uint32_t)((i + 1) % n), 1005 + 10 * i, 0x100000 + 64 * i, 8,
+			          CT_ACCESS_LOAD, 1000);
+		}
 	} else if (!strcmp(argv[2], "nofire") || !strcmp(argv[2], "armsnohit") ||
 	           !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|nofire|armsnohit|fullwp0|big N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|nofire|armsnohit|fullwp0|big N|threads N\n");
 		return 1;
 	}
 	unlink(b.path);

@@ -67,7 +67,7 @@ static inline int tb_init(struct tb *b, size_t nthreads)
 		ti->tid = (int32_t)(1000 + i);
 		ti->pid = 1000;
 		ti->start_ns = 1;
-		snprintf(ti->name, sizeof ti->name, "t%zu", i);
+		snprintf(ti->name, sizeof ti->name, "t%u", (unsigned)i);   /* indices fit 32 bits */
 	}
 	b->features = CT_FEAT_SAMPLES | CT_FEAT_WATCHPOINTS;
 	b->version = CT_FORMAT_VERSION;

@@ -1,0 +1,519 @@
+/* Communication by code region, by phase and by time window: see regions.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ana.h"
+#include "regions.h"
+#include "symtab.h"
+
+static char *dup_or_flag(struct regions *r, const char *s)
+{
+	char *d = strdup(s);
+	if (!d)
+		r->oom = true;
+	return d;
+}
+
+static void node_free(struct region_node *nd)
+{
+	for (int k = 0; k < 3; k++)
+		free(nd->cell[k]);
+	free(nd->entered);
+	free(nd->name);
+	free(nd->where);
+	free(nd->path);
+}
+
+/* A new node under parent (REGION_NONE: the root). */
+size_t regions_node_add(struct regions *r, size_t parent, const char *name)
+{
+	if (r->nnodes == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 16;
+		struct region_node *v = realloc(r->node, cap * sizeof *v);
+		if (!v) {
+			r->oom = true;
+			return REGION_NONE;
+		}
+		r->node = v;
+		r->cap = cap;
+	}
+	struct region_node *nd = &r->node[r->nnodes];
+	memset(nd, 0, sizeof *nd);
+	nd->parent = parent;
+	nd->depth = parent == REGION_NONE ? 0 : r->node[parent].depth + 1;
+	nd->name = dup_or_flag(r, name);
+	nd->where = dup_or_flag(r, "");
+	nd->path = dup_or_flag(r, name);
+	if (parent != REGION_NONE && parent != 0 && nd->path) {
+		const char *pp = r->node[parent].path;
+		char *p = malloc(strlen(pp) + strlen(name) + 2);
+		if (p)
+			sprintf(p, "%s/%s", pp, name);
+		free(nd->path);
+		nd->path = p;
+	}
+	uint64_t fn;
+	if (ct_marker_omp_fn(name, &fn))
+		nd->omp_fn = fn;
+	size_t nn = r->n ? r->n * r->n : 1;
+	for (int k = 0; k < 3; k++)
+		nd->cell[k] = calloc(nn, sizeof(double));
+	nd->entered = calloc(r->n ? r->n : 1, 1);
+	if (!nd->name || !nd->where || !nd->path || !nd->cell[0] || !nd->cell[1] || !nd->cell[2] ||
+	    !nd->entered) {
+		r->oom = true;
+		node_free(nd);
+		return REGION_NONE;
+	}
+	return r->nnodes++;
+}
+
+static size_t child_named(struct regions *r, size_t parent, const char *name)
+{
+	for (size_t i = parent + 1; i < r->nnodes; i++)
+		if (r->node[i].parent == parent && !strcmp(r->node[i].name, name))
+			return i;
+	return regions_node_add(r, parent, name);
+}
+
+/* A new time slot at the end of *v; NULL when out of memory. */
+static struct time_slot *slot_add(struct regions *r, struct time_slot **v, size_t *nv,
+                                  size_t *cap, uint64_t start, const char *name)
+{
+	if (*nv == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct time_slot *p = realloc(*v, c * sizeof *p);
+		if (!p) {
+			r->oom = true;
+			return NULL;
+		}
+		*v = p;
+		*cap = c;
+	}
+	struct time_slot *s = &(*v)[*nv];
+	memset(s, 0, sizeof *s);
+	s->start = s->end = start;
+	snprintf(s->name, sizeof s->name, "%s", name);
+	s->count = calloc(r->n ? r->n * r->n : 1, sizeof *s->count);
+	if (!(s->cell = calloc(r->n ? r->n * r->n : 1, sizeof(double))) || !s->count) {
+		free(s->cell);
+		free(s->count);
+		r->oom = true;
+		return NULL;
+	}
+	(*nv)++;
+	return s;
+}
+
+struct regions *regions_create(size_t nthreads, uint64_t window_ns)
+{
+	struct regions *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->n = nthreads;
+	r->window_ns = window_ns;
+	r->th = calloc(nthreads ? nthreads : 1, sizeof *r->th);
+	if (!r->th || regions_node_add(r, REGION_NONE, "(program)") != 0) {
+		regions_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void regions_slots_free(struct time_slot *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].cell);
+		free(v[i].count);
+	}
+	free(v);
+}
+
+void regions_free(struct regions *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nnodes; i++)
+		node_free(&r->node[i]);
+	free(r->node);
+	for (size_t i = 0; r->th && i < r->n; i++)
+		free(r->th[i].stack);
+	free(r->th);
+	regions_slots_free(r->phase, r->nphases);
+	regions_slots_free(r->win, r->nwin);
+	free(r);
+}
+
+static void push_region(struct regions *r, struct region_thread *t, size_t node)
+{
+	if (t->depth == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 8;
+		size_t *s = realloc(t->stack, cap * sizeof *s);
+		if (!s) {
+			r->oom = true;
+			return;
+		}
+		t->stack = s;
+		t->cap = cap;
+	}
+	t->stack[t->depth++] = node;
+}
+
+static size_t innermost(const struct regions *r, uint32_t thread)
+{
+	const struct region_thread *t = &r->th[thread];
+	return t->depth ? t->stack[t->depth - 1] : 0;
+}
+
+static void on_marker(struct regions *r, const struct ct_record *rec)
+{
+	struct region_thread *t = &r->th[rec->thread];
+	const struct ct_marker *m = &rec->u.marker;
+	switch (m->kind) {
+	case CT_MARK_REGION_BEGIN: {
+		size_t node = child_named(r, innermost(r, rec->thread), m->name);
+		if (node == REGION_NONE)
+			return;
+		r->node[node].entries++;
+		r->node[node].entered[rec->thread] = 1;
+		if (r->node[node].omp_fn)
+			r->omp_markers++;
+		push_region(r, t, node);
+		break;
+	}
+	case CT_MARK_REGION_END:
+		if (t->depth)
+			t->depth--;
+		else
+			r->unmatched_ends++;
+		break;
+	case CT_MARK_PHASE:
+		if (r->nphases)
+			r->phase[r->nphases - 1].end = rec->time;
+		slot_add(r, &r->phase, &r->nphases, &r->phase_cap, rec->time, m->name);
+		break;
+	default:
+		break;              /* throttle, and kinds of later versions */
+	}
+}
+
+static void regions_record(void *self, const struct ct_record *rec)
+{
+	struct regions *r = self;
+	if (!r->seen) {
+		r->seen = true;
+		r->first_time = rec->time;
+		slot_add(r, &r->phase, &r->nphases, &r->phase_cap, rec->time, "");
+	}
+	if (rec->time > r->last_time)
+		r->last_time = rec->time;
+	if (rec->thread >= r->n)
+		return;
+	r->node[0].entered[rec->thread] = 1;
+	if (rec->type == CT_REC_MARKER)
+		on_marker(r, rec);
+	else if (rec->type == CT_REC_THREAD_END) {
+		r->unclosed += r->th[rec->thread].depth;
+		r->th[rec->thread].depth = 0;
+	}
+}
+
+static struct time_slot *window_of(struct regions *r, uint64_t t);
+
+static void regions_finish(void *self)
+{
+	struct regions *r = self;
+	for (size_t i = 0; i < r->n; i++)
+		r->unclosed += r->th[i].depth;
+	if (r->nphases)
+		r->phase[r->nphases - 1].end = r->last_time;
+	/* the windows cover the whole trace, the last one up to its end */
+	if (r->window_ns && r->seen && window_of(r, r->last_time) && r->win[r->nwin - 1].end > r->last_time)
+		r->win[r->nwin - 1].end = r->last_time;
+}
+
+struct record_consumer regions_record_consumer(struct regions *r)
+{
+	return (struct record_consumer){ r, regions_record, regions_finish };
+}
+
+static void slot_event(struct time_slot *s, size_t n, const struct comm_event *ev)
+{
+	s->events++;
+	s->total[MX_ALL] += ev->weight;
+	s->total[ev->true_sharing ? MX_TRUE : MX_FALSE] += ev->weight;
+	s->cell[(size_t)ev->dst * n + ev->src] += ev->weight;
+	s->count[(size_t)ev->dst * n + ev->src]++;
+}
+
+/* The window of time t, created (with the ones before it) when needed. */
+static struct time_slot *window_of(struct regions *r, uint64_t t)
+{
+	uint64_t rel = t > r->first_time ? t - r->first_time : 0;
+	uint64_t idx = rel / r->window_ns;
+	if (idx > 1000000) {            /* a window far too short for the trace */
+		r->oom = true;
+		return NULL;
+	}
+	while (r->nwin <= idx) {
+		uint64_t start = r->first_time + r->nwin * r->window_ns;
+		struct time_slot *s = slot_add(r, &r->win, &r->nwin, &r->win_cap, start, "");
+		if (!s)
+			return NULL;
+		s->end = start + r->window_ns;
+	}
+	return &r->win[idx];
+}
+
+void regions_count(struct regions *r, size_t node, const struct comm_event *ev)
+{
+	size_t cellix = (size_t)ev->dst * r->n + ev->src;
+	int kind = ev->true_sharing ? MX_TRUE : MX_FALSE;
+	for (; node != REGION_NONE; node = r->node[node].parent) {
+		struct region_node *nd = &r->node[node];
+		nd->events++;
+		nd->total[MX_ALL] += ev->weight;
+		nd->total[kind] += ev->weight;
+		nd->cell[MX_ALL][cellix] += ev->weight;
+		nd->cell[kind][cellix] += ev->weight;
+	}
+}
+
+static void regions_event(void *self, const struct comm_event *ev)
+{
+	struct regions *r = self;
+	if (ev->dst >= r->n || ev->src >= r->n)
+		return;
+	regions_count(r, innermost(r, ev->dst), ev);
+	if (r->nphases)
+		slot_event(&r->phase[r->nphases - 1], r->n, ev);
+	struct time_slot *w;
+	if (r->window_ns && r->seen && (w = window_of(r, ev->time)))
+		slot_event(w, r->n, ev);
+}
+
+struct event_consumer regions_event_consumer(struct regions *r)
+{
+	return (struct event_consumer){ r, regions_event };
+}
+
+void regions_name_omp(struct regions *r, struct ct_trace *t)
+{
+	size_t len;
+	const void *p = ct_trace_section(t, CT_SEC_SYMBOLS, &len);
+	if (!p)
+		return;
+	struct symtab s;
+	symtab_init(&s);
+	char err[300];
+	if (!symtab_parse(&s, p, len, err, sizeof err)) {
+		for (size_t i = 0; i < r->nnodes; i++) {
+			struct region_node *nd = &r->node[i];
+			struct st_code c;
+			if (!nd->omp_fn || !symtab_code(&s, nd->omp_fn, &c) || !c.func)
+				continue;
+			char where[300] = "";
+			if (c.file)
+				snprintf(where, sizeof where, "%s:%u", c.file, c.line);
+			char *name = strdup(c.func), *w = strdup(where);
+			if (!name || !w) {
+				free(name);
+				free(w);
+				continue;
+			}
+			free(nd->name);
+			free(nd->where);
+			nd->name = name;
+			nd->where = w;
+		}
+	}
+	symtab_free(&s);
+	/* paths from the new names, parents first (they come first) */
+	for (size_t i = 1; i < r->nnodes; i++) {
+		struct region_node *nd = &r->node[i];
+		const char *pp = nd->parent ? r->node[nd->parent].path : NULL;
+		char *path = malloc((pp ? strlen(pp) + 1 : 0) + strlen(nd->name) + 1);
+		if (!path)
+			continue;
+		sprintf(path, "%s%s%s", pp ? pp : "", pp ? "/" : "", nd->name);
+		free(nd->path);
+		nd->path = path;
+	}
+}
+
+size_t regions_find(const struct regions *r, const char *s, bool *ambiguous)
+{
+	*ambiguous = false;
+	for (size_t i = 0; i < r->nnodes; i++)
+		if (!strcmp(r->node[i].path, s))
+			return i;
+	size_t found = REGION_NONE;
+	for (size_t i = 0; i < r->nnodes; i++) {
+		if (strcmp(r->node[i].name, s))
+			continue;
+		if (found != REGION_NONE) {
+			*ambiguous = true;
+			return REGION_NONE;
+		}
+		found = i;
+	}
+	return found;
+}
+
+size_t regions_next_child(const struct regions *r, size_t node, size_t *it)
+{
+	for (size_t i = *it ? *it : node + 1; i < r->nnodes; i++)
+		if (r->node[i].parent == node) {
+			*it = i + 1;
+			return i;
+		}
+	*it = r->nnodes;
+	return REGION_NONE;
+}
+
+void region_load(const struct regions *r, const double *cell, double *load)
+{
+	for (size_t t = 0; t < r->n; t++)
+		load[t] = 0;
+	for (size_t i = 0; i < r->n; i++)
+		for (size_t j = 0; j < r->n; j++) {
+			double w = cell[i * r->n + j];
+			load[i] += w;
+			if (j != i)
+				load[j] += w;
+		}
+}
+
+double region_imbalance(const struct regions *r, size_t node, const double *load)
+{
+	double sum = 0, max = 0;
+	size_t k = 0;
+	for (size_t t = 0; t < r->n; t++) {
+		if (!r->node[node].entered[t] && load[t] == 0)
+			continue;
+		k++;
+		sum += load[t];
+		if (load[t] > max)
+			max = load[t];
+	}
+	return k && sum > 0 ? max / (sum / (double)k) : 0;
+}
+
+bool top_pair(const double *cell, size_t n, size_t *a, size_t *b, double *w)
+{
+	*w = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i; j < n; j++) {
+			double v = cell[i * n + j] + (i != j ? cell[j * n + i] : 0);
+			if (v > *w) {
+				*w = v;
+				*a = i;
+				*b = j;
+			}
+		}
+	return *w > 0;
+}
+
+const char *regions_phase_at(const struct regions *r, uint64_t t)
+{
+	const char *name = "";
+	for (size_t i = 0; i < r->nphases && r->phase[i].start <= t; i++)
+		name = r->phase[i].name;
+	return name;
+}
+
+int regions_hook_setup(void *arg, struct analysis *an)
+{
+	struct regions_hook *rh = arg;
+	if (!(rh->r = regions_create(an->nthreads, rh->window_ns))) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	if (rh->h->npre >= ANALYSIS_HOOKS_MAX || rh->h->nevents >= ANALYSIS_HOOKS_MAX) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	rh->h->pre[rh->h->npre++] = regions_record_consumer(rh->r);
+	rh->h->events[rh->h->nevents++] = regions_event_consumer(rh->r);
+	return 0;
+}
+
+void regions_hooks_init(struct analysis_hooks *h, struct regions_hook *rh, uint64_t window_ns)
+{
+	memset(h, 0, sizeof *h);
+	memset(rh, 0, sizeof *rh);
+	rh->h = h;
+	rh->window_ns = window_ns;
+	h->setup = regions_hook_setup;
+	h->arg = rh;
+}
+
+/* Events of the unordered pair (i, j) of a slot. */
+static double pair_count(const struct time_slot *s, size_t n, size_t i, size_t j)
+{
+	return (double)s->count[i * n + j] + (i != j ? (double)s->count[j * n + i] : 0);
+}
+
+/* Is window w distributed over the pairs unlike run (chi-square test of
+ * homogeneity of the 2 x k table, p < 0.001)? */
+static bool pattern_changes(const struct time_slot *run, const struct time_slot *w, size_t n)
+{
+	double nr = 0, nw = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i; j < n; j++) {
+			nr += pair_count(run, n, i, j);
+			nw += pair_count(w, n, i, j);
+		}
+	if (nr < CHANGE_MIN_EVENTS || nw < CHANGE_MIN_EVENTS)
+		return false;
+	double chi2 = 0;
+	int k = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i; j < n; j++) {
+			double a = pair_count(run, n, i, j), b = pair_count(w, n, i, j), col = a + b;
+			if (col == 0)
+				continue;
+			k++;
+			double ea = col * nr / (nr + nw), eb = col * nw / (nr + nw);
+			chi2 += (a - ea) * (a - ea) / ea + (b - eb) * (b - eb) / eb;
+		}
+	if (k < 2)
+		return false;
+	/* the 0.999 quantile of chi-square with k-1 degrees of freedom
+	 * (Wilson-Hilferty; z = 3.090 is the normal 0.999 quantile) */
+	double df = k - 1, c = 2 / (9 * df), q = 1 - c + 3.090 * sqrt(c);
+	return chi2 > df * q * q * q;
+}
+
+static void slot_merge(struct time_slot *into, const struct time_slot *s, size_t n)
+{
+	into->end = s->end;
+	into->events += s->events;
+	for (int k = 0; k < 3; k++)
+		into->total[k] += s->total[k];
+	for (size_t i = 0; i < n * n; i++) {
+		into->cell[i] += s->cell[i];
+		into->count[i] += s->count[i];
+	}
+}
+
+long regions_detect_changes(struct regions *r, struct time_slot **out)
+{
+	struct time_slot *v = NULL;
+	size_t nv = 0, cap = 0;
+	for (size_t i = 0; i < r->nwin; i++) {
+		const struct time_slot *w = &r->win[i];
+		if (!nv || pattern_changes(&v[nv - 1], w, r->n)) {
+			char name[32];
+			snprintf(name, sizeof name, "change %zu", nv);
+			if (!slot_add(r, &v, &nv, &cap, w->start, name)) {
+				regions_slots_free(v, nv);
+				return -1;
+			}
+		}
+		slot_merge(&v[nv - 1], w, r->n);
+	}
+	*out = v;
+	return (long)nv;
+}

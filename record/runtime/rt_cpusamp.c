@@ -1,0 +1,296 @@
+/* The soft sampler's inherited path: one task-clock sampling event per CPU,
+ * opened once on the main thread (pid 0, cpu c) with inherit and
+ * inherit_thread, so that every thread the program creates afterwards
+ * carries a copy writing into that CPU's ring, and remove_on_exec.  No
+ * signal: the writer thread drains the rings at each pass, gives every
+ * record to the thread whose tid it carries (and whose life holds its time),
+ * turns it into that thread's records through the same function as the
+ * per-thread path (rt_perf_rec: the registers are in the sample, the code
+ * bytes are read from this process, late) and merges them by time into the
+ * thread's stream.
+ *
+ * Why: a per-thread sampling event starts and cancels an hrtimer at every
+ * context switch of its thread; on VMs where entering the kernel and
+ * programming a timer trap to the host (PVM) that costs 10-15 us per switch,
+ * several times the program's CPU time on programs that synchronize often.
+ * Copies of one inherited event make the threads' perf contexts equivalent,
+ * and the kernel then swaps them at a switch instead of rescheduling the
+ * events (about 0.4 us per switch, measured).  No signal and no decode in
+ * the program's threads either: a sample costs the thread only the timer
+ * interrupt and the kernel's ring write.
+ *
+ * Why only without watchpoints (sampler_soft.c): the online part of
+ * ComDetective's Algorithm 1 arms the sampling thread's debug registers at
+ * its sample, in that thread; decoded late on the writer it would arm on a
+ * stale sample, from the wrong thread.  And a thread with per-thread
+ * events of its own (the breakpoints) loses the cheap switch anyway. */
+#include "rt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "soft_sample.h"
+
+#define CPU_MAX 1024
+/* Ring data pages per CPU: half a second of samples at the period (a soft
+ * sample is 184 bytes; the writer drains every 10 ms, later on a loaded
+ * machine), 16 to 256 pages; halved while the kernel refuses the mapping
+ * (perf_event_mlock_kb).  What overflows is counted (LOST records). */
+#define RING_PAGES_MIN 16
+#define RING_PAGES_MAX 256
+#define SAMPLE_BYTES 184
+
+struct cpu_ring {
+	int fd;
+	void *map;
+	size_t map_len, data_len;
+};
+
+static struct cpu_ring rings[CPU_MAX];
+static int nrings;
+static _Atomic int active;
+static struct perf_sample_fmt fmt;
+
+/* writer-side state: the tid map of the pass, and the collected records */
+struct pending {
+	struct rt_thread *t;
+	uint32_t slot, seq;
+	struct ct_record r;
+};
+static struct soft_tid_entry map_e[RT_MAX_THREADS];
+static struct soft_tid_map map = { map_e, 0 };
+static struct rt_thread *main_t;          /* the main thread, for LOST records without a tid */
+static struct pending *pend;
+static size_t pend_n, pend_cap, pend_pos;
+static uint32_t pend_seq;
+static uint64_t unattributed, pend_nomem;
+static uint8_t scratch[4096];
+
+bool rt_cpusamp_active(void)
+{
+	return atomic_load(&active) != 0;
+}
+
+const struct perf_sample_fmt *rt_cpusamp_fmt(void)
+{
+	return &fmt;
+}
+
+static size_t ring_pages(uint64_t period_ns)
+{
+	uint64_t want = 500000000ull / (period_ns ? period_ns : 1) * SAMPLE_BYTES /
+	                (uint64_t)sysconf(_SC_PAGESIZE);
+	size_t p = RING_PAGES_MIN;
+	while (p < want && p < RING_PAGES_MAX)
+		p <<= 1;
+	return p;
+}
+
+static void close_rings(void)
+{
+	for (int i = 0; i < nrings; i++) {
+		if (rings[i].map)
+			munmap(rings[i].map, rings[i].map_len);
+		rt_perf_close(rings[i].fd);
+	}
+	nrings = 0;
+}
+
+/* Open and map CPU c's event; 0, 1 (no such CPU: skipped) or -errno. */
+static int open_cpu(int c, struct perf_event_attr *a, size_t pages)
+{
+	int fd = rt_fd_high((int)syscall(SYS_perf_event_open, a, 0, c, -1, PERF_FLAG_FD_CLOEXEC));
+	if (fd < 0)
+		return errno == ENODEV ? 1 : -errno;
+	rt_perf_fd_opened(fd);
+	rt_perf_mark_fd(fd);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, page * (1 + pages), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	while (m == MAP_FAILED && errno == EPERM && pages > RING_PAGES_MIN / 2) {
+		pages /= 2;
+		m = mmap(NULL, page * (1 + pages), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	}
+	if (m == MAP_FAILED) {
+		int e = errno;
+		rt_perf_close(fd);
+		return -e;
+	}
+	struct cpu_ring *r = &rings[nrings++];
+	r->fd = fd;
+	r->map = m;
+	r->data_len = page * pages;
+	r->map_len = page + r->data_len;
+	return 0;
+}
+
+int rt_cpusamp_open(uint64_t period_ns)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	rt_sampler_soft.fill_attr(&a);
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	a.inherit = 1;
+	a.inherit_thread = 1;     /* threads, not forked children */
+	a.remove_on_exec = 1;
+	a.sample_id_all = 1;      /* LOST records carry the tid they hit */
+	a.disabled = 1;
+	size_t pages = ring_pages(period_ns);
+	/* no wake-up wanted (the writer drains on its own cadence): the
+	 * watermark at the ring's size asks for as few as the kernel allows */
+	a.watermark = 1;
+	a.wakeup_watermark = (uint32_t)(pages * (size_t)sysconf(_SC_PAGESIZE) / 2);
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	if (ncpu < 1 || ncpu > CPU_MAX)
+		return -ERANGE;
+	rt_fd_window_begin();
+	int rc = 0;
+	for (int c = 0; c < ncpu && rc >= 0; c++)
+		rc = open_cpu(c, &a, pages);
+	rt_fd_window_end();
+	if (rc < 0 || nrings == 0) {
+		close_rings();
+		return rc < 0 ? rc : -ENODEV;
+	}
+	fmt.sample_type = a.sample_type;
+	fmt.regs_user_mask = a.sample_regs_user;
+	fmt.read_format = a.read_format;
+	fmt.sample_id_all = true;
+	for (int i = 0; i < nrings; i++) {
+		if (ioctl(rings[i].fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+			int e = errno;
+			close_rings();
+			return -e;
+		}
+	}
+	atomic_store(&active, 1);
+	rt_status_cpu_rings((uint32_t)nrings);
+	rt_log(2, "soft sampler: one inherited event per CPU (%d), %zu KiB rings, decoded by the "
+	       "writer", nrings, rings[0].data_len / 1024);
+	return 0;
+}
+
+void rt_cpusamp_stop(void)
+{
+	for (int i = 0; i < nrings; i++)
+		ioctl(rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void rt_cpusamp_forget(void)
+{
+	if (!atomic_exchange(&active, 0))
+		return;
+	close_rings();
+}
+
+/* ---- the writer's side --------------------------------------------------------- */
+
+static int pend_emit(struct rt_thread *t, const struct ct_record *r)
+{
+	if (pend_n == pend_cap) {
+		size_t cap = pend_cap ? pend_cap * 2 : 1024;
+		struct pending *p = realloc(pend, cap * sizeof *p);
+		if (!p) {
+			if (!pend_nomem++)
+				rt_log(1, "soft sampler: no memory for the samples of the CPU rings: "
+				       "samples are lost");
+			return -1;
+		}
+		pend = p;
+		pend_cap = cap;
+	}
+	pend[pend_n++] = (struct pending){ .t = t, .slot = t->slot, .seq = pend_seq++, .r = *r };
+	return 0;
+}
+
+static void on_cpu_rec(void *ctx, const struct perf_rec *r)
+{
+	(void)ctx;
+	uint64_t time = r->time ? r->time : rt_now();
+	struct rt_thread *t = soft_tid_map_find(&map, r->tid, time);
+	if (!t && r->kind != PERF_REC_SAMPLE)
+		t = main_t;           /* a loss the kernel could not place */
+	if (!t) {
+		if (r->kind == PERF_REC_SAMPLE)
+			rt_status_ring_unattributed(++unattributed);
+		return;               /* a thread that is not recorded */
+	}
+	rt_perf_rec(t, &rt_sampler_soft, r, 0, 0, pend_emit);
+}
+
+static void build_map(void)
+{
+	map.n = 0;
+	main_t = NULL;
+	uint32_t hw = atomic_load(&rt_threads_hw);
+	for (uint32_t i = 0; i < hw; i++) {
+		struct rt_thread *t = atomic_load(&rt_threads[i]);
+		if (!t)
+			continue;
+		t->w_end_seen = atomic_load(&t->end_pushed) != 0;
+		if (!t->samp_by_writer || t->w_closed)
+			continue;
+		map_e[map.n++] = (struct soft_tid_entry){
+			.tid = (uint32_t)t->tid, .start = t->start_ns,
+			.end = t->w_end_seen ? t->end_ns : UINT64_MAX, .owner = t,
+		};
+		if (t->index == 0 && !t->w_end_seen)
+			main_t = t;
+	}
+	soft_tid_map_sort(&map);
+}
+
+static int by_slot_time(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+	if (x->slot != y->slot)
+		return x->slot < y->slot ? -1 : 1;
+	if (x->r.time != y->r.time)
+		return x->r.time < y->r.time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+bool rt_cpusamp_collect(void)
+{
+	pend_n = pend_pos = 0;
+	if (!rt_cpusamp_active())
+		return false;
+	/* the ends first: a thread seen ending now has all its samples up to
+	 * its THREAD_END in the rings drained below */
+	build_map();
+	bool busy = false;
+	for (int i = 0; i < nrings; i++) {
+		struct cpu_ring *c = &rings[i];
+		struct perf_event_mmap_page *mp = c->map;
+		uint64_t used = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE) - mp->data_tail;
+		busy |= used >= c->data_len / 2;
+		perf_ring_drain(c->map, (uint8_t *)c->map + (c->map_len - c->data_len), c->data_len, &fmt,
+		                scratch, sizeof scratch, on_cpu_rec, NULL);
+	}
+	qsort(pend, pend_n, sizeof *pend, by_slot_time);
+	return busy;
+}
+
+const struct ct_record *rt_cpusamp_next(struct rt_thread *t, uint64_t until)
+{
+	while (pend_pos < pend_n && pend[pend_pos].slot < t->slot)
+		pend_pos++;        /* (a thread that left the registry: none do in a pass) */
+	if (pend_pos < pend_n && pend[pend_pos].t == t && pend[pend_pos].r.time <= until)
+		return &pend[pend_pos++].r;
+	return NULL;
+}
+
+void rt_cpusamp_log_stats(void)
+{
+	if (rt_cpusamp_active() && (unattributed || pend_nomem))
+		rt_log(2, "soft sampler: %llu samples of threads that are not recorded, %llu not kept "
+		       "(no memory)", (unsigned long long)unattributed, (unsigned long long)pend_nomem);
+}

@@ -1,0 +1,357 @@
+/* The owner estimator (model_exact.c: exact_owner_*, emulate --estimator
+ * owner) and the report's 90% intervals (interval.c).
+ *
+ *   - its value, true/false split and variance on a hand-built sequence,
+ *     worked out by hand below;
+ *   - every store sampled with weight 1: exactly exact's counts (each
+ *     transfer has exactly one owner), on a random full trace;
+ *   - unbiased: stores sampled with probability 1/P, R independent runs;
+ *     the mean is within z = 4.42 standard errors (two-sided 1e-5) of
+ *     exact's count, the standard error sqrt((P-1) sum Y_s^2 / R) computed
+ *     from the trace itself, not fitted; the variance estimator's mean and
+ *     the spread of the estimates against (P-1) sum Y_s^2, and the 90%
+ *     interval's coverage against a binomial bound;
+ *   - the intervals' values by hand; the option's parsing and where it runs;
+ *     the emulate model with --estimator owner and period 1 equals exact;
+ *     the comdetective estimator's variance part on a sampled trace. */
+#include <math.h>
+
+#include "check.h"
+#include "tracebuild.h"
+#include "ana.h"
+#include "model_common.h"
+
+extern const struct model_ops model_exact;
+extern const struct model_ops model_emulate;
+
+#define ST CT_ACCESS_STORE
+#define LD CT_ACCESS_LOAD
+#define A 0x10000ull
+#define Z5 4.42           /* two-sided 1e-5 of N(0, 1) */
+
+/* ---- the estimator on records in memory ------------------------------------- */
+
+struct sums {
+	double all, tr, fa, var;
+	size_t n;
+	struct comm_event ev[16];    /* the first events */
+};
+
+static void sum_event(void *self, const struct comm_event *ev)
+{
+	struct sums *s = self;
+	s->all += ev->weight;
+	s->var += ev->var;
+	if (ev->true_sharing)
+		s->tr += ev->weight;
+	else
+		s->fa += ev->weight;
+	if (s->n < 16)
+		s->ev[s->n] = *ev;
+	s->n++;
+}
+
+struct acc {
+	uint32_t t;
+	uint64_t addr;
+	uint8_t len, kind;
+};
+
+static struct ct_record rec_of(const struct acc *a, uint64_t time)
+{
+	struct ct_record r = { .type = CT_REC_SAMPLE, .thread = a->t, .time = time };
+	r.u.sample.addr = a->addr;
+	r.u.sample.len = a->len;
+	r.u.sample.kind = a->kind;
+	r.u.sample.period = 1;
+	r.u.sample.cpu = a->t;
+	return r;
+}
+
+static struct model_setup setup_for(struct model_opts *o, size_t nthreads,
+                                    struct event_consumer *ec)
+{
+	model_opts_default(o);
+	return (struct model_setup){ .opts = o, .nthreads = nthreads, .line_size = 64,
+	                             .out = ec, .nout = 1 };
+}
+
+/* The owner estimator over acc[0..n) with owner weights w[] (0: that
+ * access is not a sampled store). */
+static void owner_run(const struct acc *acc, const double *w, size_t n, size_t nthreads,
+                      struct sums *s)
+{
+	memset(s, 0, sizeof *s);
+	struct event_consumer ec = { s, sum_event };
+	struct model_opts o;
+	struct model_setup su = setup_for(&o, nthreads, &ec);
+	void *x = exact_owner_create(&su);
+	CHECK(x != NULL);
+	if (!x)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct ct_record r = rec_of(&acc[i], 10 * (i + 1));
+		exact_owner_access(x, &r, w[i]);
+	}
+	model_exact.destroy(x);
+}
+
+/* The exact model over the same accesses. */
+static void exact_run(const struct acc *acc, size_t n, size_t nthreads, struct sums *s)
+{
+	memset(s, 0, sizeof *s);
+	struct event_consumer ec = { s, sum_event };
+	struct model_opts o;
+	struct model_setup su = setup_for(&o, nthreads, &ec);
+	void *x = model_exact.create(&su);
+	CHECK(x != NULL);
+	if (!x)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct ct_record r = rec_of(&acc[i], 10 * (i + 1));
+		model_exact.record(x, &r);
+	}
+	model_exact.destroy(x);
+}
+
+/* One line, three threads (worked out by hand):
+ *   0 T0 ST A+0..7    sampled, P = 4: owns 1 and 3
+ *   1 T1 LD A+0..7    transfer T0 -> T1, true (T0 wrote 0..7): 4, var 3*4*1 = 12
+ *   2 T1 LD A+0..7    T1 holds a copy: nothing
+ *   3 T2 LD A+8..15   transfer T0 -> T2, false: 4, var 3*4*3 = 36
+ *   4 T1 ST A+16..23  an upgrade (T1 holds a copy); not sampled: owns 5 and 6
+ *   5 T0 LD A+0..7    transfer T1 -> T0 (false): owner 4 not sampled, no event
+ *   6 T2 ST A+8..15   transfer T1 -> T2 (false, no event); sampled, P = 2: owns 7
+ *   7 T0 LD A+8..15   transfer T2 -> T0, true (T2 wrote 8..15): 2, var 1*2*1 = 2
+ * Estimate 4 + 4 + 2 = 10, true 6, false 4; variance sum (P-1) P Y_s^2 =
+ * 3*4*2^2 + 1*2*1^2 = 50 (= 12 + 36 + 2).  exact: 5 transfers. */
+static const struct acc by_hand[] = {
+	{ 0, A, 8, ST }, { 1, A, 8, LD }, { 1, A, 8, LD }, { 2, A + 8, 8, LD },
+	{ 1, A + 16, 8, ST }, { 0, A, 8, LD }, { 2, A + 8, 8, ST }, { 0, A + 8, 8, LD },
+};
+static const double by_hand_w[] = { 4, 0, 0, 0, 0, 0, 2, 0 };
+
+static void test_owner_by_hand(void)
+{
+	struct sums s, x;
+	owner_run(by_hand, by_hand_w, 8, 3, &s);
+	CHECK_NEAR(s.all, 10, 1e-12);
+	CHECK_NEAR(s.tr, 6, 1e-12);
+	CHECK_NEAR(s.fa, 4, 1e-12);
+	CHECK_NEAR(s.var, 50, 1e-12);
+	CHECK_EQ_U(s.n, 3);
+	CHECK(s.ev[0].dst == 1 && s.ev[0].src == 0 && s.ev[0].true_sharing && s.ev[0].var == 12 &&
+	      s.ev[0].via == COMM_VIA_SAMPLE && s.ev[0].time == 20);
+	CHECK(s.ev[1].dst == 2 && s.ev[1].src == 0 && !s.ev[1].true_sharing && s.ev[1].var == 36);
+	CHECK(s.ev[2].dst == 0 && s.ev[2].src == 2 && s.ev[2].true_sharing && s.ev[2].weight == 2 &&
+	      s.ev[2].var == 2 && s.ev[2].time == 80);
+	exact_run(by_hand, 8, 3, &x);
+	CHECK_NEAR(x.all, 5, 1e-12);
+	CHECK_NEAR(x.var, 0, 1e-12);
+}
+
+/* ---- a random full trace ---------------------------------------------------- */
+
+#define RT_N 20000
+#define RT_THREADS 4
+
+/* 4 threads on 8 lines: 30% stores, 1 to 8 bytes at random offsets (some
+ * span two lines), so that transfers, upgrades, cold misses, true and false
+ * sharing all occur. */
+static void random_trace(struct acc *acc, size_t n)
+{
+	uint64_t st = 0x243f6a8885a308d3ull;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = check_xorshift(&st);
+		acc[i] = (struct acc){
+			.t = (uint32_t)(r % RT_THREADS),
+			.addr = A + (r >> 8) % (8 * 64),
+			.len = (uint8_t)(1 + (r >> 20) % 8),
+			.kind = (r >> 32) % 10 < 3 ? ST : LD,
+		};
+	}
+}
+
+/* Every store sampled with weight 1: exactly exact's volume and split. */
+static void test_owner_all_sampled_is_exact(void)
+{
+	static struct acc acc[RT_N];
+	static double w[RT_N];
+	random_trace(acc, RT_N);
+	for (size_t i = 0; i < RT_N; i++)
+		w[i] = acc[i].kind == ST ? 1 : 0;
+	struct sums s, x;
+	owner_run(acc, w, RT_N, RT_THREADS, &s);
+	exact_run(acc, RT_N, RT_THREADS, &x);
+	CHECK(x.all > 1000 && x.tr > 100 && x.fa > 100);
+	CHECK_NEAR(s.all, x.all, 1e-9);
+	CHECK_NEAR(s.tr, x.tr, 1e-9);
+	CHECK_NEAR(s.fa, x.fa, 1e-9);
+	CHECK_NEAR(s.var, 0, 1e-9);
+}
+
+/* Stores sampled with probability 1/P, R runs. */
+static void test_owner_unbiased(void)
+{
+	enum { R = 400 };
+	const double P = 10;
+	static struct acc acc[RT_N];
+	static double w[RT_N];
+	random_trace(acc, RT_N);
+	struct sums x, s;
+	exact_run(acc, RT_N, RT_THREADS, &x);
+	/* sum Y_s^2: every store as an owner of weight 2 adds (2-1) 2 Y_s^2 */
+	for (size_t i = 0; i < RT_N; i++)
+		w[i] = acc[i].kind == ST ? 2 : 0;
+	owner_run(acc, w, RT_N, RT_THREADS, &s);
+	double sumy2 = s.var / 2, var_true = (P - 1) * sumy2;
+	double mean = 0, mean_tr = 0, m2 = 0, mean_vhat = 0;
+	unsigned covered = 0;
+	uint64_t st = 0x13198a2e03707344ull;
+	double est[R];
+	for (int k = 0; k < R; k++) {
+		for (size_t i = 0; i < RT_N; i++)
+			w[i] = acc[i].kind == ST && check_xorshift(&st) % (uint64_t)P == 0 ? P : 0;
+		owner_run(acc, w, RT_N, RT_THREADS, &s);
+		est[k] = s.all;
+		mean += s.all / R;
+		mean_tr += s.tr / R;
+		mean_vhat += s.var / R;
+		struct interval ci = volume_interval(s.all, s.var);
+		covered += ci.lo <= x.all && x.all <= ci.hi;
+	}
+	for (int k = 0; k < R; k++)
+		m2 += (est[k] - mean) * (est[k] - mean) / (R - 1);
+	double se = sqrt(var_true / R);
+	printf("# exact %.0f (true %.0f), owner mean %.1f (true %.1f), se %.2f; var: true %.0f, "
+	       "mean estimate %.0f, spread %.0f; 90%% coverage %u/%d\n", x.all, x.tr, mean, mean_tr,
+	       se, var_true, mean_vhat, m2, covered, R);
+	CHECK(fabs(mean - x.all) <= Z5 * se);
+	/* the true part: its variance is at most the volume's (Y_s counts its
+	 * true transfers among all) */
+	CHECK(fabs(mean_tr - x.tr) <= Z5 * se);
+	/* the variance estimator is unbiased too: its own spread is at most
+	 * (P-1) P sum over sampled Y_s^4, whose mean is (P-1)^2 P sum Y_s^4 <=
+	 * (P-1)^2 P max(Y)^2 sum Y_s^2 with max(Y) <= 3 (three other threads) */
+	double se_vhat = sqrt((P - 1) * (P - 1) * P * 9 * sumy2 / R);
+	CHECK(fabs(mean_vhat - var_true) <= Z5 * se_vhat);
+	/* the estimates' spread: sample variance / variance ~ chi2(R-1)/(R-1),
+	 * standard deviation sqrt(2/(R-1)) (a sum of many sampled stores: near
+	 * normal) */
+	CHECK(fabs(m2 / var_true - 1) <= Z5 * sqrt(2.0 / (R - 1)));
+	/* coverage of the 90% interval: binomial(R, 0.9), lower bound at z */
+	CHECK(covered >= 0.9 * R - Z5 * sqrt(R * 0.9 * 0.1));
+}
+
+/* ---- intervals -------------------------------------------------------------- */
+
+/* 100 events of weight 10, each standing alone: var 100 x 10 x 9 would
+ * give n = 111; with var = 100 x 10^2 = 10000, n = 1000^2 / 10000 = 100:
+ * c = 100 + z^2/2 = 101.3528, h = z sqrt(100 + z^2/4) = 16.5046, times
+ * 1000 / 100: 848.49 to 1178.57.  4 events (total 10, var 25): 4.49 to
+ * 22.27.  Share 30 of 100 over n = 100 (Wilson): 0.2307 to 0.3798.
+ * Nothing estimated (var 0): the figure itself. */
+static void test_interval_values(void)
+{
+	struct interval v = volume_interval(1000, 10000);
+	CHECK_NEAR(effective_events(1000, 10000), 100, 1e-9);
+	CHECK_NEAR(v.lo, 848.487, 1e-3);
+	CHECK_NEAR(v.hi, 1178.568, 1e-3);
+	v = volume_interval(10, 25);
+	CHECK_NEAR(v.lo, 4.4895, 1e-4);
+	CHECK_NEAR(v.hi, 22.2744, 1e-4);
+	v = share_interval(30, 100, 100);
+	CHECK_NEAR(v.lo, 0.230705, 1e-6);
+	CHECK_NEAR(v.hi, 0.379832, 1e-6);
+	v = volume_interval(62, 0);
+	CHECK(v.lo == 62 && v.hi == 62);
+	v = share_interval(0, 5, 25);      /* n = 1: from 0, never below */
+	CHECK(v.lo == 0 && v.hi > 0.5 && v.hi < 1);
+	CHECK(effective_events(0, 5) == 0);
+	CHECK(isinf(effective_events(5, 0)));
+}
+
+/* ---- the option --------------------------------------------------------------- */
+
+static void test_estimator_option(void)
+{
+	struct model_opts o;
+	char err[256], buf[32];
+	model_opts_default(&o);
+	CHECK(o.estimator == ESTIMATOR_COMDETECTIVE);
+	CHECK_STR(model_opts_format(&o, "estimator", buf, sizeof buf), "comdetective");
+	CHECK(model_opts_parse(&o, "estimator", "owner", err, sizeof err) == 0);
+	CHECK(o.estimator == ESTIMATOR_OWNER);
+	CHECK_STR(model_opts_format(&o, "estimator", buf, sizeof buf), "owner");
+	CHECK(model_opts_parse(&o, "estimator", "fair", err, sizeof err) == -1);
+	CHECK(strstr(err, "--estimator: 'fair' is not comdetective or owner") != NULL);
+	CHECK(model_opts_usable(&o, "emulate", err, sizeof err));
+	CHECK(!model_opts_usable(&o, "comdetective", err, sizeof err));
+	CHECK(strstr(err, "--model emulate") != NULL);
+	CHECK(model_opt_relevant("emulate", "estimator") && model_opt_relevant("comdetective", "estimator"));
+	CHECK(!model_opt_relevant("exact", "estimator"));
+	CHECK(model_opts_parse(&o, "seed", "7", err, sizeof err) == 0 && o.seed == 7);
+}
+
+/* emulate --estimator owner --emulate-period 1 (every store sampled, with
+ * weight 1) on the hand-built sequence as a full trace: exact's 5. */
+static void test_emulate_owner_period1(void)
+{
+	struct tb b;
+	tb_init(&b, 3);
+	b.features = CT_FEAT_SAMPLES | CT_FEAT_FULL;
+	tb_config(&b, "sampler=inst\nperiod=1\nperiod_unit=events\nfull=1\nline_size=64\n");
+	for (size_t i = 0; i < 8; i++)
+		tb_sample(&b, by_hand[i].t, 10 * (i + 1), by_hand[i].addr, by_hand[i].len,
+		          by_hand[i].kind, 1);
+	struct analysis a;
+	struct model_opts o;
+	model_opts_default(&o);
+	o.model = "emulate";
+	o.estimator = ESTIMATOR_OWNER;
+	o.emulate_period = 1;
+	const char *path = tb_write(&b);
+	CHECK(path && analysis_run(&a, path, &o, false) == 0 && !a.damaged);
+	const struct mx_totals *t = matrices_totals(a.mx);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0] + t->weight[COMM_VIA_SAMPLE][1], 5, 1e-12);
+	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][0] + t->var[COMM_VIA_SAMPLE][1], 0, 1e-12);
+	analysis_free(&a);
+	tb_free(&b);
+}
+
+/* The comdetective estimator's variance part: an event of weight w stands
+ * alone, w (w - 1).  A sampled trace (period 1000): T0 stores A (publishes),
+ * T1 loads A: one detection, weight 1000, var 999000; n = 1000^2 / 999000
+ * = 1.001 effective events. */
+static void test_comdetective_var(void)
+{
+	struct tb b;
+	tb_init(&b, 2);
+	tb_config(&b, "sampler=inst\nperiod=1000\nperiod_unit=events\nline_size=64\n");
+	tb_sample(&b, 0, 100, A, 8, ST, 1000);
+	tb_sample(&b, 1, 150, A, 8, LD, 1000);
+	struct analysis a;
+	struct model_opts o;
+	model_opts_default(&o);
+	const char *path = tb_write(&b);
+	CHECK(path && analysis_run(&a, path, &o, false) == 0 && !a.damaged);
+	const struct mx_totals *t = matrices_totals(a.mx);
+	CHECK_EQ_U(t->events[COMM_VIA_SAMPLE][1], 1);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 1000, 1e-9);
+	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][1], 999000, 1e-6);
+	CHECK_NEAR(effective_events(1000, 999000), 1.001001, 1e-6);
+	analysis_free(&a);
+	tb_free(&b);
+}
+
+int main(void)
+{
+	RUN(test_owner_by_hand);
+	RUN(test_owner_all_sampled_is_exact);
+	RUN(test_owner_unbiased);
+	RUN(test_interval_values);
+	RUN(test_estimator_option);
+	RUN(test_emulate_owner_period1);
+	RUN(test_comdetective_var);
+	return check_summary();
+}
