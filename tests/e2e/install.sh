@@ -32,7 +32,10 @@ int main(int argc, char **argv)
 }
 C
 # shellcheck disable=SC2046
-if cc -std=c11 -o "$WORK/reader" "$WORK/reader.c" $(pkg-config --cflags --libs commtrace) 2>"$WORK/cc.err"; then
+# make check ASAN=1 installs sanitized libraries: their users link the runtime too
+san=()
+[ "${ASAN:-0}" = 1 ] && san=(-fsanitize=address,undefined)
+if cc -std=c11 "${san[@]}" -o "$WORK/reader" "$WORK/reader.c" $(pkg-config --cflags --libs commtrace) 2>"$WORK/cc.err"; then
 	pass pc_build
 	want=$("$COMMANALYZE" info "$CT_ROOT/datasets/p2p-4t.zst" | awk '/^threads:/ { print $2 }')
 	check pc_reader_reads test "$("$WORK/reader" "$CT_ROOT/datasets/p2p-4t.zst")" = "$want"

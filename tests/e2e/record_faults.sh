@@ -296,7 +296,10 @@ fi
 # ---- write-error: spool files beyond a tiny file size limit ---------------------------
 if ub_build write_volume && [ -x "$COMMANALYZE" ]; then
 	rc=0
-	(ulimit -f 2; exec "$COMMREC" -q -o "$WORK/we.zst" -s soft -- "$UBENCH/write_volume" -t 2 -n 400000000) \
+	# about 7 KB of records per thread (1.2 G stores: ~1.1 s of CPU each at
+	# ~6 bytes per sample), well beyond the 2 KiB limit (400 M gave ~2.5 KB:
+	# too close to it, one run in several lost nothing)
+	(ulimit -f 2; exec "$COMMREC" -q -o "$WORK/we.zst" -s soft -- "$UBENCH/write_volume" -t 2 -n 1200000000) \
 		>/dev/null 2>"$WORK/we.err" || rc=$?
 	rc2=0
 	[ -d "$WORK/we.zst.spool" ] && "$COMMREC" -q --recover "$WORK/we.zst.spool" 2>"$WORK/wer.err" || rc2=$?
