@@ -238,6 +238,10 @@ struct analysis_hooks {
 	struct event_consumer events[ANALYSIS_HOOKS_MAX];
 	size_t nevents;
 };
+/* Adds a record consumer and an event consumer (either NULL) to h: 0, or
+ * EXIT_BADTRACE when h is full (message printed). */
+int analysis_hooks_add(struct analysis_hooks *h, const struct record_consumer *rc,
+                       const struct event_consumer *ec);
 /* analysis_run with hooks (h may be NULL). */
 int analysis_run_hooks(struct analysis *a, const char *path, const struct model_opts *o,
                        bool progress, struct analysis_hooks *h);

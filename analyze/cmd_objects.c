@@ -25,21 +25,21 @@ static int hook_setup(void *arg, struct analysis *an)
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
-	ah->h->pre[0] = attrib_record_consumer(ah->a);
-	ah->h->npre = 1;
-	ah->h->events[0] = attrib_event_consumer(ah->a);
-	ah->h->nevents = 1;
-	if (ah->functions) {
+	struct record_consumer rc = attrib_record_consumer(ah->a);
+	struct event_consumer ec = attrib_event_consumer(ah->a);
+	int err = analysis_hooks_add(ah->h, &rc, &ec);
+	if (!err && ah->functions) {
 		const struct ct_header *hd = ct_trace_header(an->trace);
 		ah->ff = fnflow_create(ah->a, an->trace, hd && (hd->features & CT_FEAT_FULL));
 		if (!ah->ff) {
 			ana_err("out of memory");
 			return EXIT_BADTRACE;
 		}
-		ah->h->pre[ah->h->npre++] = fnflow_record_consumer(ah->ff);
-		ah->h->events[ah->h->nevents++] = fnflow_event_consumer(ah->ff);
+		rc = fnflow_record_consumer(ah->ff);
+		ec = fnflow_event_consumer(ah->ff);
+		err = analysis_hooks_add(ah->h, &rc, &ec);
 	}
-	return 0;
+	return err;
 }
 
 void attrib_hooks_init(struct analysis_hooks *h, struct attrib_hook *ah, bool from_binaries)

@@ -9,6 +9,20 @@
 
 #include "ana.h"
 
+int analysis_hooks_add(struct analysis_hooks *h, const struct record_consumer *rc,
+                       const struct event_consumer *ec)
+{
+	if ((rc && h->npre >= ANALYSIS_HOOKS_MAX) || (ec && h->nevents >= ANALYSIS_HOOKS_MAX)) {
+		ana_err("internal error: more than %d hook consumers", ANALYSIS_HOOKS_MAX);
+		return EXIT_BADTRACE;
+	}
+	if (rc)
+		h->pre[h->npre++] = *rc;
+	if (ec)
+		h->events[h->nevents++] = *ec;
+	return 0;
+}
+
 int analysis_open(struct analysis *a, const char *path)
 {
 	a->path = path;
@@ -79,13 +93,6 @@ static struct replay_set point_set(struct analysis_point *p)
 int analysis_replay(struct analysis *a, struct analysis_point *p, size_t n, unsigned jobs,
                     bool with_stats, bool progress)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct analysis_hooks *h = p[i].hooks;
-		if (h && (h->npre > ANALYSIS_HOOKS_MAX || h->nevents > ANALYSIS_HOOKS_MAX)) {
-			ana_err("internal error: too many hook consumers");
-			return EXIT_BADTRACE;
-		}
-	}
 	struct replay_set *sets = calloc(n + 1, sizeof *sets);
 	struct record_consumer stats = trace_stats_consumer(&a->stats);
 	int status = sets ? 0 : EXIT_BADTRACE;

@@ -430,13 +430,9 @@ int regions_hook_setup(void *arg, struct analysis *an)
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
-	if (rh->h->npre >= ANALYSIS_HOOKS_MAX || rh->h->nevents >= ANALYSIS_HOOKS_MAX) {
-		ana_err("out of memory");
-		return EXIT_BADTRACE;
-	}
-	rh->h->pre[rh->h->npre++] = regions_record_consumer(rh->r);
-	rh->h->events[rh->h->nevents++] = regions_event_consumer(rh->r);
-	return 0;
+	struct record_consumer rc = regions_record_consumer(rh->r);
+	struct event_consumer ec = regions_event_consumer(rh->r);
+	return analysis_hooks_add(rh->h, &rc, &ec);
 }
 
 void regions_hooks_init(struct analysis_hooks *h, struct regions_hook *rh, uint64_t window_ns)

@@ -222,13 +222,12 @@ static int report_hook_setup(void *arg, struct analysis *an)
 		return rc;
 	rs->thr->nthreads = thread_space(an->trace);
 	rs->thr->period = calloc(rs->thr->nthreads ? rs->thr->nthreads : 1, sizeof *rs->thr->period);
-	if (!rs->thr->period || rs->h->npre >= ANALYSIS_HOOKS_MAX) {
+	if (!rs->thr->period) {
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
-	rs->h->pre[rs->h->npre++] = (struct record_consumer){ rs->thr, throttled_record,
-	                                                      throttled_finish };
-	return 0;
+	struct record_consumer thr = { rs->thr, throttled_record, throttled_finish };
+	return analysis_hooks_add(rs->h, &thr, NULL);
 }
 
 /* "throttled  2 of 5 threads, period lengthened up to 400 us ..." */
