@@ -137,44 +137,28 @@ static int index_source(struct ct_trace *t, uint32_t si, size_t off, enum role r
 	struct src *s = &t->src[si];
 	long slot = -1;
 	char why[256];
-	for (;;) {
-		struct frame_scan f;
-		int rc = cti_scan_frame(s->map, s->size, off, &f, why, sizeof why);
-		if (rc == 0)
-			break;
-		if (rc < 0) {
-			add_damage(t, s->path, off, why);
-			break;
-		}
-		if (f.what == FR_SECTION && !cti_role_takes_section(role, f.kind)) {
-			/* skipped */
-		} else if (f.what == FR_SECTION && f.kind == CT_SEC_THREAD) {
-			struct ct_thread_info ti;
-			if (ct_thread_info_decode(f.payload, f.plen, &ti) < 0) {
-				snprintf(why, sizeof why, "THREAD section of %zu bytes is too short", f.plen);
-				add_damage(t, s->path, off, why);
-				break;
-			}
-			ti.name[sizeof ti.name - 1] = 0;
-			slot = thread_slot(t, &ti);
-			if (slot < 0)
+	struct frame_iter it;
+	struct frame_item fi;
+	int rc;
+	cti_iter_init(&it, s, off, role);
+	while ((rc = cti_iter_next(&it, &fi, why, sizeof why)) > 0) {
+		const struct frame_scan *f = &fi.f;
+		if (fi.what == FI_THREAD) {
+			if ((slot = thread_slot(t, &fi.ti)) < 0)
 				goto oom;
-		} else if (f.what == FR_SECTION) {
-			if (add_section(t, f.kind, f.payload, f.plen) < 0)
+		} else if (fi.what == FI_SECTION) {
+			if (add_section(t, f->kind, f->payload, f->plen) < 0)
 				goto oom;
-		} else if (f.what == FR_DATA) {
-			if (slot < 0) {
-				add_damage(t, s->path, off, "data frame before any THREAD section");
-				break;
-			}
+		} else if (fi.what == FI_DATA) {
 			struct thr *th = &t->thr[slot];
 			if (cti_grow((void **)&th->f, &th->cap, th->n + 1, sizeof *th->f) < 0)
 				goto oom;
-			th->f[th->n++] = (struct frame_ref){ si, (uint32_t)f.content, off, f.size };
+			th->f[th->n++] = (struct frame_ref){ si, (uint32_t)f->content, it.off, f->size };
 		}
-		off += (size_t)f.size;
 	}
-	s->valid_end = off;
+	if (rc < 0)
+		add_damage(t, s->path, it.off, why);
+	s->valid_end = it.off;
 	return 0;
 oom:
 	cti_seterr(err, "%s: out of memory", s->path);
