@@ -665,7 +665,10 @@ static int tcur_fail(struct tcur *c, size_t k, const char *why, struct ct_error 
  * record); h may be packed in a decoded frame. */
 static inline void copy_record(struct ct_record *r, const struct ct_record *h)
 {
-	memcpy(r, h, rec_bytes(h->type));
+	if (h->type == CT_REC_SAMPLE)      /* a constant size: copied inline */
+		memcpy(r, h, MEMBER_BYTES(sample));
+	else
+		memcpy(r, h, rec_bytes(h->type));
 }
 
 /* The next frame of c (k): decoded ahead (c->cur) or loaded to be read
