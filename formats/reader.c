@@ -641,8 +641,9 @@ static struct par *par_new(struct ct_trace *t, unsigned jobs)
 		par_free(w);
 		return NULL;
 	}
-	/* jobs - 1 workers: the merging thread decodes too (par_take) */
-	for (unsigned i = 0; i + 1 < jobs; i++) {
+	/* jobs - 1 workers (the merging thread decodes too: par_take), no more
+	 * than there are pool entries to decode into */
+	for (unsigned i = 0; i + 1 < jobs && i < w->npool; i++) {
 		if (pthread_create(&w->th[w->nth], NULL, par_worker, w) != 0)
 			break;
 		w->nth++;
