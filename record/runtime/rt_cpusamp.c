@@ -4,8 +4,8 @@
  * carries a copy writing into that CPU's ring, and remove_on_exec.  No
  * signal: the writer thread drains the rings at each pass, gives every
  * record to the thread whose tid it carries (and whose life holds its time),
- * turns it into that thread's records through the same function as the
- * per-thread path (rt_perf_rec: the registers are in the sample, the code
+ * turns it into that thread's records through the one perf sample path
+ * (rt_perf_rec: the registers are in the sample, the code
  * bytes are read from this process, late) and merges them by time into the
  * thread's stream.
  *
@@ -133,9 +133,8 @@ int rt_cpusamp_open(uint64_t period_ns)
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof a);
 	a.size = sizeof a;
-	rt_sampler_soft.fill_attr(&a);
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
+	uint8_t kind;
+	rt_sampler_soft.perf_events(&a, &kind, 1);
 	a.use_clockid = 1;
 	a.clockid = CLOCK_MONOTONIC;
 	a.inherit = 1;
@@ -223,7 +222,7 @@ static void on_cpu_rec(void *ctx, const struct perf_rec *r)
 			rt_status_ring_unattributed(++unattributed);
 		return;               /* a thread that is not recorded */
 	}
-	rt_perf_rec(t, &rt_sampler_soft, r, 0, 0, pend_emit);
+	rt_perf_rec(t, r, 0, 0, pend_emit);
 }
 
 static void build_map(void)
