@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commrec.h"
@@ -70,6 +71,12 @@ void rec_list_samplers(void)
 		printf("watchpoints: %s here (probe: %s, %.2f ms): %s\n",
 		       p.verdict == WP_NO_FIRE ? "do not fire" : "none", detail, (double)p.ns / 1e6,
 		       wp_meaning(p.verdict));
+	struct switch_probe sp;
+	switch_probe_run(&sp, REC_SOFT_PERIOD_DEFAULT * 1000ull);
+	switch_probe_detail(&sp, detail, sizeof detail);
+	printf("soft path: %s (probe: %s, %.0f ms)\n",
+	       sp.timer ? "POSIX CPU-time timers (signals)" : "inherited perf events (no signal)",
+	       detail, (double)sp.ns / 1e6);
 	printf("software watchpoints: with --sampler inst (its default): the instrumentation "
 	       "compares every access with the watched words; no debug registers needed, on any "
 	       "machine\n");
@@ -152,6 +159,26 @@ static void choose_watchpoints(struct rec_opts *o)
 	}
 }
 
+/* The soft sampler's path: COMMTRACE_SOFT_TIMER when set (1: timers, 0:
+ * perf events), else what the switch probe measures as cheaper here. */
+static void choose_soft_path(struct rec_opts *o)
+{
+	const char *env = getenv(CT_ENV_SOFT_TIMER);
+	if (env && *env) {
+		o->soft_timer = env[0] == '1';
+		rec_info(1, "soft path: %s (%s=%s)", o->soft_timer ? "timers" : "perf events",
+		         CT_ENV_SOFT_TIMER, env);
+		return;
+	}
+	char detail[256];
+	switch_probe_run(&o->soft_probe, o->period_used * 1000);
+	o->soft_probed = true;
+	o->soft_timer = o->soft_probe.timer;
+	switch_probe_detail(&o->soft_probe, detail, sizeof detail);
+	rec_info(1, "soft path: %s (probe: %s, %.0f ms)", o->soft_timer ? "timers" : "perf events",
+	         detail, (double)o->soft_probe.ns / 1e6);
+}
+
 int rec_choose_sampler(struct rec_opts *o)
 {
 	char why[512];
@@ -191,6 +218,8 @@ int rec_choose_sampler(struct rec_opts *o)
 	rec_info(1, "sampler: %s (%s)", o->sampler_used, o->sampler_reason);
 
 	choose_period(o);
+	if (!strcmp(o->sampler_used, "soft"))
+		choose_soft_path(o);
 
 	size_t len = 0;
 	o->events_joined[0] = '\0';

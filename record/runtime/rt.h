@@ -272,6 +272,7 @@ void rt_status_timer_thread(int why_errno);
 void rt_status_timer_sample(uint64_t cpu_ns);
 void rt_status_cpu_rings(uint32_t n);
 void rt_status_ring_unattributed(uint64_t n);
+void rt_status_ring_lost_unattributed(uint64_t n);
 
 /* rt_maps.c */
 void rt_write_maps(void);

@@ -68,7 +68,7 @@ static struct rt_thread *main_t;          /* the main thread, for LOST records w
 static struct pending *pend;
 static size_t pend_n, pend_cap, pend_pos;
 static uint32_t pend_seq;
-static uint64_t unattributed, pend_nomem;
+static uint64_t unattributed, lost_unattributed, pend_nomem;
 static uint8_t scratch[4096];
 
 bool rt_cpusamp_active(void)
@@ -159,10 +159,7 @@ int rt_cpusamp_open(uint64_t period_ns)
 		close_rings();
 		return rc < 0 ? rc : -ENODEV;
 	}
-	fmt.sample_type = a.sample_type;
-	fmt.regs_user_mask = a.sample_regs_user;
-	fmt.read_format = a.read_format;
-	fmt.sample_id_all = true;
+	perf_sample_fmt_from_attr(&a, &fmt);
 	for (int i = 0; i < nrings; i++) {
 		if (ioctl(rings[i].fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
 			int e = errno;
@@ -218,9 +215,13 @@ static void on_cpu_rec(void *ctx, const struct perf_rec *r)
 	if (!t && r->kind != PERF_REC_SAMPLE)
 		t = main_t;           /* a loss the kernel could not place */
 	if (!t) {
+		/* a thread that is not recorded, or a loss after the main
+		 * thread ended: counted, in the SUMMARY */
 		if (r->kind == PERF_REC_SAMPLE)
 			rt_status_ring_unattributed(++unattributed);
-		return;               /* a thread that is not recorded */
+		else if (r->kind == PERF_REC_LOST)
+			rt_status_ring_lost_unattributed(lost_unattributed += r->lost);
+		return;
 	}
 	rt_perf_rec(t, r, 0, 0, pend_emit);
 }
@@ -289,7 +290,9 @@ const struct ct_record *rt_cpusamp_next(struct rt_thread *t, uint64_t until)
 
 void rt_cpusamp_log_stats(void)
 {
-	if (rt_cpusamp_active() && (unattributed || pend_nomem))
-		rt_log(2, "soft sampler: %llu samples of threads that are not recorded, %llu not kept "
-		       "(no memory)", (unsigned long long)unattributed, (unsigned long long)pend_nomem);
+	if (rt_cpusamp_active() && (unattributed || lost_unattributed || pend_nomem))
+		rt_log(2, "soft sampler: %llu samples of threads that are not recorded, %llu lost by "
+		       "the kernel with no recorded thread to take them, %llu not kept (no memory)",
+		       (unsigned long long)unattributed, (unsigned long long)lost_unattributed,
+		       (unsigned long long)pend_nomem);
 }
