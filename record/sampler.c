@@ -115,8 +115,8 @@ static void choose_period(struct rec_opts *o)
 		         soft ? "us of CPU time" : "events", o->period_floor);
 		o->period_used = o->period_floor;
 	}
-	if (!soft)
-		o->throttle_share = 0;   /* only the soft sampler lengthens its period */
+	if (inst)
+		o->throttle_share = 0;   /* inst samples without signals: nothing to lengthen */
 }
 
 /* Watchpoints: probe whether debug registers open and fire here (full
