@@ -40,7 +40,8 @@ int rt_perf_route_signal(int fd, pid_t tid)
 	return 0;
 }
 
-/* Event i of n on the calling thread, ours and marked; -errno on failure. */
+/* One of the sampler's events on the calling thread, above the program's
+ * descriptors and marked ours: its fd, or -errno. */
 static int open_event(const struct sampler_ops *ops, struct perf_event_attr *a)
 {
 	a->size = sizeof *a;

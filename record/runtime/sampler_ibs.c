@@ -27,7 +27,6 @@
 #define IBS_PERIOD_DEFAULT 500000
 
 static struct perf_event_attr ibs_attr;
-static bool ibs_ready;
 
 static uint64_t ibs_period(void)
 {
@@ -57,7 +56,6 @@ static int ibs_process_init(void)
 	if (!a.exclude_kernel)
 		rt_log(2, "ibs: this kernel cannot filter kernel samples: they are dropped here");
 	ibs_attr = a;     /* exclude_kernel as the probe settled it: no retry per thread */
-	ibs_ready = true;
 	return 0;
 }
 
@@ -67,13 +65,6 @@ static size_t ibs_events(struct perf_event_attr *attrs, uint8_t *kinds, size_t m
 	attrs[0] = ibs_attr;
 	kinds[0] = PMU_KIND_UNKNOWN;    /* each sample says */
 	return 1;
-}
-
-static int ibs_thread_start(struct rt_thread *t)
-{
-	if (!ibs_ready)
-		return -ENOENT;
-	return rt_perf_thread_start(t);
 }
 
 /* Everything from the raw IBS op payload (address, width, load/store). */
@@ -87,7 +78,7 @@ static void ibs_convert(struct rt_thread *t, const struct perf_rec *r, struct rt
 const struct sampler_ops rt_sampler_ibs = {
 	.name = "ibs",
 	.process_init = ibs_process_init,
-	.thread_start = ibs_thread_start,
+	.thread_start = rt_perf_thread_start,  /* after a successful process_init only */
 	.thread_stop = rt_perf_thread_stop,
 	.on_signal = rt_perf_on_signal,
 	.lengthen_period = rt_perf_lengthen_period,

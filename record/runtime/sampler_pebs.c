@@ -78,13 +78,6 @@ static size_t pebs_events(struct perf_event_attr *attrs, uint8_t *kinds, size_t 
 	return n;
 }
 
-static int pebs_thread_start(struct rt_thread *t)
-{
-	if (!pebs_n)
-		return -ENOENT;
-	return rt_perf_thread_start(t);
-}
-
 /* The address is the PMU's, length and kind decoded at the precise ip. */
 static void pebs_convert(struct rt_thread *t, const struct perf_rec *r, struct rt_sample_in *s)
 {
@@ -96,7 +89,7 @@ static void pebs_convert(struct rt_thread *t, const struct perf_rec *r, struct r
 const struct sampler_ops rt_sampler_pebs = {
 	.name = "pebs",
 	.process_init = pebs_process_init,
-	.thread_start = pebs_thread_start,
+	.thread_start = rt_perf_thread_start,  /* after a successful process_init only */
 	.thread_stop = rt_perf_thread_stop,
 	.on_signal = rt_perf_on_signal,
 	.lengthen_period = rt_perf_lengthen_period,
