@@ -242,6 +242,12 @@ int rt_perf_route_signal(int fd, pid_t tid);
  * prev_end] (the thread's previous handler run) are not the program's. */
 void rt_perf_rec(struct rt_thread *t, const struct perf_rec *r, uint64_t prev_start,
                  uint64_t prev_end, rt_emit_fn emit);
+/* rt_perf.c: a sample that is the runtime's own, not the program's access:
+ * its ip in the runtime's code, or its time (0: unknown) inside
+ * [prev_start, prev_end], the thread's previous signal handler run.  The one
+ * filter of every sampler that samples by interrupts (counted as
+ * skip_runtime). */
+bool rt_sample_is_runtime(uint64_t ip, uint64_t time, uint64_t prev_start, uint64_t prev_end);
 /* rt_perf.c: close thread t's sample events in a forked child */
 void rt_perf_fork_child(struct rt_thread *t);
 

@@ -209,15 +209,18 @@ uint64_t rt_perf_lengthen_period(struct rt_thread *t)
 	return c->periods[0];
 }
 
+bool rt_sample_is_runtime(uint64_t ip, uint64_t time, uint64_t prev_start, uint64_t prev_end)
+{
+	return (ip >= rt_text_lo && ip < rt_text_hi) ||
+	       (time && time >= prev_start && time <= prev_end);
+}
+
 void rt_perf_rec(struct rt_thread *t, const struct perf_rec *r, uint64_t prev_start,
                  uint64_t prev_end, rt_emit_fn emit)
 {
 	switch (r->kind) {
 	case PERF_REC_SAMPLE: {
-		if ((r->ip >= rt_text_lo && r->ip < rt_text_hi) ||
-		    (r->time && r->time >= prev_start && r->time <= prev_end)) {
-			/* in the runtime itself (its code, or during its previous
-			 * signal handler): not the program's access */
+		if (rt_sample_is_runtime(r->ip, r->time, prev_start, prev_end)) {
 			t->skip_runtime++;
 			return;
 		}

@@ -175,7 +175,7 @@ static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 	s.period = cpu - t->timer_cpu_prev;
 	t->timer_cpu_prev = cpu;
 	rt_status_timer_sample(s.period);
-	if (s.ip >= rt_text_lo && s.ip < rt_text_hi) {
+	if (rt_sample_is_runtime(s.ip, 0, 0, 0)) {
 		t->skip_runtime++;
 		return 1;
 	}
