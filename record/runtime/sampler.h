@@ -29,8 +29,9 @@ struct rt_sample_in;
 
 struct sampler_ops {
 	const char *name;
-	/* Once per process, before any thread_start; 0 or -errno (the runtime
-	 * then records without samples and says why). */
+	/* Once per process, before any thread_start (NULL: nothing to probe
+	 * before the writer exists, soft); 0 or -errno (the runtime then
+	 * records without samples and says why). */
 	int (*process_init)(void);
 	/* On the thread itself, at its start; 0 or -errno (the thread then
 	 * runs without samples; counted). */
@@ -42,10 +43,10 @@ struct sampler_ops {
 	 * signal with si_code SI_TIMER and our tag, or any POLL_* code (check
 	 * si_fd against your fds); returns 1 if it was this sampler's. */
 	int (*on_signal)(struct rt_thread *t, siginfo_t *si, void *uc);
-	/* Throttling (may be NULL: the sampler cannot): on the thread itself,
-	 * in its signal handler, double the thread's sampling period; returns
-	 * the new period in the unit of the SAMPLE records' period field, or 0
-	 * when it is already at its longest. */
+	/* Throttling (NULL only for inst, which samples without signals): on
+	 * the thread itself, in its signal handler, double the thread's
+	 * sampling period; returns the new period in the unit of the SAMPLE
+	 * records' period field, or 0 when it is already at its longest. */
 	uint64_t (*lengthen_period)(struct rt_thread *t);
 
 	/* Software watchpoints (may be NULL: the sampler has none; needs a
@@ -56,7 +57,8 @@ struct sampler_ops {
 	void (*watch)(struct rt_thread *t);
 
 	/* Once per process, after the writer thread exists and before the main
-	 * thread's thread_start (may be NULL): events opened here with inherit
+	 * thread's thread_start (NULL: nothing to open there; soft opens its
+	 * per-CPU rings here): events opened here with inherit
 	 * follow the program's threads, not the writer.  0 or -errno. */
 	int (*process_start)(void);
 
