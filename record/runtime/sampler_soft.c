@@ -1,6 +1,7 @@
 /* The `soft` sampler: per-thread CPU-time sampling, any Linux, no PMU.
  *
- * Three paths, one sample conversion (soft_convert, soft_sample_access):
+ * Three paths.  The two perf ones share one sample conversion
+ * (soft_convert, soft_sample_access) on the runtime's one perf path:
  *
  * Where no watchpoint is armed (-w 0, or the probe says they do not fire):
  * one inherited task-clock event per CPU, opened once, no signal, drained
@@ -10,15 +11,17 @@
  * Where watchpoints are armed: a perf task-clock event per thread
  * (sample_period = period in ns, user registers in every sample,
  * CLOCK_MONOTONIC timestamps), drained in the thread's own signal handler
- * by the one perf sample path (rt_perf.c), because the online part of Algorithm 1 arms
- * that thread's debug registers at the sample (rt_sample.c).
+ * by the one perf sample path (rt_perf.c), because the online part of
+ * Algorithm 1 arms that thread's debug registers at the sample
+ * (rt_sample.c).
  *
- * Where perf_event_open is denied (EACCES, EPERM,
- * ENOSYS, ENOENT: paranoid settings, seccomp, old kernels) or when
- * COMMTRACE_SOFT_TIMER=1: a POSIX per-thread CPU-time timer
- * (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to the thread) and the
- * registers of the interrupted context.  Either way the data address is
- * reconstructed by decoding (dec_sample_access). */
+ * With COMMTRACE_SOFT_TIMER=1 (commrec sets it where its probe finds the
+ * perf events costly at context switches, record/switch_probe.c), or where
+ * perf_event_open is denied (EACCES, EPERM, ENOSYS, ENOENT: paranoid
+ * settings, seccomp, old kernels): a POSIX per-thread CPU-time timer
+ * (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to the thread), no cost at a
+ * context switch, and the registers of the interrupted context decoded in
+ * the handler (dec_sample_access). */
 #include "rt.h"
 #include "soft_sample.h"
 
