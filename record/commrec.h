@@ -65,6 +65,7 @@ struct rec_opts {
 	struct switch_probe soft_probe; /* soft: what perf events cost per switch (switch_probe.h) */
 	bool soft_probed;            /* soft_probe was run (not COMMTRACE_SOFT_TIMER) */
 	bool soft_timer;             /* soft: POSIX CPU-time timers, not perf events */
+	char soft_path_reason[256];  /* soft: why that path (CONFIG soft_path_reason) */
 	int wp_available;            /* debug registers that open and fire here, 0..4 */
 	int wp_used;                 /* watchpoints passed to the runtime */
 	bool wp_soft;                /* they are software watchpoints (inst) */
@@ -94,7 +95,7 @@ void rec_list_samplers(void);
 /* Fill o->sampler_used, sampler_reason, period_used (the floor applied),
  * period_unit, throttle_share, from the watchpoint probe wp_probe,
  * wp_available and wp_used, and for soft the path (soft_timer: by
- * COMMTRACE_SOFT_TIMER, else by soft_probe); 0 or -1 with a message printed. */
+ * COMMTRACE_SOFT_TIMER, perf events with -c, else by soft_probe); 0 or -1 with a message printed. */
 int rec_choose_sampler(struct rec_opts *o);
 
 /* meta.c: write SPOOL/meta.zst; 0 or -1 with a message printed. */

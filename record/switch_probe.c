@@ -138,15 +138,17 @@ void switch_probe_run(struct switch_probe *p, uint64_t period_ns)
 	p->added_pct = p->plain_ns && p->event_ns
 	               ? (int)(((int64_t)p->event_ns - (int64_t)p->plain_ns) * 100 / (int64_t)p->plain_ns)
 	               : 0;
-	p->timer = p->open_errno != 0 || p->added_pct > SWITCH_PROBE_LIMIT_PCT;
+	/* events that do not open: the runtime's own fallback takes the timers
+	 * then, and says why (SUMMARY sampler_fallback_reason) */
+	p->timer = !p->open_errno && p->added_pct > SWITCH_PROBE_LIMIT_PCT;
 	p->ns = mono_ns() - t0;
 }
 
 void switch_probe_detail(const struct switch_probe *p, char *buf, size_t cap)
 {
 	if (p->open_errno)
-		snprintf(buf, cap, "inherited task-clock events do not open (%s)",
-		         strerror(p->open_errno));
+		snprintf(buf, cap, "inherited task-clock events do not open (%s): the runtime "
+		         "falls back to the timers", strerror(p->open_errno));
 	else
 		snprintf(buf, cap, "inherited task-clock events at a %.0f us period add %d%% CPU "
 		         "time, %.1f us per context switch (%llu switches: %.1f ms against %.1f ms); "

@@ -42,7 +42,8 @@ struct switch_probe {
 	uint64_t event_ns;        /* best with them */
 	int64_t added_ns;         /* per switch: (event - plain) / switches */
 	int added_pct;            /* (event - plain) / plain, percent */
-	int open_errno;           /* the events could not be opened (then timer) */
+	int open_errno;           /* the events could not be opened (then not timer: the
+	                           * runtime falls back to the timers itself, saying why) */
 	uint64_t ns;              /* wall time of the probe */
 	bool timer;               /* verdict: the POSIX-timer path costs less here */
 };
