@@ -91,6 +91,10 @@ recording_rows() {
 		row "  program CPU: plain / under commrec" "$p_cpu / $r_cpu s" ""
 		row "  program wall: plain / under commrec" "$p_wall / $r_wall s" ""
 		row "  samples taken (recorded + skipped)" "$n" ""
+		# soft: the path commrec's probe chose (timers or perf events) in the last run
+		local path
+		path=$(sed -n 's/^ *soft_path=//p' "$W/$id.info" 2>/dev/null | head -n 1)
+		[ -z "$path" ] || row "  soft path (commrec's probe)" "$path" ""
 		row "  added program CPU per sample" \
 			"$(awk -v a="$r_cpu" -v b="$p_cpu" -v n="$n" 'BEGIN { if (n > 0) printf "%.0f us", (a - b) / n * 1e6; else print "n/a" }')" ""
 		row "recording peak RSS (the program's)" "$(ratio "$r_rss" "$p_rss")" "<= 1.05x"
