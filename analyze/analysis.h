@@ -216,9 +216,30 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m);
 /* HDF5: one dataset per matrix, attributes on each; returns 0 or -1 (err). */
 int write_matrices_h5(const char *path, const struct matrix_out *m, size_t nm,
                       struct ct_error *err);
-/* ComDetective's layout: files as/ts/fs (+ _core) matrices in dir. */
-int write_comdetective_csv(const char *dir, const struct matrix_out *m, size_t nm,
-                           struct ct_error *err);
+/* ComDetective's layout (out_comdetective.c): files <exe>-<pid>-as/ts/fs
+ * (+ _core) _matrix.csv in dir, from the matrices of index "thread" and
+ * "cpu", and <exe>-<pid>-comdetective.log with its stats line. */
+struct cd_files {
+	const char *exe;            /* the program's name, no '/' */
+	long pid;
+	unsigned line_size;         /* bytes, for cache_line_transfer_gbytes */
+};
+int write_comdetective_csv(const char *dir, const struct cd_files *id, const struct matrix_out *m,
+                           size_t nm, struct ct_error *err);
+/* ComDetective's "core" matrices: directed (row: receiving cpu), indexed by
+ * the logical cpu of each access; events on one cpu, or with a cpu unknown
+ * or >= CD_CPUS_MAX, are left out (counted).  n grows to the largest cpu
+ * seen + 1. */
+#define CD_CPUS_MAX 1024
+struct cd_cpus {
+	size_t n;
+	double *cell[3];            /* all, true, false: n x n */
+	uint64_t same_cpu, unknown; /* events left out */
+	bool oom;                   /* an event was lost: out of memory */
+};
+int cd_cpus_init(struct cd_cpus *c, size_t ncpus);  /* 0 or -1 (memory) */
+void cd_cpus_free(struct cd_cpus *c);
+struct event_consumer cd_cpus_consumer(struct cd_cpus *c);
 
 /* ---- additions (analyzer core) ------------------------------------------- */
 

@@ -107,6 +107,88 @@ static int parse_color_max(const char *v, double *out)
 	return -1;
 }
 
+/* ---- --comdetective-csv ---------------------------------------------------- */
+
+struct cd_hook {
+	struct analysis_hooks *h;
+	struct cd_cpus cpus;
+};
+
+static int cd_hook_setup(void *arg, struct analysis *a)
+{
+	struct cd_hook *c = arg;
+	if (cd_cpus_init(&c->cpus, a->topo.identity ? 0 : a->topo.ncpus)) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	struct event_consumer ec = cd_cpus_consumer(&c->cpus);
+	return analysis_hooks_add(c->h, NULL, &ec);
+}
+
+/* The name ComDetective's files start with: the recorded program's
+ * basename ("unknown" without a command line), then its pid (the first
+ * thread's, 0 if unknown). */
+static void cd_files_of(const struct analysis *a, struct cd_files *id, char *exe, size_t cap)
+{
+	size_t len = 0;
+	const char *argv0 = ct_trace_section(a->trace, CT_SEC_CMDLINE, &len);
+	const char *end = argv0 ? memchr(argv0, 0, len) : NULL;
+	size_t l = argv0 ? (end ? (size_t)(end - argv0) : len) : 0;
+	const char *base = argv0;
+	for (size_t i = 0; i < l; i++)
+		if (argv0[i] == '/')
+			base = argv0 + i + 1;
+	l = base ? l - (size_t)(base - argv0) : 0;
+	if (!l || l >= cap)
+		snprintf(exe, cap, "unknown");
+	else
+		memcpy(exe, base, l), exe[l] = 0;
+	const struct ct_thread_info *t0 = thread_by_index(a->trace, 0);
+	*id = (struct cd_files){ .exe = exe, .pid = t0 ? t0->pid : 0, .line_size = a->line_size };
+}
+
+/* ComDetective's six matrices and stats line into dir: 0 or an exit status
+ * (message printed). */
+static int write_cd_files(const struct analysis *a, const char *dir, const struct cd_cpus *cpus,
+                          const struct attr_set *attrs)
+{
+	if (cpus->oom) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	if (cpus->same_cpu || cpus->unknown)
+		ana_warn("%s: %llu events within one cpu and %llu without a known cpu are not in "
+		         "ComDetective's core files", dir, (unsigned long long)cpus->same_cpu,
+		         (unsigned long long)cpus->unknown);
+	struct built bs[3];
+	struct matrix_out mo[6];
+	int status = 0;
+	memset(bs, 0, sizeof bs);
+	for (int k = MX_ALL; k <= MX_FALSE; k++) {
+		if (!status && build_matrix_out(a, MX_THREAD, k, true, attrs, &bs[k]))
+			status = EXIT_BADTRACE;
+		mo[k] = bs[k].m;
+		mo[3 + k] = (struct matrix_out){
+			.name = mx_kind_names[k], .kind = mx_kind_names[k], .index = "cpu",
+			.units = "estimated line transfers", .n = cpus->n, .cell = cpus->cell[k],
+			.render = { .symmetric = OUT_SYM_NO },
+		};
+	}
+	char exe[256];
+	struct cd_files id;
+	cd_files_of(a, &id, exe, sizeof exe);
+	struct ct_error err = {{0}};
+	if (status)
+		ana_err("out of memory");
+	else if (write_comdetective_csv(dir, &id, mo, 6, &err)) {
+		ana_err("%s", err.msg);
+		status = EXIT_BADTRACE;
+	}
+	for (int k = MX_ALL; k <= MX_FALSE; k++)
+		built_free(&bs[k]);
+	return status;
+}
+
 enum { O_KIND = 1, O_INDEX, O_FORMAT, O_DIRECTED, O_OUTPUT, O_CDCSV, O_COLOR_MIN, O_COLOR_MAX };
 static const struct cli_opt matrix_opts[] = {
 	{ "kind", 0, true, O_KIND }, { "index", 0, true, O_INDEX },
@@ -169,8 +251,12 @@ int cmd_matrix(int argc, char **argv)
 	}
 
 	struct analysis an;
-	int rc = analysis_run(&an, path, &o, true);
+	struct analysis_hooks hooks = { .setup = cd_hook_setup };
+	struct cd_hook cdh = { .h = &hooks };
+	hooks.arg = &cdh;
+	int rc = analysis_run_hooks(&an, path, &o, true, cdir ? &hooks : NULL);
 	if (rc) {
+		cd_cpus_free(&cdh.cpus);
 		analysis_free(&an);
 		return rc;
 	}
@@ -191,30 +277,14 @@ int cmd_matrix(int argc, char **argv)
 	int status = 0;
 	struct ct_error err = {{0}};
 	if (cdir) {
-		struct built bs[6];
-		size_t nb = 0;
-		bool ok = true;
-		for (int ix = MX_THREAD; ix <= MX_CORE && ok; ix++)
-			for (int k = MX_ALL; k <= MX_FALSE && ok; k++)
-				ok = build_matrix_out(&an, ix, k, directed, &attrs, &bs[nb++]) == 0;
-		struct matrix_out mo[6];
-		for (size_t i = 0; i < nb; i++)
-			mo[i] = bs[i].m;
-		if (!ok) {
-			ana_err("out of memory");
-			status = EXIT_BADTRACE;
-		} else if (write_comdetective_csv(cdir, mo, nb, &err)) {
-			ana_err("%s", err.msg);
-			status = EXIT_BADTRACE;
-		}
-		for (size_t i = 0; i < nb; i++)
-			built_free(&bs[i]);
+		status = write_cd_files(&an, cdir, &cdh.cpus, &attrs);
 		if (status || (!out && w == matrix_writer_find("text"))) {
 			/* --comdetective-csv alone writes only the directory */
 			if (!status && an.damaged) {
 				fprintf(stderr, "commanalyze: %s\n", an.err.msg);
 				status = EXIT_BADTRACE;
 			}
+			cd_cpus_free(&cdh.cpus);
 			analysis_free(&an);
 			return status;
 		}
@@ -234,6 +304,7 @@ int cmd_matrix(int argc, char **argv)
 		status = EXIT_BADTRACE;
 	}
 	built_free(&b);
+	cd_cpus_free(&cdh.cpus);
 	if (an.damaged) {
 		fprintf(stderr, "commanalyze: %s\n", an.err.msg);
 		if (!status)

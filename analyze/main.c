@@ -122,8 +122,11 @@ static const struct command {
 "                                 true and false pictures compare by colour\n"
 "  --color-min zero|min           svg: colours from 0 (default) or the smallest\n"
 "                                 non-zero cell\n"
-"  --comdetective-csv DIR         also ComDetective's files (as/ts/fs_matrix.csv,\n"
-"                                 _core_ variants) in DIR; alone: only these\n", true, NULL },
+"  --comdetective-csv DIR         also ComDetective's files in DIR: EXE-PID-\n"
+"                                 as/ts/fs_matrix.csv (threads), _core_ variants\n"
+"                                 (logical cpus, same-cpu events left out) and\n"
+"                                 EXE-PID-comdetective.log (its STATS line);\n"
+"                                 alone: only these\n", true, NULL },
 		{ "objects", cmd_objects,
 "usage: commanalyze objects TRACE [--top N] [--kind all|true|false] [--object NAME]\n"
 "                   [--format text|csv|json] [-o FILE] [--symbols-from-binaries]\n"

@@ -210,7 +210,30 @@ run matrix_svg 0 "$A" matrix "$G" --format svg -o "$WORK/m.svg" &&
 run matrix_options 0 "$A" matrix "$G" --format csv --expiry ns:1000 --board-size 1 --hash murmur \
 	--line-size 128 --watchpoints 2 --period-multiplier 1
 run matrix_cd_csv 0 "$A" matrix "$G" --comdetective-csv "$WORK/cd" &&
-	check matrix_cd_files test -s "$WORK/cd/as_matrix.csv" -a -s "$WORK/cd/ts_matrix.csv" -a -s "$WORK/cd/fs_core_matrix.csv"
+	check matrix_cd_files test -s "$WORK/cd/app-1000-as_matrix.csv" -a -s "$WORK/cd/app-1000-ts_matrix.csv" \
+		-a -s "$WORK/cd/app-1000-fs_core_matrix.csv" -a -s "$WORK/cd/app-1000-comdetective.log"
+# ComDetective's files on a hand-built trace (ana_mktrace cpus): thread
+# events T0->T1 true 1000 (cpu 0->1, one physical core), T0->T2 false 500
+# (both on cpu 0: not in the core files), T2->T0 true 1000 and T2->T1
+# false 1000 (cpu 3->2); files M + M^T, last row first; volumes directed sums
+"$MK" "$WORK/cpus.zst" cpus || fail mktrace_cpus
+cd_file() { tr '\n' '/' <"$WORK/cdx/app-1000-$1"; }
+if run matrix_cd_exact 0 "$A" matrix "$WORK/cpus.zst" --comdetective-csv "$WORK/cdx"; then
+	check cd_as_thread test "$(cd_file as_matrix.csv)" = "1500.00,1000.00,0.00/1000.00,0.00,1000.00/0.00,1000.00,1500.00/"
+	check cd_ts_thread test "$(cd_file ts_matrix.csv)" = "1000.00,0.00,0.00/1000.00,0.00,0.00/0.00,1000.00,1000.00/"
+	check cd_fs_thread test "$(cd_file fs_matrix.csv)" = "500.00,1000.00,0.00/0.00,0.00,1000.00/0.00,0.00,500.00/"
+	check cd_as_cpu test "$(cd_file as_core_matrix.csv)" = \
+		"0.00,0.00,2000.00,0.00/0.00,0.00,0.00,2000.00/1000.00,0.00,0.00,0.00/0.00,1000.00,0.00,0.00/"
+	check cd_ts_cpu test "$(cd_file ts_core_matrix.csv)" = \
+		"0.00,0.00,1000.00,0.00/0.00,0.00,0.00,1000.00/1000.00,0.00,0.00,0.00/0.00,1000.00,0.00,0.00/"
+	check cd_fs_cpu test "$(cd_file fs_core_matrix.csv)" = \
+		"0.00,0.00,1000.00,0.00/0.00,0.00,0.00,1000.00/0.00,0.00,0.00,0.00/0.00,0.00,0.00,0.00/"
+	check cd_stats test "$(cd_file comdetective.log)" = "COMDETECTIVE STATS: fs_volume:1500.00, \
+fs_core_volume:1000.00, ts_volume:2000.00, ts_core_volume:2000.00, as_volume:3500.00, \
+as_core_volume:3000.00, cache_line_transfer:3000.00, cache_line_transfer_millions:0.00, \
+cache_line_transfer_gbytes:0.00/"
+	check cd_same_cpu_warning grep -q "1 events within one cpu" "$WORK/err"
+fi
 # heatmap colour scales: the top legend label (the first number of the legend)
 legend_top() { grep -o '<text[^>]*>[^<]*</text>' "$1" | sed 's/<[^>]*>//g' | grep -E '^(≥ )?[0-9,]+$' | head -1; }
 # M + M^T: all 5000 (T0-T1), true 4000, false 1000
