@@ -165,10 +165,13 @@ struct attr {
  * "col_axis"), else look at the cells (symmetric) or use their default. */
 enum out_sym { OUT_SYM_UNSET = 0, OUT_SYM_YES = 1, OUT_SYM_NO = 2 };
 enum out_scale { OUT_SCALE_UNSET = 0, OUT_SCALE_FROM_ZERO = 1, OUT_SCALE_FROM_MIN = 2 };
+enum out_cscale { OUT_CSCALE_UNSET = 0, OUT_CSCALE_LINEAR = 1, OUT_CSCALE_LOG = 2 };
 struct matrix_render {
 	enum out_sym symmetric;     /* M + M^T (each pair once in totals), or directed */
 	enum out_scale scale_from;  /* svg: colours from 0 (default) or the smallest non-zero cell */
 	double scale_max;           /* svg: > 0, the top of the colour scale (shared scales) */
+	double scale_min;           /* svg: > 0, the bottom of a scale from the minimum or a log one */
+	enum out_cscale color_scale;  /* svg: linear (default) or log colours */
 	const char *row_axis, *col_axis;  /* axis titles (both, or neither) */
 };
 

@@ -1,6 +1,7 @@
 /* commanalyze matrix TRACE: communication matrices in text, CSV, JSON,
  * HDF5 or SVG, and ComDetective's CSV layout. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,19 +77,32 @@ static int build_matrix_out(const struct analysis *a, enum mx_index index, enum 
 	return 0;
 }
 
-/* The top of the colour scale shared by the three kinds of one index: the
- * largest cell of its `all` matrix (true + false), as written. */
-static int shared_scale_max(const struct analysis *a, enum mx_index index, bool directed,
-                            const struct attr_set *attrs, double *max)
+/* The colour scale shared by the three kinds of one index: its top is the
+ * largest cell of the `all` matrix (true + false), its bottom (of a log
+ * scale or one from the minimum) the smallest non-zero cell of the three,
+ * as written. */
+static int shared_scale(const struct analysis *a, enum mx_index index, bool directed,
+                        const struct attr_set *attrs, double *max, double *min)
 {
-	struct built all;
-	int rc = build_matrix_out(a, index, MX_ALL, directed, attrs, &all);
 	*max = 0;
-	for (size_t i = 0; !rc && i < all.m.n * all.m.n; i++)
-		if (all.cell[i] > *max)
-			*max = all.cell[i];
-	built_free(&all);
-	return rc;
+	*min = INFINITY;
+	for (int k = MX_ALL; k <= MX_FALSE; k++) {
+		struct built b;
+		int rc = build_matrix_out(a, index, k, directed, attrs, &b);
+		for (size_t i = 0; !rc && i < b.m.n * b.m.n; i++) {
+			double v = b.cell[i];
+			if (k == MX_ALL && v > *max)
+				*max = v;
+			if (v > 0 && v < *min)
+				*min = v;
+		}
+		built_free(&b);
+		if (rc)
+			return rc;
+	}
+	if (*min == INFINITY)
+		*min = 0;
+	return 0;
 }
 
 /* --color-max N|shared: N > 0, or shared (-1); 0 or -1 (message printed). */
@@ -189,20 +203,23 @@ static int write_cd_files(const struct analysis *a, const char *dir, const struc
 	return status;
 }
 
-enum { O_KIND = 1, O_INDEX, O_FORMAT, O_DIRECTED, O_OUTPUT, O_CDCSV, O_COLOR_MIN, O_COLOR_MAX };
+enum { O_KIND = 1, O_INDEX, O_FORMAT, O_DIRECTED, O_OUTPUT, O_CDCSV, O_COLOR_MIN, O_COLOR_MAX,
+       O_COLOR_SCALE };
 static const struct cli_opt matrix_opts[] = {
 	{ "kind", 0, true, O_KIND }, { "index", 0, true, O_INDEX },
 	{ "format", 0, true, O_FORMAT }, { "directed", 0, false, O_DIRECTED },
 	{ "output", 'o', true, O_OUTPUT }, { "comdetective-csv", 0, true, O_CDCSV },
 	{ "color-min", 0, true, O_COLOR_MIN }, { "color-max", 0, true, O_COLOR_MAX },
+	{ "color-scale", 0, true, O_COLOR_SCALE },
 };
 static const char *const color_min_names[] = { "zero", "min" };
+static const char *const color_scale_names[] = { "linear", "log" };
 
 int cmd_matrix(int argc, char **argv)
 {
 	const char *path, *out = NULL, *cdir = NULL, *v;
-	int kind = MX_ALL, index = MX_THREAD, color_min = 0;
-	double color_max = 0;   /* 0: the largest cell, -1: shared */
+	int kind = MX_ALL, index = MX_THREAD, color_min = 0, color_log = 0;
+	double color_max = 0, shared_min = 0;   /* color_max 0: the largest cell, -1: shared */
 	const struct matrix_writer *w = matrix_writer_find("text");
 	bool directed = false;
 	struct model_opts o;
@@ -240,6 +257,9 @@ int cmd_matrix(int argc, char **argv)
 			break;
 		case O_COLOR_MAX:
 			bad = parse_color_max(v, &color_max);
+			break;
+		case O_COLOR_SCALE:
+			bad = cli_choice(&p, v, color_scale_names, 2, &color_log);
 			break;
 		}
 	}
@@ -290,7 +310,7 @@ int cmd_matrix(int argc, char **argv)
 		}
 	}
 	struct built b = { 0 };
-	if ((color_max < 0 && shared_scale_max(&an, index, directed, &attrs, &color_max)) ||
+	if ((color_max < 0 && shared_scale(&an, index, directed, &attrs, &color_max, &shared_min)) ||
 	    build_matrix_out(&an, index, kind, directed, &attrs, &b)) {
 		built_free(&b);
 		analysis_free(&an);
@@ -299,6 +319,8 @@ int cmd_matrix(int argc, char **argv)
 	}
 	b.m.render.scale_from = color_min ? OUT_SCALE_FROM_MIN : OUT_SCALE_FROM_ZERO;
 	b.m.render.scale_max = color_max;
+	b.m.render.scale_min = shared_min;
+	b.m.render.color_scale = color_log ? OUT_CSCALE_LOG : OUT_CSCALE_LINEAR;
 	if (matrix_write(w, out, &b.m, 1, &err)) {
 		ana_err("%s", err.msg);
 		status = EXIT_BADTRACE;

@@ -245,6 +245,26 @@ check svg_own_scales test "$(legend_top "$WORK/true.svg") $(legend_top "$WORK/fa
 check svg_shared_scale test "$(legend_top "$WORK/true.shared.svg") $(legend_top "$WORK/false.shared.svg")" = "5,000 5,000"
 run svg_color_max 0 "$A" matrix "$G" --format svg --color-max=2000 --color-min min -o "$WORK/cm.svg" &&
 	check svg_color_max_label test "$(legend_top "$WORK/cm.svg")" = "≥ 2,000"
+# --color-scale log on the cpus trace (thread pairs M + M^T: all 1000, 1500,
+# 1000; true 1000, 1000; false 500, 1000): the legend's middle is the
+# geometric mean; shared, every kind spans [500, 1500], so a cell of 1000 has
+# one colour in the true and the false picture (ln 2 / ln 3 up the ramp)
+legend() { grep -o '<text[^>]*>[^<]*</text>' "$1" | sed 's/<[^>]*>//g' | grep -E '^([≥≤] )?[0-9,]+$' | tr '\n' ' '; }
+cell_fill() { grep -o "fill=\"#[0-9a-f]*\"><title>$2: [0-9.]*" "$1" | sed 's/^fill="\(#[0-9a-f]*\)".*/\1/'; }
+run svg_linear_min 0 "$A" matrix "$WORK/cpus.zst" --format svg --color-min min -o "$WORK/lin.svg" &&
+	check svg_linear_legend test "$(legend "$WORK/lin.svg")" = "1,500 1,250 1,000 "
+run svg_log 0 "$A" matrix "$WORK/cpus.zst" --format svg --color-scale=log -o "$WORK/log.svg" &&
+	check svg_log_legend test "$(legend "$WORK/log.svg")" = "1,500 1,225 1,000 " &&
+	check svg_log_subtitle grep -q 'max 1,500; log colour scale' "$WORK/log.svg"
+for k in true false; do
+	run "svg_log_shared_$k" 0 "$A" matrix "$WORK/cpus.zst" --kind $k --format svg --color-scale log \
+		--color-max shared -o "$WORK/log.$k.svg" &&
+	check "svg_log_shared_legend_$k" test "$(legend "$WORK/log.$k.svg")" = "1,500 866 500 "
+done
+check svg_log_shared_colour test "$(cell_fill "$WORK/log.true.svg" 'T0(1000) ← T1(1001)')" = "#209f88" -a \
+	"$(cell_fill "$WORK/log.false.svg" 'T1(1001) ← T2(1002)')" = "#209f88"
+check svg_log_shared_bottom test "$(cell_fill "$WORK/log.false.svg" 'T0(1000) ← T2(1002)')" = "#440154"
+run usage_color_scale 1 "$A" matrix "$G" --color-scale sqrt && pass usage_color_scale
 run usage_color_max 1 "$A" matrix "$G" --format svg --color-max -3 -o "$WORK/x.svg" &&
 	check usage_color_max_msg grep -q "is not a positive number or shared" "$WORK/err"
 run usage_color_min 1 "$A" matrix "$G" --color-min low && pass usage_color_min
