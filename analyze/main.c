@@ -17,7 +17,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: commanalyze [report] TRACE [--format text|json] [-o FILE] [model options]\n"
 "       commanalyze info TRACE [--format text|json]\n"
-"       commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
+"       commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N] [--raw]\n"
 "       commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
 "                   [--comdetective-csv DIR] [model options]\n"
@@ -32,7 +32,7 @@ static void usage(FILE *f)
 "           cores and sockets, lost samples, warnings (default command)\n"
 "  info     what the trace holds: version, completeness, machine, configuration,\n"
 "           command line, per-thread record counts, lost and skipped samples\n"
-"  dump     one line per record in time order: TIME_NS T<thread> TYPE key=value...\n"
+"  dump     one line per record in time order: TIME T<thread> TYPE key=value...\n"
 "  matrix   communication matrices (row: receiving thread, column: publisher),\n"
 "           symmetric (M + M^T) unless --directed\n"
 "  objects  data objects (globals and fields, heap call paths, stacks, TLS)\n"
@@ -96,14 +96,17 @@ static const struct command {
 "  --format text|json   (default text) json: one object (schema\n"
 "                       commtrace-info/1: commanalyze(1))\n", false, NULL },
 		{ "dump", cmd_dump,
-"usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
+"usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N] [--raw]\n"
 "\n"
-"One line per record in time order: TIME_NS T<thread> TYPE key=value...\n"
+"One line per record in time order: TIME T<thread> TYPE key=value..., as perf\n"
+"script: TIME in seconds since the recording began, code addresses with their\n"
+"symbol (sym=func+0x12, callsites syms=...) from the trace's embedded symbols.\n"
 "  --thread N        one thread (N or TN: the thread index)\n"
 "  --type LIST       record types, comma separated: sample, wp_arm, wp_hit, alloc,\n"
 "                    free, callsite, thread_start, thread_end, marker, lost,\n"
 "                    skipped, func_enter, func_exit\n"
-"  --limit N         the first N lines shown\n", false, NULL },
+"  --limit N         the first N lines shown\n"
+"  --raw             TIME in the recorded monotonic nanoseconds, no symbols\n", false, NULL },
 		{ "matrix", cmd_matrix,
 "usage: commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"

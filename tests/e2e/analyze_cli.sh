@@ -54,7 +54,7 @@ cat >"$WORK/dump.want" <<'EOF'
 990 T1 thread_end status=11
 1000 T0 thread_end status=0
 EOF
-if run dump_exact 0 "$A" dump "$G"; then
+if run dump_exact 0 "$A" dump "$G" --raw; then
 	if diff -u "$WORK/dump.want" "$WORK/out" >"$WORK/diff"; then
 		pass dump_exact
 	else
@@ -64,6 +64,24 @@ fi
 # every line: TIME T<n> TYPE key=value...
 check dump_line_shape bash -c "grep -Evq '^[0-9]+ T[0-9]+ [a-z_]+( [a-z_]+=[^ ]+)*\$' '$WORK/out' && exit 1 || exit 0"
 
+# the default, as perf script: seconds since the earliest thread start (1 ns
+# here), 9 decimals; pub_time too
+run dump_relative 0 "$A" dump "$G" --type sample,wp_arm &&
+	check dump_relative_first test "$(head -1 "$WORK/out" | cut -d' ' -f1-3)" = "0.000000099 T0 sample" &&
+	check dump_relative_pub grep -q '^0.000000199 T1 wp_arm publisher=0 pub_time=0.000000099 ' "$WORK/out" &&
+	check dump_relative_shape bash -c "grep -Evq '^[0-9]+\.[0-9]{9} T[0-9]+ [a-z_]+( [a-z_]+=[^ ]+)*\$' '$WORK/out' && exit 1 || exit 0"
+# symbols from the trace's embedded symbol table (the bundled p2p trace:
+# its workers store in work())
+P2P="$CT_ROOT/datasets/p2p-4t.zst"
+if [ -f "$P2P" ]; then
+	run dump_symbols 0 "$A" dump "$P2P" --type sample,callsite --limit 40 &&
+		check dump_sym_sample grep -Eq '^[0-9.]+ T[1-4] sample ip=0x[0-9a-f]+ sym=work\+0x[0-9a-f]+ addr=' "$WORK/out" &&
+		check dump_syms_callsite grep -Eq ' callsite id=[0-9]+ pcs=[0-9a-fx,]+ syms=([^ ,]+,)*main\+0x[0-9a-f]+' "$WORK/out"
+	run dump_raw_nosym 0 "$A" dump "$P2P" --raw --type sample --limit 5 &&
+		check dump_raw_nosym_out bash -c "grep -q ' sym=' '$WORK/out' && exit 1; grep -Eq '^[0-9]+ T' '$WORK/out'"
+else
+	skip dump_symbols "no $P2P"
+fi
 run dump_type 0 "$A" dump "$G" --type sample &&
 	check dump_type_count test "$(wc -l <"$WORK/out")" -eq 4 &&
 	check dump_type_only bash -c "! grep -v ' sample ' '$WORK/out'"
@@ -71,10 +89,10 @@ run dump_types 0 "$A" dump "$G" --type wp_arm,wp_hit &&
 	check dump_types_count test "$(wc -l <"$WORK/out")" -eq 2
 run dump_thread 0 "$A" dump "$G" --thread 1 &&
 	check dump_thread_count test "$(wc -l <"$WORK/out")" -eq 6 &&
-	check dump_thread_only bash -c "! grep -v '^[0-9]* T1 ' '$WORK/out'"
+	check dump_thread_only bash -c "! grep -v '^[0-9.]* T1 ' '$WORK/out'"
 run dump_thread_type 0 "$A" dump "$G" --thread 2 --type=alloc &&
 	check dump_thread_type_count test "$(wc -l <"$WORK/out")" -eq 2
-run dump_limit 0 "$A" dump "$G" --limit 3 &&
+run dump_limit 0 "$A" dump "$G" --limit 3 --raw &&
 	check dump_limit_lines cmp -s "$WORK/out" <(head -n 3 "$WORK/dump.want")
 run dump_limit0 0 "$A" dump "$G" --limit 0 &&
 	check dump_limit0_empty test ! -s "$WORK/out"
@@ -404,7 +422,7 @@ for bad in zero magic trunc flip new missing; do
 	done
 done
 # a truncated trace: dump prints the records before the damage
-"$A" dump "$WORK/trunc.zst" >"$WORK/out" 2>/dev/null
+"$A" dump --raw "$WORK/trunc.zst" >"$WORK/out" 2>/dev/null
 check malformed_trunc_dump_prefix bash -c "test -s '$WORK/out' && diff <(sort '$WORK/out') <(sort '$WORK/out' | grep -Fxf '$WORK/dump.want') >/dev/null"
 
 done_tests
