@@ -8,15 +8,7 @@
 #include "ana.h"
 
 
-struct built {
-	struct matrix_out m;
-	double *cell;
-	char **labels;
-	size_t nlabels;
-	char name[32];
-};
-
-static void built_free(struct built *b)
+void matrix_built_free(struct matrix_built *b)
 {
 	free(b->cell);
 	for (size_t i = 0; i < b->nlabels; i++)
@@ -51,9 +43,8 @@ static char **make_labels(const struct analysis *a, enum mx_index index, size_t 
 	return l;
 }
 
-/* The matrix to write: directed as kept, or M + M^T. */
-static int build_matrix_out(const struct analysis *a, enum mx_index index, enum mx_kind kind,
-                     bool directed, const struct attr_set *attrs, struct built *b)
+int matrix_build(const struct analysis *a, enum mx_index index, enum mx_kind kind,
+                     bool directed, const struct attr_set *attrs, struct matrix_built *b)
 {
 	memset(b, 0, sizeof *b);
 	const struct matrix *src = matrices_get(a->mx, index, kind);
@@ -77,18 +68,14 @@ static int build_matrix_out(const struct analysis *a, enum mx_index index, enum 
 	return 0;
 }
 
-/* The colour scale shared by the three kinds of one index: its top is the
- * largest cell of the `all` matrix (true + false), its bottom (of a log
- * scale or one from the minimum) the smallest non-zero cell of the three,
- * as written. */
-static int shared_scale(const struct analysis *a, enum mx_index index, bool directed,
+int matrix_shared_scale(const struct analysis *a, enum mx_index index, bool directed,
                         const struct attr_set *attrs, double *max, double *min)
 {
 	*max = 0;
 	*min = INFINITY;
 	for (int k = MX_ALL; k <= MX_FALSE; k++) {
-		struct built b;
-		int rc = build_matrix_out(a, index, k, directed, attrs, &b);
+		struct matrix_built b;
+		int rc = matrix_build(a, index, k, directed, attrs, &b);
 		for (size_t i = 0; !rc && i < b.m.n * b.m.n; i++) {
 			double v = b.cell[i];
 			if (k == MX_ALL && v > *max)
@@ -96,7 +83,7 @@ static int shared_scale(const struct analysis *a, enum mx_index index, bool dire
 			if (v > 0 && v < *min)
 				*min = v;
 		}
-		built_free(&b);
+		matrix_built_free(&b);
 		if (rc)
 			return rc;
 	}
@@ -174,12 +161,12 @@ static int write_cd_files(const struct analysis *a, const char *dir, const struc
 		ana_warn("%s: %llu events within one cpu and %llu without a known cpu are not in "
 		         "ComDetective's core files", dir, (unsigned long long)cpus->same_cpu,
 		         (unsigned long long)cpus->unknown);
-	struct built bs[3];
+	struct matrix_built bs[3];
 	struct matrix_out mo[6];
 	int status = 0;
 	memset(bs, 0, sizeof bs);
 	for (int k = MX_ALL; k <= MX_FALSE; k++) {
-		if (!status && build_matrix_out(a, MX_THREAD, k, true, attrs, &bs[k]))
+		if (!status && matrix_build(a, MX_THREAD, k, true, attrs, &bs[k]))
 			status = EXIT_BADTRACE;
 		mo[k] = bs[k].m;
 		mo[3 + k] = (struct matrix_out){
@@ -199,7 +186,7 @@ static int write_cd_files(const struct analysis *a, const char *dir, const struc
 		status = EXIT_BADTRACE;
 	}
 	for (int k = MX_ALL; k <= MX_FALSE; k++)
-		built_free(&bs[k]);
+		matrix_built_free(&bs[k]);
 	return status;
 }
 
@@ -309,10 +296,10 @@ int cmd_matrix(int argc, char **argv)
 			return status;
 		}
 	}
-	struct built b = { 0 };
-	if ((color_max < 0 && shared_scale(&an, index, directed, &attrs, &color_max, &shared_min)) ||
-	    build_matrix_out(&an, index, kind, directed, &attrs, &b)) {
-		built_free(&b);
+	struct matrix_built b = { 0 };
+	if ((color_max < 0 && matrix_shared_scale(&an, index, directed, &attrs, &color_max, &shared_min)) ||
+	    matrix_build(&an, index, kind, directed, &attrs, &b)) {
+		matrix_built_free(&b);
 		analysis_free(&an);
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
@@ -325,7 +312,7 @@ int cmd_matrix(int argc, char **argv)
 		ana_err("%s", err.msg);
 		status = EXIT_BADTRACE;
 	}
-	built_free(&b);
+	matrix_built_free(&b);
 	cd_cpus_free(&cdh.cpus);
 	if (an.damaged) {
 		fprintf(stderr, "commanalyze: %s\n", an.err.msg);

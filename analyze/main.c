@@ -25,6 +25,7 @@ static void usage(FILE *f)
 "       commanalyze regions|loops TRACE [--node NAME] [--format FMT] [options]\n"
 "       commanalyze timeline TRACE [--interval DURATION] [--changes] [options]\n"
 "       commanalyze sweep TRACE --param NAME=V1,V2,... [options]\n"
+"       commanalyze html TRACE [-o FILE] [--color-scale linear|log] [model options]\n"
 "       commanalyze COMMAND --help | --help | --version\n"
 "\n"
 "Commands:\n"
@@ -45,6 +46,7 @@ static void usage(FILE *f)
 "  functions  dataflow between functions: producer -> consumer (bytes and\n"
 "           reuse on full traces), as a table or a Graphviz graph\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
+"  html     one self-contained page: the report, heatmaps, top objects and lines\n"
 "\n"
 "TRACE defaults to trace.zst (commrec's default output).  Options and the trace\n"
 "come in any order, as for GNU tools: --name=VALUE or --name VALUE, any\n"
@@ -85,6 +87,17 @@ static const struct command {
 "  --format text|json       (default text) json: one object, for scripts and\n"
 "                           CI (schema commtrace-report/1: commanalyze(1))\n"
 "  -o FILE                  write to FILE instead of standard output\n"
+"  --symbols-from-binaries  read symbols from the binaries on this machine\n"
+"  --no-demangle            C++ names as in the binary\n", true, NULL },
+		{ "html", cmd_html,
+"usage: commanalyze html TRACE [-o FILE] [--color-scale linear|log]\n"
+"                   [--symbols-from-binaries] [--no-demangle] [model options]\n"
+"\n"
+"One self-contained HTML page (inline SVG and CSS, nothing loaded from the\n"
+"network): the report, the all/true/false heatmaps by thread and by core\n"
+"(one colour scale per index), the top objects and cache lines.\n"
+"  -o FILE                  write to FILE instead of standard output\n"
+"  --color-scale linear|log heatmap colours by volume (default) or its log\n"
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n"
 "  --no-demangle            C++ names as in the binary\n", true, NULL },
 		{ "info", cmd_info,
