@@ -173,7 +173,8 @@ static const struct command {
 "                           (default: the trace's SYMBOLS section)\n", true, NULL },
 		{ "regions", cmd_regions,
 "usage: commanalyze regions TRACE [--node NAME] [--kind all|true|false] [--directed]\n"
-"                   [--format text|csv|json|h5|svg] [-o FILE] [model options]\n"
+"                   [--format text|csv|json|h5|svg] [-o FILE] [--color-scale linear|log]\n"
+"                   [model options]\n"
 "\n"
 "Communication by code region: the regions a program marks with commrec.h\n"
 "(commrec_region_begin/end) and the OpenMP parallel regions of unmodified\n"
@@ -187,12 +188,14 @@ static const struct command {
 "                                 its path a/b when names repeat)\n"
 "  --kind all|true|false          --node: which events (default all)\n"
 "  --directed                     --node: row dst, column src (default M + M^T)\n"
+"  --color-scale linear|log       --node --format svg: heatmap colours (matrix)\n"
 "  --format text|csv|json|h5|svg  (default text; h5 and svg only with --node,\n"
 "                                 and need -o)\n"
 "  -o FILE                        write to FILE instead of standard output\n", true, NULL },
 		{ "loops", cmd_loops,
 "usage: commanalyze loops TRACE [--node NAME] [--kind all|true|false] [--directed]\n"
-"                   [--format text|csv|json|h5|svg] [-o FILE] [model options]\n"
+"                   [--format text|csv|json|h5|svg] [-o FILE] [--color-scale linear|log]\n"
+"                   [model options]\n"
 "\n"
 "Communication by function and loop, as a tree like regions': each event counts\n"
 "in the innermost loop around its receiving access (its instruction address)\n"

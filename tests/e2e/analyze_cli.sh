@@ -283,6 +283,9 @@ check svg_log_shared_colour test "$(cell_fill "$WORK/log.true.svg" 'T0(1000) ←
 	"$(cell_fill "$WORK/log.false.svg" 'T1(1001) ← T2(1002)')" = "#209f88"
 check svg_log_shared_bottom test "$(cell_fill "$WORK/log.false.svg" 'T0(1000) ← T2(1002)')" = "#440154"
 run usage_color_scale 1 "$A" matrix "$G" --color-scale sqrt && pass usage_color_scale
+# regions --node pictures take the same scale
+run regions_svg_log 0 "$A" regions "$WORK/cpus.zst" --node '(program)' --format svg --color-scale log \
+	-o "$WORK/rl.svg" && check regions_svg_log_legend test "$(legend "$WORK/rl.svg")" = "1,500 1,225 1,000 "
 run usage_color_max 1 "$A" matrix "$G" --format svg --color-max -3 -o "$WORK/x.svg" &&
 	check usage_color_max_msg grep -q "is not a positive number or shared" "$WORK/err"
 run usage_color_min 1 "$A" matrix "$G" --color-min low && pass usage_color_min
