@@ -49,7 +49,7 @@ fi
 # "RETRY why" when the counts are too small to judge
 judge() {
 	local name=$1 id=$2
-	"$COMMANALYZE" dump "$WORK/$id.zst" --type sample >"$WORK/$id.samples" 2>/dev/null &&
+	"$COMMANALYZE" dump --raw "$WORK/$id.zst" --type sample >"$WORK/$id.samples" 2>/dev/null &&
 	"$COMMANALYZE" info "$WORK/$id.zst" >"$WORK/$id.info" 2>/dev/null &&
 	"$COMMANALYZE" matrix "$WORK/$id.zst" --format csv --index thread --model window \
 		--window 100ms >"$WORK/$id.csv" 2>/dev/null ||
