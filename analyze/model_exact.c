@@ -49,8 +49,11 @@
  * between two transfers (bursts), only the last store of a burst owns a
  * transfer, and J = 1 sees a transfer only when exactly that store is
  * sampled; the window lets any of the J stores before it stand for it, at
- * weight P / J, which divides the variance by up to J (burst length >= J)
- * and changes nothing where every store owns a transfer (ping-pong).
+ * weight P / J: with a steady rate r of transfers per store, Z_s ~ r and
+ * the variance is ~ (P - 1) r^2 per store instead of (P - 1) r, r times
+ * less.  On the line's first J stores m_x = k grows and Z_s ~ r ln(J / s):
+ * (P - 1) 2 r^2 per store there, at most twice J = 1's (r = 1: ping-pong).
+ * The emulate model's default J is 64 x its period (analysis.h).
  * Memory: 48 bytes per line, plus 32 bytes per sampled store while it is
  * among its line's last J stores.
  *
@@ -203,7 +206,7 @@ void *exact_owner_create(const struct model_setup *s)
 	if (!x)
 		return NULL;
 	unsigned j = s->opts ? s->opts->owner_stores : 0;
-	x->owner_stores = j >= 1 && j <= OWNER_STORES_MAX ? j : OWNER_STORES_DEFAULT;
+	x->owner_stores = j ? j : 1;     /* (the emulate model sets its default) */
 	x->win.unit = sizeof(struct xwin);
 	if (!(x->own = big_calloc(x->cap, sizeof *x->own))) {
 		exact_destroy(x);

@@ -71,9 +71,9 @@ struct model_opt {
 	  "how detected transfers are weighted", " comdetective emulate ") \
 	X("seed", OPT_UINT, seed, 0, UINT32_MAX, NULL, NULL, 0, "N", \
 	  "emulate model: seed of its random draws", " emulate ") \
-	X("owner-stores", OPT_UINT, owner_stores, 1, OWNER_STORES_MAX, "64", NULL, 0, "J", \
-	  "owner estimator: a sampled store stands for\nthe transfers its line's next J stores own", \
-	  " emulate ")
+	X("owner-stores", OPT_UINT, owner_stores, 1, OWNER_STORES_MAX, NULL, "default", 0, "J", \
+	  "owner estimator: a sampled store stands for\nthe transfers its line's next J stores own\n" \
+	  "(default 64 x the emulate period)", " emulate ")
 
 #define OPT_ROW(n, ty, fld, lo, hi, df, un, fi, arg, help, models) \
 	{ n, ty, offsetof(struct model_opts, fld), lo, hi, df, un, fi, arg, help, models },

@@ -249,7 +249,7 @@ static void test_owner_all_sampled_is_exact(void)
 	CHECK_NEAR(s.tr, x.tr, 1e-9);
 	CHECK_NEAR(s.fa, x.fa, 1e-9);
 	CHECK_NEAR(s.var, 0, 1e-9);
-	owner_run_j(acc, w, RT_N, RT_THREADS, OWNER_STORES_DEFAULT, &s);
+	owner_run_j(acc, w, RT_N, RT_THREADS, 64, &s);
 	CHECK_NEAR(s.all, x.all, 1e-9);
 	CHECK_NEAR(s.tr, x.tr, 1e-9);
 	CHECK_NEAR(s.var, 0, 1e-9);
@@ -316,7 +316,8 @@ static void owner_unbiased(unsigned j)
 static void test_owner_unbiased(void)
 {
 	owner_unbiased(1);
-	owner_unbiased(OWNER_STORES_DEFAULT);
+	owner_unbiased(64);
+	owner_unbiased(OWNER_STORES_PER_PERIOD * 10);   /* the emulate default at P = 10 */
 }
 
 /* ---- intervals -------------------------------------------------------------- */
