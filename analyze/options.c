@@ -169,7 +169,7 @@ static const char *const hash_names[] = { "mod", "murmur" };
 const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
-	"a sampled store x the transfers it owns: unbiased (emulate)",
+	"a sampled store: P/J x the transfers of its line's next J stores (unbiased)",
 };
 
 bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap)
