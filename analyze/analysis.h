@@ -97,6 +97,11 @@ enum hash_kind { HASH_MOD = 0, HASH_MURMUR = 1 };
  *                 (model_exact.c: exact_owner_*); needs every access after
  *                 the sample, so the emulate model only */
 enum estimator_kind { ESTIMATOR_COMDETECTIVE = 0, ESTIMATOR_OWNER = 1 };
+/* --owner-stores J: a sampled store stands for the transfers owned by itself
+ * and the next J - 1 stores to its line, each weighed P / J (model_exact.c);
+ * default (0): OWNER_STORES_PER_PERIOD x the emulate period */
+#define OWNER_STORES_MAX (1u << 30)
+#define OWNER_STORES_PER_PERIOD 64
 #define ESTIMATORS 2
 extern const char *const estimator_names[ESTIMATORS];
 extern const char *const estimator_summaries[ESTIMATORS];
@@ -117,6 +122,7 @@ struct model_opts {
 	unsigned emulate_period;    /* emulate model: every Nth access */
 	enum estimator_kind estimator; /* comdetective, emulate: default comdetective */
 	unsigned seed;              /* emulate model: its random draws (default 0) */
+	unsigned owner_stores;      /* owner estimator: its window J (0: the default) */
 	const char *model;          /* --model name (default "comdetective") */
 };
 

@@ -119,6 +119,10 @@ static void *emu_create(const struct model_setup *s)
 		if (!e->t[i].rnd)        /* xorshift's one forbidden state */
 			e->t[i].rnd = 0x9e3779b97f4a7c15ull;
 	}
+	if (!e->o.owner_stores) {
+		uint64_t j = (uint64_t)OWNER_STORES_PER_PERIOD * e->period;
+		e->o.owner_stores = j < OWNER_STORES_MAX ? (unsigned)j : OWNER_STORES_MAX;
+	}
 	struct model_setup in = *s;
 	in.opts = &e->o;
 	bool owner = e->o.estimator == ESTIMATOR_OWNER;

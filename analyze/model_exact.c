@@ -29,18 +29,33 @@
  *
  * The owner estimator (exact_owner_create, used by emulate --estimator
  * owner) runs the same states over every access but counts a transfer only
- * when the line's last store before it (the store that invalidated the
- * receiver's copy: its owner; every transfer has exactly one) was sampled,
- * with that sample's weight P.  A store s owns Y_s transfers: the distinct
- * other threads that access the line after s, up to and including the
- * next store to it (that store too when its thread had no copy).  So the
- * estimate sum P Y_s over the sampled stores has the expectation sum Y_s =
- * exact's count when each store is sampled with probability 1/P, and its
- * true/false split is exact's (the same bytes decide).  Its variance,
- * sum (P - 1) Y_s^2 under independent sampling, is estimated by
- * sum (P - 1) P Y_s^2 over the sampled stores: the k-th transfer of a
- * sampled store adds (P - 1) P (2k - 1) to comm_event.var, so that a
- * store's events add up to (P - 1) P Y_s^2.
+ * through the sampled stores that stand for it.  Every transfer x has
+ * exactly one owner: the line's last store before it (the store that
+ * invalidated the receiver's copy).  With the window J (--owner-stores,
+ * 1..64), x is stood for by its owner and the J - 1 stores to the line
+ * before it: A(x), m_x = |A(x)| = min(J, the line's stores so far).  Each
+ * store s is sampled independently with probability 1/P_s and weighs P_s,
+ * and x counts with weight sum over the sampled s in A(x) of P_s / m_x, so
+ *   E[estimate] = sum_x sum_{s in A(x)} (1/P_s) P_s / m_x = sum_x 1
+ * = exact's count, and its true/false split is exact's (the same bytes
+ * decide each x).  J = 1 is "a sampled store weighs P x the transfers it
+ * owns".  Per store, Z_s = sum of 1/m_x over the x whose A(x) holds s; the
+ * estimate is sum_s I_s P_s Z_s with independent I_s, so its variance is
+ * sum_s (P_s - 1) Z_s^2, estimated without bias by sum of P_s (P_s - 1) Z_s^2
+ * over the sampled stores: a transfer adds to comm_event.var what it adds
+ * to that sum (Z_s grows by 1/m for every sampled s in the window:
+ * sum P (P - 1) (2 Z_s / m + 1 / m^2), Z_s = c - c(s), c the line's running
+ * sum of 1/m).  Why a window: where a thread stores to a line many times
+ * between two transfers (bursts), only the last store of a burst owns a
+ * transfer, and J = 1 sees a transfer only when exactly that store is
+ * sampled; the window lets any of the J stores before it stand for it, at
+ * weight P / J: with a steady rate r of transfers per store, Z_s ~ r and
+ * the variance is ~ (P - 1) r^2 per store instead of (P - 1) r, r times
+ * less.  On the line's first J stores m_x = k grows and Z_s ~ r ln(J / s):
+ * (P - 1) 2 r^2 per store there, at most twice J = 1's (r = 1: ping-pong).
+ * The emulate model's default J is 64 x its period (analysis.h).
+ * Memory: 48 bytes per line, plus 32 bytes per sampled store while it is
+ * among its line's last J stores.
  *
  * Only SAMPLE records are used.  Allocation and free records do not reset
  * lines: memory reused by another thread after free() is a transfer, as it
@@ -71,10 +86,29 @@ struct xsrc {
 	uint8_t wlen;
 };
 
-/* ... and, for the owner estimator only, the last store's sampling. */
+/* ... and, for the owner estimator only, the window of the line's last J
+ * stores: its sampled stores (a queue, oldest first), their weights' sums,
+ * and the line's running sum of 1/m over its transfers (the top comment). */
 struct xown {
-	double weight;           /* 0: the last store was not sampled */
-	uint64_t owned;          /* transfers it owns so far */
+	uint64_t nst;            /* the line's stores so far */
+	double a, b, d;          /* sums over the queue: P, P (P - 1), P (P - 1) c(store) */
+	double c;                /* sum of 1/m over the line's transfers so far */
+	uint32_t head, tail;     /* the queue: blocks of x->win, 0 none */
+};
+
+/* A sampled store in its line's window. */
+struct xwin {
+	uint64_t n;              /* its number among the line's stores */
+	double p, c;             /* its weight, c when it was made */
+	uint32_t next;           /* the next younger one, 0 none */
+};
+
+/* Blocks of `unit` bytes, numbered from 1 (0: none), freed blocks reused. */
+struct xpool {
+	unsigned char *mem;
+	size_t unit, n, cap;     /* n, cap: in blocks */
+	uint32_t *freel;
+	size_t nfree, free_cap;
 };
 
 struct exact {
@@ -90,10 +124,9 @@ struct exact {
 	unsigned mwords;         /* 64-bit words of a written mask (1 if line <= 64) */
 	uint64_t *wide;          /* cap * mwords when mwords > 1 */
 	unsigned xwords;         /* words of an extension bitset (threads 64..) */
-	uint64_t *pool;          /* extension bitsets */
-	size_t pool_n, pool_cap; /* in bitsets */
-	uint32_t *pool_free;
-	size_t nfree, free_cap;
+	struct xpool ext;        /* extension bitsets */
+	struct xpool win;        /* sampled stores in their window (struct xwin) */
+	uint64_t owner_stores;   /* J: the owner estimator's window */
 	struct xcache {          /* per thread: its last line */
 		uint64_t key;
 		size_t slot;
@@ -152,6 +185,7 @@ static void *exact_create(const struct model_setup *s)
 	x->nout = s->nout;
 	x->mwords = x->line_size > 64 ? x->line_size / 64 : 1;
 	x->xwords = s->nthreads > 64 ? (unsigned)((s->nthreads - 64 + 63) / 64) : 0;
+	x->ext.unit = x->xwords * sizeof(uint64_t);
 	x->cap = TABLE_MIN;
 	x->cap_bits = log2u(TABLE_MIN);
 	x->tab = big_calloc(x->cap, sizeof *x->tab);
@@ -169,7 +203,12 @@ static void *exact_create(const struct model_setup *s)
 void *exact_owner_create(const struct model_setup *s)
 {
 	struct exact *x = exact_create(s);
-	if (x && !(x->own = big_calloc(x->cap, sizeof *x->own))) {
+	if (!x)
+		return NULL;
+	unsigned j = s->opts ? s->opts->owner_stores : 0;
+	x->owner_stores = j ? j : 1;     /* (the emulate model sets its default) */
+	x->win.unit = sizeof(struct xwin);
+	if (!(x->own = big_calloc(x->cap, sizeof *x->own))) {
 		exact_destroy(x);
 		return NULL;
 	}
@@ -256,49 +295,62 @@ static struct xline *lookup(struct exact *x, uint32_t t, uint64_t ln, bool *fres
 
 /* ---- holders ------------------------------------------------------------ */
 
-static uint64_t *ext_words(struct exact *x, const struct xline *l)
+static void *pool_at(const struct xpool *p, uint32_t id)
 {
-	return l->ext ? x->pool + (size_t)(l->ext - 1) * x->xwords : NULL;
+	return p->mem + (size_t)(id - 1) * p->unit;
 }
 
-static int ext_alloc(struct exact *x, struct xline *l)
+/* A zeroed block: its number, 0 when out of memory. */
+static uint32_t pool_alloc(struct xpool *p)
 {
 	uint32_t idx;
-	if (x->nfree) {
-		idx = x->pool_free[--x->nfree];
+	if (p->nfree) {
+		idx = p->freel[--p->nfree];
 	} else {
-		if (x->pool_n == x->pool_cap) {
-			size_t nc = x->pool_cap ? x->pool_cap * 2 : 1024;
+		if (p->n == p->cap) {
+			size_t nc = p->cap ? p->cap * 2 : 1024;
 			if (nc > UINT32_MAX - 1)
-				return -1;
-			uint64_t *np = realloc(x->pool, nc * x->xwords * sizeof *np);
-			if (!np)
-				return -1;
-			x->pool = np;
-			x->pool_cap = nc;
+				return 0;
+			unsigned char *nm = realloc(p->mem, nc * p->unit);
+			if (!nm)
+				return 0;
+			p->mem = nm;
+			p->cap = nc;
 		}
-		idx = (uint32_t)x->pool_n++;
+		idx = (uint32_t)p->n++;
 	}
-	memset(x->pool + (size_t)idx * x->xwords, 0, x->xwords * sizeof *x->pool);
-	l->ext = idx + 1;
-	return 0;
+	memset(p->mem + (size_t)idx * p->unit, 0, p->unit);
+	return idx + 1;
+}
+
+static void pool_release(struct xpool *p, uint32_t id)
+{
+	if (p->nfree == p->free_cap) {
+		size_t nc = p->free_cap ? p->free_cap * 2 : 256;
+		uint32_t *nf = realloc(p->freel, nc * sizeof *nf);
+		if (!nf)                 /* leak the block rather than fail */
+			return;
+		p->freel = nf;
+		p->free_cap = nc;
+	}
+	p->freel[p->nfree++] = id - 1;
+}
+
+static void pool_free(struct xpool *p)
+{
+	free(p->mem);
+	free(p->freel);
+}
+
+static uint64_t *ext_words(struct exact *x, const struct xline *l)
+{
+	return l->ext ? pool_at(&x->ext, l->ext) : NULL;
 }
 
 static void ext_release(struct exact *x, struct xline *l)
 {
-	if (!l->ext)
-		return;
-	if (x->nfree == x->free_cap) {
-		size_t nc = x->free_cap ? x->free_cap * 2 : 256;
-		uint32_t *nf = realloc(x->pool_free, nc * sizeof *nf);
-		if (!nf) {               /* leak the bitset rather than fail */
-			l->ext = 0;
-			return;
-		}
-		x->pool_free = nf;
-		x->free_cap = nc;
-	}
-	x->pool_free[x->nfree++] = l->ext - 1;
+	if (l->ext)
+		pool_release(&x->ext, l->ext);
 	l->ext = 0;
 }
 
@@ -317,7 +369,7 @@ static void add_holder(struct exact *x, struct xline *l, uint32_t t)
 		l->hold |= 1ull << t;
 		return;
 	}
-	if (!l->ext && ext_alloc(x, l)) {
+	if (!l->ext && !(l->ext = pool_alloc(&x->ext))) {
 		x->oom = true;
 		return;
 	}
@@ -330,7 +382,7 @@ static void sole_holder(struct exact *x, struct xline *l, uint32_t t)
 	l->hold = 0;
 	if (l->ext) {
 		if (t >= 64)
-			memset(ext_words(x, l), 0, x->xwords * sizeof *x->pool);
+			memset(ext_words(x, l), 0, x->ext.unit);
 		else
 			ext_release(x, l);
 	}
@@ -383,13 +435,60 @@ static bool transfer_weight(struct exact *x, size_t slot, double weight, struct 
 		return true;
 	}
 	struct xown *o = &x->own[slot];
-	if (!(o->weight > 0))
+	if (!o->head)
 		return false;
-	o->owned++;
-	ev->weight = o->weight;
-	ev->var = (o->weight - 1) * o->weight * (double)(2 * o->owned - 1);
+	/* each sampled store s of the window: Z_s += 1/m, so sum P (P - 1) Z_s^2
+	 * grows by sum P (P - 1) (2 Z_s / m + 1 / m^2), Z_s = c - c(s) */
+	double m = (double)(o->nst < x->owner_stores ? o->nst : x->owner_stores);
+	ev->weight = o->a / m;
+	ev->var = (2 * (o->b * o->c - o->d) / m + o->b / (m * m));
+	if (ev->var < 0)
+		ev->var = 0;             /* rounding */
+	o->c += 1 / m;
 	ev->via = COMM_VIA_SAMPLE;
 	return true;
+}
+
+/* A store to the line in slot enters its owner window (weight p: sampled
+ * with probability 1/p; 0 not sampled); the store J before it leaves. */
+static void owner_store(struct exact *x, size_t slot, double p)
+{
+	struct xown *o = &x->own[slot];
+	o->nst++;
+	while (o->head) {                     /* the store J before this one leaves */
+		struct xwin *w = pool_at(&x->win, o->head);
+		if (w->n + x->owner_stores > o->nst)
+			break;
+		double q = w->p * (w->p - 1);
+		o->a -= w->p;
+		o->b -= q;
+		o->d -= q * w->c;
+		uint32_t next = w->next;
+		pool_release(&x->win, o->head);
+		o->head = next;
+	}
+	if (!o->head) {                       /* an empty window: its sums restart from 0 */
+		o->tail = 0;
+		o->a = o->b = o->d = o->c = 0;
+	}
+	if (!(p > 0))
+		return;
+	uint32_t id = pool_alloc(&x->win);
+	if (!id) {
+		x->oom = true;
+		return;
+	}
+	struct xwin *w = pool_at(&x->win, id);
+	*w = (struct xwin){ .n = o->nst, .p = p, .c = o->c };
+	if (o->tail)
+		((struct xwin *)pool_at(&x->win, o->tail))->next = id;
+	else
+		o->head = id;
+	o->tail = id;
+	double q = p * (p - 1);
+	o->a += p;
+	o->b += q;
+	o->d += q * o->c;
 }
 
 /* One access of r to one line; weight: the receiver's (exact), owner_w:
@@ -440,7 +539,7 @@ static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, uns
 	x->src[slot] = (struct xsrc){ .waddr = addr, .wip = s->ip, .wcpu = s->cpu,
 	                              .wlen = (uint8_t)len };
 	if (x->own)
-		x->own[slot] = (struct xown){ .weight = owner_w };
+		owner_store(x, slot, owner_w);
 	sole_holder(x, l, t);
 }
 
@@ -490,8 +589,8 @@ static void exact_destroy(void *self)
 	big_free(x->src, x->cap, sizeof *x->src);
 	big_free(x->wide, x->cap * x->mwords, sizeof *x->wide);
 	big_free(x->own, x->cap, sizeof *x->own);
-	free(x->pool);
-	free(x->pool_free);
+	pool_free(&x->ext);
+	pool_free(&x->win);
 	free(x->tc);
 	free(x);
 }

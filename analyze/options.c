@@ -70,7 +70,10 @@ struct model_opt {
 	X("estimator", OPT_ESTIMATOR, estimator, 0, 0, "comdetective", NULL, 0, "NAME", \
 	  "how detected transfers are weighted", " comdetective emulate ") \
 	X("seed", OPT_UINT, seed, 0, UINT32_MAX, NULL, NULL, 0, "N", \
-	  "emulate model: seed of its random draws", " emulate ")
+	  "emulate model: seed of its random draws", " emulate ") \
+	X("owner-stores", OPT_UINT, owner_stores, 1, OWNER_STORES_MAX, NULL, "default", 0, "J", \
+	  "owner estimator: a sampled store stands for\nthe transfers its line's next J stores own\n" \
+	  "(default 64 x the emulate period)", " emulate ")
 
 #define OPT_ROW(n, ty, fld, lo, hi, df, un, fi, arg, help, models) \
 	{ n, ty, offsetof(struct model_opts, fld), lo, hi, df, un, fi, arg, help, models },
@@ -166,7 +169,7 @@ static const char *const hash_names[] = { "mod", "murmur" };
 const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
-	"a sampled store x the transfers it owns: unbiased (emulate)",
+	"a sampled store: P/J x the transfers of its line's next J stores (unbiased)",
 };
 
 bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap)

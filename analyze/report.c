@@ -677,6 +677,22 @@ static void json_num(FILE *f, double v)
 	fputs(b, f);
 }
 
+/* ,"name":[lo,hi], or null when the figure is not estimated (no variance:
+ * every event seen with certainty, or nothing detected) */
+static void json_interval(FILE *f, const char *name, bool have, struct interval ci)
+{
+	fprintf(f, ",\"%s\":", name);
+	if (!have) {
+		fputs("null", f);
+		return;
+	}
+	fputc('[', f);
+	json_num(f, ci.lo);
+	fputc(',', f);
+	json_num(f, ci.hi);
+	fputc(']', f);
+}
+
 static void json_model(FILE *f, const struct analysis *a)
 {
 	fprintf(f, "\"model\":{\"name\":");
@@ -716,6 +732,8 @@ static void json_pairs(FILE *f, struct report *r)
 		json_num(f, p[k].ij);
 		fprintf(f, ",\"b_from_a\":");
 		json_num(f, p[k].ji);
+		json_interval(f, "share_90", r->var > 0 && r->total > 0,
+		              share_interval(p[k].w, r->total, r->var));
 		fputc('}', f);
 	}
 	fprintf(f, "],\n");
@@ -761,6 +779,16 @@ static void report_json(FILE *f, struct report *r, struct attrib *at)
 	json_num(f, r->total * a->line_size);
 	fprintf(f, ",\"true_share\":");
 	json_num(f, r->total > 0 ? r->tr / r->total : 0);
+	bool est = r->var > 0 && r->total > 0;
+	fprintf(f, ",\"variance\":");
+	json_num(f, r->var);
+	fprintf(f, ",\"effective_events\":");
+	if (est)
+		json_num(f, effective_events(r->total, r->var));
+	else
+		fputs("null", f);
+	json_interval(f, "transfers_90", est, volume_interval(r->total, r->var));
+	json_interval(f, "true_share_90", est, share_interval(r->tr, r->total, r->var));
 	fprintf(f, "},\n");
 	json_pairs(f, r);
 	fprintf(f, "\"cores\":{\"cpu_map\":%s,\"same_core\":", a->topo.identity ? "false" : "true");

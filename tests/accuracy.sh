@@ -100,22 +100,18 @@ within accuracy/exact/false_sharing/false_half false_sharing exact_false_frac 0.
 within accuracy/exact/false_sharing_f0.9/false_share false_sharing_f0.9 exact_false_frac 0.80 0.95
 
 # ---- emulate (ComDetective on the same full trace, default period 10000) ------
-# Total volume, emulate / exact, on the same execution.  ComDetective's
-# estimate counts a detection for the sampling period it stands for (10000
-# accesses; a watchpoint hit x 64/(4 x 8) = x2): with ~400 store samples per thread
-# it is a statistical estimate.  Seen over 11 runs x 6 configurations:
-# ratio [0.51, 2.09] (-49% to +109%); false_sharing f=0.9 tends low
-# (0.51-1.45), read_write spreads widest (0.63-2.09).  Bound [1/3, 3]
-# (emulate within a factor 3 of exact): about 1.5x the worst seen on either
-# side.  It is length-dependent: at 1M iterations per thread (~100 samples)
-# the ratio reached 3.45, which is why the full traces have 4M.  And it
-# needs threads that run in parallel: when they took turns on one cpu
-# (unpinned), exact saw a few dozen transfers and emulate was off by 1000x
-# (each detection still weighs 10000).
-EMU_LO=0.33
-EMU_HI=3
+# Total volume, emulate / exact, on the same execution: printed, not
+# asserted.  ComDetective's weighting counts a detection for every access
+# of its sampling period: it is biased, by how many times a thread touches
+# a line between two transfers, which the schedule decides (quiet machine,
+# 2026-11-21: ratio 0.51-2.09 over 11 runs x 6 configurations; loaded,
+# 2026-11-23: 3.4-7.3).  No bound follows from the counts for a biased
+# estimate, and one fitted to a machine fails on another (it did under
+# load); the unbiased owner estimator's volume is asserted below, with
+# bounds from its own variance.
 for b in $ALL; do
-	within "accuracy/emulate/$b/volume" "$b" emulate_ratio "$EMU_LO" "$EMU_HI"
+	echo "INFO accuracy/emulate/$b/volume: emulate / exact = $(awk -F'\t' -v b="$b" \
+		'$1 == b && $2 == "emulate_ratio" { print $3 }' "$T")"
 	# the volume is where exact's is (seen 1.0 everywhere): no pairs
 	# invented, nothing on the main thread, read_write's direction right
 	within "accuracy/emulate/$b/expected_cells" "$b" emulate_expected_share 0.99 1
@@ -156,6 +152,7 @@ within accuracy/inst/false_sharing/false_half false_sharing inst_false_frac 0.35
 within accuracy/inst/false_sharing_f0.9/false_share false_sharing_f0.9 inst_false_frac 0.7 1
 
 # ---- the owner estimator (emulate --estimator owner, SEEDS=10 draws) ----------
+# owner: --owner-stores 64 (the default), owner_j1: 1, owner_fine: N = 1000.
 # Its 90% interval holds exact's volume in a run with probability ~0.9
 # (the interval is approximate: a Poisson count of the effective events);
 # out of 10 independent draws, P(fewer than 5) = 1.5e-4 at 0.9, 0.05 at
@@ -163,7 +160,15 @@ within accuracy/inst/false_sharing_f0.9/false_share false_sharing_f0.9 inst_fals
 # "within 15%" (sampling error, see doc/accuracy.md).
 for b in $ALL; do
 	within "accuracy/owner/$b/coverage" "$b" owner_covered 5 10
+	within "accuracy/owner_j1/$b/coverage" "$b" owner_j1_covered 5 10
 	within "accuracy/owner_fine/$b/coverage" "$b" owner_fine_covered 5 10
+	# Unbiased: the mean of the 10 independent estimates is exact's volume
+	# up to its standard error, sqrt(mean variance estimate / 10) (the
+	# variance estimator is unbiased too): |z| <= 4.42, two-sided 1e-5 of a
+	# normal (a mean of 10 runs of tens of events each: near normal).
+	for e in owner owner_j1 owner_fine; do
+		within "accuracy/$e/$b/unbiased" "$b" ${e}_mean_z -4.42 4.42
+	done
 done
 
 done_tests

@@ -78,6 +78,21 @@ for p in r["pairs"]:
 assert [x["name"] for x in r["objects"]["objects"]] == [x["name"] for x in o["objects"]]
 assert isinstance(r["model"]["options"]["board-size"], int)
 assert all(isinstance(w, str) for w in r["warnings"])
+# the 90% intervals: around the figure, from the events' variance (these
+# sampled traces: comdetective weights, every event of weight w > 1 adds
+# w (w - 1) > 0), effective events = transfers^2 / variance
+if t["transfers"] > 0:
+    assert t["variance"] > 0, t
+    assert abs(t["effective_events"] - t["transfers"] ** 2 / t["variance"]) <= 1e-9 * t["effective_events"]
+    lo, hi = t["transfers_90"]
+    assert 0 <= lo <= t["transfers"] <= hi, t
+    lo, hi = t["true_share_90"]
+    assert 0 <= lo <= t["true_share"] <= hi <= 1, t
+    for p in r["pairs"]:
+        lo, hi = p["share_90"]
+        assert 0 <= lo <= p["transfers"] / t["transfers"] <= hi <= 1, p
+else:
+    assert t["transfers_90"] is None and t["effective_events"] is None
 PY
 done
 

@@ -76,15 +76,16 @@ static struct model_setup setup_for(struct model_opts *o, size_t nthreads,
 	                             .out = ec, .nout = 1 };
 }
 
-/* The owner estimator over acc[0..n) with owner weights w[] (0: that
- * access is not a sampled store). */
-static void owner_run(const struct acc *acc, const double *w, size_t n, size_t nthreads,
-                      struct sums *s)
+/* The owner estimator with window J over acc[0..n) with owner weights w[]
+ * (0: that access is not a sampled store). */
+static void owner_run_j(const struct acc *acc, const double *w, size_t n, size_t nthreads,
+                        unsigned j, struct sums *s)
 {
 	memset(s, 0, sizeof *s);
 	struct event_consumer ec = { s, sum_event };
 	struct model_opts o;
 	struct model_setup su = setup_for(&o, nthreads, &ec);
+	o.owner_stores = j;
 	void *x = exact_owner_create(&su);
 	CHECK(x != NULL);
 	if (!x)
@@ -94,6 +95,13 @@ static void owner_run(const struct acc *acc, const double *w, size_t n, size_t n
 		exact_owner_access(x, &r, w[i]);
 	}
 	model_exact.destroy(x);
+}
+
+/* J = 1: a sampled store counts the transfers it owns. */
+static void owner_run(const struct acc *acc, const double *w, size_t n, size_t nthreads,
+                      struct sums *s)
+{
+	owner_run_j(acc, w, n, nthreads, 1, s);
 }
 
 /* The exact model over the same accesses. */
@@ -150,6 +158,59 @@ static void test_owner_by_hand(void)
 	CHECK_NEAR(x.var, 0, 1e-12);
 }
 
+/* The same with J = 2: stores s0 (0, P = 4), s1 (4, not sampled), s2 (6,
+ * P = 2); transfers x1, x3 (owner s0), x5, x6 (owner s1: access 6's own
+ * transfer comes before it enters), x7 (owner s2).
+ *   A(x1) = A(x3) = {s0}, m = 1 (the line's first store): 4 each;
+ *   A(x5) = A(x6) = {s0, s1}, m = 2: s0 sampled: 4 / 2 = 2 each (false);
+ *   A(x7) = {s1, s2}, m = 2: s2 sampled: 2 / 2 = 1 (true).
+ * Estimate 13, true 5, false 8.  Z_s0 = 1 + 1 + 1/2 + 1/2 = 3, Z_s2 = 1/2:
+ * variance estimate 3*4*9 + 1*2/4 = 108.5, per event 12, 36, 27, 33, 0.5. */
+static void test_owner_window_by_hand(void)
+{
+	struct sums s;
+	owner_run_j(by_hand, by_hand_w, 8, 3, 2, &s);
+	CHECK_NEAR(s.all, 13, 1e-12);
+	CHECK_NEAR(s.tr, 5, 1e-12);
+	CHECK_NEAR(s.fa, 8, 1e-12);
+	CHECK_NEAR(s.var, 108.5, 1e-9);
+	CHECK_EQ_U(s.n, 5);
+	static const double w[5] = { 4, 4, 2, 2, 1 }, v[5] = { 12, 36, 27, 33, 0.5 };
+	for (int i = 0; i < 5 && i < (int)s.n; i++) {
+		CHECK_NEAR(s.ev[i].weight, w[i], 1e-12);
+		CHECK_NEAR(s.ev[i].var, v[i], 1e-9);
+	}
+	CHECK(s.ev[3].dst == 2 && s.ev[3].src == 1 && !s.ev[3].true_sharing);
+}
+
+/* Bursts: two threads take turns storing B times each to one word.  Only
+ * the last store of a burst owns a transfer (Y = 1, the others 0): with
+ * J = 1 the variance is (P - 1) per transfer; with J <= B every store of
+ * the burst before a transfer stands for it at 1/J: sum Z_s^2 = J (1/J)^2
+ * per transfer, J times less.  Exact for every J (all sampled, weight 1). */
+static void test_owner_window_bursts(void)
+{
+	enum { B = 100, TURNS = 40, N = B * TURNS };
+	static struct acc acc[N];
+	static double w[N];
+	for (size_t i = 0; i < N; i++) {
+		acc[i] = (struct acc){ (uint32_t)(i / B % 2), A, 8, ST };
+		w[i] = 2;    /* each store adds (2 - 1) 2 Z_s^2: the variance / 2 is sum Z^2 */
+	}
+	struct sums s1, s64;
+	owner_run_j(acc, w, N, 2, 1, &s1);
+	owner_run_j(acc, w, N, 2, 64, &s64);
+	CHECK_NEAR(s1.all, 2 * (TURNS - 1), 1e-9);      /* weight 2 x 39 transfers */
+	CHECK_NEAR(s64.all, 2 * (TURNS - 1), 1e-9);
+	CHECK_NEAR(s1.var / 2, TURNS - 1, 1e-9);
+	CHECK_NEAR(s64.var / 2, (TURNS - 1) / 64.0, 1e-9);
+	for (size_t i = 0; i < N; i++)
+		w[i] = 1;
+	owner_run_j(acc, w, N, 2, 64, &s64);
+	CHECK_NEAR(s64.all, TURNS - 1, 1e-9);           /* exact's count */
+	CHECK_NEAR(s64.var, 0, 1e-9);
+}
+
 /* ---- a random full trace ---------------------------------------------------- */
 
 #define RT_N 20000
@@ -188,10 +249,14 @@ static void test_owner_all_sampled_is_exact(void)
 	CHECK_NEAR(s.tr, x.tr, 1e-9);
 	CHECK_NEAR(s.fa, x.fa, 1e-9);
 	CHECK_NEAR(s.var, 0, 1e-9);
+	owner_run_j(acc, w, RT_N, RT_THREADS, 64, &s);
+	CHECK_NEAR(s.all, x.all, 1e-9);
+	CHECK_NEAR(s.tr, x.tr, 1e-9);
+	CHECK_NEAR(s.var, 0, 1e-9);
 }
 
-/* Stores sampled with probability 1/P, R runs. */
-static void test_owner_unbiased(void)
+/* Stores sampled with probability 1/P, R runs, window J. */
+static void owner_unbiased(unsigned j)
 {
 	enum { R = 400 };
 	const double P = 10;
@@ -203,7 +268,7 @@ static void test_owner_unbiased(void)
 	/* sum Y_s^2: every store as an owner of weight 2 adds (2-1) 2 Y_s^2 */
 	for (size_t i = 0; i < RT_N; i++)
 		w[i] = acc[i].kind == ST ? 2 : 0;
-	owner_run(acc, w, RT_N, RT_THREADS, &s);
+	owner_run_j(acc, w, RT_N, RT_THREADS, j, &s);
 	double sumy2 = s.var / 2, var_true = (P - 1) * sumy2;
 	double mean = 0, mean_tr = 0, m2 = 0, mean_vhat = 0;
 	unsigned covered = 0;
@@ -212,7 +277,7 @@ static void test_owner_unbiased(void)
 	for (int k = 0; k < R; k++) {
 		for (size_t i = 0; i < RT_N; i++)
 			w[i] = acc[i].kind == ST && check_xorshift(&st) % (uint64_t)P == 0 ? P : 0;
-		owner_run(acc, w, RT_N, RT_THREADS, &s);
+		owner_run_j(acc, w, RT_N, RT_THREADS, j, &s);
 		est[k] = s.all;
 		mean += s.all / R;
 		mean_tr += s.tr / R;
@@ -223,8 +288,8 @@ static void test_owner_unbiased(void)
 	for (int k = 0; k < R; k++)
 		m2 += (est[k] - mean) * (est[k] - mean) / (R - 1);
 	double se = sqrt(var_true / R);
-	printf("# exact %.0f (true %.0f), owner mean %.1f (true %.1f), se %.2f; var: true %.0f, "
-	       "mean estimate %.0f, spread %.0f; 90%% coverage %u/%d\n", x.all, x.tr, mean, mean_tr,
+	printf("# J = %u: exact %.0f (true %.0f), owner mean %.1f (true %.1f), se %.2f; var: true %.0f, "
+	       "mean estimate %.0f, spread %.0f; 90%% coverage %u/%d\n", j, x.all, x.tr, mean, mean_tr,
 	       se, var_true, mean_vhat, m2, covered, R);
 	CHECK(fabs(mean - x.all) <= Z5 * se);
 	/* the true part: its variance is at most the volume's (Y_s counts its
@@ -232,8 +297,13 @@ static void test_owner_unbiased(void)
 	CHECK(fabs(mean_tr - x.tr) <= Z5 * se);
 	/* the variance estimator is unbiased too: its own spread is at most
 	 * (P-1) P sum over sampled Y_s^4, whose mean is (P-1)^2 P sum Y_s^4 <=
-	 * (P-1)^2 P max(Y)^2 sum Y_s^2 with max(Y) <= 3 (three other threads) */
-	double se_vhat = sqrt((P - 1) * (P - 1) * P * 9 * sumy2 / R);
+	 * (P-1)^2 P max(Z)^2 sum Z_s^2: a store's J transfers-owning stores own
+	 * at most 3 each (three other threads), each x counting 1/m_x, m_x = k
+	 * for the line's k-th store (k < J): max(Z) <= 3 (1 + 1/2 + ... + 1/J) */
+	double zmax = 0;
+	for (unsigned k = 1; k <= j; k++)
+		zmax += 3.0 / k;
+	double se_vhat = sqrt((P - 1) * (P - 1) * P * zmax * zmax * sumy2 / R);
 	CHECK(fabs(mean_vhat - var_true) <= Z5 * se_vhat);
 	/* the estimates' spread: sample variance / variance ~ chi2(R-1)/(R-1),
 	 * standard deviation sqrt(2/(R-1)) (a sum of many sampled stores: near
@@ -241,6 +311,13 @@ static void test_owner_unbiased(void)
 	CHECK(fabs(m2 / var_true - 1) <= Z5 * sqrt(2.0 / (R - 1)));
 	/* coverage of the 90% interval: binomial(R, 0.9), lower bound at z */
 	CHECK(covered >= 0.9 * R - Z5 * sqrt(R * 0.9 * 0.1));
+}
+
+static void test_owner_unbiased(void)
+{
+	owner_unbiased(1);
+	owner_unbiased(64);
+	owner_unbiased(OWNER_STORES_PER_PERIOD * 10);   /* the emulate default at P = 10 */
 }
 
 /* ---- intervals -------------------------------------------------------------- */
@@ -347,6 +424,8 @@ static void test_comdetective_var(void)
 int main(void)
 {
 	RUN(test_owner_by_hand);
+	RUN(test_owner_window_by_hand);
+	RUN(test_owner_window_bursts);
 	RUN(test_owner_all_sampled_is_exact);
 	RUN(test_owner_unbiased);
 	RUN(test_interval_values);
