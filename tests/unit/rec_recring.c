@@ -139,8 +139,16 @@ static void test_concurrent(void)
 	memset(mem, 0, recring_bytes(cap));
 	recring_init(&g_ring, mem, cap);
 	uint64_t got[3] = { 0, 0, 0 };
+	/* The consumer is created with SIGALRM blocked: the process-directed
+	 * timer signal must reach the producer thread only (the ring has one
+	 * producer; a handler run in the consumer would be a second one). */
+	sigset_t alrm, old;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &alrm, &old);
 	pthread_t th;
 	pthread_create(&th, NULL, consumer, got);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	signal(SIGALRM, on_alarm);
 	struct itimerval it = { { 0, 100 }, { 0, 100 } };
 	setitimer(ITIMER_REAL, &it, NULL);
