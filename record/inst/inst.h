@@ -32,6 +32,7 @@ enum inst_stat {
 	IS_UNRECORDED,         /* accesses seen while the thread was not recorded */
 	IS_WAITS,              /* full mode: times the ring was full and the thread waited */
 	IS_WAIT_NS,
+	IS_FILTERED,           /* full mode: accesses the filter left out (FORMAT.md) */
 	IS_MAX
 };
 
@@ -50,6 +51,7 @@ struct inst_tls {
 	int w_n;
 	bool on;               /* this thread is recorded by the inst sampler */
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
+	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
 	uint64_t stat[IS_MAX];
 };
 
