@@ -232,7 +232,7 @@ for cc in "${compilers[@]}"; do
 	if CC=$cc "$CC_WRAP" -O1 "$SRC/signals.c" -o "$WORK/signals.$t" 2>"$WORK/cc.err"; then
 		"$WORK/signals.$t" >"$WORK/signals.plain" 2>/dev/null
 		for mode in "-c $N" "--full=all"; do
-			m=${mode#--}; m=${m%% *}; m=${m#-}
+			m=${mode#--}; m=${m%% *}; m=${m#-}; m=${m%%=*}
 			# shellcheck disable=SC2086
 			if record "sig$m.$t" "$WORK/signals.$t" --sampler inst $mode; then
 				check "inst_signals_${m}_output_$t" cmp -s "$WORK/signals.plain" "$WORK/sig$m.$t.out"
