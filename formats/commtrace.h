@@ -75,6 +75,7 @@ enum ct_access_kind {
 #define CT_SAMPLE_HAS_DATA_SRC  0x08 /* data_src is valid (PEBS/IBS) */
 #define CT_SAMPLE_HAS_WEIGHT    0x10 /* weight is valid (PEBS load latency) */
 #define CT_SAMPLE_FS_BASED      0x20 /* address used the fs/gs segment base */
+#define CT_SAMPLE_SYNC          0x40 /* v3: implied by a synchronization call (inst full mode) */
 
 #define CT_WP_MAX 4              /* debug registers per thread (x86) */
 #define CT_CALLSITE_MAX_DEPTH 16

@@ -87,7 +87,7 @@ static const char *const stat_name[IS_MAX] = {
 	[IS_UNALIGNED] = "unaligned", [IS_VOLATILE] = "volatile", [IS_VPTR] = "vptr",
 	[IS_FUNC_ENTER] = "func_enter", [IS_FUNC_EXIT] = "func_exit",
 	[IS_UNRECORDED] = "unrecorded", [IS_WAITS] = "full_waits", [IS_WAIT_NS] = "full_wait_ns",
-	[IS_FILTERED] = "full_filtered",
+	[IS_FILTERED] = "full_filtered", [IS_SYNC] = "sync_accesses",
 };
 
 static inline uint64_t counted(const struct inst_tls *T, int idx)
@@ -544,7 +544,7 @@ static inline struct ct_record *full_reserve(struct rt_thread *t, struct inst_tl
  * the slot was reserved (a wait for the writer would otherwise sit between
  * the timestamp and the access). */
 static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t addr,
-                             unsigned len, unsigned kind, uintptr_t ip)
+                             unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
 {
 	r->type = CT_REC_SAMPLE;
 	r->thread = 0;
@@ -557,12 +557,12 @@ static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t
 	r->u.sample.cpu = (uint32_t)sched_getcpu();
 	r->u.sample.len = (uint8_t)len;
 	r->u.sample.kind = (uint8_t)kind;
-	r->u.sample.flags = CT_SAMPLE_EXACT;
+	r->u.sample.flags = (uint8_t)flags;
 	recring_commit(&t->ring, r);
 }
 
 static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
-                               unsigned len, unsigned kind, uintptr_t ip)
+                               unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
 {
 	if (filt_skip(T, addr, len, kind)) {
 		T->stat[IS_FILTERED]++;
@@ -573,7 +573,7 @@ static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_
 	if (!r)
 		return;
 	T->in_push = true;
-	full_fill(t, r, addr, len, kind, ip);
+	full_fill(t, r, addr, len, kind, ip, flags);
 	T->in_push = nested;
 }
 
@@ -638,11 +638,21 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 	if (inst_full) {
 		T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]);
 		T->left[idx] = T->refill[idx] = 1;
-		full_sample(t, T, addr, len, kind, ip);
+		full_sample(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT);
 		return;
 	}
 	set_countdown(T, idx, (int64_t)inst_period);
 	sample_one(t, addr, len, kind, ip);
+}
+
+void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip)
+{
+	struct inst_tls *T = &inst_t;
+	struct rt_thread *t = rec_thread(T);
+	if (!t)
+		return;
+	T->stat[IS_SYNC]++;
+	full_sample(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT | CT_SAMPLE_SYNC);
 }
 
 /* ---- software watchpoints ------------------------------------------------------- */
@@ -744,7 +754,7 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 void inst_post(struct inst_pend *p)
 {
 	if (p->r) {
-		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip);
+		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT);
 		inst_t.in_push = p->nested;
 	} else {
 		sample_one(p->t, p->addr, p->len, p->kind, p->ip);
@@ -793,7 +803,7 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	if (inst_full) {
 		for (size_t k = 0; k < lines; k++) {
 			chunk(addr, n, k, &ca, &cl);
-			full_sample(t, T, ca, cl, kind, ip);
+			full_sample(t, T, ca, cl, kind, ip, CT_SAMPLE_EXACT);
 		}
 		T->done[idx] += lines;
 		return;
@@ -1010,6 +1020,7 @@ static int inst_process_init(void)
 		filt_init();
 	}
 	inst_mem_init();
+	inst_sync_init();
 	inst_active = true;
 	rt_log(2, "inst: %s mode%s, period %llu, runtime %s", inst_full ? "full" : "sampled",
 	       inst_full ? (inst_funcs ? " with functions" : " without functions") : "",

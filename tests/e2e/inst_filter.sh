@@ -34,6 +34,9 @@ for mode in --full --full=all; do
 done
 F="$WORK/t.zst"
 A="$WORK/t=all.zst"
+# the same schedule without the accesses of the semaphores (sync)
+COMMTRACE_INST_SYNC=0 "$COMMREC" -q -f --line-size 64 -o "$WORK/nosync.zst" --sampler inst --full=all \
+	-- "$WORK/turns" 30 >"$WORK/out" 2>"$WORK/err" || fail inst_filter_record_nosync "$(tail -c 300 "$WORK/err")"
 
 records() { "$COMMANALYZE" info "$1" | awk -F'[ ,]+' '/^records:/ {print $2; exit}'; }
 nf=$(records "$F")
@@ -61,6 +64,24 @@ done
 check inst_filter_matrix_nonempty awk -F, 'NR > 1 { for (i = 2; i <= NF; i++) s += $i } END { exit !(s > 100) }' \
 	"$WORK/A.64.all.csv"
 check inst_filter_same_exact_matrices test "$same" = 1
+
+# sync: the semaphores' accesses are flagged; without them the data matrix
+# is that of the recording that did not intercept them; alone, they are the
+# handoff ring (main -> 1 -> 2 -> 3 -> 4 -> main)
+exm() { "$COMMANALYZE" matrix "$1" --model exact --index thread --format csv "${@:2}" 2>&1 | sed 's/([0-9]*)//g'; }
+check inst_sync_exclude_is_data cmp -s <(exm "$A" --sync exclude) <(exm "$WORK/nosync.zst")
+check inst_sync_differs bash -c "! cmp -s <('$COMMANALYZE' matrix '$A' --model exact --format csv 2>&1 | sed 's/([0-9]*)//g') \
+	<('$COMMANALYZE' matrix '$WORK/nosync.zst' --model exact --format csv 2>&1 | sed 's/([0-9]*)//g')"
+exm "$A" --sync only --directed >"$WORK/only.csv"
+check inst_sync_only_ring python3 - "$WORK/only.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+m = [[float(x) for x in r[1:]] for r in rows[1:]]
+# row: receiver, column: sender (directed); thread i posts go[i+1]
+ring = {(1, 0), (2, 1), (3, 2), (4, 3), (0, 4)}
+ok = all(m[r][c] >= 30 for r, c in ring)   # one handoff per round, 30 rounds
+sys.exit(0 if ok else 1)
+PY
 
 "$COMMANALYZE" info "$F" >"$WORK/info" 2>&1
 check inst_filter_config grep -q '^ *full_filter_line=64$' "$WORK/info"
