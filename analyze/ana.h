@@ -74,6 +74,8 @@ struct cli {
 #define CLI_DEFAULT_TRACE "trace.zst"
 /* -1 --quiet (errors only: no warnings, no progress), 0, >0 --verbose. */
 extern int ana_verbosity;
+/* -j/--jobs: threads that decode the trace (engine.c); 0: every online cpu. */
+extern unsigned ana_jobs;
 /* Prints command cmd's usage (set by main). */
 extern void (*cli_help)(FILE *f, const char *cmd);
 void cli_init(struct cli *p, const char *cmd, int argc, char **argv,

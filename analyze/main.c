@@ -52,6 +52,8 @@ static void usage(FILE *f)
 "ends the options.  Every command takes:\n"
 "  -h, --help     the command's usage        -q, --quiet    errors only\n"
 "  -v, --verbose  say what is being done (records replayed, time)\n"
+"  -j, --jobs N   threads that replay the trace (default: every online cpu;\n"
+"                 the output is the same for every N; sweep: its own -j)\n"
 "\n");
 	model_opts_usage(f);
 	fprintf(f,
@@ -245,7 +247,8 @@ static void command_usage(FILE *f, const struct command *c)
 		model_opts_usage(f);
 	}
 	fprintf(f, "\nTRACE defaults to trace.zst.  Options in any order, GNU style (--name=VALUE,\n"
-	           "prefixes, -qo FILE, \"--\"); also -h/--help, -q/--quiet, -v/--verbose.\n"
+	           "prefixes, -qo FILE, \"--\"); also -h/--help, -q/--quiet, -v/--verbose,\n"
+	           "-j/--jobs N (replay threads, default: every online cpu).\n"
 	           "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
 	           "See commanalyze(1).\n");
 }
