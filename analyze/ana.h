@@ -192,6 +192,12 @@ void topology_free(struct topology *t);
  * "machine", "default"). */
 unsigned resolve_line_size(const struct model_opts *o, struct ct_trace *tr,
                            const char **source);
+/* A filtered full trace (CT_FEAT_FILTERED) replays exactly with the exact
+ * model at line sizes from F/8 to F, F its CONFIG full_filter_line; the
+ * other models that need a full trace need every access.  False with a
+ * message otherwise. */
+bool filtered_trace_fits(struct ct_trace *tr, const char *model, unsigned line_size, char *why,
+                         size_t cap);
 
 /* ---- --period-multiplier ------------------------------------------------ */
 

@@ -91,6 +91,11 @@ enum expiry_kind {
 	EXPIRY_SAMPLES = CD_EXPIRY_SAMPLES,
 };
 enum hash_kind { HASH_MOD = 0, HASH_MURMUR = 1 };
+/* Which accesses the exact model replays (--sync): all, those that
+ * synchronization calls imply (SAMPLE flag CT_SAMPLE_SYNC) left out, or
+ * only those. */
+enum sync_kind { SYNC_INCLUDE = 0, SYNC_EXCLUDE = 1, SYNC_ONLY = 2 };
+extern const char *const sync_names[3];
 /* How detected transfers are weighted (--estimator; doc/commanalyze.1):
  *   comdetective  each detected event weighs its sample's period
  *   owner         a sampled store weighs its period x the transfers it owns
@@ -123,6 +128,7 @@ struct model_opts {
 	enum estimator_kind estimator; /* comdetective, emulate: default comdetective */
 	unsigned seed;              /* emulate model: its random draws (default 0) */
 	unsigned owner_stores;      /* owner estimator: its window J (0: the default) */
+	enum sync_kind sync;        /* exact model: default SYNC_INCLUDE */
 	const char *model;          /* --model name (default "comdetective") */
 };
 

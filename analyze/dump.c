@@ -25,6 +25,7 @@ static void put_flags(FILE *f, unsigned fl)
 	static const struct { unsigned bit; const char *name; } n[] = {
 		{ CT_SAMPLE_EXACT, "exact" }, { CT_SAMPLE_RECONSTRUCTED, "reconstructed" },
 		{ CT_SAMPLE_PREV_INSN, "prev" }, { CT_SAMPLE_FS_BASED, "fs" },
+		{ CT_SAMPLE_SYNC, "sync" },
 		{ CT_SAMPLE_HAS_DATA_SRC, "data_src" }, { CT_SAMPLE_HAS_WEIGHT, "weight" },
 	};
 	bool any = false;

@@ -85,6 +85,8 @@ static const char *feature_name(unsigned i, char *buf, size_t cap)
 	static const char *const n[] = { "samples", "watchpoints", "allocs", "full", "funcs", "symbols" };
 	if (i < sizeof n / sizeof *n)
 		return n[i];
+	if (1ull << i == CT_FEAT_FILTERED)
+		return "filtered";
 	snprintf(buf, cap, "bit%u", i);
 	return buf;
 }

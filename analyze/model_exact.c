@@ -131,6 +131,7 @@ struct exact {
 		uint64_t key;
 		size_t slot;
 	} *tc;
+	enum sync_kind sync;     /* --sync */
 	bool oom;
 };
 
@@ -181,6 +182,7 @@ static void *exact_create(const struct model_setup *s)
 	x->line_shift = log2u(x->line_size);
 	x->line_size = 1u << x->line_shift;
 	x->nthreads = s->nthreads;
+	x->sync = s->opts ? s->opts->sync : SYNC_INCLUDE;
 	x->out = s->out;
 	x->nout = s->nout;
 	x->mwords = x->line_size > 64 ? x->line_size / 64 : 1;
@@ -564,6 +566,10 @@ static void access_pieces(struct exact *x, const struct ct_record *r, double own
 
 static void exact_record(void *self, const struct ct_record *r)
 {
+	const struct exact *x = self;
+	if (x->sync != SYNC_INCLUDE && r->type == CT_REC_SAMPLE &&
+	    !(r->u.sample.flags & CT_SAMPLE_SYNC) != (x->sync == SYNC_EXCLUDE))
+		return;
 	access_pieces(self, r, 0);
 }
 

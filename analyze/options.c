@@ -26,6 +26,7 @@ enum opt_type {
 	OPT_TIME,       /* uint64_t ns >= min, with a unit ns, us, ms, s */
 	OPT_PROB,       /* double in (0, 1); 0 means `unset` */
 	OPT_ESTIMATOR,  /* enum estimator_kind: estimator_names */
+	OPT_SYNC,       /* enum sync_kind: sync_names */
 };
 
 struct model_opt {
@@ -73,7 +74,9 @@ struct model_opt {
 	  "emulate model: seed of its random draws", " emulate ") \
 	X("owner-stores", OPT_UINT, owner_stores, 1, OWNER_STORES_MAX, NULL, "default", 0, "J", \
 	  "owner estimator: a sampled store stands for\nthe transfers its line's next J stores own\n" \
-	  "(default 64 x the emulate period)", " emulate ")
+	  "(default 64 x the emulate period)", " emulate ") \
+	X("sync", OPT_SYNC, sync, 0, 0, "include", NULL, 0, "include|exclude|only", \
+	  "exact model: the accesses synchronization\ncalls imply (commrec --full)", " exact ")
 
 #define OPT_ROW(n, ty, fld, lo, hi, df, un, fi, arg, help, models) \
 	{ n, ty, offsetof(struct model_opts, fld), lo, hi, df, un, fi, arg, help, models },
@@ -167,6 +170,7 @@ bool parse_ns(const char *s, uint64_t *out)
 
 static const char *const hash_names[] = { "mod", "murmur" };
 const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner" };
+const char *const sync_names[3] = { "include", "exclude", "only" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
 	"a sampled store: P/J x the transfers of its line's next J stores (unbiased)",
@@ -254,6 +258,13 @@ static int parse_opt(const struct model_opt *d, struct model_opts *o, const char
 				return 0;
 			}
 		return bad(err, cap, "--%s: '%s' is not comdetective or owner", d->name, value);
+	case OPT_SYNC:
+		for (size_t i = 0; i < 3; i++)
+			if (!strcmp(value, sync_names[i])) {
+				*(enum sync_kind *)at = (enum sync_kind)i;
+				return 0;
+			}
+		return bad(err, cap, "--%s: '%s' is not include, exclude or only", d->name, value);
 	case OPT_TIME:
 		if (!parse_ns(value, &v) || v < d->min)
 			return bad(err, cap, "--%s: '%s' is not a time above 0 (ns, or with a unit: us, ms, s)",
@@ -307,6 +318,9 @@ static void format_opt(const struct model_opt *d, const struct model_opts *o, ch
 		return;
 	case OPT_ESTIMATOR:
 		snprintf(buf, cap, "%s", estimator_names[*(const enum estimator_kind *)at == ESTIMATOR_OWNER]);
+		return;
+	case OPT_SYNC:
+		snprintf(buf, cap, "%s", sync_names[*(const enum sync_kind *)at % 3]);
 		return;
 	case OPT_TIME:
 		snprintf(buf, cap, "%" PRIu64, *(const uint64_t *)at);

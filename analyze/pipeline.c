@@ -58,6 +58,10 @@ static int point_create(struct analysis *a, struct analysis_point *p)
 		return EXIT_USAGE;
 	}
 	p->line_size = resolve_line_size(o, a->trace, &p->line_size_source);
+	if (!filtered_trace_fits(a->trace, p->model->name, p->line_size, why, sizeof why)) {
+		ana_err("%s: %s", a->path, why);
+		return EXIT_USAGE;
+	}
 	p->mx = matrices_create(a->nthreads, &a->topo);
 	const struct analysis_hooks *h = p->hooks;
 	size_t nec = 0;

@@ -185,6 +185,36 @@ void topology_free(struct topology *t)
 	memset(t, 0, sizeof *t);
 }
 
+bool filtered_trace_fits(struct ct_trace *tr, const char *model, unsigned line_size, char *why,
+                         size_t cap)
+{
+	const struct ct_header *h = ct_trace_header(tr);
+	char v[32];
+	uint64_t f;
+	if (!h || !(h->features & CT_FEAT_FILTERED))
+		return true;
+	if (strcmp(model, "exact") && model_needs_full_trace(model)) {
+		snprintf(why, cap, "the %s model counts accesses: it needs every access "
+		         "(commrec --full=all); this full trace left out the repeats that cannot "
+		         "change the exact model (commrec --full)", model);
+		return false;
+	}
+	if (!ct_trace_meta(tr, CT_SEC_CONFIG, "full_filter_line", v, sizeof v) || !parse_u64(v, &f) ||
+	    f < 8 || f > 4096 || (f & (f - 1))) {
+		snprintf(why, cap, "a filtered full trace without a valid full_filter_line in its CONFIG");
+		return false;
+	}
+	if (line_size > f || line_size < f / 8) {
+		snprintf(why, cap,
+		         "--line-size %u: this full trace was filtered at %llu-byte lines (commrec --full): "
+		         "it replays exactly at %llu to %llu bytes (record with --full=all for any size)",
+		         line_size, (unsigned long long)f, (unsigned long long)(f / 8 < 8 ? 8 : f / 8),
+		         (unsigned long long)f);
+		return false;
+	}
+	return true;
+}
+
 unsigned resolve_line_size(const struct model_opts *o, struct ct_trace *tr,
                            const char **source)
 {

@@ -27,7 +27,7 @@ extern "C" {
 
 /* ---- versions ---------------------------------------------------------- */
 
-#define CT_FORMAT_VERSION 2     /* written by this library (FORMAT.md, Changelog) */
+#define CT_FORMAT_VERSION 3     /* written by this library (FORMAT.md, Changelog) */
 #define CT_FORMAT_MIN_READ 1    /* oldest version this library reads */
 
 /* Feature bits in the header: what kinds of content a trace may hold.  A
@@ -39,7 +39,8 @@ extern "C" {
 #define CT_FEAT_FULL         (1ull << 3)  /* every access recorded (inst --full) */
 #define CT_FEAT_FUNCS        (1ull << 4)  /* function entry/exit records */
 #define CT_FEAT_SYMBOLS      (1ull << 5)  /* embedded symbol sections */
-#define CT_FEATURES_KNOWN    ((1ull << 6) - 1)
+#define CT_FEAT_FILTERED     (1ull << 32) /* required: a filtered full trace (FORMAT.md) */
+#define CT_FEATURES_KNOWN    (((1ull << 6) - 1) | CT_FEAT_FILTERED)
 #define CT_FEATURES_REQUIRED_MASK 0xffffffff00000000ull
 
 /* ---- records ----------------------------------------------------------- */
@@ -74,6 +75,7 @@ enum ct_access_kind {
 #define CT_SAMPLE_HAS_DATA_SRC  0x08 /* data_src is valid (PEBS/IBS) */
 #define CT_SAMPLE_HAS_WEIGHT    0x10 /* weight is valid (PEBS load latency) */
 #define CT_SAMPLE_FS_BASED      0x20 /* address used the fs/gs segment base */
+#define CT_SAMPLE_SYNC          0x40 /* v3: implied by a synchronization call (inst full mode) */
 
 #define CT_WP_MAX 4              /* debug registers per thread (x86) */
 #define CT_CALLSITE_MAX_DEPTH 16

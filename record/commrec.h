@@ -52,6 +52,7 @@ struct rec_opts {
 	int line_size;               /* --line-size, 0 = from sysfs */
 	bool no_alloc;               /* --no-alloc */
 	bool full;                   /* --full (inst) */
+	bool full_all;               /* --full=all: no filter (FORMAT.md) */
 	bool keep_spool;             /* --keep-spool */
 	const char *recover;         /* --recover SPOOL */
 	bool output_given;           /* -o */

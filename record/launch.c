@@ -228,7 +228,7 @@ static int child_env(const struct rec_opts *o, const char *spool, const char *ru
 	    setenv_int(CT_ENV_BOARD, o->board_size) ||
 	    setenv_int(CT_ENV_LINE_SIZE, o->line_size_used) ||
 	    (o->no_alloc && setenv(CT_ENV_NO_ALLOC, "1", 1)) ||
-	    (o->full && setenv(CT_ENV_FULL, "1", 1)) ||
+	    (o->full && setenv(CT_ENV_FULL, o->full_all ? "all" : "1", 1)) ||
 	    setenv_int(CT_ENV_VERBOSE, verbose) ||
 	    setenv_int(CT_ENV_PID, getpid()))
 		return -1;

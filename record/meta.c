@@ -30,6 +30,8 @@ static uint64_t features(const struct rec_opts *o)
 		f |= CT_FEAT_ALLOCS;
 	if (o->full)
 		f |= CT_FEAT_FULL;
+	if (o->full && !o->full_all)
+		f |= CT_FEAT_FILTERED;
 	if (!strcmp(o->sampler_used, "inst"))
 		f |= CT_FEAT_FUNCS;
 	return f;
@@ -77,6 +79,8 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 	          o->line_size ? "option" : o->line_size_from_sysfs ? "sysfs" : "default");
 	ct_kv_add(kv, "alloc", "%d", !o->no_alloc);
 	ct_kv_add(kv, "full", "%d", o->full);
+	if (o->full && !o->full_all)
+		ct_kv_add(kv, "full_filter_line", "%d", o->line_size_used);
 	ct_kv_add(kv, "commrec_version", "%s", CT_VERSION);
 }
 

@@ -90,7 +90,9 @@ static void usage(FILE *f)
 "      --line-size N       cache line size in bytes (default: from sysfs,\n"
 "                          else 64)\n"
 "      --no-alloc          do not record allocations\n"
-"      --full              inst: record every access, not a sample\n"
+"      --full[=all]        inst: record every access, not a sample; without\n"
+"                          =all, leave out a thread's repeats on a line no\n"
+"                          other thread touched meanwhile (exact unchanged)\n"
 "      --keep-spool        keep FILE.spool/ after joining\n"
 "      --recover SPOOL     join what a recording that did not finish left in\n"
 "                          SPOOL (commrec or the program killed) into a trace\n"
@@ -152,7 +154,7 @@ static const struct option long_opts[] = {
 	{"board-size", required_argument, NULL, 'b'},
 	{"line-size", required_argument, NULL, OPT_LINE_SIZE},
 	{"no-alloc", no_argument, NULL, OPT_NO_ALLOC},
-	{"full", no_argument, NULL, OPT_FULL},
+	{"full", optional_argument, NULL, OPT_FULL},
 	{"keep-spool", no_argument, NULL, OPT_KEEP_SPOOL},
 	{"recover", required_argument, NULL, OPT_RECOVER},
 	{"quiet", no_argument, NULL, 'q'},
@@ -269,7 +271,10 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 			o->no_alloc = true;
 			break;
 		case OPT_FULL:
+			if (optarg && strcmp(optarg, "all"))
+				return bad("--full=%s: the only value is 'all'", optarg);
 			o->full = true;
+			o->full_all = optarg != NULL;
 			break;
 		case OPT_KEEP_SPOOL:
 			o->keep_spool = true;

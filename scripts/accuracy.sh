@@ -171,7 +171,7 @@ rec() {
 	local id=$1 mode=$2 prog=$3; shift 3
 	local opts bin rc=0
 	case $mode in
-	full) opts=(--sampler inst --full); bin=$W/$prog.inst ;;
+	full) opts=(--sampler inst --full=all); bin=$W/$prog.inst ;;
 	inst) opts=(--sampler inst -c "$IPERIOD"); bin=$W/$prog.inst ;;
 	soft) opts=(--sampler soft); bin=$W/$prog.plain ;;
 	esac

@@ -177,9 +177,11 @@ echo
 echo "exact mode (inst sampler, tests/inst/bench.c): slowdown against the plain -O2 build"
 if [ -f "$B/libcommrec-inst.so" ]; then
 	CT_BUILD="$PWD/$B" tests/inst/bench.sh
+	echo "full recording per workload: --full (filtered) and --full=all (every access)"
+	CT_BUILD="$PWD/$B" tests/inst/kbench.sh
 	# exact replay speed on a full trace of the stream kernel
 	CC=gcc COMMREC_INST_LIBDIR="$PWD/$B" record/commrec-cc -O2 -pthread tests/inst/bench.c -o "$W/ib" &&
-	"$REC" -q -f --sampler inst --full -o "$W/full.zst" -- "$W/ib" 2 200 stream >/dev/null 2>&1
+	"$REC" -q -f --sampler inst --full=all -o "$W/full.zst" -- "$W/ib" 2 200 stream >/dev/null 2>&1
 	if [ -f "$W/full.zst" ]; then
 		nrec=$("$ANA" info "$W/full.zst" | awk -F'[ ,]+' '/^records:/ {print $2; exit}')
 		echo

@@ -9,6 +9,8 @@
  *   inst_atomic.c  __tsan_atomic*: performed here with the requested order.
  *   inst_mem.c     memcpy / memmove / memset (and their __tsan_ and _chk
  *                  forms): recorded as line-sized accesses, then done by libc.
+ *   inst_sync.c    pthread mutexes, spin locks, barriers, condition variables,
+ *                  semaphores: the accesses they imply, flagged as sync.
  */
 #ifndef CT_INST_H
 #define CT_INST_H
@@ -32,6 +34,8 @@ enum inst_stat {
 	IS_UNRECORDED,         /* accesses seen while the thread was not recorded */
 	IS_WAITS,              /* full mode: times the ring was full and the thread waited */
 	IS_WAIT_NS,
+	IS_FILTERED,           /* full mode: accesses the filter left out (FORMAT.md) */
+	IS_SYNC,               /* full mode: accesses implied by synchronization calls */
 	IS_MAX
 };
 
@@ -50,6 +54,7 @@ struct inst_tls {
 	int w_n;
 	bool on;               /* this thread is recorded by the inst sampler */
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
+	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
 	uint64_t stat[IS_MAX];
 };
 
@@ -99,6 +104,11 @@ static inline bool inst_thread_on(void)
 
 /* inst_mem.c */
 void inst_mem_init(void);
+/* inst_sync.c: the wrappers of libc's synchronization functions. */
+void inst_sync_init(void);
+/* Full mode: record an access that a synchronization call implies
+ * (CT_SAMPLE_SYNC). */
+void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip);
 
 #define INST_RET() ((uintptr_t)__builtin_return_address(0))
 

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -86,6 +87,7 @@ static const char *const stat_name[IS_MAX] = {
 	[IS_UNALIGNED] = "unaligned", [IS_VOLATILE] = "volatile", [IS_VPTR] = "vptr",
 	[IS_FUNC_ENTER] = "func_enter", [IS_FUNC_EXIT] = "func_exit",
 	[IS_UNRECORDED] = "unrecorded", [IS_WAITS] = "full_waits", [IS_WAIT_NS] = "full_wait_ns",
+	[IS_FILTERED] = "full_filtered", [IS_SYNC] = "sync_accesses",
 };
 
 static inline uint64_t counted(const struct inst_tls *T, int idx)
@@ -263,7 +265,7 @@ static inline uint64_t inst_time(void)
 static bool tsc_usable(char *why, size_t cap)
 {
 #if HAVE_TSC
-	bool cons = false, nonstop = false;
+	bool cons = false, nonstop = false, reliable = false;
 	FILE *f = fopen("/proc/cpuinfo", "re");
 	if (f) {
 		char line[4096];
@@ -272,6 +274,7 @@ static bool tsc_usable(char *why, size_t cap)
 				continue;
 			cons = strstr(line, " constant_tsc") != NULL;
 			nonstop = strstr(line, " nonstop_tsc") != NULL;
+			reliable = strstr(line, " tsc_reliable") != NULL;
 			break;
 		}
 		fclose(f);
@@ -291,11 +294,15 @@ static bool tsc_usable(char *why, size_t cap)
 		snprintf(why, cap, "the TSC is not invariant (constant_tsc %d, nonstop_tsc %d)", cons, nonstop);
 		return false;
 	}
-	if (strcmp(cs, "tsc")) {
-		snprintf(why, cap, "the kernel's clocksource is %s, not tsc", cs[0] ? cs : "unknown");
+	/* A guest's kernel may prefer its hypervisor's clock (kvm-clock) even
+	 * where the host says the TSC is synchronized across CPUs
+	 * (tsc_reliable): the TSC then serves as well, read directly. */
+	if (strcmp(cs, "tsc") && !reliable) {
+		snprintf(why, cap, "the kernel's clocksource is %s, not tsc, and the TSC is not marked reliable",
+		         cs[0] ? cs : "unknown");
 		return false;
 	}
-	snprintf(why, cap, "invariant TSC, clocksource tsc");
+	snprintf(why, cap, "invariant TSC, %s", strcmp(cs, "tsc") ? "tsc_reliable" : "clocksource tsc");
 	return true;
 #else
 	snprintf(why, cap, "no TSC on this architecture");
@@ -351,6 +358,120 @@ static inline struct rt_thread *rec_thread(struct inst_tls *T)
 	if (T->on)
 		thread_off(T, t ? t->index : 0, t != NULL);
 	return NULL;
+}
+
+/* ---- the full-mode filter (FORMAT.md, "Filtered full traces") -------------------- */
+
+/* An access by thread T to a filter line (F = the recording's line size,
+ * 8 granules of F/8 bytes) is left out of the trace when no other thread
+ * accessed that line since T's first access of its current ownership and
+ * T already accessed every granule it touches in that ownership (a load)
+ * or already stored every byte of them (a store: granules some single
+ * store of T covered).  The exact model at every line size from F/8 to F
+ * then sees no difference: T holds a valid copy of the line (no event), is
+ * already its writer and sole holder (a store), and its written bytes
+ * already include the store's.
+ *
+ * One table, shared by the threads, direct-mapped by line number, one
+ * word per line: tag | owner | stored granules | touched granules.  The
+ * claim that makes T the owner reads the word, takes the record's time,
+ * then swaps the word in by compare-and-swap (retried, with a new time,
+ * when another thread changed it): if U claims the line after T, U read
+ * T's word after T's swap, so U's time is later than T's, and the trace
+ * order of the records of a line is that of the table.  Writes that make
+ * nobody the owner (accesses across lines, atomics that read, threads
+ * without an owner id) only lose filtering and need no order. */
+#define FILT_BITS 17                         /* 2^17 lines: 1 MiB, touched lazily */
+#define FILT_MASK ((1u << FILT_BITS) - 1)
+#define FILT_OWNER_MAX ((1u << 14) - 1)
+#define FILT_ADDR_END (1ull << 47)           /* user addresses below: tag fits */
+static _Atomic uint64_t *filt_tab;           /* NULL: no filter */
+static unsigned filt_shift, filt_gshift;     /* log2 of F and of a granule */
+
+static inline uint64_t filt_key(uint64_t line, uint32_t owner)
+{
+	return ((line >> FILT_BITS) << 30) | ((uint64_t)owner << 16);
+}
+
+/* The granules [addr, addr+len) touches, and those it covers entirely. */
+static inline void filt_granules(uintptr_t addr, unsigned len, unsigned *touch, unsigned *cover)
+{
+	unsigned off = (unsigned)(addr & ((1u << filt_shift) - 1));
+	unsigned g = 1u << filt_gshift;
+	unsigned first = off >> filt_gshift, last = (off + len - 1) >> filt_gshift;
+	unsigned cf = (off + g - 1) >> filt_gshift, cl = (off + len) >> filt_gshift;
+	*touch = (2u << last) - (1u << first);
+	*cover = cl > cf ? (1u << cl) - (1u << cf) : 0;
+}
+
+/* One line, this thread may own it (owner id, address below FILT_ADDR_END). */
+static inline bool filt_single(const struct inst_tls *T, uintptr_t addr, unsigned len)
+{
+	return T->filt_owner && addr < FILT_ADDR_END &&
+	       ((addr + len - 1) >> filt_shift) == (addr >> filt_shift);
+}
+
+/* The access may be left out (the thread's own repeat, see above). */
+static inline bool filt_skip(const struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind)
+{
+	if (!filt_tab || !filt_single(T, addr, len))
+		return false;
+	uint64_t line = addr >> filt_shift;
+	uint64_t e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
+	if ((e & ~0xffffull) != filt_key(line, T->filt_owner))
+		return false;
+	unsigned touch, cover;
+	filt_granules(addr, len, &touch, &cover);
+	unsigned have = kind == CT_ACCESS_LOAD ? (unsigned)(e & 0xff) : (unsigned)(e >> 8 & 0xff);
+	return (have & touch) == touch;
+}
+
+/* The time of a record of this access, after the table says who owns the
+ * lines it touches (see above). */
+static inline uint64_t filt_stamp(struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind)
+{
+	if (!filt_tab)
+		return inst_time();
+	if (!filt_single(T, addr, len) || kind == CT_ACCESS_ATOMIC) {
+		uint64_t last = (addr + (len ? len : 1) - 1) >> filt_shift;
+		for (uint64_t l = addr >> filt_shift; l <= last; l++)
+			atomic_store_explicit(&filt_tab[l & FILT_MASK], 0, memory_order_relaxed);
+		return inst_time();
+	}
+	uint64_t line = addr >> filt_shift;
+	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
+	uint64_t key = filt_key(line, T->filt_owner);
+	unsigned touch, cover;
+	filt_granules(addr, len, &touch, &cover);
+	uint64_t mine = touch | (kind == CT_ACCESS_LOAD ? 0 : (uint64_t)cover << 8);
+	uint64_t e = atomic_load_explicit(slot, memory_order_relaxed);
+	for (;;) {
+		uint64_t time = inst_time();
+#if HAVE_TSC
+		_mm_lfence();     /* the time is read before the swap */
+#endif
+		uint64_t w = key | mine | ((e & ~0xffffull) == key ? (e & 0xffff) : 0);
+		if (atomic_compare_exchange_weak_explicit(slot, &e, w, memory_order_relaxed,
+		                                          memory_order_relaxed))
+			return time;
+	}
+}
+
+static void filt_init(void)
+{
+	const char *full = getenv(CT_ENV_FULL);
+	unsigned line = rt_cfg.line_size ? rt_cfg.line_size : 64;
+	if (!full || strcmp(full, "1"))
+		return;                   /* "all": every access */
+	void *m = mmap(NULL, sizeof(uint64_t) << FILT_BITS, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		rt_log(1, "inst: no memory for the full-mode filter: every access is recorded");
+		return;
+	}
+	filt_shift = (unsigned)__builtin_ctz(line);
+	filt_gshift = filt_shift - 3;
+	filt_tab = m;
 }
 
 /* Full-mode waits (record/runtime/rt_writer.c; to be declared in rt.h). */
@@ -423,11 +544,11 @@ static inline struct ct_record *full_reserve(struct rt_thread *t, struct inst_tl
  * the slot was reserved (a wait for the writer would otherwise sit between
  * the timestamp and the access). */
 static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t addr,
-                             unsigned len, unsigned kind, uintptr_t ip)
+                             unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
 {
 	r->type = CT_REC_SAMPLE;
 	r->thread = 0;
-	r->time = inst_time();
+	r->time = filt_stamp(&inst_t, addr, len, kind);
 	r->u.sample.ip = ip;
 	r->u.sample.addr = addr;
 	r->u.sample.period = 1;
@@ -436,19 +557,23 @@ static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t
 	r->u.sample.cpu = (uint32_t)sched_getcpu();
 	r->u.sample.len = (uint8_t)len;
 	r->u.sample.kind = (uint8_t)kind;
-	r->u.sample.flags = CT_SAMPLE_EXACT;
+	r->u.sample.flags = (uint8_t)flags;
 	recring_commit(&t->ring, r);
 }
 
 static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
-                               unsigned len, unsigned kind, uintptr_t ip)
+                               unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
 {
+	if (filt_skip(T, addr, len, kind)) {
+		T->stat[IS_FILTERED]++;
+		return;
+	}
 	bool nested = T->in_push;
 	struct ct_record *r = full_reserve(t, T);
 	if (!r)
 		return;
 	T->in_push = true;
-	full_fill(t, r, addr, len, kind, ip);
+	full_fill(t, r, addr, len, kind, ip, flags);
 	T->in_push = nested;
 }
 
@@ -513,11 +638,21 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 	if (inst_full) {
 		T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]);
 		T->left[idx] = T->refill[idx] = 1;
-		full_sample(t, T, addr, len, kind, ip);
+		full_sample(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT);
 		return;
 	}
 	set_countdown(T, idx, (int64_t)inst_period);
 	sample_one(t, addr, len, kind, ip);
+}
+
+void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip)
+{
+	struct inst_tls *T = &inst_t;
+	struct rt_thread *t = rec_thread(T);
+	if (!t)
+		return;
+	T->stat[IS_SYNC]++;
+	full_sample(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT | CT_SAMPLE_SYNC);
 }
 
 /* ---- software watchpoints ------------------------------------------------------- */
@@ -619,7 +754,7 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 void inst_post(struct inst_pend *p)
 {
 	if (p->r) {
-		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip);
+		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT);
 		inst_t.in_push = p->nested;
 	} else {
 		sample_one(p->t, p->addr, p->len, p->kind, p->ip);
@@ -668,7 +803,7 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	if (inst_full) {
 		for (size_t k = 0; k < lines; k++) {
 			chunk(addr, n, k, &ca, &cl);
-			full_sample(t, T, ca, cl, kind, ip);
+			full_sample(t, T, ca, cl, kind, ip, CT_SAMPLE_EXACT);
 		}
 		T->done[idx] += lines;
 		return;
@@ -865,7 +1000,7 @@ RT_EXPORT void __tsan_ignore_thread_end(void) { }
 static int inst_process_init(void)
 {
 	const char *full = getenv(CT_ENV_FULL);
-	inst_full = full && full[0] == '1';
+	inst_full = full && (!strcmp(full, "1") || !strcmp(full, "all"));
 	const char *funcs = getenv("COMMTRACE_INST_FUNCS");
 	inst_funcs = !(funcs && funcs[0] == '0');
 	inst_period = inst_full ? 1 : rt_cfg.period;
@@ -882,8 +1017,10 @@ static int inst_process_init(void)
 			rt_poke_mark = rt_cfg.ring_slots / 4;
 		}
 		clock_init();
+		filt_init();
 	}
 	inst_mem_init();
+	inst_sync_init();
 	inst_active = true;
 	rt_log(2, "inst: %s mode%s, period %llu, runtime %s", inst_full ? "full" : "sampled",
 	       inst_full ? (inst_funcs ? " with functions" : " without functions") : "",
@@ -901,6 +1038,7 @@ static int inst_thread_start(struct rt_thread *t)
 	T->in_push = false;
 	T->w_span = 0;
 	T->w_n = 0;
+	T->filt_owner = t->index + 1 < FILT_OWNER_MAX ? t->index + 1 : 0;
 	int64_t n = (int64_t)inst_period;
 	for (int k = 0; k < 2; k++)
 		T->left[k] = T->refill[k] = n;
@@ -964,6 +1102,7 @@ static void write_stats(void)
 	ct_kv_add(&kv, "inst.period", "%llu", (unsigned long long)inst_period);
 	ct_kv_add(&kv, "inst.runtime", "%s", inst_in_so ? "shared" : "static");
 	ct_kv_add(&kv, "inst.funcs", "%d", inst_full && inst_funcs);
+	ct_kv_add(&kv, "inst.filter_line", "%u", filt_tab ? 1u << filt_shift : 0);
 	ct_kv_add(&kv, "inst.clock", "%s", clk_tsc ? "tsc" : "monotonic");
 	if (clk_tsc) {
 		ct_kv_add(&kv, "inst.clock_ghz", "%.6f", clk_ghz);

@@ -100,7 +100,9 @@ run dump_limit0 0 "$A" dump "$G" --limit 0 &&
 # ---- info -------------------------------------------------------------------
 if run info 0 "$A" info "$G"; then
 	check info_complete grep -qx 'complete: yes' "$WORK/out"
-	check info_version grep -q '^format: version 2 (readable by 1 and later)' "$WORK/out"
+	# the version this build writes (formats/commtrace.h)
+	fv=$(sed -n 's/^#define CT_FORMAT_VERSION \([0-9]*\).*/\1/p' "$CT_ROOT/formats/commtrace.h")
+	check info_version grep -q "^format: version $fv (readable by 1 and later)" "$WORK/out"
 	check info_threads grep -Eq '^ +2 +1002 +1 +t2 +6 +1 ' "$WORK/out"
 	check info_lost grep -Eq '^ +buffer_full +5$' "$WORK/out"
 	check info_skipped grep -Eq '^ +decode_failed +3$' "$WORK/out"

@@ -33,7 +33,7 @@ if ! command -v cc >/dev/null; then
 elif ! "$CC_WRAP" -O1 -pthread "$CT_ROOT/tests/functions/pipeline.c" -o "$WORK/pipeline" \
 		2>"$WORK/pcc.err"; then
 	fail functions_pipeline_build "$(head -c 300 "$WORK/pcc.err")"
-elif ! "$COMMREC" -q -f -o "$WORK/p.zst" --sampler inst --full -- "$WORK/pipeline" "$ROUNDS" \
+elif ! "$COMMREC" -q -f -o "$WORK/p.zst" --sampler inst --full=all -- "$WORK/pipeline" "$ROUNDS" \
 		>"$WORK/p.out" 2>"$WORK/p.err"; then
 	fail functions_pipeline_record "$(head -c 300 "$WORK/p.err")"
 else
@@ -67,7 +67,7 @@ if ! command -v g++ >/dev/null; then
 elif ! CC=g++ "$CC_WRAP" -O1 -pthread "$CT_ROOT/tests/functions/grid.cpp" -o "$WORK/grid" \
 		2>"$WORK/gcc.err"; then
 	fail functions_cxx_build "$(head -c 300 "$WORK/gcc.err")"
-elif ! "$COMMREC" -q -f -o "$WORK/g.zst" --sampler inst --full -- "$WORK/grid" \
+elif ! "$COMMREC" -q -f -o "$WORK/g.zst" --sampler inst --full=all -- "$WORK/grid" \
 		>"$WORK/g.out" 2>"$WORK/g.err"; then
 	fail functions_cxx_record "$(head -c 300 "$WORK/g.err")"
 else

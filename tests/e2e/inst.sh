@@ -2,7 +2,7 @@
 # The inst sampler end to end: programs in tests/inst/ built with
 # record/commrec-cc (gcc, and clang when installed), run plain (no commrec:
 # the runtime stays passive) and under `commrec --sampler inst` (sampled,
-# -c N) and `--sampler inst --full`:
+# -c N) and `--sampler inst --full=all`:
 #   - the program's output is unchanged; atomics keep their semantics
 #   - full: the SAMPLE records on the program's own globals are exactly its
 #     accesses (per thread and kind); memcpy/memset are seen as line-sized
@@ -105,7 +105,7 @@ for cc in "${compilers[@]}"; do
 	# the runtime must select the inst sampler (rt_main.c): else nothing below can pass
 	if [ -z "${probed:-}" ]; then
 		probed=1
-		if record "probe" "$WORK/exact.$t" --sampler inst --full &&
+		if record "probe" "$WORK/exact.$t" --sampler inst --full=all &&
 			[ "$(kv "$WORK/probe.cnt" samples)" -eq 0 ]; then
 			fail inst_runtime_selects_inst "no samples: $INSTLIB/libcommrec-inst.so does not start the inst sampler (the rt_sampler_inst hook in record/runtime/rt_main.c is missing?)"
 			done_tests
@@ -133,7 +133,7 @@ for cc in "${compilers[@]}"; do
 		check "inst_atomics_sampled_output_$t" cmp -s "$WORK/atomics.plain" "$WORK/atom-s.$t.out"
 	fi
 	"$WORK/atomics.$t" 100000 >"$WORK/atomics.small" 2>/dev/null
-	if record "atom-f.$t" "$WORK/atomics.$t 100000" --sampler inst --full; then
+	if record "atom-f.$t" "$WORK/atomics.$t 100000" --sampler inst --full=all; then
 		check "inst_atomics_full_output_$t" cmp -s "$WORK/atomics.small" "$WORK/atom-f.$t.out"
 		# every fetch_add and compare-exchange of the 4 threads is an atomic sample
 		na=$(grep -c ' sample .*kind=atomic' "$WORK/atom-f.$t.dump")
@@ -142,7 +142,7 @@ for cc in "${compilers[@]}"; do
 	fi
 
 	# ---- exact counts: full ------------------------------------------------------------
-	if record "full.$t" "$WORK/exact.$t" --sampler inst --full; then
+	if record "full.$t" "$WORK/exact.$t" --sampler inst --full=all; then
 		F="$WORK/full.$t.cnt"
 		check "inst_full_output_$t" cmp -s "$WORK/exact.plain" "$WORK/full.$t.out"
 		ok=1
@@ -187,14 +187,14 @@ for cc in "${compilers[@]}"; do
 	fi
 	# at -O2 gcc would copy small or bounded blocks inline, uninstrumented
 	if CC=$cc "$CC_WRAP" -O2 -pthread "$SRC/exact.c" -o "$WORK/exact-o2.$t" 2>"$WORK/cc.err" &&
-		record "o2.$t" "$WORK/exact-o2.$t" --sampler inst --full; then
+		record "o2.$t" "$WORK/exact-o2.$t" --sampler inst --full=all; then
 		F="$WORK/o2.$t.cnt"
 		check "inst_o2_copies_$t" test "$(kv "$F" T0.sms.load.len24)" -eq 1 -a \
 			"$(kv "$F" T0.smd.store.len24)" -eq 1 -a "$(kv "$F" T0.bga.store)" -eq 64 -a \
 			"$(kv "$F" T0.bgb.load)" -eq 64 -a "$(kv "$F" T0.src.load.len64)" -eq 64 -a \
 			"$(kv "$F" T0.dst.store.len64)" -eq 79
 	fi
-	if record "nofunc.$t" "$WORK/exact-nofunc.$t" --sampler inst --full; then
+	if record "nofunc.$t" "$WORK/exact-nofunc.$t" --sampler inst --full=all; then
 		F="$WORK/nofunc.$t.cnt"
 		check "inst_nofunc_no_records_$t" test "$(kv "$F" T1.func_enter)" -eq 0 -a \
 			"$(kv "$F" T0.func_exit)" -eq 0
@@ -231,8 +231,8 @@ for cc in "${compilers[@]}"; do
 	# ---- the program's signal handler nested in the runtime ---------------------------------
 	if CC=$cc "$CC_WRAP" -O1 "$SRC/signals.c" -o "$WORK/signals.$t" 2>"$WORK/cc.err"; then
 		"$WORK/signals.$t" >"$WORK/signals.plain" 2>/dev/null
-		for mode in "-c $N" "--full"; do
-			m=${mode#--}; m=${m%% *}; m=${m#-}
+		for mode in "-c $N" "--full=all"; do
+			m=${mode#--}; m=${m%% *}; m=${m#-}; m=${m%%=*}
 			# shellcheck disable=SC2086
 			if record "sig$m.$t" "$WORK/signals.$t" --sampler inst $mode; then
 				check "inst_signals_${m}_output_$t" cmp -s "$WORK/signals.plain" "$WORK/sig$m.$t.out"
@@ -246,7 +246,7 @@ for cc in "${compilers[@]}"; do
 	# ---- cross-thread order of full-trace timestamps (release store -> acquire load) ---------
 	if CC=$cc "$CC_WRAP" -O2 -pthread "$SRC/pingpong.c" -o "$WORK/pingpong.$t" 2>"$WORK/cc.err"; then
 		rm -rf "$WORK/pp.zst" "$WORK/pp.zst.spool"
-		if "$COMMREC" -q -f -o "$WORK/pp.zst" --sampler inst --full -- "$WORK/pingpong.$t" 2000 \
+		if "$COMMREC" -q -f -o "$WORK/pp.zst" --sampler inst --full=all -- "$WORK/pingpong.$t" 2000 \
 			>/dev/null 2>"$WORK/pp.err"; then
 			res=$("$COMMANALYZE" dump --raw "$WORK/pp.zst" | python3 "$SRC/order.py" - "$WORK/pp.err")
 			echo "INFO order ($t): $res"
@@ -264,7 +264,7 @@ for cc in "${compilers[@]}"; do
 			check "inst_static_no_so_$t" sh -c "! ldd '$WORK/exact-static.$t' | grep -q libcommrec"
 			"$WORK/exact-static.$t" >"$WORK/static.plain" 2>/dev/null
 			check "inst_static_plain_$t" cmp -s "$WORK/exact.plain" "$WORK/static.plain"
-			if record "static.$t" "$WORK/exact-static.$t" --sampler inst --full; then
+			if record "static.$t" "$WORK/exact-static.$t" --sampler inst --full=all; then
 				F="$WORK/static.$t.cnt"
 				check "inst_static_full_$t" test "$(kv "$F" T3.st.store)" -eq 3000 -a \
 					"$(kv "$F" T3.ld.load)" -eq 2100 -a "$(kv "$F" T0.src.load.len64)" -eq 64 -a \
