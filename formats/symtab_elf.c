@@ -98,6 +98,25 @@ static const Elf64_Shdr *find_section(const struct elf_file *e, const char *name
 	return NULL;
 }
 
+uint8_t *symtab_elf_code(const char *path, uint64_t a, uint64_t b)
+{
+	struct elf_file e;
+	if (b <= a || b - a > (64u << 20) || elf_open(&e, path))
+		return NULL;
+	uint8_t *buf = NULL;
+	for (size_t i = 0; i < e.phnum; i++) {
+		const Elf64_Phdr *p = &e.ph[i];
+		if (p->p_type != PT_LOAD || a < p->p_vaddr || b > p->p_vaddr + p->p_filesz ||
+		    !in_file(&e, p->p_offset + (a - p->p_vaddr), b - a))
+			continue;
+		if ((buf = malloc(b - a)))
+			memcpy(buf, e.p + p->p_offset + (a - p->p_vaddr), b - a);
+		break;
+	}
+	elf_close(&e);
+	return buf;
+}
+
 int symtab_elf_bias(const char *path, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
 {
 	struct elf_file e;
@@ -242,7 +261,7 @@ struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo
 #ifdef HAVE_LIBDWARF
 		char dn[200] = "";
 		if (symtab_dwarf_load(m, dwarf_path, ips, dn, sizeof dn) == 0)
-			m->flags |= ST_MOD_DWARF | (ips ? ST_MOD_LINES_SUBSET : 0);
+			m->flags |= ST_MOD_DWARF | (ips && ips->v ? ST_MOD_LINES_SUBSET : 0);
 		else
 			add_note(note, notecap, dn[0] ? dn : "DWARF unreadable");
 #else
