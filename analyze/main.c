@@ -131,6 +131,8 @@ static const struct command {
 "\n"
 "Data objects (globals and their fields, heap allocations by call path,\n"
 "stacks, TLS) ranked by the communication on them, with thread pairs and code.\n"
+"Heap fields are named through the blocks' type where the allocation site\n"
+"gives it (c[3].y), else \"untyped\" and byte offsets (+8).\n"
 "  --top N                  objects shown (default 20, 0: all)\n"
 "  --kind all|true|false    which events rank them (default all)\n"
 "  --object NAME            that object's thread matrix\n"
