@@ -272,16 +272,31 @@ static int cmp_mod(const void *a, const void *b)
 	return 0;
 }
 
+/* Sort n elements whose key is the u64 they start with (functions, variables,
+ * allocation sites) and keep the first of each key (cmp orders the preferred
+ * one first).  Returns the new count. */
+static size_t sort_first_per_key(void *v, size_t n, size_t elem, int (*cmp)(const void *, const void *))
+{
+	if (!n)
+		return 0;
+	qsort(v, n, elem, cmp);
+	char *p = v;
+	size_t o = 1;
+	for (size_t i = 1; i < n; i++)
+		if (memcmp(p + (o - 1) * elem, p + i * elem, sizeof(uint64_t))) {
+			if (o != i)
+				memcpy(p + o * elem, p + i * elem, elem);
+			o++;
+		}
+	return o;
+}
+
+_Static_assert(offsetof(struct st_func, start) == 0 && offsetof(struct st_var, addr) == 0 &&
+               offsetof(struct st_alloc, site) == 0, "sort_first_per_key: keys first");
+
 static void module_finish(struct st_module *m)
 {
-	if (m->nfuncs) {
-		qsort(m->funcs, m->nfuncs, sizeof *m->funcs, cmp_func);
-		size_t o = 0;
-		for (size_t i = 0; i < m->nfuncs; i++)
-			if (!o || m->funcs[o - 1].start != m->funcs[i].start)
-				m->funcs[o++] = m->funcs[i];
-		m->nfuncs = o;
-	}
+	m->nfuncs = sort_first_per_key(m->funcs, m->nfuncs, sizeof *m->funcs, cmp_func);
 	if (m->nlines) {
 		qsort(m->lines, m->nlines, sizeof *m->lines, cmp_line);
 		size_t o = 0;
@@ -298,23 +313,8 @@ static void module_finish(struct st_module *m)
 		}
 		m->nlines = o;
 	}
-	if (m->nvars) {
-		qsort(m->vars, m->nvars, sizeof *m->vars, cmp_var);
-		size_t o = 0;
-		for (size_t i = 0; i < m->nvars; i++)
-			if (!o || m->vars[o - 1].addr != m->vars[i].addr)
-				m->vars[o++] = m->vars[i];
-		m->nvars = o;
-	}
-	if (m->nallocs) {
-		/* one type a site: the first one counts */
-		qsort(m->allocs, m->nallocs, sizeof *m->allocs, cmp_alloc);
-		size_t o = 0;
-		for (size_t i = 0; i < m->nallocs; i++)
-			if (!o || m->allocs[o - 1].site != m->allocs[i].site)
-				m->allocs[o++] = m->allocs[i];
-		m->nallocs = o;
-	}
+	m->nvars = sort_first_per_key(m->vars, m->nvars, sizeof *m->vars, cmp_var);
+	m->nallocs = sort_first_per_key(m->allocs, m->nallocs, sizeof *m->allocs, cmp_alloc);
 }
 
 void symtab_finish(struct symtab *s)
