@@ -1179,6 +1179,13 @@ const char *attrib_notes(const struct attrib *a)
 	return a->notes ? a->notes : "";
 }
 
+uint32_t attrib_object(struct attrib *a, uint64_t addr)
+{
+	struct where w;
+	attribute(a, addr, &w);
+	return w.obj;
+}
+
 const char *attrib_object_name(struct attrib *a, uint64_t addr, char *buf, size_t cap)
 {
 	struct where w;

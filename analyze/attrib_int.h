@@ -150,6 +150,7 @@ struct attrib_cli {
 	size_t top;              /* 0: all */
 	enum attrib_cmd cmd;
 	bool from_binaries, no_demangle, by_threads;
+	bool by_object;          /* functions --by object: reuse per object */
 	struct fnflow *ff;       /* functions: the flows */
 	enum mx_kind kind;
 	struct model_opts o;

@@ -82,7 +82,7 @@ run dump_limit0 0 "$A" dump "$G" --limit 0 &&
 # ---- info -------------------------------------------------------------------
 if run info 0 "$A" info "$G"; then
 	check info_complete grep -qx 'complete: yes' "$WORK/out"
-	check info_version grep -q '^format: version 2 (readable by 1 and later)' "$WORK/out"
+	check info_version grep -q '^format: version 3 (readable by 1 and later)' "$WORK/out"
 	check info_threads grep -Eq '^ +2 +1002 +1 +t2 +6 +1 ' "$WORK/out"
 	check info_lost grep -Eq '^ +buffer_full +5$' "$WORK/out"
 	check info_skipped grep -Eq '^ +decode_failed +3$' "$WORK/out"
