@@ -19,6 +19,7 @@
  *   matrices.c     event consumer: thread/core/socket matrices
  *   writers.c      the matrix writers by --format name (out_*.c)
  *   info.c dump.c report.c cmd_*.c sweep*.c: the commands
+ *   out_html.c     html: the report, heatmaps and tables on one page
  * See doc/ARCHITECTURE.md. */
 #ifndef CT_ANA_H
 #define CT_ANA_H
@@ -36,6 +37,22 @@ int cmd_timeline(int argc, char **argv);
 int cmd_loops(int argc, char **argv);
 /* The sweep command's usage (sweep.c); full: with every option explained. */
 void sweep_usage(FILE *f, bool full);
+/* The report's replay of path (the model with attribution, regions and the
+ * throttle markers; report.c), then show(arg, res) with its results, which
+ * report_result_write writes as the report (text, or JSON).  Returns show's
+ * status or an exit status; a damaged trace: its message printed after
+ * show, EXIT_BADTRACE. */
+struct throttled;
+struct report_result {
+	struct analysis *an;
+	struct attrib *at;                 /* objects and lines, NULL: none */
+	struct regions *regions;           /* NULL: none */
+	const struct throttled *throttle;
+};
+int report_run(const char *path, const struct model_opts *o, bool from_binaries, bool no_demangle,
+               int (*show)(void *arg, const struct report_result *res), void *arg);
+void report_result_write(const struct report_result *res, bool json, FILE *f);
+int cmd_html(int argc, char **argv);      /* out_html.c */
 /* One dump line for r (dump.c). */
 void dump_record(FILE *f, const struct ct_record *r);
 
@@ -74,6 +91,8 @@ struct cli {
 #define CLI_DEFAULT_TRACE "trace.zst"
 /* -1 --quiet (errors only: no warnings, no progress), 0, >0 --verbose. */
 extern int ana_verbosity;
+/* -j/--jobs: threads that decode the trace (engine.c); 0: every online cpu. */
+extern unsigned ana_jobs;
 /* Prints command cmd's usage (set by main). */
 extern void (*cli_help)(FILE *f, const char *cmd);
 void cli_init(struct cli *p, const char *cmd, int argc, char **argv,
@@ -330,5 +349,27 @@ void progress_end(struct progress *p);
 const char *fmt_count(double v, char *buf, size_t cap);   /* 1234567 -> "1.23M" */
 const char *fmt_bytes(double v, char *buf, size_t cap);   /* "1.5 MiB" */
 const char *fmt_duration(uint64_t ns, char *buf, size_t cap);
+
+/* ---- matrices for the writers (cmd_matrix.c) ------------------------------ */
+
+/* A matrix of an analysis ready for the writers (cmd_matrix.c): directed
+ * as kept or M + M^T, labelled (threads T<i>(tid), the topology's cores and
+ * sockets), with the attributes attrs. */
+struct matrix_built {
+	struct matrix_out m;
+	double *cell;
+	char **labels;
+	size_t nlabels;
+	char name[32];
+};
+int matrix_build(const struct analysis *a, enum mx_index index, enum mx_kind kind, bool directed,
+                 const struct attr_set *attrs, struct matrix_built *b);  /* 0, -1: memory */
+void matrix_built_free(struct matrix_built *b);
+/* The colour scale shared by the three kinds of one index: its top is the
+ * largest cell of the `all` matrix (true + false), its bottom (of a log
+ * scale or one from the minimum) the smallest non-zero cell of the three,
+ * as written.  0, -1: memory. */
+int matrix_shared_scale(const struct analysis *a, enum mx_index index, bool directed,
+                        const struct attr_set *attrs, double *max, double *min);
 
 #endif

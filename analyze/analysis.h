@@ -165,10 +165,13 @@ struct attr {
  * "col_axis"), else look at the cells (symmetric) or use their default. */
 enum out_sym { OUT_SYM_UNSET = 0, OUT_SYM_YES = 1, OUT_SYM_NO = 2 };
 enum out_scale { OUT_SCALE_UNSET = 0, OUT_SCALE_FROM_ZERO = 1, OUT_SCALE_FROM_MIN = 2 };
+enum out_cscale { OUT_CSCALE_UNSET = 0, OUT_CSCALE_LINEAR = 1, OUT_CSCALE_LOG = 2 };
 struct matrix_render {
 	enum out_sym symmetric;     /* M + M^T (each pair once in totals), or directed */
 	enum out_scale scale_from;  /* svg: colours from 0 (default) or the smallest non-zero cell */
 	double scale_max;           /* svg: > 0, the top of the colour scale (shared scales) */
+	double scale_min;           /* svg: > 0, the bottom of a scale from the minimum or a log one */
+	enum out_cscale color_scale;  /* svg: linear (default) or log colours */
 	const char *row_axis, *col_axis;  /* axis titles (both, or neither) */
 };
 
@@ -216,9 +219,30 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m);
 /* HDF5: one dataset per matrix, attributes on each; returns 0 or -1 (err). */
 int write_matrices_h5(const char *path, const struct matrix_out *m, size_t nm,
                       struct ct_error *err);
-/* ComDetective's layout: files as/ts/fs (+ _core) matrices in dir. */
-int write_comdetective_csv(const char *dir, const struct matrix_out *m, size_t nm,
-                           struct ct_error *err);
+/* ComDetective's layout (out_comdetective.c): files <exe>-<pid>-as/ts/fs
+ * (+ _core) _matrix.csv in dir, from the matrices of index "thread" and
+ * "cpu", and <exe>-<pid>-comdetective.log with its stats line. */
+struct cd_files {
+	const char *exe;            /* the program's name, no '/' */
+	long pid;
+	unsigned line_size;         /* bytes, for cache_line_transfer_gbytes */
+};
+int write_comdetective_csv(const char *dir, const struct cd_files *id, const struct matrix_out *m,
+                           size_t nm, struct ct_error *err);
+/* ComDetective's "core" matrices: directed (row: receiving cpu), indexed by
+ * the logical cpu of each access; events on one cpu, or with a cpu unknown
+ * or >= CD_CPUS_MAX, are left out (counted).  n grows to the largest cpu
+ * seen + 1. */
+#define CD_CPUS_MAX 1024
+struct cd_cpus {
+	size_t n;
+	double *cell[3];            /* all, true, false: n x n */
+	uint64_t same_cpu, unknown; /* events left out */
+	bool oom;                   /* an event was lost: out of memory */
+};
+int cd_cpus_init(struct cd_cpus *c, size_t ncpus);  /* 0 or -1 (memory) */
+void cd_cpus_free(struct cd_cpus *c);
+struct event_consumer cd_cpus_consumer(struct cd_cpus *c);
 
 /* ---- additions (analyzer core) ------------------------------------------- */
 

@@ -5,7 +5,8 @@
  *     any unambiguous prefix ("--dir" for --directed);
  *   - short options cluster: "-qv", "-ofile", "-o file", "-j2";
  *   - a value is taken as it is, even when it starts with '-'.
- * Every command also takes -h/--help, -q/--quiet and -v/--verbose; the
+ * Every command also takes -h/--help, -q/--quiet, -v/--verbose and
+ * -j/--jobs (decoding threads; a command's own -j comes first); the
  * commands that take model options take every row of the model options'
  * table (options.c), with -b (--board-size) and -w (--watchpoints) as
  * commrec spells them.  We do not use getopt_long itself: its state is
@@ -17,14 +18,16 @@
 #include "ana.h"
 
 int ana_verbosity;
+unsigned ana_jobs;
 void (*cli_help)(FILE *f, const char *cmd);
 
-enum { ID_HELP = -10, ID_QUIET, ID_VERBOSE, ID_MODEL };
+enum { ID_HELP = -10, ID_QUIET, ID_VERBOSE, ID_JOBS, ID_MODEL };
 
 static const struct cli_opt common_opts[] = {
 	{ "help", 'h', false, ID_HELP },
 	{ "quiet", 'q', false, ID_QUIET },
 	{ "verbose", 'v', false, ID_VERBOSE },
+	{ "jobs", 'j', true, ID_JOBS },
 };
 #define NCOMMON (sizeof common_opts / sizeof *common_opts)
 
@@ -78,8 +81,8 @@ static bool find_long(struct cli *p, const char *s, size_t n, struct cli_opt *ou
 	size_t matches = 0;
 	char list[512] = "";
 	for (size_t k = 0; option_at(p, k, &o); k++) {
-		if (strncmp(o.name, s, n))
-			continue;
+		if (strncmp(o.name, s, n) || (matches && !strcmp(o.name, out->name)))
+			continue;           /* (a command's own option hides a common one) */
 		if (!o.name[n]) {
 			*out = o;
 			return true;
@@ -134,6 +137,15 @@ static int handle(struct cli *p, const struct cli_opt *o, const char *value)
 	case ID_VERBOSE:
 		ana_verbosity = ana_verbosity < 0 ? 1 : ana_verbosity + 1;
 		return 0;
+	case ID_JOBS: {
+		uint64_t j;
+		if (!parse_u64(value, &j) || j < 1 || j > 4096) {
+			ana_err("%s: %s: '%s' is not a number from 1 to 4096", p->cmd, p->name, value);
+			return -1;
+		}
+		ana_jobs = (unsigned)j;
+		return 0;
+	}
 	case ID_MODEL:
 		if (model_opts_parse(p->model, o->name, value, err, sizeof err)) {
 			ana_err("%s: %s", p->cmd, err);

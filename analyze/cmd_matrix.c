@@ -1,21 +1,14 @@
 /* commanalyze matrix TRACE: communication matrices in text, CSV, JSON,
  * HDF5 or SVG, and ComDetective's CSV layout. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ana.h"
 
 
-struct built {
-	struct matrix_out m;
-	double *cell;
-	char **labels;
-	size_t nlabels;
-	char name[32];
-};
-
-static void built_free(struct built *b)
+void matrix_built_free(struct matrix_built *b)
 {
 	free(b->cell);
 	for (size_t i = 0; i < b->nlabels; i++)
@@ -50,9 +43,8 @@ static char **make_labels(const struct analysis *a, enum mx_index index, size_t 
 	return l;
 }
 
-/* The matrix to write: directed as kept, or M + M^T. */
-static int build_matrix_out(const struct analysis *a, enum mx_index index, enum mx_kind kind,
-                     bool directed, const struct attr_set *attrs, struct built *b)
+int matrix_build(const struct analysis *a, enum mx_index index, enum mx_kind kind,
+                     bool directed, const struct attr_set *attrs, struct matrix_built *b)
 {
 	memset(b, 0, sizeof *b);
 	const struct matrix *src = matrices_get(a->mx, index, kind);
@@ -76,19 +68,28 @@ static int build_matrix_out(const struct analysis *a, enum mx_index index, enum 
 	return 0;
 }
 
-/* The top of the colour scale shared by the three kinds of one index: the
- * largest cell of its `all` matrix (true + false), as written. */
-static int shared_scale_max(const struct analysis *a, enum mx_index index, bool directed,
-                            const struct attr_set *attrs, double *max)
+int matrix_shared_scale(const struct analysis *a, enum mx_index index, bool directed,
+                        const struct attr_set *attrs, double *max, double *min)
 {
-	struct built all;
-	int rc = build_matrix_out(a, index, MX_ALL, directed, attrs, &all);
 	*max = 0;
-	for (size_t i = 0; !rc && i < all.m.n * all.m.n; i++)
-		if (all.cell[i] > *max)
-			*max = all.cell[i];
-	built_free(&all);
-	return rc;
+	*min = INFINITY;
+	for (int k = MX_ALL; k <= MX_FALSE; k++) {
+		struct matrix_built b;
+		int rc = matrix_build(a, index, k, directed, attrs, &b);
+		for (size_t i = 0; !rc && i < b.m.n * b.m.n; i++) {
+			double v = b.cell[i];
+			if (k == MX_ALL && v > *max)
+				*max = v;
+			if (v > 0 && v < *min)
+				*min = v;
+		}
+		matrix_built_free(&b);
+		if (rc)
+			return rc;
+	}
+	if (*min == INFINITY)
+		*min = 0;
+	return 0;
 }
 
 /* --color-max N|shared: N > 0, or shared (-1); 0 or -1 (message printed). */
@@ -107,20 +108,105 @@ static int parse_color_max(const char *v, double *out)
 	return -1;
 }
 
-enum { O_KIND = 1, O_INDEX, O_FORMAT, O_DIRECTED, O_OUTPUT, O_CDCSV, O_COLOR_MIN, O_COLOR_MAX };
+/* ---- --comdetective-csv ---------------------------------------------------- */
+
+struct cd_hook {
+	struct analysis_hooks *h;
+	struct cd_cpus cpus;
+};
+
+static int cd_hook_setup(void *arg, struct analysis *a)
+{
+	struct cd_hook *c = arg;
+	if (cd_cpus_init(&c->cpus, a->topo.identity ? 0 : a->topo.ncpus)) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	struct event_consumer ec = cd_cpus_consumer(&c->cpus);
+	return analysis_hooks_add(c->h, NULL, &ec);
+}
+
+/* The name ComDetective's files start with: the recorded program's
+ * basename ("unknown" without a command line), then its pid (the first
+ * thread's, 0 if unknown). */
+static void cd_files_of(const struct analysis *a, struct cd_files *id, char *exe, size_t cap)
+{
+	size_t len = 0;
+	const char *argv0 = ct_trace_section(a->trace, CT_SEC_CMDLINE, &len);
+	const char *end = argv0 ? memchr(argv0, 0, len) : NULL;
+	size_t l = argv0 ? (end ? (size_t)(end - argv0) : len) : 0;
+	const char *base = argv0;
+	for (size_t i = 0; i < l; i++)
+		if (argv0[i] == '/')
+			base = argv0 + i + 1;
+	l = base ? l - (size_t)(base - argv0) : 0;
+	if (!l || l >= cap)
+		snprintf(exe, cap, "unknown");
+	else
+		memcpy(exe, base, l), exe[l] = 0;
+	const struct ct_thread_info *t0 = thread_by_index(a->trace, 0);
+	*id = (struct cd_files){ .exe = exe, .pid = t0 ? t0->pid : 0, .line_size = a->line_size };
+}
+
+/* ComDetective's six matrices and stats line into dir: 0 or an exit status
+ * (message printed). */
+static int write_cd_files(const struct analysis *a, const char *dir, const struct cd_cpus *cpus,
+                          const struct attr_set *attrs)
+{
+	if (cpus->oom) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	if (cpus->same_cpu || cpus->unknown)
+		ana_warn("%s: %llu events within one cpu and %llu without a known cpu are not in "
+		         "ComDetective's core files", dir, (unsigned long long)cpus->same_cpu,
+		         (unsigned long long)cpus->unknown);
+	struct matrix_built bs[3];
+	struct matrix_out mo[6];
+	int status = 0;
+	memset(bs, 0, sizeof bs);
+	for (int k = MX_ALL; k <= MX_FALSE; k++) {
+		if (!status && matrix_build(a, MX_THREAD, k, true, attrs, &bs[k]))
+			status = EXIT_BADTRACE;
+		mo[k] = bs[k].m;
+		mo[3 + k] = (struct matrix_out){
+			.name = mx_kind_names[k], .kind = mx_kind_names[k], .index = "cpu",
+			.units = "estimated line transfers", .n = cpus->n, .cell = cpus->cell[k],
+			.render = { .symmetric = OUT_SYM_NO },
+		};
+	}
+	char exe[256];
+	struct cd_files id;
+	cd_files_of(a, &id, exe, sizeof exe);
+	struct ct_error err = {{0}};
+	if (status)
+		ana_err("out of memory");
+	else if (write_comdetective_csv(dir, &id, mo, 6, &err)) {
+		ana_err("%s", err.msg);
+		status = EXIT_BADTRACE;
+	}
+	for (int k = MX_ALL; k <= MX_FALSE; k++)
+		matrix_built_free(&bs[k]);
+	return status;
+}
+
+enum { O_KIND = 1, O_INDEX, O_FORMAT, O_DIRECTED, O_OUTPUT, O_CDCSV, O_COLOR_MIN, O_COLOR_MAX,
+       O_COLOR_SCALE };
 static const struct cli_opt matrix_opts[] = {
 	{ "kind", 0, true, O_KIND }, { "index", 0, true, O_INDEX },
 	{ "format", 0, true, O_FORMAT }, { "directed", 0, false, O_DIRECTED },
 	{ "output", 'o', true, O_OUTPUT }, { "comdetective-csv", 0, true, O_CDCSV },
 	{ "color-min", 0, true, O_COLOR_MIN }, { "color-max", 0, true, O_COLOR_MAX },
+	{ "color-scale", 0, true, O_COLOR_SCALE },
 };
 static const char *const color_min_names[] = { "zero", "min" };
+static const char *const color_scale_names[] = { "linear", "log" };
 
 int cmd_matrix(int argc, char **argv)
 {
 	const char *path, *out = NULL, *cdir = NULL, *v;
-	int kind = MX_ALL, index = MX_THREAD, color_min = 0;
-	double color_max = 0;   /* 0: the largest cell, -1: shared */
+	int kind = MX_ALL, index = MX_THREAD, color_min = 0, color_log = 0;
+	double color_max = 0, shared_min = 0;   /* color_max 0: the largest cell, -1: shared */
 	const struct matrix_writer *w = matrix_writer_find("text");
 	bool directed = false;
 	struct model_opts o;
@@ -159,6 +245,9 @@ int cmd_matrix(int argc, char **argv)
 		case O_COLOR_MAX:
 			bad = parse_color_max(v, &color_max);
 			break;
+		case O_COLOR_SCALE:
+			bad = cli_choice(&p, v, color_scale_names, 2, &color_log);
+			break;
 		}
 	}
 	if (bad || id < 0 || cli_trace(&p, &path))
@@ -169,8 +258,12 @@ int cmd_matrix(int argc, char **argv)
 	}
 
 	struct analysis an;
-	int rc = analysis_run(&an, path, &o, true);
+	struct analysis_hooks hooks = { .setup = cd_hook_setup };
+	struct cd_hook cdh = { .h = &hooks };
+	hooks.arg = &cdh;
+	int rc = analysis_run_hooks(&an, path, &o, true, cdir ? &hooks : NULL);
 	if (rc) {
+		cd_cpus_free(&cdh.cpus);
 		analysis_free(&an);
 		return rc;
 	}
@@ -191,49 +284,36 @@ int cmd_matrix(int argc, char **argv)
 	int status = 0;
 	struct ct_error err = {{0}};
 	if (cdir) {
-		struct built bs[6];
-		size_t nb = 0;
-		bool ok = true;
-		for (int ix = MX_THREAD; ix <= MX_CORE && ok; ix++)
-			for (int k = MX_ALL; k <= MX_FALSE && ok; k++)
-				ok = build_matrix_out(&an, ix, k, directed, &attrs, &bs[nb++]) == 0;
-		struct matrix_out mo[6];
-		for (size_t i = 0; i < nb; i++)
-			mo[i] = bs[i].m;
-		if (!ok) {
-			ana_err("out of memory");
-			status = EXIT_BADTRACE;
-		} else if (write_comdetective_csv(cdir, mo, nb, &err)) {
-			ana_err("%s", err.msg);
-			status = EXIT_BADTRACE;
-		}
-		for (size_t i = 0; i < nb; i++)
-			built_free(&bs[i]);
+		status = write_cd_files(&an, cdir, &cdh.cpus, &attrs);
 		if (status || (!out && w == matrix_writer_find("text"))) {
 			/* --comdetective-csv alone writes only the directory */
 			if (!status && an.damaged) {
 				fprintf(stderr, "commanalyze: %s\n", an.err.msg);
 				status = EXIT_BADTRACE;
 			}
+			cd_cpus_free(&cdh.cpus);
 			analysis_free(&an);
 			return status;
 		}
 	}
-	struct built b = { 0 };
-	if ((color_max < 0 && shared_scale_max(&an, index, directed, &attrs, &color_max)) ||
-	    build_matrix_out(&an, index, kind, directed, &attrs, &b)) {
-		built_free(&b);
+	struct matrix_built b = { 0 };
+	if ((color_max < 0 && matrix_shared_scale(&an, index, directed, &attrs, &color_max, &shared_min)) ||
+	    matrix_build(&an, index, kind, directed, &attrs, &b)) {
+		matrix_built_free(&b);
 		analysis_free(&an);
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
 	b.m.render.scale_from = color_min ? OUT_SCALE_FROM_MIN : OUT_SCALE_FROM_ZERO;
 	b.m.render.scale_max = color_max;
+	b.m.render.scale_min = shared_min;
+	b.m.render.color_scale = color_log ? OUT_CSCALE_LOG : OUT_CSCALE_LINEAR;
 	if (matrix_write(w, out, &b.m, 1, &err)) {
 		ana_err("%s", err.msg);
 		status = EXIT_BADTRACE;
 	}
-	built_free(&b);
+	matrix_built_free(&b);
+	cd_cpus_free(&cdh.cpus);
 	if (an.damaged) {
 		fprintf(stderr, "commanalyze: %s\n", an.err.msg);
 		if (!status)

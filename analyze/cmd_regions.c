@@ -28,15 +28,17 @@ struct regions_cli {
 	bool directed;
 	uint64_t window_ns;
 	bool changes;                 /* timeline --changes */
+	int color_log;                /* --color-scale log (svg heatmaps) */
 	struct model_opts o;
 };
 
-enum { O_FORMAT = 1, O_OUTPUT, O_KIND, O_NODE, O_DIRECTED, O_INTERVAL, O_CHANGES };
+enum { O_FORMAT = 1, O_OUTPUT, O_KIND, O_NODE, O_DIRECTED, O_INTERVAL, O_CHANGES, O_COLOR_SCALE };
+static const char *const color_scale_names[] = { "linear", "log" };
 /* regions and loops; timeline */
 static const struct cli_opt regions_opts[] = {
 	{ "format", 0, true, O_FORMAT }, { "output", 'o', true, O_OUTPUT },
 	{ "kind", 0, true, O_KIND }, { "node", 0, true, O_NODE },
-	{ "directed", 0, false, O_DIRECTED },
+	{ "directed", 0, false, O_DIRECTED }, { "color-scale", 0, true, O_COLOR_SCALE },
 };
 static const struct cli_opt timeline_opts[] = {
 	{ "format", 0, true, O_FORMAT }, { "output", 'o', true, O_OUTPUT },
@@ -69,6 +71,8 @@ static int parse_option(struct regions_cli *c, struct cli *p, int id, const char
 	case O_CHANGES:
 		c->changes = true;
 		return 0;
+	case O_COLOR_SCALE:
+		return cli_choice(p, v, color_scale_names, 2, &c->color_log);
 	}
 	return -1;
 }
@@ -325,7 +329,17 @@ static int write_matrices(const struct regions_cli *c, FILE *f, const struct mat
 {
 	struct ct_error err = {{0}};
 	struct out_dest d = { .f = f, .path = c->out, .err = &err };
-	int rc = matrix_writer_find(rfmt_names[c->fmt])->write(&d, m, nm);
+	struct matrix_out *mc = malloc((nm ? nm : 1) * sizeof *mc);
+	if (!mc) {
+		ana_err("out of memory");
+		return EXIT_BADTRACE;
+	}
+	for (size_t i = 0; i < nm; i++) {
+		mc[i] = m[i];
+		mc[i].render.color_scale = c->color_log ? OUT_CSCALE_LOG : OUT_CSCALE_LINEAR;
+	}
+	int rc = matrix_writer_find(rfmt_names[c->fmt])->write(&d, mc, nm);
+	free(mc);
 	if (rc && err.msg[0])
 		ana_err("%s", err.msg);
 	return rc ? EXIT_BADTRACE : 0;

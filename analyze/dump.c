@@ -1,11 +1,24 @@
 /* commanalyze dump TRACE: one line per record, in global time order:
- *   TIME_NS T<thread-index> TYPE key=value ...
- * The exact keys are listed in commanalyze(1); tests grep them. */
+ *   TIME T<thread-index> TYPE key=value ...
+ * As perf script prints them: TIME in seconds since the recording began
+ * (the earliest thread start; 9 decimals) and code addresses followed by
+ * their symbol (sym=func+0xOFF from the trace's embedded symbols,
+ * demangled; callsites: syms=...).  --raw: TIME in the recorded monotonic
+ * nanoseconds and no symbols.  The exact keys are listed in commanalyze(1);
+ * tests grep them. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ana.h"
+#include "attrib.h"
+
+/* How times and addresses are shown. */
+struct dump_view {
+	bool raw;
+	uint64_t base;              /* time zero (ns) */
+	const struct symtab *syms;  /* NULL: no symbols */
+};
 
 static void put_flags(FILE *f, unsigned fl)
 {
@@ -39,6 +52,46 @@ static void put_name(FILE *f, const char *s, size_t max)
 	}
 }
 
+static void put_time(FILE *f, const struct dump_view *v, uint64_t t)
+{
+	if (v->raw) {
+		fprintf(f, "%" PRIu64, t);
+		return;
+	}
+	uint64_t d = t >= v->base ? t - v->base : v->base - t;
+	fprintf(f, "%s%" PRIu64 ".%09" PRIu64, t >= v->base ? "" : "-", d / 1000000000u,
+	        d % 1000000000u);
+}
+
+/* The code at addr, when the symbols cover it. */
+static bool code_at(const struct dump_view *v, uint64_t addr, struct st_code *c)
+{
+	return !v->raw && v->syms && addr && symtab_code(v->syms, addr, c) && c->mod;
+}
+
+/* "func+0xOFF", or "module+0xOFF" (file address) without a function */
+static void put_symbol(FILE *f, const struct st_code *c, uint64_t addr)
+{
+	if (c->func) {
+		put_name(f, c->func, SIZE_MAX);
+		fprintf(f, "+0x%" PRIx64, c->func_off);
+		return;
+	}
+	const char *path = c->mod->path, *base = path ? strrchr(path, '/') : NULL;
+	put_name(f, base ? base + 1 : path ? path : "?", SIZE_MAX);
+	fprintf(f, "+0x%" PRIx64, addr - c->mod->bias);
+}
+
+/* " sym=..." after a code address, when known */
+static void put_sym_key(FILE *f, const struct dump_view *v, uint64_t addr)
+{
+	struct st_code c;
+	if (!code_at(v, addr, &c))
+		return;
+	fputs(" sym=", f);
+	put_symbol(f, &c, addr);
+}
+
 static const char *kind_name(unsigned k)
 {
 	const char *n = ct_access_kind_name(k);
@@ -55,16 +108,18 @@ static void put_reason(FILE *f, const char *name, unsigned reason, uint64_t coun
 	fprintf(f, " count=%" PRIu64, count);
 }
 
-void dump_record(FILE *f, const struct ct_record *r)
+static void dump_line(FILE *f, const struct dump_view *v, const struct ct_record *r)
 {
 	const char *type = ct_rec_type_name(r->type);
-	fprintf(f, "%" PRIu64 " T%" PRIu32 " %s", r->time, r->thread, type ? type : "unknown");
+	put_time(f, v, r->time);
+	fprintf(f, " T%" PRIu32 " %s", r->thread, type ? type : "unknown");
 	switch (r->type) {
 	case CT_REC_SAMPLE: {
 		const struct ct_sample *s = &r->u.sample;
-		fprintf(f, " ip=0x%" PRIx64 " addr=0x%" PRIx64 " len=%u kind=%s cpu=%" PRIu32
-		        " period=%" PRIu64 " flags=", s->ip, s->addr, s->len, kind_name(s->kind), s->cpu,
-		        s->period);
+		fprintf(f, " ip=0x%" PRIx64, s->ip);
+		put_sym_key(f, v, s->ip);
+		fprintf(f, " addr=0x%" PRIx64 " len=%u kind=%s cpu=%" PRIu32 " period=%" PRIu64 " flags=",
+		        s->addr, s->len, kind_name(s->kind), s->cpu, s->period);
 		put_flags(f, s->flags);
 		if (s->flags & CT_SAMPLE_HAS_DATA_SRC)
 			fprintf(f, " data_src=0x%" PRIx64, s->data_src);
@@ -74,8 +129,9 @@ void dump_record(FILE *f, const struct ct_record *r)
 	}
 	case CT_REC_WP_ARM: {
 		const struct ct_wp_arm *a = &r->u.arm;
-		fprintf(f, " publisher=%" PRIu32 " pub_time=%" PRIu64 " pub_addr=0x%" PRIx64
-		        " pub_len=%u wp=", a->publisher, a->pub_time, a->pub_addr, a->pub_len);
+		fprintf(f, " publisher=%" PRIu32 " pub_time=", a->publisher);
+		put_time(f, v, a->pub_time);
+		fprintf(f, " pub_addr=0x%" PRIx64 " pub_len=%u wp=", a->pub_addr, a->pub_len);
 		unsigned n = a->nwp <= CT_WP_MAX ? a->nwp : CT_WP_MAX;
 		for (unsigned i = 0; i < n; i++)
 			fprintf(f, "%s0x%" PRIx64 ":%u", i ? "," : "", a->wp_addr[i], a->wp_len[i]);
@@ -85,8 +141,10 @@ void dump_record(FILE *f, const struct ct_record *r)
 	}
 	case CT_REC_WP_HIT: {
 		const struct ct_wp_hit *h = &r->u.hit;
-		fprintf(f, " ip=0x%" PRIx64 " addr=0x%" PRIx64 " len=%u reg=%u cpu=%" PRIu32 " kind=%s",
-		        h->ip, h->addr, h->len, h->reg, h->cpu, kind_name(h->kind));
+		fprintf(f, " ip=0x%" PRIx64, h->ip);
+		put_sym_key(f, v, h->ip);
+		fprintf(f, " addr=0x%" PRIx64 " len=%u reg=%u cpu=%" PRIu32 " kind=%s", h->addr, h->len,
+		        h->reg, h->cpu, kind_name(h->kind));
 		break;
 	}
 	case CT_REC_ALLOC: {
@@ -110,6 +168,17 @@ void dump_record(FILE *f, const struct ct_record *r)
 			fprintf(f, "%s0x%" PRIx64, i ? "," : "", c->pc[i]);
 		if (!n)
 			fputc('-', f);
+		struct st_code sc;
+		bool known = false;
+		for (unsigned i = 0; i < n && !known; i++)
+			known = code_at(v, c->pc[i], &sc);
+		for (unsigned i = 0; known && i < n; i++) {
+			fputs(i ? "," : " syms=", f);
+			if (code_at(v, c->pc[i], &sc))
+				put_symbol(f, &sc, c->pc[i]);
+			else
+				fputc('?', f);
+		}
 		break;
 	}
 	case CT_REC_THREAD_START: {
@@ -137,6 +206,7 @@ void dump_record(FILE *f, const struct ct_record *r)
 	case CT_REC_FUNC_ENTER:
 	case CT_REC_FUNC_EXIT:
 		fprintf(f, " addr=0x%" PRIx64, r->u.func.addr);
+		put_sym_key(f, v, r->u.func.addr);
 		break;
 	default:
 		break;
@@ -144,9 +214,44 @@ void dump_record(FILE *f, const struct ct_record *r)
 	fputc('\n', f);
 }
 
-enum { O_THREAD = 1, O_TYPE, O_LIMIT };
+void dump_record(FILE *f, const struct ct_record *r)
+{
+	const struct dump_view raw = { .raw = true };
+	dump_line(f, &raw, r);
+}
+
+/* Time zero: the earliest thread start (the first record's time when no
+ * thread has one). */
+static uint64_t time_base(struct ct_trace *t)
+{
+	uint64_t base = UINT64_MAX;
+	for (size_t i = 0; i < ct_trace_nthreads(t); i++) {
+		const struct ct_thread_info *ti = ct_trace_thread(t, i);
+		if (ti && ti->start_ns && ti->start_ns < base)
+			base = ti->start_ns;
+	}
+	return base;
+}
+
+/* The trace's embedded symbols, demangled, into s: true when there are any. */
+static bool load_symbols(struct ct_trace *t, struct symtab *s)
+{
+	size_t len;
+	const void *p = ct_trace_section(t, CT_SEC_SYMBOLS, &len);
+	char err[300];
+	symtab_init(s);
+	if (!p)
+		return false;
+	if (symtab_parse(s, p, len, err, sizeof err))
+		ana_warn("embedded %s (modules before it are used)", err);
+	symtab_demangle(s);
+	return true;
+}
+
+enum { O_THREAD = 1, O_TYPE, O_LIMIT, O_RAW };
 static const struct cli_opt dump_opts[] = {
 	{ "thread", 0, true, O_THREAD }, { "type", 0, true, O_TYPE }, { "limit", 0, true, O_LIMIT },
+	{ "raw", 0, false, O_RAW },
 };
 
 /* --type LIST: the bits of the record types named into *types; 0 or -1
@@ -178,16 +283,19 @@ int cmd_dump(int argc, char **argv)
 	const char *path, *v;
 	uint64_t thread = UINT64_MAX, limit = UINT64_MAX;
 	uint32_t types = 0;   /* bit per type, 0: all */
+	bool raw = false;
 	struct cli p;
 	cli_init(&p, "dump", argc, argv, dump_opts, sizeof dump_opts / sizeof *dump_opts, NULL);
 	int id, bad = 0;
 	while (!bad && (id = cli_next(&p, &v)) > 0) {
-		const char *n = v[0] == 'T' ? v + 1 : v;
+		const char *n = v && v[0] == 'T' ? v + 1 : v;
 		if (id == O_THREAD && (!parse_u64(n, &thread) || thread > UINT32_MAX)) {
 			ana_err("dump: --thread: '%s' is not a thread index", v);
 			bad = 1;
 		} else if (id == O_TYPE) {
 			bad = parse_types(v, &types);
+		} else if (id == O_RAW) {
+			raw = true;
 		} else if (id == O_LIMIT && !parse_u64(v, &limit)) {
 			ana_err("dump: --limit: '%s' is not a number", v);
 			bad = 1;
@@ -218,16 +326,24 @@ int cmd_dump(int argc, char **argv)
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
+	struct symtab syms;
+	struct dump_view view = { .raw = raw, .base = time_base(t) };
+	if (!raw && load_symbols(t, &syms))
+		view.syms = &syms;
 	struct ct_record r;
 	uint64_t shown = 0;
 	int rc = 0;
 	while (shown < limit && (rc = ct_cursor_next(c, &r, &err)) == 1) {
 		if (types && (r.type > 31 || !(types & (1u << r.type))))
 			continue;
-		dump_record(stdout, &r);
+		if (view.base == UINT64_MAX)
+			view.base = r.time;
+		dump_line(stdout, &view, &r);
 		shown++;
 	}
 	ct_cursor_free(c);
+	if (!raw)
+		symtab_free(&syms);
 	char damage[600] = "";
 	/* damage found while indexing ends the data early: say so once the
 	 * records before it are out (not when --limit stopped first) */

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ana.h"
 
@@ -96,12 +97,12 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Start the worker threads (jobs > 1); a worker whose thread does not
+/* Start the worker threads (threaded); a worker whose thread does not
  * start is run by the decoding thread.  Returns the threads started. */
-static unsigned start_workers(struct worker *ws, unsigned jobs)
+static unsigned start_workers(struct worker *ws, unsigned jobs, bool threaded)
 {
 	unsigned started = 0;
-	for (unsigned w = 0; jobs > 1 && w < jobs; w++) {
+	for (unsigned w = 0; threaded && w < jobs; w++) {
 		ws[w].started = pthread_create(&ws[w].th, NULL, worker_main, &ws[w]) == 0;
 		started += ws[w].started;
 	}
@@ -169,6 +170,13 @@ static void finish_all(const struct replay_set *sets, size_t n)
 		finish_sets(sets, &k, 1);
 }
 
+/* Threads decoding frames (-j; the decoding thread is one of them). */
+static unsigned decode_jobs(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return ana_jobs ? ana_jobs : n > 0 ? (unsigned)n : 1;
+}
+
 int replay_sets(struct ct_trace *t, const struct replay_set *sets, size_t nsets, unsigned jobs,
                 bool show_progress, uint64_t *records, struct ct_error *err)
 {
@@ -178,7 +186,11 @@ int replay_sets(struct ct_trace *t, const struct replay_set *sets, size_t nsets,
 		jobs = 1;
 	if (jobs > nsets)
 		jobs = nsets ? (unsigned)nsets : 1;
-	size_t nring = jobs == 1 ? 1 : jobs * REPLAY_RING_PER_WORKER;
+	/* with several cpus the sets run in threads of their own even when
+	 * there is one: the decoding thread merges the next batch meanwhile */
+	unsigned djobs = decode_jobs();
+	bool threaded = jobs > 1 || djobs > 1;
+	size_t nring = threaded ? jobs * REPLAY_RING_PER_WORKER : 1;
 	if (nring > REPLAY_RING_MAX)
 		nring = REPLAY_RING_MAX;
 	struct pipe p = { .nring = nring, .sets = sets };
@@ -188,7 +200,7 @@ int replay_sets(struct ct_trace *t, const struct replay_set *sets, size_t nsets,
 	bool oom = !ws || !widx || !p.ring;
 	for (size_t i = 0; !oom && i < nring; i++)
 		oom = !(p.ring[i].r = malloc(REPLAY_BATCH * sizeof *p.ring[i].r));
-	struct ct_cursor *c = oom ? NULL : ct_cursor_merged(t);
+	struct ct_cursor *c = oom ? NULL : ct_cursor_merged_jobs(t, djobs);
 	if (!c) {
 		snprintf(err->msg, sizeof err->msg, "%s: cannot create a cursor (out of memory)",
 		         ct_trace_path(t));
@@ -212,7 +224,7 @@ int replay_sets(struct ct_trace *t, const struct replay_set *sets, size_t nsets,
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv_data, NULL);
 	pthread_cond_init(&p.cv_free, NULL);
-	unsigned started = start_workers(ws, jobs);
+	unsigned started = start_workers(ws, jobs, threaded);
 	struct progress prog;
 	progress_start(&prog, t, show_progress);
 	uint64_t done = 0;

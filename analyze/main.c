@@ -17,7 +17,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: commanalyze [report] TRACE [--format text|json] [-o FILE] [model options]\n"
 "       commanalyze info TRACE [--format text|json]\n"
-"       commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
+"       commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N] [--raw]\n"
 "       commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
 "                   [--comdetective-csv DIR] [model options]\n"
@@ -25,6 +25,7 @@ static void usage(FILE *f)
 "       commanalyze regions|loops TRACE [--node NAME] [--format FMT] [options]\n"
 "       commanalyze timeline TRACE [--interval DURATION] [--changes] [options]\n"
 "       commanalyze sweep TRACE --param NAME=V1,V2,... [options]\n"
+"       commanalyze html TRACE [-o FILE] [--color-scale linear|log] [model options]\n"
 "       commanalyze COMMAND --help | --help | --version\n"
 "\n"
 "Commands:\n"
@@ -32,7 +33,7 @@ static void usage(FILE *f)
 "           cores and sockets, lost samples, warnings (default command)\n"
 "  info     what the trace holds: version, completeness, machine, configuration,\n"
 "           command line, per-thread record counts, lost and skipped samples\n"
-"  dump     one line per record in time order: TIME_NS T<thread> TYPE key=value...\n"
+"  dump     one line per record in time order: TIME T<thread> TYPE key=value...\n"
 "  matrix   communication matrices (row: receiving thread, column: publisher),\n"
 "           symmetric (M + M^T) unless --directed\n"
 "  objects  data objects (globals and fields, heap call paths, stacks, TLS)\n"
@@ -45,6 +46,7 @@ static void usage(FILE *f)
 "  functions  dataflow between functions: producer -> consumer (bytes and\n"
 "           reuse on full traces), as a table or a Graphviz graph\n"
 "  sweep    the same trace under many model option values, one decode pass\n"
+"  html     one self-contained page: the report, heatmaps, top objects and lines\n"
 "\n"
 "TRACE defaults to trace.zst (commrec's default output).  Options and the trace\n"
 "come in any order, as for GNU tools: --name=VALUE or --name VALUE, any\n"
@@ -52,6 +54,8 @@ static void usage(FILE *f)
 "ends the options.  Every command takes:\n"
 "  -h, --help     the command's usage        -q, --quiet    errors only\n"
 "  -v, --verbose  say what is being done (records replayed, time)\n"
+"  -j, --jobs N   threads that replay the trace (default: every online cpu;\n"
+"                 the output is the same for every N; sweep: its own -j)\n"
 "\n");
 	model_opts_usage(f);
 	fprintf(f,
@@ -87,6 +91,17 @@ static const struct command {
 "  -o FILE                  write to FILE instead of standard output\n"
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n"
 "  --no-demangle            C++ names as in the binary\n", true, NULL },
+		{ "html", cmd_html,
+"usage: commanalyze html TRACE [-o FILE] [--color-scale linear|log]\n"
+"                   [--symbols-from-binaries] [--no-demangle] [model options]\n"
+"\n"
+"One self-contained HTML page (inline SVG and CSS, nothing loaded from the\n"
+"network): the report, the all/true/false heatmaps by thread and by core\n"
+"(one colour scale per index), the top objects and cache lines.\n"
+"  -o FILE                  write to FILE instead of standard output\n"
+"  --color-scale linear|log heatmap colours by volume (default) or its log\n"
+"  --symbols-from-binaries  read symbols from the binaries on this machine\n"
+"  --no-demangle            C++ names as in the binary\n", true, NULL },
 		{ "info", cmd_info,
 "usage: commanalyze info TRACE [--format text|json]\n"
 "\n"
@@ -96,19 +111,22 @@ static const struct command {
 "  --format text|json   (default text) json: one object (schema\n"
 "                       commtrace-info/1: commanalyze(1))\n", false, NULL },
 		{ "dump", cmd_dump,
-"usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N]\n"
+"usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N] [--raw]\n"
 "\n"
-"One line per record in time order: TIME_NS T<thread> TYPE key=value...\n"
+"One line per record in time order: TIME T<thread> TYPE key=value..., as perf\n"
+"script: TIME in seconds since the recording began, code addresses with their\n"
+"symbol (sym=func+0x12, callsites syms=...) from the trace's embedded symbols.\n"
 "  --thread N        one thread (N or TN: the thread index)\n"
 "  --type LIST       record types, comma separated: sample, wp_arm, wp_hit, alloc,\n"
 "                    free, callsite, thread_start, thread_end, marker, lost,\n"
 "                    skipped, func_enter, func_exit\n"
-"  --limit N         the first N lines shown\n", false, NULL },
+"  --limit N         the first N lines shown\n"
+"  --raw             TIME in the recorded monotonic nanoseconds, no symbols\n", false, NULL },
 		{ "matrix", cmd_matrix,
 "usage: commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
 "                   [--color-max N|shared] [--color-min zero|min]\n"
-"                   [--comdetective-csv DIR] [model options]\n"
+"                   [--color-scale linear|log] [--comdetective-csv DIR] [model options]\n"
 "\n"
 "A communication matrix in estimated line transfers (row: receiving thread,\n"
 "column: publisher), symmetric (M + M^T) unless --directed.\n"
@@ -122,8 +140,13 @@ static const struct command {
 "                                 true and false pictures compare by colour\n"
 "  --color-min zero|min           svg: colours from 0 (default) or the smallest\n"
 "                                 non-zero cell\n"
-"  --comdetective-csv DIR         also ComDetective's files (as/ts/fs_matrix.csv,\n"
-"                                 _core_ variants) in DIR; alone: only these\n", true, NULL },
+"  --color-scale linear|log       svg: colours by volume (default) or its log;\n"
+"                                 with --color-max shared both ends are shared\n"
+"  --comdetective-csv DIR         also ComDetective's files in DIR: EXE-PID-\n"
+"                                 as/ts/fs_matrix.csv (threads), _core_ variants\n"
+"                                 (logical cpus, same-cpu events left out) and\n"
+"                                 EXE-PID-comdetective.log (its STATS line);\n"
+"                                 alone: only these\n", true, NULL },
 		{ "objects", cmd_objects,
 "usage: commanalyze objects TRACE [--top N] [--kind all|true|false] [--object NAME]\n"
 "                   [--format text|csv|json] [-o FILE] [--symbols-from-binaries]\n"
@@ -154,7 +177,8 @@ static const struct command {
 "                           (default: the trace's SYMBOLS section)\n", true, NULL },
 		{ "regions", cmd_regions,
 "usage: commanalyze regions TRACE [--node NAME] [--kind all|true|false] [--directed]\n"
-"                   [--format text|csv|json|h5|svg] [-o FILE] [model options]\n"
+"                   [--format text|csv|json|h5|svg] [-o FILE] [--color-scale linear|log]\n"
+"                   [model options]\n"
 "\n"
 "Communication by code region: the regions a program marks with commrec.h\n"
 "(commrec_region_begin/end) and the OpenMP parallel regions of unmodified\n"
@@ -168,12 +192,14 @@ static const struct command {
 "                                 its path a/b when names repeat)\n"
 "  --kind all|true|false          --node: which events (default all)\n"
 "  --directed                     --node: row dst, column src (default M + M^T)\n"
+"  --color-scale linear|log       --node --format svg: heatmap colours (matrix)\n"
 "  --format text|csv|json|h5|svg  (default text; h5 and svg only with --node,\n"
 "                                 and need -o)\n"
 "  -o FILE                        write to FILE instead of standard output\n", true, NULL },
 		{ "loops", cmd_loops,
 "usage: commanalyze loops TRACE [--node NAME] [--kind all|true|false] [--directed]\n"
-"                   [--format text|csv|json|h5|svg] [-o FILE] [model options]\n"
+"                   [--format text|csv|json|h5|svg] [-o FILE] [--color-scale linear|log]\n"
+"                   [model options]\n"
 "\n"
 "Communication by function and loop, as a tree like regions': each event counts\n"
 "in the innermost loop around its receiving access (its instruction address)\n"
@@ -250,7 +276,8 @@ static void command_usage(FILE *f, const struct command *c)
 		model_opts_usage(f);
 	}
 	fprintf(f, "\nTRACE defaults to trace.zst.  Options in any order, GNU style (--name=VALUE,\n"
-	           "prefixes, -qo FILE, \"--\"); also -h/--help, -q/--quiet, -v/--verbose.\n"
+	           "prefixes, -qo FILE, \"--\"); also -h/--help, -q/--quiet, -v/--verbose,\n"
+	           "-j/--jobs N (replay threads, default: every online cpu).\n"
 	           "\nExit status: 0 success, 1 usage error, 2 unreadable or invalid trace.\n"
 	           "See commanalyze(1).\n");
 }

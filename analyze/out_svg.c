@@ -23,7 +23,15 @@
  *   scale_max    a positive number (attribute "color_max"): the top of the
  *                scale instead of the largest cell, so several pictures can
  *                share one scale; larger cells take the top colour and the
- *                legend says ">=".
+ *                legend says ">=";
+ *   scale_min    a positive number (attribute "color_min"): the bottom of
+ *                a scale from the minimum or of a log scale (shared scales);
+ *                smaller non-zero cells take the bottom colour, "<=";
+ *   color_scale  log (attribute "color_scale"): colours by log(v) from the
+ *                smallest non-zero cell to the largest, for volumes that
+ *                span orders of magnitude (the legend's middle is their
+ *                geometric mean; the subtitle says "log colour scale");
+ *                linear when a cell is negative.
  * The legend is a gradient bar with the same stops, labelled with the
  * bottom, middle and top of the scale; its height follows the matrix
  * (between 80 and 400 pixels).  Zero cells are light grey (#ebebeb), so
@@ -141,6 +149,53 @@ static void append_short(char *out, size_t cap, const char *s, size_t max, bool 
 		snprintf(out + l, cap - l, "%s", dots);
 }
 
+/* The colour scale: a cell v maps to cscale_t(v) in [0, 1] of the ramp. */
+struct cscale {
+	double lo, hi;
+	bool log;                   /* log(v) between log(lo) and log(hi) */
+	bool clip_lo, clip_hi;      /* cells below lo / above hi take the end colours */
+};
+
+/* From the render settings and the range [lo, hi] of the non-zero finite
+ * cells: linear from 0 (or from the smallest cell, or scale_min, with
+ * scale_from min; from lo when cells are negative) to the largest cell or
+ * scale_max; log (only when every non-zero cell is positive) from the
+ * smallest cell or scale_min to the largest or scale_max. */
+static void cscale_init(struct cscale *c, const struct matrix_render *rd, double lo, double hi,
+                        bool anyval)
+{
+	*c = (struct cscale){ .lo = 0, .hi = hi };
+	if (!anyval)
+		return;
+	c->log = rd->color_scale == OUT_CSCALE_LOG && lo > 0;
+	if (c->log || rd->scale_from == OUT_SCALE_FROM_MIN || lo < 0)
+		c->lo = lo;
+	if ((c->log || rd->scale_from == OUT_SCALE_FROM_MIN) && lo > 0 && rd->scale_min > 0 &&
+	    rd->scale_min < hi) {
+		c->lo = rd->scale_min;
+		c->clip_lo = lo < c->lo;
+	}
+	if (rd->scale_max > 0 && rd->scale_max > c->lo) {
+		c->hi = rd->scale_max;
+		c->clip_hi = hi > c->hi;
+	}
+	/* a scale from 0 of negative values: from the minimum up to 0 */
+	if (c->hi <= 0) {
+		c->lo = lo;
+		c->hi = hi;
+		c->clip_lo = c->clip_hi = false;
+	}
+}
+
+static double cscale_t(const struct cscale *c, double v)
+{
+	if (!(c->hi > c->lo))
+		return 1;
+	if (c->log)
+		return v > 0 ? (log(v) - log(c->lo)) / (log(c->hi) - log(c->lo)) : 0;
+	return (v - c->lo) / (c->hi - c->lo);
+}
+
 int write_matrix_svg(FILE *f, const struct matrix_out *m)
 {
 	size_t n = m->n;
@@ -167,23 +222,9 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 		}
 	bool anyval = lo <= hi;
 
-	/* the colour scale: [slo, shi] */
-	double slo = 0, shi = hi;
-	bool clipped = false;
-	if (anyval) {
-		if (rd.scale_from == OUT_SCALE_FROM_MIN || lo < 0)
-			slo = lo;
-		if (rd.scale_max > 0 && rd.scale_max > slo) {
-			shi = rd.scale_max;
-			clipped = hi > shi;
-		}
-		/* a scale from 0 of negative values: from the minimum up to 0 */
-		if (shi <= 0) {
-			slo = lo;
-			shi = hi;
-		}
-	}
-	double span = shi - slo;
+	struct cscale sc;
+	cscale_init(&sc, &rd, lo, hi, anyval);
+	double slo = sc.lo, shi = sc.hi;
 
 	/* header lines */
 	char sub[400], src[400], cmdl[400];
@@ -194,8 +235,8 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 			out_fmt_compact(t1, sizeof t1, total);
 			out_fmt_compact(t2, sizeof t2, hi);
 			size_t l = strlen(sub);
-			snprintf(sub + l, sizeof sub - l, "; total %s%s, max %s", t1,
-			         sym ? " (each pair once)" : "", t2);
+			snprintf(sub + l, sizeof sub - l, "; total %s%s, max %s%s", t1,
+			         sym ? " (each pair once)" : "", t2, sc.log ? "; log colour scale" : "");
 		} else if (n) {
 			size_t l = strlen(sub);
 			snprintf(sub + l, sizeof sub - l, "; total 0");
@@ -271,7 +312,7 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 		const double vals[3] = { slo, (slo + shi) / 2, shi };
 		for (int q = 0; q < 3; q++) {
 			out_fmt_compact(num, sizeof num, vals[q]);
-			double w = ((double)strlen(num) + (q == 2 && clipped ? 2 : 0)) * 6.6;
+			double w = ((double)strlen(num) + ((q == 2 && sc.clip_hi) || (!q && sc.clip_lo) ? 2 : 0)) * 6.6;
 			if (w > legtext) legtext = w;
 		}
 	}
@@ -342,7 +383,7 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 				double v = out_cell(m, i, j);
 				bool val = isfinite(v) && v != 0;
 				if (val)
-					colour(span > 0 ? (v - slo) / span : 1, col);
+					colour(cscale_t(&sc, v), col);
 				fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
 				        x0 + (double)j * cell, y, cell, cell, val ? col : ZERO_FILL);
 				out_xml_text(f, rlab);
@@ -359,14 +400,14 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 					j++;
 					continue;
 				}
-				colour(span > 0 ? (v - slo) / span : 1, col);
+				colour(cscale_t(&sc, v), col);
 				size_t e = j + 1;
 				while (e < n) {
 					double u = out_cell(m, i, e);
 					char c2[8];
 					if (!isfinite(u) || u == 0)
 						break;
-					colour(span > 0 ? (u - slo) / span : 1, c2);
+					colour(cscale_t(&sc, u), c2);
 					if (strcmp(c2, col))
 						break;
 					e++;
@@ -424,11 +465,11 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#ramp)\" "
 		           "stroke=\"#999999\" stroke-width=\"0.5\"/>\n", legx, y0, legw, legh);
 		/* top of the scale, middle, bottom (one label when equal) */
-		const double vals[3] = { shi, (slo + shi) / 2, slo };
+		const double vals[3] = { shi, sc.log ? sqrt(slo * shi) : (slo + shi) / 2, slo };
 		for (int q = 0; q < (slo < shi ? 3 : 1); q++) {
-			if (q == 0 && clipped) {
-				/* larger cells are drawn in the top colour */
-				snprintf(num, sizeof num, "\xe2\x89\xa5 ");
+			if ((q == 0 && sc.clip_hi) || (q == 2 && sc.clip_lo)) {
+				/* cells beyond are drawn in the end colour: >= N, <= N */
+				snprintf(num, sizeof num, q ? "\xe2\x89\xa4 " : "\xe2\x89\xa5 ");
 				out_fmt_compact(num + 4, sizeof num - 4, vals[q]);
 			} else {
 				out_fmt_compact(num, sizeof num, vals[q]);

@@ -93,6 +93,15 @@ static enum out_sym symmetric_cells(const struct matrix_out *m)
 	return OUT_SYM_YES;
 }
 
+/* The attribute key as a positive finite number, else 0. */
+static double positive_attr(const struct matrix_out *m, const char *key)
+{
+	const char *v = out_attr(m, key);
+	char *e;
+	double x = v && *v ? strtod(v, &e) : 0;
+	return x > 0 && isfinite(x) && !*e ? x : 0;
+}
+
 void out_render(const struct matrix_out *m, struct matrix_render *r)
 {
 	*r = m->render;
@@ -104,12 +113,13 @@ void out_render(const struct matrix_out *m, struct matrix_render *r)
 		const char *cm = out_attr(m, "color_min");
 		r->scale_from = cm && !strcmp(cm, "min") ? OUT_SCALE_FROM_MIN : OUT_SCALE_FROM_ZERO;
 	}
-	const char *cx = out_attr(m, "color_max");
-	if (!(r->scale_max > 0) && cx && *cx) {
-		char *e;
-		double x = strtod(cx, &e);
-		if (!*e && isfinite(x) && x > 0)
-			r->scale_max = x;
+	if (!(r->scale_max > 0))
+		r->scale_max = positive_attr(m, "color_max");
+	if (!(r->scale_min > 0))
+		r->scale_min = positive_attr(m, "color_min");
+	if (r->color_scale == OUT_CSCALE_UNSET) {
+		const char *cs = out_attr(m, "color_scale");
+		r->color_scale = cs && !strcmp(cs, "log") ? OUT_CSCALE_LOG : OUT_CSCALE_LINEAR;
 	}
 	if (!r->row_axis || !r->col_axis) {
 		r->row_axis = out_attr(m, "row_axis");

@@ -833,6 +833,29 @@ static void report_write(struct report *r, struct attrib *at, bool json, FILE *o
 	}
 }
 
+/* The report command's show: the report as text or JSON into a file or
+ * standard output. */
+struct report_out {
+	const char *path;         /* NULL: standard output */
+	bool json;
+};
+
+static int report_to_file(void *arg, const struct report_result *res)
+{
+	const struct report_out *ro = arg;
+	FILE *f = ro->path ? fopen(ro->path, "w") : stdout;
+	if (!f) {
+		ana_err("cannot write %s: %s", ro->path, strerror(errno));
+		return EXIT_BADTRACE;
+	}
+	report_result_write(res, ro->json, f);
+	if (ro->path ? fclose(f) : fflush(f)) {
+		ana_err("cannot write %s: %s", ro->path ? ro->path : "standard output", strerror(errno));
+		return EXIT_BADTRACE;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	const char *path, *v, *out = NULL;
@@ -855,6 +878,19 @@ int cmd_report(int argc, char **argv)
 	}
 	if (bad || id < 0 || cli_trace(&p, &path))
 		return EXIT_USAGE;
+	struct report_out ro = { out, format == 1 };
+	return report_run(path, &o, from_binaries, no_demangle, report_to_file, &ro);
+}
+
+void report_result_write(const struct report_result *res, bool json, FILE *f)
+{
+	struct report r = { .a = res->an, .thr = *res->throttle, .regions = res->regions };
+	report_write(&r, res->at, json, f);
+}
+
+int report_run(const char *path, const struct model_opts *o, bool from_binaries, bool no_demangle,
+               int (*show)(void *arg, const struct report_result *res), void *arg)
+{
 	struct analysis an;
 	struct analysis_hooks hooks;
 	struct attrib_hook ah;
@@ -865,30 +901,14 @@ int cmd_report(int argc, char **argv)
 	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr, &rg };
 	hooks.setup = report_hook_setup;
 	hooks.arg = &rs;
-	int rc = analysis_run_hooks(&an, path, &o, true, &hooks);
-	if (rc) {
-		free(thr.period);
-		attrib_free(ah.a);
-		regions_free(rg.r);
-		analysis_free(&an);
-		return rc;
-	}
-	int status = 0;
-	FILE *f = out ? fopen(out, "w") : stdout;
-	if (!f) {
-		ana_err("cannot write %s: %s", out, strerror(errno));
-		status = EXIT_BADTRACE;
-	} else {
-		struct report r = { .a = &an, .thr = thr, .regions = rg.r };
-		report_write(&r, ah.a, format == 1, f);
-		if (out ? fclose(f) : fflush(f)) {
-			ana_err("cannot write %s: %s", out ? out : "standard output", strerror(errno));
+	int status = analysis_run_hooks(&an, path, o, true, &hooks);
+	if (!status) {
+		struct report_result res = { &an, ah.a, rg.r, &thr };
+		status = show(arg, &res);
+		if (an.damaged) {
+			fprintf(stderr, "commanalyze: %s\n", an.err.msg);
 			status = EXIT_BADTRACE;
 		}
-	}
-	if (an.damaged) {
-		fprintf(stderr, "commanalyze: %s\n", an.err.msg);
-		status = EXIT_BADTRACE;
 	}
 	free(thr.period);
 	attrib_free(ah.a);

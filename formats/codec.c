@@ -42,7 +42,8 @@ struct rd {
 	int ok;
 };
 
-static inline uint64_t get_v(struct rd *r)
+/* The loop for varints of two bytes or more (and for the end of the input). */
+static uint64_t get_v_long(struct rd *r)
 {
 	uint64_t v = 0;
 	for (unsigned shift = 0; shift < 64; shift += 7) {
@@ -61,6 +62,53 @@ static inline uint64_t get_v(struct rd *r)
 	}
 	r->ok = 0;                                  /* 11th byte: overlong */
 	return 0;
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* A varint of 2..8 bytes from one 8-byte load, without a loop: the first
+ * clear continuation bit ends it; the 7-bit groups are then packed
+ * together in three steps (pairs, quads, the two halves).  0 bytes (and v
+ * untouched) when the varint is longer or fewer than 8 bytes are left. */
+static inline size_t get_v_word(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x;
+	if (end - p < 8)
+		return 0;
+	memcpy(&x, p, 8);
+	uint64_t stop = ~x & 0x8080808080808080ull;
+	if (!stop)
+		return 0;
+	unsigned bits = (unsigned)__builtin_ctzll(stop) + 1;   /* 8 x bytes */
+	if (bits < 64)
+		x &= (1ull << bits) - 1;
+	x = (x & 0x007f007f007f007full) | (x & 0x7f007f007f007f00ull) >> 1;
+	x = (x & 0x00003fff00003fffull) | (x & 0x3fff00003fff0000ull) >> 2;
+	x = (x & 0x000000000fffffffull) | (x & 0x0fffffff00000000ull) >> 4;
+	*v = x;
+	return bits / 8;
+}
+#else
+static inline size_t get_v_word(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+	(void)p, (void)end, (void)v;
+	return 0;
+}
+#endif
+
+/* One-byte varints (most deltas of a frame) on a straight path, those up
+ * to 8 bytes from one load, longer ones (and the end of the input) in a
+ * loop. */
+static inline uint64_t get_v(struct rd *r)
+{
+	if (__builtin_expect(r->p < r->end && *r->p < 0x80, 1))
+		return *r->p++;
+	uint64_t v;
+	size_t n = get_v_word(r->p, r->end, &v);
+	if (__builtin_expect(n != 0, 1)) {
+		r->p += n;
+		return v;
+	}
+	return get_v_long(r);
 }
 
 static inline uint32_t get_v32(struct rd *r)
@@ -351,16 +399,77 @@ size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *
 	return (size_t)(o - out);
 }
 
+/* The SAMPLE record (the bulk of every trace): its fields into locals,
+ * checked, then committed to the codec state and to r; nothing is written
+ * when the record is malformed. */
+static inline size_t decode_sample(struct ct_codec *c, const uint8_t *p, const uint8_t *end,
+                                   struct ct_record *r)
+{
+	struct rd d = { p + 1, end, 1 };
+	uint64_t time = get_zz(&d, c->time);
+	uint8_t pres = get_u8(&d);
+	unsigned ka = (pres >> SP_ADDR_SHIFT) & 3, ki;
+	uint64_t ip;
+	if (pres & SP_RESERVED)
+		return 0;
+	if (pres & SP_IP_HIT) {
+		ki = get_u8(&d);
+		if (ki >= IP_SLOTS)
+			return 0;
+		ip = slot_get(c->ip, c->ip_old, ki);
+	} else {
+		ip = get_zz(&d, c->ip);
+		ki = IP_SLOTS - 1;
+	}
+	uint64_t addr = get_zz(&d, slot_get(c->addr, c->addr_old, ka));
+	uint8_t len = c->len, kind = (pres >> SP_KIND_SHIFT) & 3, flags = c->flags;
+	uint32_t cpu = c->cpu, weight = 0;
+	uint64_t period = c->period, data_src = 0;
+	if (pres & SP_LEN)
+		len = get_u8(&d);
+	if (kind == SP_KIND_ESCAPE) {
+		kind = get_u8(&d);
+		if (kind < SP_KIND_ESCAPE)     /* not canonical */
+			return 0;
+	}
+	if (__builtin_expect(pres & SP_EXT, 0)) {
+		uint8_t ext = get_u8(&d);
+		if (ext & ~SX_KNOWN)
+			return 0;
+		if (ext & SX_CPU) cpu = get_v32(&d);
+		if (ext & SX_PERIOD) period = get_v(&d);
+		if (ext & SX_FLAGS) flags = get_u8(&d);
+		if (ext & SX_DATA_SRC) data_src = get_v(&d);
+		if (ext & SX_WEIGHT) weight = get_v32(&d);
+	}
+	if (!d.ok)
+		return 0;
+	c->time = time;
+	slot_use(&c->ip, c->ip_old, ki, ip);
+	slot_use(&c->addr, c->addr_old, ka, addr);
+	c->len = len;
+	c->kind = kind;
+	c->cpu = cpu;
+	c->period = period;
+	c->flags = flags;
+	r->type = CT_REC_SAMPLE;
+	r->time = time;
+	r->u.sample = (struct ct_sample){ .ip = ip, .addr = addr, .period = period,
+		.data_src = data_src, .weight = weight, .cpu = cpu, .len = len, .kind = kind,
+		.flags = flags };
+	return (size_t)(d.p - p);
+}
+
 size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end,
                         struct ct_record *r)
 {
-	struct rd d = { p, end, 1 };
-	struct ct_codec n = *c;       /* committed only on success */
-	uint32_t thread = r->thread;
-
 	if (p >= end)
 		return 0;
-	r->thread = thread;
+	if (__builtin_expect(*p == CT_REC_SAMPLE, 1))
+		return decode_sample(c, p, end, r);
+
+	struct rd d = { p, end, 1 };
+	struct ct_codec n = *c;       /* committed only on success */
 	r->type = get_u8(&d);
 	r->time = get_zz(&d, n.time);
 	n.time = r->time;
@@ -368,49 +477,6 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 	/* Only the member of the union that the type uses is written (all of
 	 * it, zeros where the encoding leaves a field out). */
 	switch (r->type) {
-	case CT_REC_SAMPLE: {
-		struct ct_sample *s = &r->u.sample;
-		memset(s, 0, sizeof *s);
-		uint8_t pres = get_u8(&d);
-		unsigned ka = (pres >> SP_ADDR_SHIFT) & 3, ki;
-		if (pres & SP_RESERVED)
-			return 0;
-		if (pres & SP_IP_HIT) {
-			ki = get_u8(&d);
-			if (ki >= IP_SLOTS)
-				return 0;
-			s->ip = slot_get(n.ip, n.ip_old, ki);
-		} else {
-			s->ip = get_zz(&d, n.ip);
-			ki = IP_SLOTS - 1;
-		}
-		s->addr = get_zz(&d, slot_get(n.addr, n.addr_old, ka));
-		slot_use(&n.ip, n.ip_old, ki, s->ip);
-		slot_use(&n.addr, n.addr_old, ka, s->addr);
-		if (pres & SP_LEN) n.len = get_u8(&d);
-		n.kind = (pres >> SP_KIND_SHIFT) & 3;
-		if (n.kind == SP_KIND_ESCAPE) {
-			n.kind = get_u8(&d);
-			if (n.kind < SP_KIND_ESCAPE)     /* not canonical */
-				return 0;
-		}
-		if (pres & SP_EXT) {
-			uint8_t ext = get_u8(&d);
-			if (ext & ~SX_KNOWN)
-				return 0;
-			if (ext & SX_CPU) n.cpu = get_v32(&d);
-			if (ext & SX_PERIOD) n.period = get_v(&d);
-			if (ext & SX_FLAGS) n.flags = get_u8(&d);
-			if (ext & SX_DATA_SRC) s->data_src = get_v(&d);
-			if (ext & SX_WEIGHT) s->weight = get_v32(&d);
-		}
-		s->cpu = n.cpu;
-		s->period = n.period;
-		s->len = n.len;
-		s->kind = n.kind;
-		s->flags = n.flags;
-		break;
-	}
 	case CT_REC_WP_ARM: {
 		struct ct_wp_arm *a = &r->u.arm;
 		memset(a, 0, sizeof *a);

@@ -468,6 +468,10 @@ struct ct_cursor *ct_cursor_thread(struct ct_trace *t, size_t i);
 /* All threads merged in (time, thread index, stream order) order, with one
  * decoded frame per thread in memory at a time. */
 struct ct_cursor *ct_cursor_merged(struct ct_trace *t);
+/* The same records in the same order, with frames decompressed and decoded
+ * ahead by jobs - 1 worker threads (jobs <= 1: ct_cursor_merged).  Holds up
+ * to min(2 x threads, 8 x jobs) decoded frames. */
+struct ct_cursor *ct_cursor_merged_jobs(struct ct_trace *t, unsigned jobs);
 int ct_cursor_next(struct ct_cursor *c, struct ct_record *r, struct ct_error *err);
 void ct_cursor_free(struct ct_cursor *c);
 

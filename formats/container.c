@@ -244,6 +244,44 @@ bool cti_role_takes_section(enum role role, uint16_t kind)
 	}
 }
 
+void cti_iter_init(struct frame_iter *it, const struct src *s, size_t off, enum role role)
+{
+	*it = (struct frame_iter){ .base = s->map, .total = s->size, .off = off, .next = off,
+	                           .role = role };
+}
+
+int cti_iter_next(struct frame_iter *it, struct frame_item *item, char *why, size_t whycap)
+{
+	struct frame_scan *f = &item->f;
+	it->off = it->next;
+	int rc = cti_scan_frame(it->base, it->total, it->off, f, why, whycap);
+	if (rc <= 0)
+		return rc;
+	if (f->what == FR_SECTION && !cti_role_takes_section(it->role, f->kind)) {
+		item->what = FI_SKIP;
+	} else if (f->what == FR_SECTION && f->kind == CT_SEC_THREAD) {
+		if (ct_thread_info_decode(f->payload, f->plen, &item->ti) < 0) {
+			snprintf(why, whycap, "THREAD section of %zu bytes is too short", f->plen);
+			return -1;
+		}
+		item->ti.name[sizeof item->ti.name - 1] = 0;
+		it->in_thread = true;
+		item->what = FI_THREAD;
+	} else if (f->what == FR_SECTION) {
+		item->what = FI_SECTION;
+	} else if (f->what == FR_DATA) {
+		if (!it->in_thread) {
+			snprintf(why, whycap, "data frame before any THREAD section");
+			return -1;
+		}
+		item->what = FI_DATA;
+	} else {
+		item->what = FI_SKIP;
+	}
+	it->next = it->off + (size_t)f->size;
+	return 1;
+}
+
 /* ---- spool directory listing -------------------------------------------------------- */
 
 static int cmp_tfile(const void *a, const void *b)

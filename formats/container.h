@@ -72,6 +72,30 @@ int cti_load_frame(ZSTD_DCtx *dctx, const uint8_t *src, uint64_t size, uint32_t 
 enum role { ROLE_TRACE, ROLE_META, ROLE_THREAD };
 bool cti_role_takes_section(enum role role, uint16_t kind);
 
+/* Walking the frames of a file as its role allows: the one loop that the
+ * reader (which indexes the frames) and the join (which copies them) share.
+ * FI_SKIP: a section the role does not take, or a foreign skippable frame;
+ * FI_THREAD: a THREAD section (item->ti decoded); FI_SECTION: any other
+ * section the role takes; FI_DATA: a data frame (after a THREAD section). */
+enum { FI_SKIP, FI_THREAD, FI_SECTION, FI_DATA };
+struct frame_iter {
+	const uint8_t *base;
+	size_t total;
+	size_t off;             /* where the frame last returned (or refused) starts */
+	size_t next;
+	enum role role;
+	bool in_thread;         /* a THREAD section came before */
+};
+struct frame_item {
+	int what;               /* FI_* */
+	struct frame_scan f;
+	struct ct_thread_info ti;
+};
+void cti_iter_init(struct frame_iter *it, const struct src *s, size_t off, enum role role);
+/* The next frame: 1 with *item, 0 at the end of the file, -1 with why when
+ * the frame at it->off is damaged or out of place (the walk ends there). */
+int cti_iter_next(struct frame_iter *it, struct frame_item *item, char *why, size_t whycap);
+
 /* ---- spool directory ---- */
 
 struct tfile {

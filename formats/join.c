@@ -135,42 +135,29 @@ static int join_file(struct jstate *j, struct jout *o, const struct src *s, size
 	char why[256];
 	long cur = -1;
 	size_t run = off, run_end = off;        /* pending bytes to copy */
-	for (;;) {
-		struct frame_scan f;
-		int rc = cti_scan_frame(s->map, s->size, off, &f, why, sizeof why);
-		if (rc == 0)
-			break;
-		if (rc < 0) {
-			jdamage(j, s->path, off, why, s->size - off);
-			break;
-		}
+	struct frame_iter it;
+	struct frame_item fi;
+	int rc;
+	cti_iter_init(&it, s, off, role);
+	while ((rc = cti_iter_next(&it, &fi, why, sizeof why)) > 0) {
+		const struct frame_scan *f = &fi.f;
 		bool take = false;
-		if (f.what == FR_SECTION && f.kind == CT_SEC_COUNTS && role == ROLE_THREAD) {
+		off = it.off;
+		if (f->what == FR_SECTION && f->kind == CT_SEC_COUNTS && role == ROLE_THREAD) {
 			if (cur >= 0)
-				add_counts(&j->st[cur], f.payload, f.plen);
-		} else if (f.what == FR_SECTION && !cti_role_takes_section(role, f.kind)) {
-			/* skipped */
-		} else if (f.what == FR_SECTION && f.kind == CT_SEC_THREAD) {
-			struct ct_thread_info ti;
-			if (ct_thread_info_decode(f.payload, f.plen, &ti) < 0) {
-				jdamage(j, s->path, off, "THREAD section too short", s->size - off);
-				break;
-			}
+				add_counts(&j->st[cur], f->payload, f->plen);
+		} else if (fi.what == FI_THREAD) {
 			if (cti_grow((void **)&j->st, &j->stcap, j->nst + 1, sizeof *j->st) < 0)
 				return -1;
-			j->st[j->nst] = (struct tstat){ .index = ti.index, .segments = 1 };
+			j->st[j->nst] = (struct tstat){ .index = fi.ti.index, .segments = 1 };
 			cur = (long)j->nst++;
 			take = true;
-		} else if (f.what == FR_SECTION) {
+		} else if (fi.what == FI_SECTION) {
 			take = true;
-		} else if (f.what == FR_DATA) {
+		} else if (fi.what == FI_DATA) {
 			const uint8_t *p, *end;
 			uint32_t count;
-			if (cur < 0) {
-				jdamage(j, s->path, off, "data frame before any THREAD section", s->size - off);
-				break;
-			}
-			if (cti_load_frame(j->dctx, s->map + off, f.size, (uint32_t)f.content, &j->buf, &j->bufcap,
+			if (cti_load_frame(j->dctx, s->map + off, f->size, (uint32_t)f->content, &j->buf, &j->bufcap,
 			               &p, &end, &count, why, sizeof why) < 0) {
 				jdamage(j, s->path, off, why, s->size - off);
 				break;
@@ -202,10 +189,12 @@ static int join_file(struct jstate *j, struct jout *o, const struct src *s, size
 			jwrite(o, s->map + run, run_end - run);
 			run = off;
 		}
-		off += (size_t)f.size;
+		off += (size_t)f->size;
 		if (take)
 			run_end = off;
 	}
+	if (rc < 0)
+		jdamage(j, s->path, it.off, why, s->size - it.off);
 	jwrite(o, s->map + run, run_end - run);
 	return 0;
 }

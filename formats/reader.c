@@ -7,6 +7,8 @@
  * data) and builds a per-thread list of frame offsets plus the table of
  * metadata sections.  Cursors decompress one frame per thread at a time. */
 #include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,44 +137,28 @@ static int index_source(struct ct_trace *t, uint32_t si, size_t off, enum role r
 	struct src *s = &t->src[si];
 	long slot = -1;
 	char why[256];
-	for (;;) {
-		struct frame_scan f;
-		int rc = cti_scan_frame(s->map, s->size, off, &f, why, sizeof why);
-		if (rc == 0)
-			break;
-		if (rc < 0) {
-			add_damage(t, s->path, off, why);
-			break;
-		}
-		if (f.what == FR_SECTION && !cti_role_takes_section(role, f.kind)) {
-			/* skipped */
-		} else if (f.what == FR_SECTION && f.kind == CT_SEC_THREAD) {
-			struct ct_thread_info ti;
-			if (ct_thread_info_decode(f.payload, f.plen, &ti) < 0) {
-				snprintf(why, sizeof why, "THREAD section of %zu bytes is too short", f.plen);
-				add_damage(t, s->path, off, why);
-				break;
-			}
-			ti.name[sizeof ti.name - 1] = 0;
-			slot = thread_slot(t, &ti);
-			if (slot < 0)
+	struct frame_iter it;
+	struct frame_item fi;
+	int rc;
+	cti_iter_init(&it, s, off, role);
+	while ((rc = cti_iter_next(&it, &fi, why, sizeof why)) > 0) {
+		const struct frame_scan *f = &fi.f;
+		if (fi.what == FI_THREAD) {
+			if ((slot = thread_slot(t, &fi.ti)) < 0)
 				goto oom;
-		} else if (f.what == FR_SECTION) {
-			if (add_section(t, f.kind, f.payload, f.plen) < 0)
+		} else if (fi.what == FI_SECTION) {
+			if (add_section(t, f->kind, f->payload, f->plen) < 0)
 				goto oom;
-		} else if (f.what == FR_DATA) {
-			if (slot < 0) {
-				add_damage(t, s->path, off, "data frame before any THREAD section");
-				break;
-			}
+		} else if (fi.what == FI_DATA) {
 			struct thr *th = &t->thr[slot];
 			if (cti_grow((void **)&th->f, &th->cap, th->n + 1, sizeof *th->f) < 0)
 				goto oom;
-			th->f[th->n++] = (struct frame_ref){ si, (uint32_t)f.content, off, f.size };
+			th->f[th->n++] = (struct frame_ref){ si, (uint32_t)f->content, it.off, f->size };
 		}
-		off += (size_t)f.size;
 	}
-	s->valid_end = off;
+	if (rc < 0)
+		add_damage(t, s->path, it.off, why);
+	s->valid_end = it.off;
 	return 0;
 oom:
 	cti_seterr(err, "%s: out of memory", s->path);
@@ -391,6 +377,9 @@ bool ct_trace_meta(const struct ct_trace *t, enum ct_section kind, const char *k
 
 /* ---- cursors ---------------------------------------------------------------------------- */
 
+struct dframe;
+struct par;
+
 struct tcur {
 	struct ct_trace *t;
 	size_t slot;
@@ -401,9 +390,13 @@ struct tcur {
 	uint32_t left, nrec;
 	struct ct_codec codec;
 	ZSTD_DCtx *dctx;        /* shared */
+	struct par *par;        /* merged with decoding workers, else NULL */
+	struct dframe *cur;     /* the decoded frame k - 1 being merged, or NULL */
+	struct dframe *ahead;   /* frame k, requested from the workers, or NULL */
 };
 
 struct ct_cursor {
+	struct par *par;        /* decoding workers (ct_cursor_merged_jobs), or NULL */
 	struct ct_trace *t;
 	ZSTD_DCtx *dctx;
 	bool merged, started;
@@ -412,9 +405,251 @@ struct ct_cursor {
 	struct tcur one;        /* per-thread cursor */
 	size_t nsub;
 	struct tcur *sub;       /* merged: one per thread */
-	struct ct_record *head; /* merged: the next record of each thread */
+	struct ct_record *head; /* merged: room for the next record of each thread */
+	const struct ct_record **next; /* merged: it (in head or in a decoded frame) */
+	uint64_t *key;          /* merged: its time */
 	size_t *heap, nheap;
 };
+
+/* ---- frames decoded ahead by worker threads ----------------------------------
+ *
+ * A merged cursor with workers (ct_cursor_merged_jobs) keeps a pool of
+ * decoded frames (struct dframe: every record of one frame, decoded).  When
+ * a thread's cursor starts on frame k it asks for frame k + 1 if a pool
+ * entry is free; a worker decompresses and decodes it meanwhile.  When the
+ * merge reaches a frame that no one has started yet, the merging thread
+ * decodes it itself; a frame that was never requested (the pool was in use)
+ * is read record by record as without workers.  The records, their order
+ * and the errors are the same as without workers: each frame is decoded
+ * from a reset codec state by the same decoder either way, and a frame's
+ * error is reported after the records before it, as the serial path does. */
+
+enum { DF_FREE, DF_QUEUED, DF_BUSY, DF_DONE };
+
+/* A decoded frame holds its records packed: each one's bytes up to the end
+ * of the union member its type uses (rec_bytes), a sample in 64 bytes
+ * instead of the whole struct's 152 (the memory traffic of decoding ahead). */
+struct dframe {
+	int state;
+	uint64_t seq;           /* request order: workers take the oldest */
+	size_t slot, k;         /* thread slot, frame index */
+	uint8_t *rec;
+	size_t used, cap, pos;  /* bytes of records, room, next to merge */
+	bool bad;               /* the frame fails after its records: why */
+	char why[200];
+};
+
+#define MEMBER_BYTES(m) (offsetof(struct ct_record, u) + sizeof ((struct ct_record *)0)->u.m)
+static const uint8_t rec_member_bytes[CT_REC_TYPE_MAX + 1] = {
+	[CT_REC_SAMPLE] = MEMBER_BYTES(sample), [CT_REC_WP_ARM] = MEMBER_BYTES(arm),
+	[CT_REC_WP_HIT] = MEMBER_BYTES(hit), [CT_REC_ALLOC] = MEMBER_BYTES(alloc),
+	[CT_REC_FREE] = MEMBER_BYTES(free), [CT_REC_CALLSITE] = MEMBER_BYTES(callsite),
+	[CT_REC_THREAD_START] = MEMBER_BYTES(start), [CT_REC_THREAD_END] = MEMBER_BYTES(end),
+	[CT_REC_MARKER] = MEMBER_BYTES(marker), [CT_REC_LOST] = MEMBER_BYTES(lost),
+	[CT_REC_FUNC_ENTER] = MEMBER_BYTES(func), [CT_REC_FUNC_EXIT] = MEMBER_BYTES(func),
+	[CT_REC_SKIPPED] = MEMBER_BYTES(skipped),
+};
+
+/* The bytes of a decoded record of this type, a multiple of the struct's
+ * alignment so that the next one starts aligned. */
+static inline size_t rec_bytes(unsigned type)
+{
+	size_t a = _Alignof(struct ct_record);
+	return ((size_t)rec_member_bytes[type] + a - 1) / a * a;
+}
+
+struct par {
+	struct ct_trace *t;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_work, cv_done;
+	struct dframe *pool;
+	size_t npool;
+	uint64_t seq;
+	bool stop;
+	pthread_t *th;
+	unsigned nth;
+	uint8_t *buf;           /* the merging thread's scratch (claimed frames) */
+	size_t bufcap;
+};
+
+/* Decompress and decode frame k of thread slot into d (d->bad with why
+ * when it is damaged, after the records that decoded). */
+static void decode_frame(const struct ct_trace *t, ZSTD_DCtx *dctx, uint8_t **buf,
+                         size_t *bufcap, struct dframe *d)
+{
+	const struct thr *th = &t->thr[d->slot];
+	const struct frame_ref *fr = &th->f[d->k];
+	const uint8_t *p, *end;
+	uint32_t count;
+	d->used = 0;
+	d->bad = false;
+	if (cti_load_frame(dctx, t->src[fr->src].map + fr->off, fr->size, fr->content, buf, bufcap,
+	                   &p, &end, &count, d->why, sizeof d->why) < 0) {
+		d->bad = true;
+		return;
+	}
+	struct ct_codec codec;
+	ct_codec_reset(&codec);
+	for (uint32_t i = 0; i < count; i++) {
+		if (d->cap - d->used < sizeof(struct ct_record) &&
+		    cti_grow((void **)&d->rec, &d->cap, d->used + sizeof(struct ct_record), 1) < 0) {
+			snprintf(d->why, sizeof d->why, "out of memory");
+			d->bad = true;
+			return;
+		}
+		/* the decoder writes the type's member only: the record ends there */
+		struct ct_record *r = (struct ct_record *)(void *)(d->rec + d->used);
+		size_t n = ct_decode_record(&codec, p, end, r);
+		if (n == 0) {
+			snprintf(d->why, sizeof d->why, "record %u of %u: malformed (type %u)", i,
+			         count, p < end ? *p : 0);
+			d->bad = true;
+			return;
+		}
+		r->thread = th->info.index;
+		d->used += rec_bytes(r->type);
+		p += n;
+	}
+	if (p != end) {
+		snprintf(d->why, sizeof d->why, "%zu bytes after the last of %u records",
+		         (size_t)(end - p), count);
+		d->bad = true;
+	}
+}
+
+static void *par_worker(void *arg)
+{
+	struct par *w = arg;
+	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	uint8_t *buf = NULL;
+	size_t bufcap = 0;
+	pthread_mutex_lock(&w->mu);
+	while (dctx) {
+		struct dframe *d = NULL;
+		for (size_t i = 0; i < w->npool; i++)
+			if (w->pool[i].state == DF_QUEUED && (!d || w->pool[i].seq < d->seq))
+				d = &w->pool[i];
+		if (!d) {
+			if (w->stop)
+				break;
+			pthread_cond_wait(&w->cv_work, &w->mu);
+			continue;
+		}
+		d->state = DF_BUSY;
+		pthread_mutex_unlock(&w->mu);
+		decode_frame(w->t, dctx, &buf, &bufcap, d);
+		pthread_mutex_lock(&w->mu);
+		d->state = DF_DONE;
+		pthread_cond_broadcast(&w->cv_done);
+	}
+	pthread_mutex_unlock(&w->mu);
+	free(buf);
+	ZSTD_freeDCtx(dctx);
+	return NULL;
+}
+
+/* Ask for frame k of c's thread if there is one and a pool entry is free. */
+static void par_request(struct tcur *c, size_t k)
+{
+	struct par *w = c->par;
+	if (k >= c->t->thr[c->slot].n)
+		return;
+	pthread_mutex_lock(&w->mu);
+	for (size_t i = 0; i < w->npool; i++)
+		if (w->pool[i].state == DF_FREE) {
+			struct dframe *d = &w->pool[i];
+			d->state = DF_QUEUED;
+			d->seq = w->seq++;
+			d->slot = c->slot;
+			d->k = k;
+			d->pos = 0;
+			c->ahead = d;
+			pthread_cond_signal(&w->cv_work);
+			break;
+		}
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* c's requested frame, decoded: by this thread if no worker has started
+ * it, else when its worker is done. */
+static struct dframe *par_take(struct tcur *c)
+{
+	struct par *w = c->par;
+	struct dframe *d = c->ahead;
+	c->ahead = NULL;
+	pthread_mutex_lock(&w->mu);
+	if (d->state == DF_QUEUED) {
+		d->state = DF_BUSY;
+		pthread_mutex_unlock(&w->mu);
+		decode_frame(w->t, c->dctx, &w->buf, &w->bufcap, d);
+		pthread_mutex_lock(&w->mu);
+		d->state = DF_DONE;
+	}
+	while (d->state != DF_DONE)
+		pthread_cond_wait(&w->cv_done, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+	return d;
+}
+
+static void par_release(struct par *w, struct dframe *d)
+{
+	pthread_mutex_lock(&w->mu);
+	d->state = DF_FREE;
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void par_free(struct par *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_broadcast(&w->cv_work);
+	pthread_mutex_unlock(&w->mu);
+	for (unsigned i = 0; i < w->nth; i++)
+		pthread_join(w->th[i], NULL);
+	for (size_t i = 0; i < w->npool; i++)
+		free(w->pool[i].rec);
+	pthread_cond_destroy(&w->cv_done);
+	pthread_cond_destroy(&w->cv_work);
+	pthread_mutex_destroy(&w->mu);
+	free(w->pool);
+	free(w->th);
+	free(w->buf);
+	free(w);
+}
+
+/* Pool entries: two frames per thread (the one merged, the next), at most
+ * PAR_POOL_PER_JOB per decoding thread: the memory is the pool's frames. */
+#define PAR_POOL_PER_JOB 8
+
+static struct par *par_new(struct ct_trace *t, unsigned jobs)
+{
+	struct par *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	w->t = t;
+	w->npool = 2 * t->nthr;
+	if (w->npool > (size_t)PAR_POOL_PER_JOB * jobs)
+		w->npool = (size_t)PAR_POOL_PER_JOB * jobs;
+	w->pool = calloc(w->npool ? w->npool : 1, sizeof *w->pool);
+	w->th = calloc(jobs, sizeof *w->th);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv_work, NULL);
+	pthread_cond_init(&w->cv_done, NULL);
+	if (!w->pool || !w->th) {
+		par_free(w);
+		return NULL;
+	}
+	/* jobs - 1 workers (the merging thread decodes too: par_take), no more
+	 * than there are pool entries to decode into */
+	for (unsigned i = 0; i + 1 < jobs && i < w->npool; i++) {
+		if (pthread_create(&w->th[w->nth], NULL, par_worker, w) != 0)
+			break;
+		w->nth++;
+	}
+	return w;
+}
 
 static int tcur_fail(struct tcur *c, size_t k, const char *why, struct ct_error *err)
 {
@@ -427,12 +662,66 @@ static int tcur_fail(struct tcur *c, size_t k, const char *why, struct ct_error 
 	return -1;
 }
 
-static int tcur_next(struct tcur *c, struct ct_record *r, struct ct_error *err)
+/* *r = *h, the bytes that h's type uses (a sample's: a third of the whole
+ * record); h may be packed in a decoded frame. */
+static inline void copy_record(struct ct_record *r, const struct ct_record *h)
+{
+	if (h->type == CT_REC_SAMPLE)      /* a constant size: copied inline */
+		memcpy(r, h, MEMBER_BYTES(sample));
+	else
+		memcpy(r, h, rec_bytes(h->type));
+}
+
+/* The next frame of c (k): decoded ahead (c->cur) or loaded to be read
+ * record by record; with workers, the one after it is requested.  0, or -1
+ * on damage. */
+static int tcur_load(struct tcur *c, struct ct_error *err)
 {
 	const struct thr *th = &c->t->thr[c->slot];
 	char why[256];
-	while (c->left == 0) {
-		if (c->p != c->end) {
+	if (c->ahead) {
+		c->cur = par_take(c);
+	} else {
+		const struct frame_ref *fr = &th->f[c->k];
+		const struct src *s = &c->t->src[fr->src];
+		if (cti_load_frame(c->dctx, s->map + fr->off, fr->size, fr->content, &c->buf, &c->bufcap,
+		                   &c->p, &c->end, &c->left, why, sizeof why) < 0)
+			return tcur_fail(c, c->k, why, err);
+		c->nrec = c->left;
+		ct_codec_reset(&c->codec);
+	}
+	c->k++;
+	if (c->par)
+		par_request(c, c->k);
+	return 0;
+}
+
+/* The next record of c: *out points to it, in a decoded frame (valid until
+ * the next call) or decoded into *r.  1, 0 at the end, -1 on damage. */
+static int tcur_next(struct tcur *c, struct ct_record *r, const struct ct_record **out,
+                     struct ct_error *err)
+{
+	const struct thr *th = &c->t->thr[c->slot];
+	char why[256];
+	*out = r;
+	for (;;) {
+		if (c->cur) {
+			struct dframe *d = c->cur;
+			if (d->pos < d->used) {
+				const struct ct_record *h = (const void *)(d->rec + d->pos);
+				*out = h;
+				d->pos += rec_bytes(h->type);
+				return 1;
+			}
+			if (d->bad) {
+				snprintf(why, sizeof why, "%s", d->why);
+				return tcur_fail(c, c->k - 1, why, err);
+			}
+			par_release(c->par, d);
+			c->cur = NULL;
+		} else if (c->left) {
+			break;
+		} else if (c->p != c->end) {
 			snprintf(why, sizeof why, "%zu bytes after the last of %u records",
 			         (size_t)(c->end - c->p), c->nrec);
 			return tcur_fail(c, c->k - 1, why, err);
@@ -443,14 +732,8 @@ static int tcur_next(struct tcur *c, struct ct_record *r, struct ct_error *err)
 			c->bufcap = 0;
 			return 0;
 		}
-		const struct frame_ref *fr = &th->f[c->k];
-		const struct src *s = &c->t->src[fr->src];
-		if (cti_load_frame(c->dctx, s->map + fr->off, fr->size, fr->content, &c->buf, &c->bufcap,
-		               &c->p, &c->end, &c->left, why, sizeof why) < 0)
-			return tcur_fail(c, c->k, why, err);
-		c->nrec = c->left;
-		ct_codec_reset(&c->codec);
-		c->k++;
+		if (tcur_load(c, err) < 0)
+			return -1;
 	}
 	size_t n = ct_decode_record(&c->codec, c->p, c->end, r);
 	if (n == 0) {
@@ -491,22 +774,35 @@ struct ct_cursor *ct_cursor_thread(struct ct_trace *t, size_t i)
 
 struct ct_cursor *ct_cursor_merged(struct ct_trace *t)
 {
+	return ct_cursor_merged_jobs(t, 1);
+}
+
+struct ct_cursor *ct_cursor_merged_jobs(struct ct_trace *t, unsigned jobs)
+{
 	struct ct_cursor *c = cursor_new(t);
 	if (!c)
 		return NULL;
+	if (jobs > 1 && t->nthr && !(c->par = par_new(t, jobs))) {
+		ct_cursor_free(c);
+		return NULL;
+	}
 	c->merged = true;
 	c->nsub = t->nthr;
 	if (t->nthr) {
 		c->sub = calloc(t->nthr, sizeof *c->sub);
 		c->head = calloc(t->nthr, sizeof *c->head);
+		c->next = calloc(t->nthr, sizeof *c->next);
 		c->heap = calloc(t->nthr, sizeof *c->heap);
-		if (!c->sub || !c->head || !c->heap) {
+		c->key = calloc(t->nthr, sizeof *c->key);
+		if (!c->sub || !c->head || !c->next || !c->heap || !c->key) {
 			ct_cursor_free(c);
 			return NULL;
 		}
 	}
 	for (size_t i = 0; i < t->nthr; i++)
-		c->sub[i] = (struct tcur){ .t = t, .slot = i, .dctx = c->dctx };
+		c->sub[i] = (struct tcur){ .t = t, .slot = i, .dctx = c->dctx, .par = c->par };
+	for (size_t i = 0; c->par && i < t->nthr; i++)
+		par_request(&c->sub[i], 0);     /* the first frames, while the pool lasts */
 	return c;
 }
 
@@ -519,17 +815,22 @@ void ct_cursor_free(struct ct_cursor *c)
 		free(c->sub[i].buf);
 	free(c->sub);
 	free(c->head);
+	free(c->next);
 	free(c->heap);
+	free(c->key);
+	par_free(c->par);
 	ZSTD_freeDCtx(c->dctx);
 	free(c);
 }
 
-/* heap order: time, then thread slot (slots are in thread index order) */
+/* heap order: time, then thread slot (slots are in thread index order);
+ * the times in their own array (key), away from the records */
 static bool before(const struct ct_cursor *c, size_t a, size_t b)
 {
-	uint64_t ta = c->head[a].time, tb = c->head[b].time;
+	uint64_t ta = c->key[a], tb = c->key[b];
 	return ta < tb || (ta == tb && a < b);
 }
+
 
 static void sift_down(struct ct_cursor *c, size_t i)
 {
@@ -567,7 +868,10 @@ int ct_cursor_next(struct ct_cursor *c, struct ct_record *r, struct ct_error *er
 		return -1;
 	}
 	if (!c->merged) {
-		int rc = tcur_next(&c->one, r, &c->ferr);
+		const struct ct_record *h;
+		int rc = tcur_next(&c->one, r, &h, &c->ferr);
+		if (rc > 0 && h != r)
+			copy_record(r, h);
 		if (rc < 0) {
 			c->failed = 1;
 			if (err)
@@ -578,7 +882,7 @@ int ct_cursor_next(struct ct_cursor *c, struct ct_record *r, struct ct_error *er
 	if (!c->started) {
 		c->started = true;
 		for (size_t i = 0; i < c->nsub; i++) {
-			int rc = tcur_next(&c->sub[i], &c->head[i], &c->ferr);
+			int rc = tcur_next(&c->sub[i], &c->head[i], &c->next[i], &c->ferr);
 			if (rc < 0) {
 				c->failed = 1;
 				if (err)
@@ -586,6 +890,7 @@ int ct_cursor_next(struct ct_cursor *c, struct ct_record *r, struct ct_error *er
 				return -1;
 			}
 			if (rc > 0) {
+				c->key[i] = c->next[i]->time;
 				c->heap[c->nheap++] = i;
 				sift_up(c, c->nheap - 1);
 			}
@@ -594,9 +899,10 @@ int ct_cursor_next(struct ct_cursor *c, struct ct_record *r, struct ct_error *er
 	if (c->nheap == 0)
 		return 0;
 	size_t top = c->heap[0];
-	*r = c->head[top];
-	int rc = tcur_next(&c->sub[top], &c->head[top], &c->ferr);
+	copy_record(r, c->next[top]);
+	int rc = tcur_next(&c->sub[top], &c->head[top], &c->next[top], &c->ferr);
 	if (rc > 0) {
+		c->key[top] = c->next[top]->time;
 		sift_down(c, 0);
 	} else {
 		c->heap[0] = c->heap[--c->nheap];

@@ -1,5 +1,7 @@
-/* DWARF into a symbol table module, with libdwarf (the 2021 API: dwarf_init_b,
- * dwarf_next_cu_header_d, dwarf_srclines_b).  Reads, per compilation unit:
+/* DWARF into a symbol table module, with libdwarf (dwarf_init_b,
+ * dwarf_next_cu_header_d, dwarf_srclines_b: in the pre-0.1 API of Debian
+ * 12's 20210528 and in the 0.x/2.x API of newer distributions, see
+ * dwarf_open below).  Reads, per compilation unit:
  *   - the line table (all rows, or only the rows covering given addresses),
  *   - functions with an address range (static ones a stripped .symtab lost),
  *   - variables at a fixed address (DW_OP_addr), globals and function
@@ -21,6 +23,31 @@
 #include <Zydis/Zydis.h>
 
 #include "symtab.h"
+
+/* The two APIs differ, for what we use, in dwarf_init_b (an access mode
+ * before the group number before 0.1) and dwarf_finish (an error pointer
+ * before 0.1).  Chosen at compile time: 0.x and later define
+ * DW_LIBDWARF_VERSION_MAJOR and no longer DW_DLC_READ. */
+#if defined(DW_LIBDWARF_VERSION_MAJOR) || !defined(DW_DLC_READ)
+static int dwarf_open(int fd, Dwarf_Debug *dbg, Dwarf_Error *e)
+{
+	return dwarf_init_b(fd, DW_GROUPNUMBER_ANY, NULL, NULL, dbg, e);
+}
+static void dwarf_close(Dwarf_Debug dbg)
+{
+	dwarf_finish(dbg);
+}
+#else
+static int dwarf_open(int fd, Dwarf_Debug *dbg, Dwarf_Error *e)
+{
+	return dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, dbg, e);
+}
+static void dwarf_close(Dwarf_Debug dbg)
+{
+	Dwarf_Error e = NULL;
+	dwarf_finish(dbg, &e);
+}
+#endif
 
 #define DIE_DEPTH_MAX 64
 #define TYPE_DEPTH_MAX 24
@@ -1074,7 +1101,7 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 	}
 	struct dw d = { .m = m, .ips = ips };
 	Dwarf_Error e = NULL;
-	if (dwarf_init_b(fd, DW_DLC_READ, DW_GROUPNUMBER_ANY, NULL, NULL, &d.dbg, &e) != DW_DLV_OK) {
+	if (dwarf_open(fd, &d.dbg, &e) != DW_DLV_OK) {
 		snprintf(note, notecap, "DWARF unreadable");
 		if (e)
 			dwarf_dealloc_error(NULL, e);
@@ -1105,7 +1132,7 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 	for (size_t i = 0; d.si && i < d.si->nsites && !d.oom; i++)
 		infer_site(&d, d.si->sites[i]);
 	sites_free(d.si);
-	dwarf_finish(d.dbg, &e);
+	dwarf_close(d.dbg);
 	close(fd);
 	free(d.memo);
 	free(d.fmap);

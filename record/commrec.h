@@ -16,6 +16,7 @@
 
 #include "rtconfig.h"
 #include "wp_probe.h"
+#include "switch_probe.h"
 
 /* Exit statuses of commrec itself (otherwise it returns the program's). */
 #define REC_EXIT_FAILED CT_EXIT_RECORD_FAILED  /* 125: could not record */
@@ -61,6 +62,10 @@ struct rec_opts {
 	const char *sampler_used;    /* resolved: pebs ibs soft inst */
 	char sampler_reason[1024];
 	struct wp_probe wp_probe;    /* do watchpoints work here (wp_probe.h) */
+	struct switch_probe soft_probe; /* soft: what perf events cost per switch (switch_probe.h) */
+	bool soft_probed;            /* soft_probe was run (not COMMTRACE_SOFT_TIMER) */
+	bool soft_timer;             /* soft: POSIX CPU-time timers, not perf events */
+	char soft_path_reason[256];  /* soft: why that path (CONFIG soft_path_reason) */
 	int wp_available;            /* debug registers that open and fire here, 0..4 */
 	int wp_used;                 /* watchpoints passed to the runtime */
 	bool wp_soft;                /* they are software watchpoints (inst) */
@@ -88,8 +93,9 @@ void rec_info(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 bool rec_sampler_works(const char *name, char *why, size_t cap);
 void rec_list_samplers(void);
 /* Fill o->sampler_used, sampler_reason, period_used (the floor applied),
- * period_unit, throttle_share, and from the watchpoint probe wp_probe,
- * wp_available and wp_used; 0 or -1 with a message printed. */
+ * period_unit, throttle_share, from the watchpoint probe wp_probe,
+ * wp_available and wp_used, and for soft the path (soft_timer: by
+ * COMMTRACE_SOFT_TIMER, perf events with -c, else by soft_probe); 0 or -1 with a message printed. */
 int rec_choose_sampler(struct rec_opts *o);
 
 /* meta.c: write SPOOL/meta.zst; 0 or -1 with a message printed. */

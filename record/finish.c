@@ -238,6 +238,7 @@ int rec_runtime_status(const char *spool, struct rt_status *sum)
 		if (st.cpu_rings > sum->cpu_rings)
 			sum->cpu_rings = st.cpu_rings;
 		sum->ring_unattributed += st.ring_unattributed;
+		sum->ring_lost_unattributed += st.ring_lost_unattributed;
 		n++;
 	}
 	closedir(d);
@@ -287,11 +288,14 @@ static void status_kv(struct ct_kv *kv, const char *spool)
 		ct_kv_add(kv, "sampler_delivery", "cpu-rings");
 		ct_kv_add(kv, "sampler_cpu_rings", "%u", st.cpu_rings);
 		ct_kv_add(kv, "sampler_unattributed", "%llu", (unsigned long long)st.ring_unattributed);
+		ct_kv_add(kv, "sampler_lost_unattributed", "%llu",
+		          (unsigned long long)st.ring_lost_unattributed);
 	}
 	if (st.timer_threads) {
 		ct_kv_add(kv, "sampler_fallback", "posix-timer");
 		ct_kv_add(kv, "sampler_fallback_reason", "%s",
-		          st.timer_errno ? strerror(st.timer_errno) : "asked for (COMMTRACE_SOFT_TIMER)");
+		          st.timer_errno ? strerror(st.timer_errno)
+		                          : "chosen (soft_path, COMMTRACE_SOFT_TIMER=1)");
 		ct_kv_add(kv, "sampler_fallback_threads", "%llu", (unsigned long long)st.timer_threads);
 		ct_kv_add(kv, "sampler_fallback_signals", "%llu", (unsigned long long)st.timer_samples);
 		ct_kv_add(kv, "sampler_fallback_cpu_ns", "%llu", (unsigned long long)st.timer_cpu_ns);

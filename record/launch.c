@@ -223,6 +223,7 @@ static int child_env(const struct rec_opts *o, const char *spool, const char *ru
 	    (o->pmu_attrs[0] && setenv(CT_ENV_PMU_ATTRS, o->pmu_attrs, 1)) ||
 	    setenv_int(CT_ENV_WATCHPOINTS, o->wp_used) ||
 	    (o->wp_soft && setenv(CT_ENV_WP_SOFT, "1", 1)) ||
+	    (!strcmp(o->sampler_used, "soft") && setenv(CT_ENV_SOFT_TIMER, o->soft_timer ? "1" : "0", 1)) ||
 	    setenv_int(CT_ENV_THROTTLE, (long long)(o->throttle_share * 100 + 0.5)) ||
 	    setenv_int(CT_ENV_BOARD, o->board_size) ||
 	    setenv_int(CT_ENV_LINE_SIZE, o->line_size_used) ||

@@ -65,6 +65,12 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 	ct_kv_add(kv, "watchpoint_probe", "%s", wp_verdict_name(o->wp_probe.verdict));
 	ct_kv_add(kv, "watchpoint_probe_detail", "%s", detail);
 	ct_kv_add(kv, "watchpoints_forced", "%d", o->force_wp);
+	if (!strcmp(o->sampler_used, "soft")) {
+		/* events that do not open: the runtime falls back to the timers */
+		bool timer = o->soft_timer || (o->soft_probed && o->soft_probe.open_errno);
+		ct_kv_add(kv, "soft_path", "%s", timer ? "timer" : "perf");
+		ct_kv_add(kv, "soft_path_reason", "%s", o->soft_path_reason);
+	}
 	ct_kv_add(kv, "board_size", "%d", o->board_size);
 	ct_kv_add(kv, "line_size", "%d", o->line_size_used);
 	ct_kv_add(kv, "line_size_source", "%s",

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commrec.h"
@@ -70,6 +71,13 @@ void rec_list_samplers(void)
 		printf("watchpoints: %s here (probe: %s, %.2f ms): %s\n",
 		       p.verdict == WP_NO_FIRE ? "do not fire" : "none", detail, (double)p.ns / 1e6,
 		       wp_meaning(p.verdict));
+	struct switch_probe sp;
+	switch_probe_run(&sp, REC_SOFT_PERIOD_DEFAULT * 1000ull);
+	switch_probe_detail(&sp, detail, sizeof detail);
+	printf("soft path: %s (probe: %s, %.0f ms)\n",
+	       sp.timer || sp.open_errno ? "POSIX CPU-time timers (signals)"
+	                                 : "inherited perf events (no signal)",
+	       detail, (double)sp.ns / 1e6);
 	printf("software watchpoints: with --sampler inst (its default): the instrumentation "
 	       "compares every access with the watched words; no debug registers needed, on any "
 	       "machine\n");
@@ -108,8 +116,8 @@ static void choose_period(struct rec_opts *o)
 		         soft ? "us of CPU time" : "events", o->period_floor);
 		o->period_used = o->period_floor;
 	}
-	if (!soft)
-		o->throttle_share = 0;   /* only the soft sampler lengthens its period */
+	if (inst)
+		o->throttle_share = 0;   /* inst samples without signals: nothing to lengthen */
 }
 
 /* Watchpoints: probe whether debug registers open and fire here (full
@@ -152,6 +160,37 @@ static void choose_watchpoints(struct rec_opts *o)
 	}
 }
 
+/* The soft sampler's path: COMMTRACE_SOFT_TIMER when set (1: timers, 0:
+ * perf events); perf events when -c asks for a period (the timers fire at
+ * most once per scheduler tick: they cannot honour a short one); else, at
+ * the default period, what the switch probe measures as cheaper here. */
+static void choose_soft_path(struct rec_opts *o)
+{
+	const char *env = getenv(CT_ENV_SOFT_TIMER);
+	if (env && *env) {
+		o->soft_timer = env[0] == '1';
+		snprintf(o->soft_path_reason, sizeof o->soft_path_reason, "asked for with %s=%s",
+		         CT_ENV_SOFT_TIMER, env);
+		rec_info(1, "soft path: %s (%s)", o->soft_timer ? "timers" : "perf events",
+		         o->soft_path_reason);
+		return;
+	}
+	if (o->period && !o->full) {
+		o->soft_timer = false;
+		snprintf(o->soft_path_reason, sizeof o->soft_path_reason, "-c %llu asked for: perf "
+		         "events (the timers fire at most once per scheduler tick)",
+		         (unsigned long long)o->period);
+		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
+		return;
+	}
+	switch_probe_run(&o->soft_probe, o->period_used * 1000);
+	o->soft_probed = true;
+	o->soft_timer = o->soft_probe.timer;
+	switch_probe_detail(&o->soft_probe, o->soft_path_reason, sizeof o->soft_path_reason);
+	rec_info(1, "soft path: %s (probe: %s, %.0f ms)", o->soft_timer ? "timers" : "perf events",
+	         o->soft_path_reason, (double)o->soft_probe.ns / 1e6);
+}
+
 int rec_choose_sampler(struct rec_opts *o)
 {
 	char why[512];
@@ -191,6 +230,8 @@ int rec_choose_sampler(struct rec_opts *o)
 	rec_info(1, "sampler: %s (%s)", o->sampler_used, o->sampler_reason);
 
 	choose_period(o);
+	if (!strcmp(o->sampler_used, "soft"))
+		choose_soft_path(o);
 
 	size_t len = 0;
 	o->events_joined[0] = '\0';

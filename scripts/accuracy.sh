@@ -245,6 +245,9 @@ t_end=$(date +%s)
 
 cat >"$W/acc.py" <<'EOF'
 import csv, math, re, sys
+sys.dont_write_bytecode = True   # nothing written into the source tree
+sys.path.insert(0, sys.argv.pop(1))
+from pattern import pearson  # tests/kernels/pattern.py: the one copy
 
 W, full_only, seeds = sys.argv[1], sys.argv[2] == '1', int(sys.argv[3])
 ests = [e.split() for e in sys.argv[4].split(',')]
@@ -287,15 +290,6 @@ def sym(m, nodes):
     return {(nodes[a], nodes[b]): m.get((nodes[a], nodes[b]), 0.0) + m.get((nodes[b], nodes[a]), 0.0)
             for a in range(len(nodes)) for b in range(a + 1, len(nodes))}
 
-def pearson(x, y):
-    n = len(x)
-    mx, my = sum(x) / n, sum(y) / n
-    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
-    sx = math.sqrt(sum((a - mx) ** 2 for a in x))
-    sy = math.sqrt(sum((b - my) ** 2 for b in y))
-    if sx == 0 or sy == 0:
-        return 0.0
-    return sxy / (sx * sy)
 
 def shares(m, n):
     """matrix scaled to sum 1"""
@@ -435,7 +429,7 @@ if not full_only:
 for i, name, v in out:
     print(f'{i}\t{name}\t{v:.6g}' if isinstance(v, float) else f'{i}\t{name}\t{v}')
 EOF
-python3 "$W/acc.py" "$W" "$FULL_ONLY" "$SEEDS" "$(IFS=,; echo "${ESTS[*]}")" "${ids[@]}" >"$W/acc.tsv"
+python3 "$W/acc.py" "$ROOT/tests/kernels" "$W" "$FULL_ONLY" "$SEEDS" "$(IFS=,; echo "${ESTS[*]}")" "${ids[@]}" >"$W/acc.tsv"
 [ -z "$TSV" ] || cp "$W/acc.tsv" "$TSV"
 
 # ---- the document ------------------------------------------------------------

@@ -6,8 +6,9 @@
 #               plain run, for write_volume (no contention) and the stencil kernel
 #               (a barrier per sweep); commrec's own end-of-recording wall time and RSS
 #   trace       bytes per sample in the trace (compressed)
-#   replay      records per second for one configuration (comdetective model),
-#               its peak RSS, and zstd -d on the same trace (the physical limit)
+#   replay      records per second for one configuration (comdetective model)
+#               with one thread (-j1) and two (-j2), peak RSS, and the time
+#               against zstd -d on the same trace (the physical limit)
 #   threads     report and functions on rings of 1,000 and 10,000 threads
 #               (BENCH_THREADS="N ...": other sizes): wall time, peak RSS
 #   sweep       a 64-point sweep against 64 single analyses (tests/bench_sweep.sh)
@@ -90,6 +91,10 @@ recording_rows() {
 		row "  program CPU: plain / under commrec" "$p_cpu / $r_cpu s" ""
 		row "  program wall: plain / under commrec" "$p_wall / $r_wall s" ""
 		row "  samples taken (recorded + skipped)" "$n" ""
+		# soft: the path commrec's probe chose (timers or perf events) in the last run
+		local path
+		path=$(sed -n 's/^ *soft_path=//p' "$W/$id.info" 2>/dev/null | head -n 1)
+		[ -z "$path" ] || row "  soft path (commrec's probe)" "$path" ""
 		row "  added program CPU per sample" \
 			"$(awk -v a="$r_cpu" -v b="$p_cpu" -v n="$n" 'BEGIN { if (n > 0) printf "%.0f us", (a - b) / n * 1e6; else print "n/a" }')" ""
 		row "recording peak RSS (the program's)" "$(ratio "$r_rss" "$p_rss")" "<= 1.05x"
@@ -128,19 +133,23 @@ if [ -x "$B/tests/ana_mktrace" ]; then
 fi
 if [ -f "$big" ]; then
 	nrec=$("$ANA" info "$big" | awk -F'[ ,]+' '/^records:/ {print $2; exit}')
-	time_cmd replay "$ANA" matrix "$big" --format csv -o "$W/m.csv"
-	row "replay records/s (comdetective, 1 core)" \
-		"$(awk -v n="$nrec" -v s="$(cat "$W/replay.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ">= 20M"
-	row "  replay peak RSS" "$(cat "$W/replay.rss") KiB" ""
 	# the physical limit of this design: decompressing the same trace
-	if command -v zstd >/dev/null; then
-		time_cmd raw zstd -d -c "$big"
-		row "  raw decompression (zstd -d) records/s" \
+	command -v zstd >/dev/null && time_cmd raw zstd -d -c "$big"
+	# -j1: one thread; -j2: frames decoded by a second thread, the model in a
+	# third (doc/ARCHITECTURE.md, Parallel replay)
+	for j in 1 2; do
+		time_cmd "replay$j" "$ANA" matrix "$big" --format csv -o "$W/m.csv" -j "$j"
+		row "replay records/s (comdetective, -j$j)" \
+			"$(awk -v n="$nrec" -v s="$(cat "$W/replay$j.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ">= 34M"
+		row "  replay peak RSS" "$(cat "$W/replay$j.rss") KiB" ""
+		[ -f "$W/raw.sec" ] &&
+			row "  replay time / zstd -d time" "$(ratio "$(cat "$W/replay$j.sec")" "$(cat "$W/raw.sec")")" ""
+	done
+	[ -f "$W/raw.sec" ] &&
+		row "raw decompression (zstd -d) records/s" \
 			"$(awk -v n="$nrec" -v s="$(cat "$W/raw.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
-		row "  replay time / zstd -d time" "$(ratio "$(cat "$W/replay.sec")" "$(cat "$W/raw.sec")")" ""
-	fi
 else
-	row "replay records/s" "n/a (no generator)" ">= 20M"
+	row "replay records/s" "n/a (no generator)" ">= 34M"
 fi
 
 # ---- many threads: analysis time and memory -----------------------------------------
@@ -173,10 +182,15 @@ if [ -f "$B/libcommrec-inst.so" ]; then
 	"$REC" -q -f --sampler inst --full -o "$W/full.zst" -- "$W/ib" 2 200 stream >/dev/null 2>&1
 	if [ -f "$W/full.zst" ]; then
 		nrec=$("$ANA" info "$W/full.zst" | awk -F'[ ,]+' '/^records:/ {print $2; exit}')
-		time_cmd exact "$ANA" matrix "$W/full.zst" --model exact --format csv -o "$W/e.csv"
 		echo
-		row "exact replay records/s (1 core)" \
-			"$(awk -v n="$nrec" -v s="$(cat "$W/exact.sec")" 'BEGIN{ if (s > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
+		command -v zstd >/dev/null && time_cmd fraw zstd -d -c "$W/full.zst"
+		for j in 1 2; do
+			time_cmd "exact$j" "$ANA" matrix "$W/full.zst" --model exact --format csv -o "$W/e.csv" -j "$j"
+			row "exact replay records/s (-j$j)" \
+				"$(awk -v n="$nrec" -v s="$(cat "$W/exact$j.sec")" 'BEGIN{ if (s > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ">= 51M"
+			[ -f "$W/fraw.sec" ] &&
+				row "  exact replay time / zstd -d time" "$(ratio "$(cat "$W/exact$j.sec")" "$(cat "$W/fraw.sec")")" ""
+		done
 		row "  full trace" "$nrec records" ""
 		time_cmd fnfull "$ANA" functions "$W/full.zst" --model exact
 		row "functions on the full trace: records/s" \

@@ -2,9 +2,12 @@
  * hardware samplers, callable without a live event so that unit tests can
  * feed it synthetic perf rings.
  *
- * The runtime (record/runtime/sampler_pebs.c, sampler_ibs.c,
- * sampler_pmu_common.c) drains a thread's perf ring with perf_ring_drain()
- * and pmu_conv_on_rec() as the callback; each parsed record becomes
+ * The runtime's converters (record/runtime/sampler_pebs.c, sampler_ibs.c)
+ * call pmu_pebs_sample / pmu_ibs_sample on each sample that the runtime's
+ * one perf sample path (rt_perf.c) hands them, with a struct pmu_conv per
+ * thread that holds the events' ids, kinds and periods.  Standalone (tools,
+ * the tests' synthetic rings), perf_ring_drain() with pmu_conv_on_rec() as
+ * the callback turns each parsed record into
  *   - a sample (struct pmu_sample, handed to conv->on_sample), usable or
  *     with a skip reason (enum ct_skip_reason), or
  *   - a LOST record (PERF_RECORD_LOST / LOST_SAMPLES -> CT_LOST_PMU,

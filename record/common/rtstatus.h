@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define RT_STATUS_MAGIC 0x53545243u   /* bytes "CRTS" */
-#define RT_STATUS_VERSION 1
+#define RT_STATUS_VERSION 2
 
 /* Where the runtime keeps its file descriptors (rt_main.c, rt_fd_high). */
 enum rt_fd_mode {
@@ -44,6 +44,8 @@ struct rt_status {
 	uint32_t cpu_rings;            /* soft: inherited per-CPU events used (their number), 0: not */
 	uint32_t pad2;
 	uint64_t ring_unattributed;    /* soft, per-CPU rings: samples of threads not recorded */
+	uint64_t ring_lost_unattributed; /* soft, per-CPU rings: records the kernel lost that no
+	                                  * recorded thread could take (no tid, main thread ended) */
 };
 
 #define RT_STATUS_NAME "status-%d.bin"  /* in the spool, %d the pid */

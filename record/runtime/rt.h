@@ -45,7 +45,11 @@ struct rt_thread {
 
 	/* sampler (owned by the thread) */
 	const struct sampler_ops *sampler;
-	int samp_fd;               /* perf event, or -1 */
+	int samp_fd;               /* perf event (the first: owns the ring), or -1 */
+	int samp_more_fd[RT_PERF_MAX_EVENTS - 1]; /* the others, writing into its ring */
+	_Atomic int samp_nmore;
+	struct pmu_conv samp_conv; /* the events' ids, kinds and periods (rt_perf.c) */
+	uint64_t samp_period_max;  /* throttling: the first event's longest period */
 	void *samp_map;            /* perf mmap (meta page + data) */
 	size_t samp_map_len, samp_data_len;
 	struct perf_sample_fmt samp_fmt;
@@ -229,12 +233,23 @@ int rt_wp_on_async(struct rt_thread *t, siginfo_t *si, void *uc);
 extern bool rt_wp_sigtrap;         /* trap delivery: sigtrap (true) or O_ASYNC */
 
 /* rt_perf.c: the runtime's perf descriptors */
-int rt_perf_open(struct perf_event_attr *a, pid_t tid);
 void rt_perf_mark_fd(int fd);
 int rt_perf_route_signal(int fd, pid_t tid);
-/* rt_perf.c: one perf record of thread t -> its records (both soft paths) */
-void rt_perf_rec(struct rt_thread *t, const struct sampler_ops *ops, const struct perf_rec *r,
-                 uint64_t prev_start, uint64_t prev_end, rt_emit_fn emit);
+/* rt_perf.c: one perf record of thread t -> its records, through
+ * t->sampler's perf_convert: from the thread's own ring in its handler
+ * (emit = rt_push) or from a CPU ring in the writer (rt_cpusamp.c).
+ * Samples in the kernel, in the runtime's code or inside [prev_start,
+ * prev_end] (the thread's previous handler run) are not the program's. */
+void rt_perf_rec(struct rt_thread *t, const struct perf_rec *r, uint64_t prev_start,
+                 uint64_t prev_end, rt_emit_fn emit);
+/* rt_perf.c: a sample that is the runtime's own, not the program's access:
+ * its ip in the runtime's code, or its time (0: unknown) inside
+ * [prev_start, prev_end], the thread's previous signal handler run.  The one
+ * filter of every sampler that samples by interrupts (counted as
+ * skip_runtime). */
+bool rt_sample_is_runtime(uint64_t ip, uint64_t time, uint64_t prev_start, uint64_t prev_end);
+/* rt_perf.c: close thread t's sample events in a forked child */
+void rt_perf_fork_child(struct rt_thread *t);
 
 /* rt_cpusamp.c: the soft sampler's inherited per-CPU path */
 int rt_cpusamp_open(uint64_t period_ns);     /* main thread, after the writer exists */
@@ -263,6 +278,7 @@ void rt_status_timer_thread(int why_errno);
 void rt_status_timer_sample(uint64_t cpu_ns);
 void rt_status_cpu_rings(uint32_t n);
 void rt_status_ring_unattributed(uint64_t n);
+void rt_status_ring_lost_unattributed(uint64_t n);
 
 /* rt_maps.c */
 void rt_write_maps(void);

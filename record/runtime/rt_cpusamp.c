@@ -4,8 +4,8 @@
  * carries a copy writing into that CPU's ring, and remove_on_exec.  No
  * signal: the writer thread drains the rings at each pass, gives every
  * record to the thread whose tid it carries (and whose life holds its time),
- * turns it into that thread's records through the same function as the
- * per-thread path (rt_perf_rec: the registers are in the sample, the code
+ * turns it into that thread's records through the one perf sample path
+ * (rt_perf_rec: the registers are in the sample, the code
  * bytes are read from this process, late) and merges them by time into the
  * thread's stream.
  *
@@ -68,7 +68,7 @@ static struct rt_thread *main_t;          /* the main thread, for LOST records w
 static struct pending *pend;
 static size_t pend_n, pend_cap, pend_pos;
 static uint32_t pend_seq;
-static uint64_t unattributed, pend_nomem;
+static uint64_t unattributed, lost_unattributed, pend_nomem;
 static uint8_t scratch[4096];
 
 bool rt_cpusamp_active(void)
@@ -133,9 +133,8 @@ int rt_cpusamp_open(uint64_t period_ns)
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof a);
 	a.size = sizeof a;
-	rt_sampler_soft.fill_attr(&a);
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
+	uint8_t kind;
+	rt_sampler_soft.perf_events(&a, &kind, 1);
 	a.use_clockid = 1;
 	a.clockid = CLOCK_MONOTONIC;
 	a.inherit = 1;
@@ -160,10 +159,7 @@ int rt_cpusamp_open(uint64_t period_ns)
 		close_rings();
 		return rc < 0 ? rc : -ENODEV;
 	}
-	fmt.sample_type = a.sample_type;
-	fmt.regs_user_mask = a.sample_regs_user;
-	fmt.read_format = a.read_format;
-	fmt.sample_id_all = true;
+	perf_sample_fmt_from_attr(&a, &fmt);
 	for (int i = 0; i < nrings; i++) {
 		if (ioctl(rings[i].fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
 			int e = errno;
@@ -219,11 +215,15 @@ static void on_cpu_rec(void *ctx, const struct perf_rec *r)
 	if (!t && r->kind != PERF_REC_SAMPLE)
 		t = main_t;           /* a loss the kernel could not place */
 	if (!t) {
+		/* a thread that is not recorded, or a loss after the main
+		 * thread ended: counted, in the SUMMARY */
 		if (r->kind == PERF_REC_SAMPLE)
 			rt_status_ring_unattributed(++unattributed);
-		return;               /* a thread that is not recorded */
+		else if (r->kind == PERF_REC_LOST)
+			rt_status_ring_lost_unattributed(lost_unattributed += r->lost);
+		return;
 	}
-	rt_perf_rec(t, &rt_sampler_soft, r, 0, 0, pend_emit);
+	rt_perf_rec(t, r, 0, 0, pend_emit);
 }
 
 static void build_map(void)
@@ -290,7 +290,9 @@ const struct ct_record *rt_cpusamp_next(struct rt_thread *t, uint64_t until)
 
 void rt_cpusamp_log_stats(void)
 {
-	if (rt_cpusamp_active() && (unattributed || pend_nomem))
-		rt_log(2, "soft sampler: %llu samples of threads that are not recorded, %llu not kept "
-		       "(no memory)", (unsigned long long)unattributed, (unsigned long long)pend_nomem);
+	if (rt_cpusamp_active() && (unattributed || lost_unattributed || pend_nomem))
+		rt_log(2, "soft sampler: %llu samples of threads that are not recorded, %llu lost by "
+		       "the kernel with no recorded thread to take them, %llu not kept (no memory)",
+		       (unsigned long long)unattributed, (unsigned long long)lost_unattributed,
+		       (unsigned long long)pend_nomem);
 }

@@ -674,7 +674,6 @@ static void atfork_child(void)
 	rt_cpusamp_forget();
 	if (t) {
 		atomic_store(&t->stopped, 1);
-		rt_perf_close(t->samp_fd);
 		for (int i = 0; i < CT_WP_MAX; i++)
 			rt_perf_close(t->wp_fd[i]);
 	}
@@ -684,6 +683,7 @@ static void atfork_child(void)
 		if (!o)
 			continue;
 		o->ring.counts = &o->ring.own_counts;   /* the mapping is the parent's file */
+		rt_perf_fork_child(o);
 		if (rt_fd_is(o->spool_fd, o->spool_dev, o->spool_ino))
 			close(o->spool_fd);
 	}

@@ -255,14 +255,16 @@ static void throttle(struct rt_thread *t, uint32_t share)
 	rt_push(t, &r);
 	if (atomic_exchange(&throttle_logged, 1))
 		return;
+	/* the unit of the SAMPLE records' period: ns of CPU time (soft), events */
+	const char *unit = strcmp(t->sampler->name, "soft") ? "events" : "ns";
 	if (share)
 		rt_log(1, "the runtime took %u%% of thread %u's CPU time (limit %u%%, --throttle): its "
-		       "sampling period is lengthened to %llu ns (the trace records it)", share,
-		       t->index, rt_cfg.throttle, (unsigned long long)period);
+		       "sampling period is lengthened to %llu %s (the trace records it)", share,
+		       t->index, rt_cfg.throttle, (unsigned long long)period, unit);
 	else
 		rt_log(1, "thread %u: the real-time signal queue was full: its sampling period is "
-		       "lengthened to %llu ns (the trace records it)", t->index,
-		       (unsigned long long)period);
+		       "lengthened to %llu %s (the trace records it)", t->index,
+		       (unsigned long long)period, unit);
 }
 
 /* One handler run of ours on t: count it, and judge the window when it is

@@ -75,3 +75,8 @@ void rt_status_ring_unattributed(uint64_t n)
 {
 	__atomic_store_n(&rt_st->ring_unattributed, n, __ATOMIC_RELAXED);
 }
+
+void rt_status_ring_lost_unattributed(uint64_t n)
+{
+	__atomic_store_n(&rt_st->ring_lost_unattributed, n, __ATOMIC_RELAXED);
+}

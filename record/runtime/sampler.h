@@ -1,12 +1,17 @@
 /* Samplers of the preloaded runtime: one interface so that soft, pebs, ibs
- * (and later inst) plug into the same per-thread lifecycle and the same
+ * and inst plug into the same per-thread lifecycle and the same
  * sample -> SAMPLE record -> bulletin board -> watchpoint arm path.
  *
- * A perf-based sampler (soft with task-clock, pebs, ibs) usually only
- * supplies the perf_event_attr (fill_attr) and the data access of a parsed
- * ring record (rec_access); the generic code (rt_perf_*) opens the event per
- * thread, maps its ring, routes its signal to the thread, drains the ring in
- * the signal handler and feeds every sample to rt_sample(). */
+ * The perf-based samplers (soft with task-clock, pebs, ibs) share one perf
+ * sample path (rt_perf.c) and are converters on it: a sampler says which
+ * events a thread opens (perf_events) and how (perf_open), and turns one
+ * parsed ring record into a sample (perf_convert).  rt_perf.c opens the
+ * events on each thread into one ring, routes their signal to the thread,
+ * drains the ring in the handler, drops the samples that are the runtime's
+ * own (once, for every sampler) and feeds the rest to rt_sample().  The
+ * soft sampler's inherited per-CPU rings (rt_cpusamp.c, drained by the
+ * writer) go through the same record function.  See doc/ARCHITECTURE.md,
+ * "How a sample travels". */
 #ifndef CT_RT_SAMPLER_H
 #define CT_RT_SAMPLER_H
 
@@ -16,14 +21,17 @@
 
 #include "decode.h"
 #include "perf_ring.h"
+#include "pmu_sample.h"
 
 struct rt_thread;
 struct ct_record;
+struct rt_sample_in;
 
 struct sampler_ops {
 	const char *name;
-	/* Once per process, before any thread_start; 0 or -errno (the runtime
-	 * then records without samples and says why). */
+	/* Once per process, before any thread_start (NULL: nothing to probe
+	 * before the writer exists, soft); 0 or -errno (the runtime then
+	 * records without samples and says why). */
 	int (*process_init)(void);
 	/* On the thread itself, at its start; 0 or -errno (the thread then
 	 * runs without samples; counted). */
@@ -35,10 +43,10 @@ struct sampler_ops {
 	 * signal with si_code SI_TIMER and our tag, or any POLL_* code (check
 	 * si_fd against your fds); returns 1 if it was this sampler's. */
 	int (*on_signal)(struct rt_thread *t, siginfo_t *si, void *uc);
-	/* Throttling (may be NULL: the sampler cannot): on the thread itself,
-	 * in its signal handler, double the thread's sampling period; returns
-	 * the new period in the unit of the SAMPLE records' period field, or 0
-	 * when it is already at its longest. */
+	/* Throttling (NULL only for inst, which samples without signals): on
+	 * the thread itself, in its signal handler, double the thread's
+	 * sampling period; returns the new period in the unit of the SAMPLE
+	 * records' period field, or 0 when it is already at its longest. */
 	uint64_t (*lengthen_period)(struct rt_thread *t);
 
 	/* Software watchpoints (may be NULL: the sampler has none; needs a
@@ -49,19 +57,26 @@ struct sampler_ops {
 	void (*watch)(struct rt_thread *t);
 
 	/* Once per process, after the writer thread exists and before the main
-	 * thread's thread_start (may be NULL): events opened here with inherit
+	 * thread's thread_start (NULL: nothing to open there; soft opens its
+	 * per-CPU rings here): events opened here with inherit
 	 * follow the program's threads, not the writer.  0 or -errno. */
 	int (*process_start)(void);
 
-	/* For the generic perf path (rt_perf_thread_start): */
-	/* Fill the event attr (type, config, period, sample_type...). The
-	 * generic code sets disabled, exclude_kernel/hv, wakeup_events,
-	 * use_clockid+clockid itself. */
-	void (*fill_attr)(struct perf_event_attr *attr);
-	/* Data access of one parsed sample; 0 or an enum ct_skip_reason. */
-	int (*rec_access)(struct rt_thread *t, const struct perf_rec *r, struct dec_access *a);
-	/* The record's period field for a perf sample (events or ns). */
-	uint64_t (*rec_period)(struct rt_thread *t, const struct perf_rec *r);
+	/* The one perf sample path (rt_perf.c); NULL only for a sampler that
+	 * does not sample through perf (inst). */
+	/* The events every thread opens, sharing the first one's ring: fills
+	 * attrs[0..n) (type, config, period, sample_type, exclude_*; the path
+	 * sets disabled, wakeup_events, clockid, inherit itself) and kinds[i]
+	 * (PMU_KIND_* of pmu.h: what event i counts); returns n, 1..max. */
+	size_t (*perf_events)(struct perf_event_attr *attrs, uint8_t *kinds, size_t max);
+	/* Opens one of them on a thread (perf_event_open's arguments); may
+	 * lower a->precise_ip or clear a->exclude_kernel where the PMU asks. */
+	int (*perf_open)(struct perf_event_attr *a, pid_t pid, int cpu, int group_fd,
+	                 unsigned long flags);
+	/* One PERF_RECORD_SAMPLE of thread t, not the runtime's own and not in
+	 * the kernel: fills *s (time, ip, cpu are set; the converter sets period,
+	 * skip, acc and may override the rest). */
+	void (*perf_convert)(struct rt_thread *t, const struct perf_rec *r, struct rt_sample_in *s);
 };
 
 extern const struct sampler_ops rt_sampler_soft;
@@ -81,6 +96,10 @@ struct rt_sample_in {
 	uint8_t extra_flags;     /* CT_SAMPLE_EXACT, HAS_DATA_SRC, HAS_WEIGHT */
 };
 
+/* A hardware sampler's converted sample (record/common/pmu_sample.c) as
+ * the runtime's: every field but a zero time (s->time is kept then). */
+void rt_sample_from_pmu(const struct pmu_sample *p, struct rt_sample_in *s);
+
 /* Generic path: process one sample (signal handler context of thread t):
  * SAMPLE record or skip count, then bulletin board and watchpoints. */
 void rt_sample(struct rt_thread *t, const struct rt_sample_in *s);
@@ -90,9 +109,17 @@ typedef int (*rt_emit_fn)(struct rt_thread *t, const struct ct_record *r);
 /* rt_sample with the records sent to emit (rt_sample: emit = rt_push). */
 void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn emit);
 
-/* Generic perf-ring sampler pieces (rt_perf.c). */
-int rt_perf_thread_start(struct rt_thread *t, const struct sampler_ops *ops);
+/* The one perf sample path (rt_perf.c), for the sampler t->sampler:
+ * open its events on the calling thread (t == rt_self), stop them (self:
+ * on t itself; else only disable: a handler may still read the ring),
+ * drain the ring on its signal (1 if si was one of t's events, 0 otherwise),
+ * and double every event's period (throttling; the new period of the first
+ * event, or 0 at its longest: RT_PERF_THROTTLE_MAX times the first). */
+#define RT_PERF_MAX_EVENTS PMU_CONV_MAX_EVENTS
+#define RT_PERF_THROTTLE_MAX 1024
+int rt_perf_thread_start(struct rt_thread *t);
 void rt_perf_thread_stop(struct rt_thread *t, int self);
-int rt_perf_on_signal(struct rt_thread *t, siginfo_t *si, void *uc, const struct sampler_ops *ops);
+int rt_perf_on_signal(struct rt_thread *t, siginfo_t *si, void *uc);
+uint64_t rt_perf_lengthen_period(struct rt_thread *t);
 
 #endif

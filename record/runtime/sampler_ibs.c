@@ -9,23 +9,36 @@
  * length is IbsOpMemWidth, or the decoded instruction's when IBS gives none.
  *
  * The attr is probed once in process_init (pmu_open_ibs: whether this
- * kernel honours exclude_kernel); every thread reuses the result. */
-#include "sampler_pmu.h"
+ * kernel honours exclude_kernel); every thread reuses the result.  The
+ * event is opened, drained and filtered by the one perf sample path
+ * (rt_perf.c); this file is its converter. */
+#include "rt.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "pmu.h"
+#include "rtconfig.h"
+
+/* Ops per sample: COMMTRACE_PERIOD when set, else this (rt_cfg.period
+ * defaults to the soft sampler's microseconds, far too small a count). */
+#define IBS_PERIOD_DEFAULT 500000
 
 static struct perf_event_attr ibs_attr;
-static bool ibs_ready;
+
+static uint64_t ibs_period(void)
+{
+	const char *e = getenv(CT_ENV_PERIOD);
+	return e && *e && rt_cfg.period ? rt_cfg.period : IBS_PERIOD_DEFAULT;
+}
 
 static int ibs_process_init(void)
 {
 	char why[512];
 	struct perf_event_attr a;
-	if (pmu_ibs_attr(rt_pmu_period(), &a, why, sizeof why) < 0) {
+	if (pmu_ibs_attr(ibs_period(), &a, why, sizeof why) < 0) {
 		rt_log(1, "ibs: %s", why[0] ? why : "no IBS op PMU");
 		return -ENOENT;
 	}
@@ -43,37 +56,33 @@ static int ibs_process_init(void)
 	if (!a.exclude_kernel)
 		rt_log(2, "ibs: this kernel cannot filter kernel samples: they are dropped here");
 	ibs_attr = a;     /* exclude_kernel as the probe settled it: no retry per thread */
-	ibs_ready = true;
-	rt_pmu_process_setup();
 	return 0;
 }
 
-static int ibs_thread_start(struct rt_thread *t)
+static size_t ibs_events(struct perf_event_attr *attrs, uint8_t *kinds, size_t max)
 {
-	if (!ibs_ready)
-		return -ENOENT;
-	static const uint8_t kind = PMU_KIND_UNKNOWN;   /* each sample says */
-	return rt_pmu_thread_start(t, &ibs_attr, &kind, 1, PMU_CONV_IBS, pmu_open_ibs, "ibs");
+	(void)max;
+	attrs[0] = ibs_attr;
+	kinds[0] = PMU_KIND_UNKNOWN;    /* each sample says */
+	return 1;
 }
 
-static void ibs_thread_stop(struct rt_thread *t, int self)
+/* Everything from the raw IBS op payload (address, width, load/store). */
+static void ibs_convert(struct rt_thread *t, const struct perf_rec *r, struct rt_sample_in *s)
 {
-	rt_pmu_thread_stop(t, self);
-}
-
-static int ibs_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
-{
-	return rt_pmu_on_signal(t, si, uc);
+	struct pmu_sample p;
+	pmu_ibs_sample(&t->samp_conv, r, &p);
+	rt_sample_from_pmu(&p, s);
 }
 
 const struct sampler_ops rt_sampler_ibs = {
 	.name = "ibs",
 	.process_init = ibs_process_init,
-	.thread_start = ibs_thread_start,
-	.thread_stop = ibs_thread_stop,
-	.on_signal = ibs_on_signal,
-	/* not on the generic rt_perf path (see sampler_pmu_common.c) */
-	.fill_attr = NULL,
-	.rec_access = NULL,
-	.rec_period = NULL,
+	.thread_start = rt_perf_thread_start,  /* after a successful process_init only */
+	.thread_stop = rt_perf_thread_stop,
+	.on_signal = rt_perf_on_signal,
+	.lengthen_period = rt_perf_lengthen_period,
+	.perf_events = ibs_events,
+	.perf_open = pmu_open_ibs,
+	.perf_convert = ibs_convert,
 };

@@ -13,8 +13,10 @@
  *
  * precise_ip is probed once, in process_init, on the main thread: the
  * highest level each event opens with (pmu_open_precise steps 3 -> 2 -> 1);
- * every thread then opens with that level. */
-#include "sampler_pmu.h"
+ * every thread then opens with that level.  The events are opened, drained
+ * and filtered by the one perf sample path (rt_perf.c); this file is their
+ * converter. */
+#include "rt.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -65,36 +67,33 @@ static int pebs_process_init(void)
 	}
 	if (!pebs_n)
 		return -(first_err ? first_err : ENOENT);
-	rt_pmu_process_setup();
 	return 0;
 }
 
-static int pebs_thread_start(struct rt_thread *t)
+static size_t pebs_events(struct perf_event_attr *attrs, uint8_t *kinds, size_t max)
 {
-	if (!pebs_n)
-		return -ENOENT;
-	return rt_pmu_thread_start(t, pebs_attr, pebs_kind, pebs_n, PMU_CONV_PEBS,
-	                           pmu_open_precise, "pebs");
+	size_t n = pebs_n < max ? pebs_n : max;
+	memcpy(attrs, pebs_attr, n * sizeof *attrs);
+	memcpy(kinds, pebs_kind, n);
+	return n;
 }
 
-static void pebs_thread_stop(struct rt_thread *t, int self)
+/* The address is the PMU's, length and kind decoded at the precise ip. */
+static void pebs_convert(struct rt_thread *t, const struct perf_rec *r, struct rt_sample_in *s)
 {
-	rt_pmu_thread_stop(t, self);
-}
-
-static int pebs_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
-{
-	return rt_pmu_on_signal(t, si, uc);
+	struct pmu_sample p;
+	pmu_pebs_sample(&t->samp_conv, r, &p);
+	rt_sample_from_pmu(&p, s);
 }
 
 const struct sampler_ops rt_sampler_pebs = {
 	.name = "pebs",
 	.process_init = pebs_process_init,
-	.thread_start = pebs_thread_start,
-	.thread_stop = pebs_thread_stop,
-	.on_signal = pebs_on_signal,
-	/* not on the generic rt_perf path (see sampler_pmu_common.c) */
-	.fill_attr = NULL,
-	.rec_access = NULL,
-	.rec_period = NULL,
+	.thread_start = rt_perf_thread_start,  /* after a successful process_init only */
+	.thread_stop = rt_perf_thread_stop,
+	.on_signal = rt_perf_on_signal,
+	.lengthen_period = rt_perf_lengthen_period,
+	.perf_events = pebs_events,
+	.perf_open = pmu_open_precise,
+	.perf_convert = pebs_convert,
 };

@@ -1,6 +1,7 @@
 /* The `soft` sampler: per-thread CPU-time sampling, any Linux, no PMU.
  *
- * Three paths, one sample conversion (rt_perf_rec, soft_sample_access):
+ * Three paths.  The two perf ones share one sample conversion
+ * (soft_convert, soft_sample_access) on the runtime's one perf path:
  *
  * Where no watchpoint is armed (-w 0, or the probe says they do not fire):
  * one inherited task-clock event per CPU, opened once, no signal, drained
@@ -10,15 +11,17 @@
  * Where watchpoints are armed: a perf task-clock event per thread
  * (sample_period = period in ns, user registers in every sample,
  * CLOCK_MONOTONIC timestamps), drained in the thread's own signal handler
- * by the generic perf path, because the online part of Algorithm 1 arms
- * that thread's debug registers at the sample (rt_sample.c).
+ * by the one perf sample path (rt_perf.c), because the online part of
+ * Algorithm 1 arms that thread's debug registers at the sample
+ * (rt_sample.c).
  *
- * Where perf_event_open is denied (EACCES, EPERM,
- * ENOSYS, ENOENT: paranoid settings, seccomp, old kernels) or when
- * COMMTRACE_SOFT_TIMER=1: a POSIX per-thread CPU-time timer
- * (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to the thread) and the
- * registers of the interrupted context.  Either way the data address is
- * reconstructed by decoding (dec_sample_access). */
+ * With COMMTRACE_SOFT_TIMER=1 (commrec sets it where its probe finds the
+ * perf events costly at context switches, record/switch_probe.c), or where
+ * perf_event_open is denied (EACCES, EPERM, ENOSYS, ENOENT: paranoid
+ * settings, seccomp, old kernels): a POSIX per-thread CPU-time timer
+ * (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID to the thread), no cost at a
+ * context switch, and the registers of the interrupted context decoded in
+ * the handler (dec_sample_access). */
 #include "rt.h"
 #include "soft_sample.h"
 
@@ -29,32 +32,39 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define SOFT_THROTTLE_MAX 1024     /* longest period: this times the configured one */
-
 static _Atomic int use_timer;     /* 1 after the first perf failure */
 static _Atomic int timer_logged;
 static _Atomic int timer_why;     /* errno of the perf failure */
 
-static void soft_fill_attr(struct perf_event_attr *a)
+static size_t soft_events(struct perf_event_attr *attrs, uint8_t *kinds, size_t max)
 {
+	(void)max;
+	struct perf_event_attr *a = &attrs[0];
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_TASK_CLOCK;
 	a->sample_period = rt_cfg.period * 1000;
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 	                 PERF_SAMPLE_REGS_USER;
 	a->sample_regs_user = DEC_PERF_REGS_MASK;
+	a->exclude_kernel = 1;
+	a->exclude_hv = 1;
+	kinds[0] = PMU_KIND_UNKNOWN;
+	return 1;
 }
 
-static int soft_rec_access(struct rt_thread *t, const struct perf_rec *r, struct dec_access *a)
+static int soft_open(struct perf_event_attr *a, pid_t pid, int cpu, int group_fd,
+                     unsigned long flags)
 {
-	return soft_sample_access(r, t->samp_fmt.regs_user_mask, t->fs_base,
-	                          atomic_load(&t->samp_by_writer), a);
+	return (int)syscall(SYS_perf_event_open, a, pid, cpu, group_fd, flags);
 }
 
-static uint64_t soft_rec_period(struct rt_thread *t, const struct perf_rec *r)
+/* No data address in the sample: decoded from the registers and the code
+ * at the ip (late when the writer decodes it). */
+static void soft_convert(struct rt_thread *t, const struct perf_rec *r, struct rt_sample_in *s)
 {
-	(void)r;
-	return t->period_ns;
+	s->period = t->period_ns;
+	s->skip = soft_sample_access(r, t->samp_fmt.regs_user_mask, t->fs_base,
+	                             atomic_load(&t->samp_by_writer), &s->acc);
 }
 
 static uint64_t thread_cpu_ns(void)
@@ -117,7 +127,7 @@ static int soft_thread_start(struct rt_thread *t)
 		return 0;
 	}
 	if (!rt_cfg.soft_timer && !atomic_load(&use_timer)) {
-		int rc = rt_perf_thread_start(t, &rt_sampler_soft);
+		int rc = rt_perf_thread_start(t);
 		if (rc == 0)
 			return 0;
 		if (rc != -EACCES && rc != -EPERM && rc != -ENOSYS && rc != -ENOENT && rc != -EOPNOTSUPP)
@@ -149,7 +159,7 @@ static void soft_thread_stop(struct rt_thread *t, int self)
 static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 {
 	if (si->si_code != SI_TIMER)
-		return rt_perf_on_signal(t, si, uc, &rt_sampler_soft);
+		return rt_perf_on_signal(t, si, uc);
 	if (!t->timer_ok)
 		return 1;
 	struct rt_sample_in s;
@@ -168,7 +178,7 @@ static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 	s.period = cpu - t->timer_cpu_prev;
 	t->timer_cpu_prev = cpu;
 	rt_status_timer_sample(s.period);
-	if (s.ip >= rt_text_lo && s.ip < rt_text_hi) {
+	if (rt_sample_is_runtime(s.ip, 0, 0, 0)) {
 		t->skip_runtime++;
 		return 1;
 	}
@@ -181,21 +191,19 @@ static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 	return 1;
 }
 
-/* Throttling: twice the period, for the perf event (PERF_EVENT_IOC_PERIOD,
- * from its next sample on) or the timer.  Samples still in the perf ring
- * when the period changes are recorded with the new one. */
+/* Throttling: twice the period, for the perf event (from its next sample
+ * on: samples still in the ring when it changes are recorded with the new
+ * one) or the timer. */
 static uint64_t soft_lengthen_period(struct rt_thread *t)
 {
-	uint64_t p = t->period_ns * 2, old = t->period_ns;
-	if (p > rt_cfg.period * 1000 * SOFT_THROTTLE_MAX)
-		return 0;
 	if (t->samp_fd >= 0) {
-		if (ioctl(t->samp_fd, PERF_EVENT_IOC_PERIOD, &p) < 0)
-			return 0;
-		t->period_ns = p;
+		uint64_t p = rt_perf_lengthen_period(t);
+		if (p)
+			t->period_ns = p;
 		return p;
 	}
-	if (!t->timer_ok)
+	uint64_t p = t->period_ns * 2, old = t->period_ns;
+	if (!t->timer_ok || p > rt_cfg.period * 1000 * RT_PERF_THROTTLE_MAX)
 		return 0;
 	t->period_ns = p;
 	if (timer_set(t) < 0) {
@@ -207,13 +215,12 @@ static uint64_t soft_lengthen_period(struct rt_thread *t)
 
 const struct sampler_ops rt_sampler_soft = {
 	.name = "soft",
-	.process_init = NULL,
 	.process_start = soft_process_start,
 	.thread_start = soft_thread_start,
 	.thread_stop = soft_thread_stop,
 	.on_signal = soft_on_signal,
-	.fill_attr = soft_fill_attr,
-	.rec_access = soft_rec_access,
-	.rec_period = soft_rec_period,
 	.lengthen_period = soft_lengthen_period,
+	.perf_events = soft_events,
+	.perf_open = soft_open,
+	.perf_convert = soft_convert,
 };

@@ -54,7 +54,7 @@ cat >"$WORK/dump.want" <<'EOF'
 990 T1 thread_end status=11
 1000 T0 thread_end status=0
 EOF
-if run dump_exact 0 "$A" dump "$G"; then
+if run dump_exact 0 "$A" dump "$G" --raw; then
 	if diff -u "$WORK/dump.want" "$WORK/out" >"$WORK/diff"; then
 		pass dump_exact
 	else
@@ -64,6 +64,24 @@ fi
 # every line: TIME T<n> TYPE key=value...
 check dump_line_shape bash -c "grep -Evq '^[0-9]+ T[0-9]+ [a-z_]+( [a-z_]+=[^ ]+)*\$' '$WORK/out' && exit 1 || exit 0"
 
+# the default, as perf script: seconds since the earliest thread start (1 ns
+# here), 9 decimals; pub_time too
+run dump_relative 0 "$A" dump "$G" --type sample,wp_arm &&
+	check dump_relative_first test "$(head -1 "$WORK/out" | cut -d' ' -f1-3)" = "0.000000099 T0 sample" &&
+	check dump_relative_pub grep -q '^0.000000199 T1 wp_arm publisher=0 pub_time=0.000000099 ' "$WORK/out" &&
+	check dump_relative_shape bash -c "grep -Evq '^[0-9]+\.[0-9]{9} T[0-9]+ [a-z_]+( [a-z_]+=[^ ]+)*\$' '$WORK/out' && exit 1 || exit 0"
+# symbols from the trace's embedded symbol table (the bundled p2p trace:
+# its workers store in work())
+P2P="$CT_ROOT/datasets/p2p-4t.zst"
+if [ -f "$P2P" ]; then
+	run dump_symbols 0 "$A" dump "$P2P" --type sample,callsite --limit 40 &&
+		check dump_sym_sample grep -Eq '^[0-9.]+ T[1-4] sample ip=0x[0-9a-f]+ sym=work\+0x[0-9a-f]+ addr=' "$WORK/out" &&
+		check dump_syms_callsite grep -Eq ' callsite id=[0-9]+ pcs=[0-9a-fx,]+ syms=([^ ,]+,)*main\+0x[0-9a-f]+' "$WORK/out"
+	run dump_raw_nosym 0 "$A" dump "$P2P" --raw --type sample --limit 5 &&
+		check dump_raw_nosym_out bash -c "grep -q ' sym=' '$WORK/out' && exit 1; grep -Eq '^[0-9]+ T' '$WORK/out'"
+else
+	skip dump_symbols "no $P2P"
+fi
 run dump_type 0 "$A" dump "$G" --type sample &&
 	check dump_type_count test "$(wc -l <"$WORK/out")" -eq 4 &&
 	check dump_type_only bash -c "! grep -v ' sample ' '$WORK/out'"
@@ -71,10 +89,10 @@ run dump_types 0 "$A" dump "$G" --type wp_arm,wp_hit &&
 	check dump_types_count test "$(wc -l <"$WORK/out")" -eq 2
 run dump_thread 0 "$A" dump "$G" --thread 1 &&
 	check dump_thread_count test "$(wc -l <"$WORK/out")" -eq 6 &&
-	check dump_thread_only bash -c "! grep -v '^[0-9]* T1 ' '$WORK/out'"
+	check dump_thread_only bash -c "! grep -v '^[0-9.]* T1 ' '$WORK/out'"
 run dump_thread_type 0 "$A" dump "$G" --thread 2 --type=alloc &&
 	check dump_thread_type_count test "$(wc -l <"$WORK/out")" -eq 2
-run dump_limit 0 "$A" dump "$G" --limit 3 &&
+run dump_limit 0 "$A" dump "$G" --limit 3 --raw &&
 	check dump_limit_lines cmp -s "$WORK/out" <(head -n 3 "$WORK/dump.want")
 run dump_limit0 0 "$A" dump "$G" --limit 0 &&
 	check dump_limit0_empty test ! -s "$WORK/out"
@@ -210,7 +228,30 @@ run matrix_svg 0 "$A" matrix "$G" --format svg -o "$WORK/m.svg" &&
 run matrix_options 0 "$A" matrix "$G" --format csv --expiry ns:1000 --board-size 1 --hash murmur \
 	--line-size 128 --watchpoints 2 --period-multiplier 1
 run matrix_cd_csv 0 "$A" matrix "$G" --comdetective-csv "$WORK/cd" &&
-	check matrix_cd_files test -s "$WORK/cd/as_matrix.csv" -a -s "$WORK/cd/ts_matrix.csv" -a -s "$WORK/cd/fs_core_matrix.csv"
+	check matrix_cd_files test -s "$WORK/cd/app-1000-as_matrix.csv" -a -s "$WORK/cd/app-1000-ts_matrix.csv" \
+		-a -s "$WORK/cd/app-1000-fs_core_matrix.csv" -a -s "$WORK/cd/app-1000-comdetective.log"
+# ComDetective's files on a hand-built trace (ana_mktrace cpus): thread
+# events T0->T1 true 1000 (cpu 0->1, one physical core), T0->T2 false 500
+# (both on cpu 0: not in the core files), T2->T0 true 1000 and T2->T1
+# false 1000 (cpu 3->2); files M + M^T, last row first; volumes directed sums
+"$MK" "$WORK/cpus.zst" cpus || fail mktrace_cpus
+cd_file() { tr '\n' '/' <"$WORK/cdx/app-1000-$1"; }
+if run matrix_cd_exact 0 "$A" matrix "$WORK/cpus.zst" --comdetective-csv "$WORK/cdx"; then
+	check cd_as_thread test "$(cd_file as_matrix.csv)" = "1500.00,1000.00,0.00/1000.00,0.00,1000.00/0.00,1000.00,1500.00/"
+	check cd_ts_thread test "$(cd_file ts_matrix.csv)" = "1000.00,0.00,0.00/1000.00,0.00,0.00/0.00,1000.00,1000.00/"
+	check cd_fs_thread test "$(cd_file fs_matrix.csv)" = "500.00,1000.00,0.00/0.00,0.00,1000.00/0.00,0.00,500.00/"
+	check cd_as_cpu test "$(cd_file as_core_matrix.csv)" = \
+		"0.00,0.00,2000.00,0.00/0.00,0.00,0.00,2000.00/1000.00,0.00,0.00,0.00/0.00,1000.00,0.00,0.00/"
+	check cd_ts_cpu test "$(cd_file ts_core_matrix.csv)" = \
+		"0.00,0.00,1000.00,0.00/0.00,0.00,0.00,1000.00/1000.00,0.00,0.00,0.00/0.00,1000.00,0.00,0.00/"
+	check cd_fs_cpu test "$(cd_file fs_core_matrix.csv)" = \
+		"0.00,0.00,1000.00,0.00/0.00,0.00,0.00,1000.00/0.00,0.00,0.00,0.00/0.00,0.00,0.00,0.00/"
+	check cd_stats test "$(cd_file comdetective.log)" = "COMDETECTIVE STATS: fs_volume:1500.00, \
+fs_core_volume:1000.00, ts_volume:2000.00, ts_core_volume:2000.00, as_volume:3500.00, \
+as_core_volume:3000.00, cache_line_transfer:3000.00, cache_line_transfer_millions:0.00, \
+cache_line_transfer_gbytes:0.00/"
+	check cd_same_cpu_warning grep -q "1 events within one cpu" "$WORK/err"
+fi
 # heatmap colour scales: the top legend label (the first number of the legend)
 legend_top() { grep -o '<text[^>]*>[^<]*</text>' "$1" | sed 's/<[^>]*>//g' | grep -E '^(≥ )?[0-9,]+$' | head -1; }
 # M + M^T: all 5000 (T0-T1), true 4000, false 1000
@@ -222,6 +263,29 @@ check svg_own_scales test "$(legend_top "$WORK/true.svg") $(legend_top "$WORK/fa
 check svg_shared_scale test "$(legend_top "$WORK/true.shared.svg") $(legend_top "$WORK/false.shared.svg")" = "5,000 5,000"
 run svg_color_max 0 "$A" matrix "$G" --format svg --color-max=2000 --color-min min -o "$WORK/cm.svg" &&
 	check svg_color_max_label test "$(legend_top "$WORK/cm.svg")" = "≥ 2,000"
+# --color-scale log on the cpus trace (thread pairs M + M^T: all 1000, 1500,
+# 1000; true 1000, 1000; false 500, 1000): the legend's middle is the
+# geometric mean; shared, every kind spans [500, 1500], so a cell of 1000 has
+# one colour in the true and the false picture (ln 2 / ln 3 up the ramp)
+legend() { grep -o '<text[^>]*>[^<]*</text>' "$1" | sed 's/<[^>]*>//g' | grep -E '^([≥≤] )?[0-9,]+$' | tr '\n' ' '; }
+cell_fill() { grep -o "fill=\"#[0-9a-f]*\"><title>$2: [0-9.]*" "$1" | sed 's/^fill="\(#[0-9a-f]*\)".*/\1/'; }
+run svg_linear_min 0 "$A" matrix "$WORK/cpus.zst" --format svg --color-min min -o "$WORK/lin.svg" &&
+	check svg_linear_legend test "$(legend "$WORK/lin.svg")" = "1,500 1,250 1,000 "
+run svg_log 0 "$A" matrix "$WORK/cpus.zst" --format svg --color-scale=log -o "$WORK/log.svg" &&
+	check svg_log_legend test "$(legend "$WORK/log.svg")" = "1,500 1,225 1,000 " &&
+	check svg_log_subtitle grep -q 'max 1,500; log colour scale' "$WORK/log.svg"
+for k in true false; do
+	run "svg_log_shared_$k" 0 "$A" matrix "$WORK/cpus.zst" --kind $k --format svg --color-scale log \
+		--color-max shared -o "$WORK/log.$k.svg" &&
+	check "svg_log_shared_legend_$k" test "$(legend "$WORK/log.$k.svg")" = "1,500 866 500 "
+done
+check svg_log_shared_colour test "$(cell_fill "$WORK/log.true.svg" 'T0(1000) ← T1(1001)')" = "#209f88" -a \
+	"$(cell_fill "$WORK/log.false.svg" 'T1(1001) ← T2(1002)')" = "#209f88"
+check svg_log_shared_bottom test "$(cell_fill "$WORK/log.false.svg" 'T0(1000) ← T2(1002)')" = "#440154"
+run usage_color_scale 1 "$A" matrix "$G" --color-scale sqrt && pass usage_color_scale
+# regions --node pictures take the same scale
+run regions_svg_log 0 "$A" regions "$WORK/cpus.zst" --node '(program)' --format svg --color-scale log \
+	-o "$WORK/rl.svg" && check regions_svg_log_legend test "$(legend "$WORK/rl.svg")" = "1,500 1,225 1,000 "
 run usage_color_max 1 "$A" matrix "$G" --format svg --color-max -3 -o "$WORK/x.svg" &&
 	check usage_color_max_msg grep -q "is not a positive number or shared" "$WORK/err"
 run usage_color_min 1 "$A" matrix "$G" --color-min low && pass usage_color_min
@@ -361,7 +425,7 @@ for bad in zero magic trunc flip new missing; do
 	done
 done
 # a truncated trace: dump prints the records before the damage
-"$A" dump "$WORK/trunc.zst" >"$WORK/out" 2>/dev/null
+"$A" dump --raw "$WORK/trunc.zst" >"$WORK/out" 2>/dev/null
 check malformed_trunc_dump_prefix bash -c "test -s '$WORK/out' && diff <(sort '$WORK/out') <(sort '$WORK/out' | grep -Fxf '$WORK/dump.want') >/dev/null"
 
 done_tests

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bundled example traces (datasets/*.zst): each opens, is complete, is
 # described in datasets/README.md (with its checksum), analyzes to the pattern
-# the README claims, and analyzes to identical output twice (determinism).
+# the README claims, and analyzes to identical output twice (determinism) and
+# with 1 and 4 decoding threads (-j).
 . "$(dirname "$0")/../lib.sh"
 
 DS="$CT_ROOT/datasets"
@@ -51,6 +52,19 @@ for t in "${traces[@]}"; do
 	check "$n/views_exit_0" test "$ok" = 1
 	check "$n/deterministic" cmp -s "$WORK/$n.run1" "$WORK/$n.run2"
 	check "$n/sweep_deterministic" cmp -s "$WORK/$n.sweep1.csv" "$WORK/$n.sweep2.csv"
+
+	# ---- parallel decoding: -j1 and -j4 give the same bytes, every model --
+	for m in comdetective exact window signature emulate; do
+		for j in 1 4; do
+			{
+				"$COMMANALYZE" "$t" --model "$m" -j "$j"
+				"$COMMANALYZE" matrix "$t" --model "$m" --format json -j "$j"
+				"$COMMANALYZE" objects "$t" --model "$m" --top 0 -j "$j"
+				"$COMMANALYZE" lines "$t" --model "$m" --top 0 -j "$j"
+			} >"$WORK/$n.$m.j$j" 2>&1
+		done
+		check "$n/jobs_identical_$m" cmp -s "$WORK/$n.$m.j1" "$WORK/$n.$m.j4"
+	done
 
 	"$COMMANALYZE" matrix "$t" --format csv >"$WORK/$n.all.csv" 2>/dev/null
 	"$COMMANALYZE" matrix "$t" --kind true --format csv >"$WORK/$n.true.csv" 2>/dev/null

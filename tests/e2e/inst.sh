@@ -56,7 +56,7 @@ record() {
 		fail "$name" "exit $rc: stdout: $(head -c 200 "$WORK/$name.out" | tr '\n' ' ') stderr: $(head -c 400 "$WORK/$name.err")"
 		return 1
 	fi
-	"$COMMANALYZE" dump "$WORK/$name.zst" >"$WORK/$name.dump" 2>"$WORK/$name.derr" ||
+	"$COMMANALYZE" dump --raw "$WORK/$name.zst" >"$WORK/$name.dump" 2>"$WORK/$name.derr" ||
 		{ fail "$name" "dump: $(head -c 300 "$WORK/$name.derr")"; return 1; }
 	case $name in
 	atom-*) grep -c ' sample ' "$WORK/$name.dump" | sed 's/^/samples=/' >"$WORK/$name.cnt" ;;
@@ -248,7 +248,7 @@ for cc in "${compilers[@]}"; do
 		rm -rf "$WORK/pp.zst" "$WORK/pp.zst.spool"
 		if "$COMMREC" -q -f -o "$WORK/pp.zst" --sampler inst --full -- "$WORK/pingpong.$t" 2000 \
 			>/dev/null 2>"$WORK/pp.err"; then
-			res=$("$COMMANALYZE" dump "$WORK/pp.zst" | python3 "$SRC/order.py" - "$WORK/pp.err")
+			res=$("$COMMANALYZE" dump --raw "$WORK/pp.zst" | python3 "$SRC/order.py" - "$WORK/pp.err")
 			echo "INFO order ($t): $res"
 			check "inst_full_order_$t" test "$(echo "$res" | sed -n 's/.*wrong_order=\([0-9]*\).*/\1/p')" = 0
 		else

@@ -100,7 +100,7 @@ for c in "stencil|-t 4 -c 130 -s 40000" "omp_reduce|-t 4 -m 128 -i 300" \
 	else
 		fail "kernels/soft_wp_$k" "watchpoint_kind=$kind, $h hits"
 	fi
-	"$COMMANALYZE" dump "$WORK/s-$k.zst" --type wp_arm,wp_hit >"$WORK/s-$k.wp"
+	"$COMMANALYZE" dump --raw "$WORK/s-$k.zst" --type wp_arm,wp_hit >"$WORK/s-$k.wp"
 	if out=$(python3 "$PAT" --wp-check "$WORK/s-$k.wp"); then
 		pass "kernels/soft_wp_rules_$k"
 	else

@@ -170,7 +170,7 @@ mono_ns() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONO
 # later: records of that moment are what the flush should keep); -1 when no
 # thread has samples.
 last_gap_ms() {
-	"$COMMANALYZE" dump "$1" 2>/dev/null | awk -v k="$2" '
+	"$COMMANALYZE" dump --raw "$1" 2>/dev/null | awk -v k="$2" '
 		$3 == "sample" { s[$2]++; if (s[$2] > m) m = s[$2] } { last[$2] = $1 }
 		END { g = -1; for (t in s) if (s[t] * 4 >= m) { d = (k - last[t]) / 1e6; if (d < 0) d = 0; if (d > g) g = d }
 		      printf "%d\n", g }'
@@ -345,7 +345,7 @@ if ub_build noperf write_volume && [ -x "$COMMANALYZE" ]; then
 			fail faults/seccomp-cpu-measured "signals stand for ${cpu:-?} ns of CPU (interval ${per:-?} ns); the worker used ${wk:-?} ms, the process $(( (${ut:-0} + ${st:-0}) / 1000000 )) ms"
 		fi
 		# and each sample carries its own interval: their sum is no more
-		sum=$("$COMMANALYZE" dump "$WORK/sc.zst" --type sample 2>/dev/null |
+		sum=$("$COMMANALYZE" dump --raw "$WORK/sc.zst" --type sample 2>/dev/null |
 		      sed -n 's/.* period=\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { printf "%d\n", s }')
 		if [ -n "$cpu" ] && [ "${sum:-0}" -gt 0 ] && [ "$sum" -le "$cpu" ]; then
 			pass faults/seccomp-sample-periods

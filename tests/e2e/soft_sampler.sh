@@ -2,7 +2,8 @@
 # End-to-end: the soft sampler's paths give every sample to the thread that
 # took it, and the p2p pattern still shows.
 #
-#   soft/inherited/*   -w 0: one inherited event per CPU, decoded by the
+#   soft/inherited/*   COMMTRACE_SOFT_TIMER=0 -w 0 (the perf path, whatever
+#                      commrec's probe would choose): one inherited event per CPU, decoded by the
 #                      writer (the trace says sampler_delivery=cpu-rings;
 #                      SKIP where perf events are denied and the runtime
 #                      fell back to the timer)
@@ -48,7 +49,7 @@ fi
 # "RETRY why" when the counts are too small to judge
 judge() {
 	local name=$1 id=$2
-	"$COMMANALYZE" dump "$WORK/$id.zst" --type sample >"$WORK/$id.samples" 2>/dev/null &&
+	"$COMMANALYZE" dump --raw "$WORK/$id.zst" --type sample >"$WORK/$id.samples" 2>/dev/null &&
 	"$COMMANALYZE" info "$WORK/$id.zst" >"$WORK/$id.info" 2>/dev/null &&
 	"$COMMANALYZE" matrix "$WORK/$id.zst" --format csv --index thread --model window \
 		--window 100ms >"$WORK/$id.csv" 2>/dev/null ||
@@ -177,7 +178,7 @@ soft_case() {
 	return 0
 }
 
-soft_case inherited
+soft_case inherited COMMTRACE_SOFT_TIMER=0
 if grep -q '^ *sampler_delivery=cpu-rings' "$WORK/inherited.info"; then
 	pass soft/inherited/path
 elif grep -q '^ *sampler_fallback=posix-timer' "$WORK/inherited.info"; then

@@ -38,10 +38,18 @@ run() {
 		else
 			"$W/$prog" "$T" "$r" "$k" >/dev/null 2>"$W/err"
 		fi
-		times+=("$(t_of "$W/err")")
+		local one
+		one=$(t_of "$W/err")
+		[ -n "$one" ] && times+=("$one")
 	done
+	if [ ${#times[@]} -lt 2 ]; then
+		# a run that printed no time (it failed): say so instead of a ratio
+		printf '%-7s %-22s %5d  n/a (%d of 3 runs gave a time: %s)\n' "$k" "$label" "$r" \
+			"${#times[@]}" "$(head -c 200 "$W/err" | tr '\n' ' ')"
+		return
+	fi
 	local t
-	t=$(printf '%s\n' "${times[@]}" | median3)
+	t=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (${#times[@]} + 1) / 2 ))p")
 	[ "$label" = plain ] && base[$k.$r]=$t
 	local extra=""
 	if [ -e "$W/t.zst" ] && [[ " $* " == *" --full "* ]]; then
@@ -50,10 +58,13 @@ run() {
 		size=$(stat -c %s "$W/t.zst")
 		local wns
 		wns=$(awk '$1 > 0 { print $2 * 1e9 / $1 }' "$W/wstat" | median3)
-		extra=$(python3 -c "print('%d records, %.2f bytes/record, %.0f ns/record/thread, writer %.1f ns/record' % ($n, $size / $n, $t * 1e9 * $T / $n, ${wns:-0}))")
+		extra=$(awk -v n="${n:-0}" -v s="$size" -v t="$t" -v T="$T" -v w="${wns:-0}" 'BEGIN {
+			if (n > 0) printf "%d records, %.2f bytes/record, %.0f ns/record/thread, writer %.1f ns/record", n, s / n, t * 1e9 * T / n, w
+			else print "no records counted" }')
 	fi
-	printf '%-7s %-22s %5d %9.4f s %7.1fx  %s\n' "$k" "$label" "$r" "$t" \
-		"$(python3 -c "print($t / ${base[$k.$r]})")" "$extra"
+	local ratio
+	ratio=$(awk -v t="$t" -v b="${base[$k.$r]:-}" 'BEGIN { if (b > 0) printf "%.1fx", t / b; else print "n/a" }')
+	printf '%-7s %-22s %5d %9.4f s %8s  %s\n' "$k" "$label" "$r" "$t" "$ratio" "$extra"
 }
 
 echo "threads $T, $(nproc) cpus, CC=$CC; kernel, mode, rounds, parallel time (median of 3), ratio to plain"

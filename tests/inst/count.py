@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Count the records of a `commanalyze dump` per thread, kind and address
+"""Count the records of a `commanalyze dump --raw` per thread, kind and address
 range (tests/e2e/inst.sh).
 
 usage: count.py DUMP RANGES

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cross-thread timestamp order in a full trace of tests/inst/pingpong.c.
 
-usage: commanalyze dump TRACE | order.py - RANGES     (or order.py DUMP RANGES)
+usage: commanalyze dump --raw TRACE | order.py - RANGES     (or order.py DUMP RANGES)
 For every store of the token by one thread, the other thread's last load of
 the token before its own next store is the load that saw it.  delta =
 time(that load) - time(the store); a negative delta is a pair that the

@@ -16,7 +16,7 @@ The main thread (T0) is left out: the kernels' workers carry the pattern.
       (stencil sweeps, omp_reduce iterations, pipeline items x lines per
       buffer); prints what fails, exits 1 if anything does
   pattern.py --wp-check DUMP        the watchpoint records of a `commanalyze
-      dump --type wp_arm,wp_hit`: every hit is on the word its register
+      dump --raw --type wp_arm,wp_hit`: every hit is on the word its register
       watches in the thread's last arm, at most one hit per arm, the
       watcher is not the publisher; prints the hits, exits 1 on a violation
   pattern.py --r-min EVENTS PAIRS      the lowest r (at 99.9% confidence) of an

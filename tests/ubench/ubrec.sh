@@ -14,7 +14,7 @@
 #   ub_counts NAME TRACE            records written + lost = produced, per
 #       thread (build/tests/fmt_counts TRACE NAME --all-counted)
 #   ub_plain ID PROG [ARGS...]      the same without commrec (UB_RC too)
-#   ub_dump ID [DUMP-OPTIONS...]    commanalyze dump of $WORK/ID.zst to
+#   ub_dump ID [DUMP-OPTIONS...]    commanalyze dump --raw of $WORK/ID.zst to
 #       stdout; UB_RC is its status (call it directly, not in $(...), or use
 #       ub_dump_to)
 #   ub_dump_to FILE ID [OPTIONS]    the same into FILE
@@ -88,13 +88,13 @@ ub_plain() {
 ub_dump() {
 	local id=$1; shift
 	UB_RC=0
-	"$COMMANALYZE" dump "$WORK/$id.zst" "$@" || UB_RC=$?
+	"$COMMANALYZE" dump --raw "$WORK/$id.zst" "$@" || UB_RC=$?
 }
 
 ub_dump_to() {
 	local file=$1 id=$2; shift 2
 	UB_RC=0
-	"$COMMANALYZE" dump "$WORK/$id.zst" "$@" >"$file" 2>"$file.err" || UB_RC=$?
+	"$COMMANALYZE" dump --raw "$WORK/$id.zst" "$@" >"$file" 2>"$file.err" || UB_RC=$?
 }
 
 ub_info() {

@@ -2,7 +2,7 @@
 """Checks of a recorded microbenchmark, for tests/e2e/*.sh.
 
 Reads what a microbenchmark printed (the line format of tests/ubench/README.md)
-and what `commanalyze dump` / `commanalyze matrix --format csv` printed, and
+and what `commanalyze dump --raw` / `commanalyze matrix --format csv` printed, and
 prints one test line per check, as tests/run.sh wants them:
     PASS name        FAIL name: why        SKIP name: why
 Exit status: 1 if any FAIL was printed, else 0.
@@ -16,7 +16,7 @@ there (rows "INDEX TID PARENT ...") maps each benchmark thread by its tid
 
 Commands (NAME prefixes every test name):
   samples NAME BENCH_OUT DUMP [--min-frac F]
-      DUMP: `commanalyze dump TRACE --type sample`.  Checks, per benchmark
+      DUMP: `commanalyze dump --raw TRACE --type sample`.  Checks, per benchmark
       thread: it has samples (NAME/samples); >= 1 sample with an address in
       one of its own objects, private and shared (NAME/own-objects); of the
       samples whose address lands in any printed object, at least F (0.8)
@@ -24,14 +24,14 @@ Commands (NAME prefixes every test name):
       at least F have the access kind the benchmark's counts allow
       (NAME/kinds).
   threads NAME BENCH_OUT DUMP
-      DUMP: `commanalyze dump TRACE --type thread_start`: every benchmark
+      DUMP: `commanalyze dump --raw TRACE --type thread_start`: every benchmark
       thread (and the main thread) has a thread_start record.
   wphit NAME BENCH_OUT DUMP
-      DUMP: `commanalyze dump TRACE` (wp_arm and wp_hit records at least):
+      DUMP: `commanalyze dump --raw TRACE` (wp_arm and wp_hit records at least):
       some wp_arm exists (NAME/wp-arm) and some wp_hit address lies in a
       shared object (NAME/wp-hit).
   alloc NAME BENCH_OUT DUMP
-      DUMP: `commanalyze dump TRACE --type alloc` and `--type free`
+      DUMP: `commanalyze dump --raw TRACE --type alloc` and `--type free`
       concatenated: an alloc record with the shared object's address, size
       and kind (and old= for realloc) (NAME/alloc), and a free of it
       (NAME/free).

@@ -7,6 +7,8 @@
  *                                a throttled thread, many samples in the runtime
  *   ana_mktrace OUT armsnohit    150 watchpoint arms, not one hit
  *   ana_mktrace OUT fullwp0      a full trace (every access), watchpoints off
+ *   ana_mktrace OUT cpus         3 threads on 4 logical cpus (two per physical
+ *                                core): ComDetective's cpu-indexed files
  *   ana_mktrace OUT threads N    N threads in a ring: thread i stores a word of
  *                                line i, thread i+1 then loads it (N pairs
  *                                communicate, of N x N): analysis memory at scale
@@ -228,6 +230,22 @@ static void test_basic_reads_back(void)
 	tb_free(&b);
 }
 
+/* Six samples (comdetective model): T0 -> T1 true 1000 (cpu 0 -> 1, one
+ * physical core), T0 -> T2 false 500 (both on cpu 0), T2 -> T0 true 1000
+ * and T2 -> T1 false 1000 (cpu 3 -> 2). */
+static void build_cpus(struct tb *b)
+{
+	tb_init(b, 3);
+	tb_machine(b, "cache_line_size=64\nnproc=4\ncpu.0=core 0 socket 0\n"
+	              "cpu.1=core 0 socket 0\ncpu.2=core 1 socket 0\ncpu.3=core 1 socket 0\n");
+	tb_sample_cpu(b, 0, 100, 0x1000, 8, CT_ACCESS_STORE, 1000, 0);
+	tb_sample_cpu(b, 1, 200, 0x1000, 8, CT_ACCESS_LOAD, 1000, 1);
+	tb_sample_cpu(b, 2, 300, 0x1008, 8, CT_ACCESS_LOAD, 500, 0);
+	tb_sample_cpu(b, 2, 400, 0x2000, 4, CT_ACCESS_STORE, 500, 3);
+	tb_sample_cpu(b, 0, 500, 0x2000, 4, CT_ACCESS_LOAD, 1000, 2);
+	tb_sample_cpu(b, 1, 600, 0x2004, 4, CT_ACCESS_LOAD, 1000, 2);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -238,6 +256,8 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[2], "basic") || !strcmp(argv[2], "incomplete")) {
 		build_basic(&b);
 		b.complete = !strcmp(argv[2], "basic");
+	} else if (!strcmp(argv[2], "cpus")) {
+		build_cpus(&b);
 	} else if (!strcmp(argv[2], "big") && argc > 3) {
 		if (write_big(argv[1], strtoull(argv[3], NULL, 10)) < 0) {
 			perror(argv[1]);
@@ -257,7 +277,7 @@ int main(int argc, char **argv)
 	           !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|nofire|armsnohit|fullwp0|big N|threads N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|cpus|nofire|armsnohit|fullwp0|big N|threads N\n");
 		return 1;
 	}
 	unlink(b.path);

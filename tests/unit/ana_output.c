@@ -837,23 +837,25 @@ static void test_comdetective(void)
 	struct tm_ ta = make(3, "thread_all", "all", "thread");   /* directed */
 	struct tm_ tt = make(3, "thread_true", "true", "thread");
 	struct tm_ tf = make(3, "thread_false", "false", "thread");
-	struct tm_ ca = make(2, "core_all", "all", "core");
+	struct tm_ ca = make(2, "cpu_all", "all", "cpu");
+	struct tm_ pc = make(2, "core_all", "all", "core");     /* physical cores: no file */
 	struct tm_ sa = make(2, "socket_all", "all", "socket");
+	const struct cd_files id = { "app", 4242, 128 };
 	/* a symmetric one is written as is */
 	for (size_t i = 0; i < 3; i++)
 		for (size_t j = 0; j < i; j++)
 			tt.cell[i * 3 + j] = tt.cell[j * 3 + i];
 	ta.cell[1] = 1.0 / 3.0;
-	struct matrix_out ms[5] = { ta.m, tt.m, tf.m, ca.m, sa.m };
+	struct matrix_out ms[6] = { pc.m, ta.m, tt.m, tf.m, ca.m, sa.m };
 	struct ct_error err = { { 0 } };
 	const char *dir = tpath("cd/nested");
-	CHECK_EQ_U(write_comdetective_csv(dir, ms, 5, &err), 0);
-	static const char *const files[] = { "as_matrix.csv", "ts_matrix.csv", "fs_matrix.csv",
-	                                     "as_core_matrix.csv" };
+	CHECK_EQ_U(write_comdetective_csv(dir, &id, ms, 6, &err), 0);
+	static const char *const files[] = { "app-4242-as_matrix.csv", "app-4242-ts_matrix.csv",
+	                                     "app-4242-fs_matrix.csv", "app-4242-as_core_matrix.csv" };
 	for (size_t k = 0; k < 4; k++) {
 		char path[400];
 		snprintf(path, sizeof path, "%s/%s", dir, files[k]);
-		const struct matrix_out *m = &ms[k];
+		const struct matrix_out *m = &ms[k + 1];
 		size_t n = m->n, rows;
 		double v[16];
 		CHECK_EQ_U(read_plain_csv(path, v, 16, &rows), n * n);
@@ -866,17 +868,39 @@ static void test_comdetective(void)
 				CHECK_NEAR(v[r * n + j], want, 0.005 + 1e-9);
 			}
 	}
-	char path[400];
+	char path[400], *s;
 	struct stat st;
-	snprintf(path, sizeof path, "%s/ts_core_matrix.csv", dir);
-	CHECK(stat(path, &st) < 0); /* no core true-sharing matrix given */
-	char *s;
+	snprintf(path, sizeof path, "%s/app-4242-ts_core_matrix.csv", dir);
+	CHECK(stat(path, &st) < 0); /* no cpu true-sharing matrix given */
 	snprintf(path, sizeof path, "%s/as_matrix.csv", dir);
+	CHECK(stat(path, &st) < 0); /* always with ComDetective's prefix */
+	/* the stats line: volumes are the directed sums (half the symmetric
+	 * one's), missing files count 0; gbytes with the line size (128) */
+	double vol[4] = { 0 };
+	for (size_t i = 0; i < 9; i++) {
+		vol[0] += ta.cell[i];
+		vol[1] += tt.cell[i] / 2;
+		vol[2] += tf.cell[i];
+	}
+	for (size_t i = 0; i < 4; i++)
+		vol[3] += ca.cell[i];
+	char want[400];
+	snprintf(want, sizeof want,
+	         "COMDETECTIVE STATS: fs_volume:%.2f, fs_core_volume:0.00, ts_volume:%.2f, "
+	         "ts_core_volume:0.00, as_volume:%.2f, as_core_volume:4.00, "
+	         "cache_line_transfer:4.00, cache_line_transfer_millions:0.00, "
+	         "cache_line_transfer_gbytes:0.00\n", vol[2], vol[1], vol[0]);
+	CHECK_NEAR(vol[3], 4.0000002, 1e-9);
+	snprintf(path, sizeof path, "%s/app-4242-comdetective.log", dir);
+	s = slurp(path);
+	CHECK_STR(s, want);
+	free(s);
+	snprintf(path, sizeof path, "%s/app-4242-as_matrix.csv", dir);
 	s = slurp(path);
 	/* 3x3, row 2 first: directed cells summed with their mirror, %.2f */
 	CHECK(s && strchr(s, ' ') == NULL && strstr(s, ",\n") == NULL);
 	free(s);
-	snprintf(path, sizeof path, "%s/as_core_matrix.csv", dir);
+	snprintf(path, sizeof path, "%s/app-4242-as_core_matrix.csv", dir);
 	s = slurp(path);
 	/* core 2x2 is [[0, 1/3+1e-7], [2/3+1e-7, 3]]: M + M^T, last row first */
 	CHECK_STR(s, "1.00,6.00\n0.00,1.00\n");
@@ -885,22 +909,22 @@ static void test_comdetective(void)
 	/* n = 0, n = 1, n = 256 */
 	struct tm_ z = make(0, "thread_all", "all", "thread");
 	struct tm_ o = make(1, "thread_all", "all", "thread");
-	struct tm_ big = make(256, "thread_all", "all", "core");
+	struct tm_ big = make(256, "thread_all", "all", "cpu");
 	struct matrix_out ms2[3] = { z.m, o.m, big.m };
-	CHECK_EQ_U(write_comdetective_csv(tpath("cd2"), ms2, 3, &err), 0);
-	s = slurp(tpath("cd2/as_matrix.csv"));
+	CHECK_EQ_U(write_comdetective_csv(tpath("cd2"), &id, ms2, 3, &err), 0);
+	s = slurp(tpath("cd2/app-4242-as_matrix.csv"));
 	CHECK_STR(s, "");
 	free(s);
-	CHECK_EQ_U(write_comdetective_csv(tpath("cd3"), ms2 + 1, 1, &err), 0);
-	s = slurp(tpath("cd3/as_matrix.csv"));
+	CHECK_EQ_U(write_comdetective_csv(tpath("cd3"), &id, ms2 + 1, 1, &err), 0);
+	s = slurp(tpath("cd3/app-4242-as_matrix.csv"));
 	CHECK_STR(s, "0.00\n");
 	free(s);
-	s = slurp(tpath("cd2/as_core_matrix.csv"));
+	s = slurp(tpath("cd2/app-4242-as_core_matrix.csv"));
 	CHECK(s && strlen(s) > 256 * 256 * 4);
 	free(s);
 
 	/* nothing to write */
-	CHECK(write_comdetective_csv(tpath("cd4"), &sa.m, 1, &err) == -1);
+	CHECK(write_comdetective_csv(tpath("cd4"), &id, &sa.m, 1, &err) == -1);
 	CHECK(strstr(err.msg, "cd4") != NULL);
 
 	/* unwritable: a path below a regular file */
@@ -909,12 +933,12 @@ static void test_comdetective(void)
 		fclose(f);
 	err.msg[0] = 0;
 	errno = 0;
-	CHECK(write_comdetective_csv(tpath("plainfile/sub"), ms, 1, &err) == -1);
+	CHECK(write_comdetective_csv(tpath("plainfile/sub"), &id, ms + 1, 1, &err) == -1);
 	CHECK_EQ_U(errno, ENOTDIR);
 	CHECK(strstr(err.msg, "plainfile/sub") != NULL);
 
 	unmake(&z), unmake(&o), unmake(&big);
-	unmake(&ta), unmake(&tt), unmake(&tf), unmake(&ca), unmake(&sa);
+	unmake(&ta), unmake(&tt), unmake(&tf), unmake(&ca), unmake(&pc), unmake(&sa);
 }
 
 /* ---- every writer on n = 0, 1, 256 and NULL labels ------------------------ */

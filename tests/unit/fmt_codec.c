@@ -519,11 +519,40 @@ static void test_kv(void)
 	CHECK_EQ_U(strlen(b), before);
 }
 
+/* Varints of every length (1..10 bytes, at each length's edges), decoded
+ * from an exact-size buffer (the bytewise path at the end of the input)
+ * and followed by slack (the 8-byte load path), give the value back. */
+static void test_varint_lengths(void)
+{
+	for (unsigned bits = 0; bits <= 64; bits++) {
+		uint64_t edge = bits == 64 ? UINT64_MAX : (1ull << bits);
+		uint64_t vals[3] = { edge - 1, edge, edge + 1 };
+		for (int k = 0; k < 3; k++) {
+			struct ct_record in = { .type = CT_REC_LOST }, out;
+			in.u.lost = (struct ct_lost){ 1, vals[k] };
+			uint8_t o[CT_RECORD_MAX_BYTES];
+			struct ct_codec c;
+			ct_codec_reset(&c);
+			size_t n = ct_encode_record(&c, &in, o);
+			for (size_t slack = 0; slack <= 16; slack += 16) {
+				uint8_t *h = calloc(1, n + slack);
+				memcpy(h, o, n);
+				memset(&out, 0, sizeof out);
+				ct_codec_reset(&c);
+				CHECK_EQ_U(ct_decode_record(&c, h, h + n + slack, &out), n);
+				CHECK_EQ_U(out.u.lost.count, vals[k]);
+				free(h);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	RUN(test_roundtrip_every_type);
 	RUN(test_truncated_records);
 	RUN(test_malformed_records);
+	RUN(test_varint_lengths);
 	RUN(test_random_roundtrip);
 	RUN(test_slots_roundtrip);
 	RUN(test_random_bytes);

@@ -98,8 +98,20 @@ static bool msg_ok(const char *msg, const char *p)
 	return msg && strstr(msg, p) && strstr(msg, "offset");
 }
 
+/* Records equal field by field: the same thread and the same encoding
+ * (from a reset codec state). */
+static bool same_record(const struct ct_record *a, const struct ct_record *b)
+{
+	uint8_t ea[CT_RECORD_MAX_BYTES], eb[CT_RECORD_MAX_BYTES];
+	struct ct_codec ca, cb;
+	ct_codec_reset(&ca);
+	ct_codec_reset(&cb);
+	size_t na = ct_encode_record(&ca, a, ea), nb = ct_encode_record(&cb, b, eb);
+	return a->thread == b->thread && na == nb && !memcmp(ea, eb, na);
+}
+
 /* Opens p (or the n bytes at mem), reads every record per thread and
- * merged; checks the messages. */
+ * merged (with and without decoding workers); checks the messages. */
 static int try_open(const char *p, const uint8_t *mem, size_t n, bool verbose)
 {
 	struct ct_error err = { "" };
@@ -140,14 +152,27 @@ static int try_open(const char *p, const uint8_t *mem, size_t n, bool verbose)
 		}
 		ct_cursor_free(c);
 	}
-	struct ct_cursor *c = ct_cursor_merged(t);
-	struct ct_record r;
-	int rc;
-	while ((rc = ct_cursor_next(c, &r, &err)) == 1)
-		;
-	if (rc < 0)
+	/* merged, and merged with frames decoded by workers: the same records,
+	 * the same end, the same message */
+	struct ct_cursor *c = ct_cursor_merged(t), *cj = ct_cursor_merged_jobs(t, 4);
+	struct ct_error errj = { "" };
+	struct ct_record r, rj;
+	int rc, rcj;
+	CHECK(c && cj);
+	for (;;) {
+		rc = ct_cursor_next(c, &r, &err);
+		rcj = ct_cursor_next(cj, &rj, &errj);
+		CHECK_EQ_U(rcj, rc);
+		if (rc != 1 || rcj != 1)
+			break;
+		CHECK(same_record(&r, &rj));
+	}
+	if (rc < 0) {
 		CHECK(msg_ok(err.msg, p));
+		CHECK_STR(errj.msg, err.msg);
+	}
 	ct_cursor_free(c);
+	ct_cursor_free(cj);
 	ct_trace_close(t);
 	return outcome;
 }

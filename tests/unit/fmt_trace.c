@@ -190,14 +190,13 @@ static void test_thread_cursor(void)
 	ct_trace_close(t);
 }
 
-static void test_merged_cursor(void)
+/* Merged, without and with decoding workers (frames of 1 KiB and 4 KiB:
+ * many frames per thread, more than the workers' pool holds): the records
+ * in (time, thread) order, each thread's in its order. */
+static void check_merged(struct ct_trace *t, unsigned jobs)
 {
 	struct ct_error err = { "" };
-	struct ct_trace *t = ct_trace_open(path, &err);
-	CHECK(t != NULL);
-	if (!t)
-		return;
-	struct ct_cursor *c = ct_cursor_merged(t);
+	struct ct_cursor *c = ct_cursor_merged_jobs(t, jobs);
 	struct ct_record r;
 	unsigned next[NT] = { 0 }, n = 0;
 	uint64_t last_time = 0;
@@ -216,7 +215,19 @@ static void test_merged_cursor(void)
 	}
 	CHECK_EQ_U(rc, 0);
 	CHECK_EQ_U(n, NT * PER);
+	CHECK_EQ_U(ct_cursor_next(c, &r, &err), 0);     /* stays at the end */
 	ct_cursor_free(c);
+}
+
+static void test_merged_cursor(void)
+{
+	struct ct_error err = { "" };
+	struct ct_trace *t = ct_trace_open(path, &err);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	for (unsigned jobs = 1; jobs <= 8; jobs *= 2)
+		check_merged(t, jobs);
 	ct_trace_close(t);
 }
 
@@ -234,7 +245,8 @@ static void *par_read(void *arg)
 	struct ct_error err;
 	struct ct_record r;
 	for (int round = 0; round < 5; round++) {
-		struct ct_cursor *c = p->merged ? ct_cursor_merged(p->t) : ct_cursor_thread(p->t, 1);
+		struct ct_cursor *c = p->merged ? ct_cursor_merged_jobs(p->t, (unsigned)round + 1) :
+		                                  ct_cursor_thread(p->t, 1);
 		while ((p->rc = ct_cursor_next(c, &r, &err)) == 1)
 			p->n++;
 		ct_cursor_free(c);

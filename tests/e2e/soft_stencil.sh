@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The soft sampler at its defaults (commrec -s soft, no other option: the
+# path commrec's probe chooses, the default period) on the stencil kernel
+# (tests/kernels/README.md), at the size of the `make bench` row: 4 workers,
+# 4096 cells, a barrier per sweep.
+#
+#   soft_stencil/exact     the ground truth: --sampler inst --full, --model
+#                          exact, on a small stencil (pattern.py --check)
+#   soft_stencil/r         the sampled matrix's Pearson r against exact, over
+#                          the worker pairs, is at least r_min(E): the 99.9%
+#                          lower bound of r when the E detected events fall as
+#                          Poisson counts on the three neighbour pairs
+#                          (pattern.py --r-min; 0.8 from 49 events, 0.9 from
+#                          126).  Fewer than EVENTS_MIN events cannot decide
+#                          (r_min(10) = 0.50): SKIP with the counts of samples
+#                          and events.  Wrong pairs lower r below the bound.
+# The samples, events, path and r are printed (INFO).
+. "$(dirname "$0")/../lib.sh"
+
+K="$CT_BUILD/kernels"
+PAT="$CT_ROOT/tests/kernels/pattern.py"
+EVENTS_MIN=10
+for f in "$COMMREC" "$COMMANALYZE" "$K/stencil" "$K/stencil-inst"; do
+	if [ ! -x "$f" ]; then
+		skip soft_stencil "build $f first (make)"
+		exit 0
+	fi
+done
+command -v python3 >/dev/null || { skip soft_stencil "needs python3"; exit 0; }
+
+# exact: the program carries the inst runtime, nothing to preload
+printf 'int ct_soft_stencil_empty;\n' >"$WORK/empty.c"
+gcc -shared -fPIC -o "$WORK/empty.so" "$WORK/empty.c" || { fail soft_stencil/setup "empty.so"; done_tests; }
+rc=0
+COMMTRACE_RUNTIME="$WORK/empty.so" "$COMMREC" -q -f -o "$WORK/ex.zst" --sampler inst --full -- \
+	"$K/stencil-inst" -t 4 -c 130 -s 2000 >"$WORK/ex.out" 2>"$WORK/ex.err" || rc=$?
+if [ $rc -ne 0 ] || ! "$COMMANALYZE" matrix "$WORK/ex.zst" --format csv --model exact \
+	>"$WORK/ex.csv" 2>"$WORK/ex.aerr"; then
+	fail soft_stencil/exact "exit $rc: $(head -c 300 "$WORK/ex.err" "$WORK/ex.aerr" 2>/dev/null)"
+	done_tests
+fi
+if out=$(python3 "$PAT" --check stencil "$WORK/ex.out" "$WORK/ex.csv" 2000); then
+	pass soft_stencil/exact
+else
+	fail soft_stencil/exact "$out"
+	done_tests
+fi
+
+rc=0
+"$COMMREC" -q -f -o "$WORK/s.zst" -s soft -- "$K/stencil" -t 4 -c 4096 -s 50000 \
+	>"$WORK/s.out" 2>"$WORK/s.err" || rc=$?
+if [ $rc -ne 0 ]; then
+	fail soft_stencil/record "commrec exited $rc: $(tail -n 3 "$WORK/s.err" | tr '\n' '|')"
+	done_tests
+fi
+"$COMMANALYZE" "$WORK/s.zst" >"$WORK/s.report" 2>&1
+"$COMMANALYZE" info "$WORK/s.zst" >"$WORK/s.info" 2>&1
+"$COMMANALYZE" matrix "$WORK/s.zst" --format csv >"$WORK/s.csv" 2>"$WORK/s.aerr" ||
+	{ fail soft_stencil/matrix "$(head -c 300 "$WORK/s.aerr")"; done_tests; }
+e=$(sed -n 's/^ *communication events *\([0-9]*\).*/\1/p' "$WORK/s.report")
+e=${e:-0}
+samples=$(awk '/^records:/ { gsub(/,/, ""); n = $4 } /^skipped samples:/ { k = $3 } END { print n + k }' "$WORK/s.info")
+usable=$(awk '/^records:/ { gsub(/,/, ""); print $4 }' "$WORK/s.info")
+path=$(sed -n 's/^ *soft_path=//p' "$WORK/s.info")
+r=$(python3 "$PAT" --r "$WORK/s.out" "$WORK/s.csv" "$WORK/ex.out" "$WORK/ex.csv")
+rmin=$(python3 "$PAT" --r-min "$e" 3)
+echo "INFO soft_stencil: path ${path:-?}, $samples samples taken ($usable usable), $e events, r=$r against exact (bound $rmin)"
+if [ "$e" -lt "$EVENTS_MIN" ]; then
+	skip soft_stencil/r "too few to decide: $samples samples taken ($usable usable) gave $e communication events, fewer than $EVENTS_MIN (the 99.9% bound of r would be below 0.5)"
+elif python3 -c "import sys; sys.exit(0 if $r >= $rmin else 1)"; then
+	pass soft_stencil/r
+else
+	fail soft_stencil/r "r=$r < $rmin (the 99.9% bound for $e events)"
+fi
+done_tests
