@@ -61,11 +61,15 @@ HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null) -lhdf5_hl   # _hl: dime
 # libdwarf through pkg-config where it ships a .pc (libdwarf 0.x); Debian 12's
 # (20210528) has none: its include directory then
 DWARF_CFLAGS := $(or $(shell pkg-config --cflags libdwarf 2>/dev/null),-I/usr/include/libdwarf)
-DWARF_LIBS := $(or $(shell pkg-config --libs libdwarf 2>/dev/null),-ldwarf) -lelf -lz
+# (+ Zydis: symtab_dwarf.c decodes the code after allocation calls)
+DWARF_LIBS := $(or $(shell pkg-config --libs libdwarf 2>/dev/null),-ldwarf) -lelf -lz $(ZYDIS_LIBS)
 
 HAVE_HDF5 := $(call have_hdr,hdf5.h,$(HDF5_CFLAGS))
 HAVE_LIBDWARF := $(call have_hdr,libdwarf.h,$(DWARF_CFLAGS))
 HAVE_LIBPFM := $(call have_hdr,perfmon/pfmlib_perf_event.h,)
+# liblzma: the MiniDebugInfo (.gnu_debugdata) of stripped binaries (symtab_elf.c)
+HAVE_LZMA := $(call have_hdr,lzma.h,)
+LZMA_LIBS := $(if $(filter 1,$(HAVE_LZMA)),-llzma)
 
 # Required: their absence is a message naming the Debian package (make deps
 # installs them as root), not a compiler error on a missing header.
@@ -89,6 +93,11 @@ ifeq ($(HAVE_LIBPFM),1)
 FEAT_CFLAGS += -DHAVE_LIBPFM
 REC_LIBS += -lpfm
 endif
+ifeq ($(HAVE_LZMA),1)
+FEAT_CFLAGS += -DHAVE_LZMA
+REC_LIBS += $(LZMA_LIBS)
+ANA_LIBS += $(LZMA_LIBS)
+endif
 
 CFLAGS_ALL := $(BASE_CFLAGS) $(ZSTD_CFLAGS) $(FEAT_CFLAGS) $(CFLAGS)
 
@@ -97,7 +106,7 @@ CFLAGS_ALL := $(BASE_CFLAGS) $(ZSTD_CFLAGS) $(FEAT_CFLAGS) $(CFLAGS)
 # installing libpfm4-dev (or ASAN=1, or new CFLAGS) and running make again
 # rebuilds what it affects.  One line says what is enabled when it changes.
 yesno = $(if $(1),yes,no ($(2)))
-FEATURES := hdf5=$(HAVE_HDF5) libdwarf=$(HAVE_LIBDWARF) libpfm4=$(HAVE_LIBPFM)
+FEATURES := hdf5=$(HAVE_HDF5) libdwarf=$(HAVE_LIBDWARF) libpfm4=$(HAVE_LIBPFM) liblzma=$(HAVE_LZMA)
 BUILD_CONFIG := $(FEATURES) cc=$(CC) flags=$(CFLAGS_ALL) $(SAN)
 BUILD_STAMP := $(B)/build-config
 ifneq ($(BUILD_CONFIG),$(file <$(BUILD_STAMP)))
@@ -233,11 +242,11 @@ FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined 
 $(B)/fuzz/%_fuzz: tests/fuzz/%_fuzz.c tests/fuzz/replay_main.h $(FMT_SRC) $(wildcard formats/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZCC  $@")
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FMT_SRC) $(ZSTD_LIBS) $(DWARF_LIBS) -lm
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(FMT_SRC) $(ZSTD_LIBS) $(DWARF_LIBS) $(LZMA_LIBS) -lm
 $(B)/fuzz/%_replay: tests/fuzz/%_fuzz.c tests/fuzz/replay_main.h $(LIBFMT)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS_ALL) $(SAN) -DCT_FUZZ_MAIN -o $@ $< $(LIBFMT) $(ZSTD_LIBS) \
-		$(if $(filter 1,$(HAVE_LIBDWARF)),$(DWARF_LIBS)) -lm
+		$(if $(filter 1,$(HAVE_LIBDWARF)),$(DWARF_LIBS)) $(LZMA_LIBS) -lm
 
 # The unit tests' objects are built by a pattern rule only: keep them (make
 # would delete them as intermediates and rebuild them every time).

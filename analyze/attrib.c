@@ -367,6 +367,8 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 	if (cs && (mmap ? cs->obj_mmap : cs->obj_heap) != UINT32_MAX)
 		return mmap ? cs->obj_mmap : cs->obj_heap;
 	char path[1024] = "", first[256] = "";
+	const struct st_module *bmod = NULL;
+	const struct st_alloc *balloc = NULL;
 	if (cs) {
 		size_t pl = 0;
 		for (unsigned k = 0; k < cs->depth; k++) {
@@ -386,6 +388,9 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 			else
 				symtab_code_str(&a->syms, pc - 1, true, w, sizeof w);
 			if (!first[0]) {
+				/* the block's type: that of this call's site */
+				if (known && (balloc = symtab_alloc(c.mod, pc - c.mod->bias)))
+					bmod = c.mod;
 				if (known && c.func)
 					snprintf(first, sizeof first, "%s", c.func);
 				else
@@ -406,8 +411,18 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 	char base[300], key[1100];
 	snprintf(base, sizeof base, "%s:%s", mmap ? "mmap" : "heap", first);
 	snprintf(key, sizeof key, "%c:%s", mmap ? 'M' : 'H', path[0] ? path : first);
+	char type[300] = "untyped";
+	if (balloc) {
+		const struct st_type *t = balloc->type < bmod->ntypes ? &bmod->types[balloc->type] : NULL;
+		const char *tn = t ? st_str(bmod, t->name) : NULL;
+		snprintf(type, sizeof type, "%s", tn ? tn : "?");
+	}
 	uint32_t o = obj_named(a, hash_str64(key), mmap ? OBJ_MMAP : OBJ_HEAP, base,
-	                       path[0] ? path : NULL, NULL);
+	                       path[0] ? path : NULL, type);
+	if (o != UINT32_MAX && !a->objs[o].balloc) {
+		a->objs[o].bmod = bmod;
+		a->objs[o].balloc = balloc;
+	}
 	if (cs) {
 		if (mmap)
 			cs->obj_mmap = o;
@@ -579,6 +594,9 @@ static void attribute(struct attrib *a, uint64_t addr, struct where *w)
 		w->hi = nd->lo + nd->size;
 		w->key = addr - nd->lo;
 		w->obj = nd->obj;
+		const struct aobj *o = &a->objs[nd->obj];
+		if (o->balloc)
+			w->key = symtab_block_path(o->bmod, o->balloc, nd->size, w->key, NULL, 0, &w->size);
 		return;
 	}
 	const struct st_module *m;
@@ -643,9 +661,19 @@ static void where_path(struct attrib *a, const struct where *w, uint64_t addr, c
 		/* stacks grow down: offsets from the top stay the same between runs */
 		snprintf(out, cap, "top-0x%" PRIx64, w->hi - addr);
 		break;
-	case W_BLOCK:
-		snprintf(out, cap, "+%" PRIu64, addr - w->lo);
+	case W_BLOCK: {
+		const struct aobj *o = &a->objs[w->obj];
+		uint64_t leaf;
+		if (!o->balloc)
+			snprintf(out, cap, "+%" PRIu64, addr - w->lo);
+		else if (cap) {
+			out[0] = 0;
+			symtab_block_path(o->bmod, o->balloc, w->hi - w->lo, addr - w->lo, out, cap, &leaf);
+			if (!out[0])   /* one leaf, no variable name */
+				snprintf(out, cap, "+%" PRIu64, addr - w->lo);
+		}
 		break;
+	}
 	case W_STATIC:
 		symtab_data(&a->syms, addr, &d);
 		snprintf(out, cap, "%s", d.path);
@@ -1006,6 +1034,55 @@ static void flag_notes(struct attrib *a)
 	}
 }
 
+static int cmp_pc(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* The return addresses of the trace's allocation call stacks, sorted and
+ * unique (the sites whose blocks the DWARF loader types; the recorder
+ * collects the same ones for the embedded symbols).  NULL when there are
+ * none or memory is short: the blocks are then untyped. */
+static uint64_t *callsite_pcs(struct ct_trace *t, size_t *np)
+{
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	struct ct_error e;
+	for (size_t i = 0; i < ct_trace_nthreads(t); i++) {
+		struct ct_cursor *c = ct_cursor_thread(t, i);
+		struct ct_record r;
+		while (c && ct_cursor_next(c, &r, &e) == 1) {
+			if (r.type != CT_REC_CALLSITE)
+				continue;
+			for (unsigned k = 0; k < r.u.callsite.depth && k < CT_CALLSITE_MAX_DEPTH; k++) {
+				if (n == cap) {
+					size_t nc = cap ? cap * 2 : 256;
+					uint64_t *q = realloc(v, nc * sizeof *q);
+					if (!q) {
+						ct_cursor_free(c);
+						free(v);
+						return NULL;
+					}
+					v = q;
+					cap = nc;
+				}
+				v[n++] = r.u.callsite.pc[k];
+			}
+		}
+		if (c)
+			ct_cursor_free(c);
+	}
+	if (n)
+		qsort(v, n, sizeof *v, cmp_pc);
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!o || v[o - 1] != v[i])
+			v[o++] = v[i];
+	*np = o;
+	return v;
+}
+
 struct attrib *attrib_create(struct ct_trace *t, const struct attrib_opts *o)
 {
 	struct attrib *a = calloc(1, sizeof *a);
@@ -1028,8 +1105,16 @@ struct attrib *attrib_create(struct ct_trace *t, const struct attrib_opts *o)
 		const char *maps = ct_trace_section(t, CT_SEC_MAPS, &len);
 		if (!maps)
 			attrib_note(a, "the trace has no memory map: no symbols");
-		else if (symtab_from_maps(&a->syms, maps, len, NULL, maps_note, &pn))
-			attrib_note(a, "out of memory loading symbols");
+		else {
+			/* everything (NULL sets), with the allocation sites typed */
+			size_t ns = 0;
+			uint64_t *pcs = callsite_pcs(t, &ns);
+			struct st_addrs sites = { .v = pcs, .n = ns };
+			struct st_addrs all = { .v = NULL, .n = 0, .sites = &sites };
+			if (symtab_from_maps(&a->syms, maps, len, pcs ? &all : NULL, maps_note, &pn))
+				attrib_note(a, "out of memory loading symbols");
+			free(pcs);
+		}
 		a->symbols_source = "binaries";
 	} else {
 		const void *p = ct_trace_section(t, CT_SEC_SYMBOLS, &len);
@@ -1092,6 +1177,13 @@ void attrib_free(struct attrib *a)
 const char *attrib_notes(const struct attrib *a)
 {
 	return a->notes ? a->notes : "";
+}
+
+uint32_t attrib_object(struct attrib *a, uint64_t addr)
+{
+	struct where w;
+	attribute(a, addr, &w);
+	return w.obj;
 }
 
 const char *attrib_object_name(struct attrib *a, uint64_t addr, char *buf, size_t cap)

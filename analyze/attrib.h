@@ -54,6 +54,10 @@ struct event_consumer attrib_event_consumer(struct attrib *a);
  * one per line; "" when none. */
 const char *attrib_notes(const struct attrib *a);
 
+/* The object (an index of the attribution's objects) at addr now, during
+ * the replay (UINT32_MAX: none). */
+uint32_t attrib_object(struct attrib *a, uint64_t addr);
+
 /* Name of the object at addr now (after the replay: as it was last seen).
  * For tests and the dump command. */
 const char *attrib_object_name(struct attrib *a, uint64_t addr, char *buf, size_t cap);

@@ -47,7 +47,9 @@ struct aobj {
 	uint8_t kind;            /* enum obj_kind */
 	char *name;              /* unique display name: "q", "heap:alloc_a", "stack:T0" */
 	char *desc;              /* heap/mmap: the call path; static in a library: its path */
-	char *type;              /* static: the type name */
+	char *type;              /* static: the type name; heap/mmap: the blocks' type or "untyped" */
+	const struct st_module *bmod;   /* heap/mmap: the allocation site's module and */
+	const struct st_alloc *balloc;  /* type (SYMBOLS), NULL: untyped */
 	uint64_t size;           /* static: variable size; heap: largest block */
 	uint64_t nallocs;        /* heap/mmap: blocks allocated */
 	double w[3];
@@ -148,6 +150,7 @@ struct attrib_cli {
 	size_t top;              /* 0: all */
 	enum attrib_cmd cmd;
 	bool from_binaries, no_demangle, by_threads;
+	bool by_object;          /* functions --by object: reuse per object */
 	struct fnflow *ff;       /* functions: the flows */
 	enum mx_kind kind;
 	struct model_opts o;

@@ -53,19 +53,20 @@ void attrib_hooks_init(struct analysis_hooks *h, struct attrib_hook *ah, bool fr
 }
 
 enum { O_FORMAT = 1, O_OUTPUT, O_TOP, O_FROM_BINARIES, O_NO_DEMANGLE, O_OBJECT, O_KIND,
-       O_THREADS };
+       O_THREADS, O_BY };
 static const struct cli_opt attrib_opts[] = {
 	{ "format", 0, true, O_FORMAT }, { "output", 'o', true, O_OUTPUT },
 	{ "top", 0, true, O_TOP }, { "symbols-from-binaries", 0, false, O_FROM_BINARIES },
 	{ "no-demangle", 0, false, O_NO_DEMANGLE },
 	{ "object", 0, true, O_OBJECT }, { "kind", 0, true, O_KIND },
-	{ "threads", 0, false, O_THREADS },
+	{ "threads", 0, false, O_THREADS }, { "by", 0, true, O_BY },
 };
 /* The commands each option of attrib_opts belongs to (bits 1 << ACMD_*). */
 #define ACMD_ALL ((1u << ACMD_OBJECTS) | (1u << ACMD_LINES) | (1u << ACMD_FUNCTIONS))
 static const unsigned attrib_opt_cmds[] = {
 	ACMD_ALL, ACMD_ALL, ACMD_ALL, ACMD_ALL, ACMD_ALL,
 	1u << ACMD_OBJECTS, (1u << ACMD_OBJECTS) | (1u << ACMD_FUNCTIONS), 1u << ACMD_FUNCTIONS,
+	1u << ACMD_FUNCTIONS,
 };
 
 /* One option of objects, lines or functions: 0, or -1 (message printed). */
@@ -109,6 +110,13 @@ static int attrib_cli_option(struct cli *p, struct attrib_cli *c, int id, const 
 	case O_THREADS:
 		c->by_threads = true;
 		return 0;
+	case O_BY: {
+		static const char *const by[] = { "function", "object" };
+		if (cli_choice(p, v, by, 2, &kind))
+			return -1;
+		c->by_object = kind == 1;
+		return 0;
+	}
 	}
 	return -1;
 }

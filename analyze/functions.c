@@ -23,6 +23,14 @@ struct ffunc {
 	uint64_t life[REUSE_BUCKETS];         /* read bytes by ns from write to last read */
 };
 
+/* The reuse of the bytes of one object (full traces; index: the
+ * attribution's object). */
+struct oreuse {
+	uint64_t bytes_written, bytes_read;
+	uint64_t reads[REUSE_BUCKETS];        /* written bytes by reads before overwrite */
+	uint64_t life[REUSE_BUCKETS];         /* read bytes by ns from write to last read */
+};
+
 struct fedge {
 	uint32_t src, dst;       /* producer, consumer functions */
 	uint32_t ts, td;         /* producer, consumer threads (NONE: merged) */
@@ -44,6 +52,7 @@ struct sbyte {
 	uint32_t wfn, wth;       /* NONE: never written in the trace */
 	uint32_t rfn;            /* function of the last read since the write, NONE */
 	uint32_t nreads;
+	uint32_t wobj;           /* object written (attribution index), NONE */
 	uint64_t wtime, rtime;
 };
 
@@ -58,8 +67,31 @@ struct fnflow {
 	struct sbyte (*chunk)[CHUNK_BYTES];
 	size_t nchunks, capchunks;
 	struct u64map chunk_by_addr;
+	struct oreuse *obj;       /* by object index */
+	size_t nobj;
 	bool oom;
 };
+
+/* The reuse counters of object o (NULL: none, or out of memory). */
+static struct oreuse *obj_reuse(struct fnflow *f, uint32_t o)
+{
+	if (o == NONE)
+		return NULL;
+	if (o >= f->nobj) {
+		size_t nn = f->nobj ? f->nobj : 64;
+		while (nn <= o)
+			nn *= 2;
+		struct oreuse *p = realloc(f->obj, nn * sizeof *p);
+		if (!p) {
+			f->oom = true;
+			return NULL;
+		}
+		memset(p + f->nobj, 0, (nn - f->nobj) * sizeof *p);
+		f->obj = p;
+		f->nobj = nn;
+	}
+	return &f->obj[o];
+}
 
 /* ---- functions ------------------------------------------------------------------ */
 
@@ -226,7 +258,7 @@ static struct sbyte *shadow(struct fnflow *f, uint64_t chunk_addr)
 	}
 	struct sbyte *c = f->chunk[f->nchunks];
 	for (unsigned i = 0; i < CHUNK_BYTES; i++)
-		c[i] = (struct sbyte){ .wfn = NONE, .wth = NONE, .rfn = NONE };
+		c[i] = (struct sbyte){ .wfn = NONE, .wth = NONE, .rfn = NONE, .wobj = NONE };
 	if (u64map_put(&f->chunk_by_addr, chunk_addr, (uint32_t)f->nchunks))
 		return NULL;
 	f->nchunks++;
@@ -242,6 +274,12 @@ static void byte_retire(struct fnflow *f, const struct sbyte *b)
 	w->reads[log2_bucket(b->nreads)]++;
 	if (b->nreads)
 		w->life[log2_bucket(b->rtime - b->wtime)]++;
+	struct oreuse *o = obj_reuse(f, b->wobj);
+	if (o) {
+		o->reads[log2_bucket(b->nreads)]++;
+		if (b->nreads)
+			o->life[log2_bucket(b->rtime - b->wtime)]++;
+	}
 }
 
 /* Consecutive bytes of one access usually share their writer: one edge
@@ -287,11 +325,12 @@ static void byte_read(struct fnflow *f, struct sbyte *b, uint32_t fn, uint32_t t
 	b->rtime = t;
 }
 
-static void byte_write(struct fnflow *f, struct sbyte *b, uint32_t fn, uint32_t th, uint64_t t)
+static void byte_write(struct fnflow *f, struct sbyte *b, uint32_t fn, uint32_t th, uint64_t t,
+                       uint32_t obj)
 {
 	f->fn[fn].bytes_written++;
 	byte_retire(f, b);
-	*b = (struct sbyte){ .wfn = fn, .wth = th, .rfn = NONE, .wtime = t };
+	*b = (struct sbyte){ .wfn = fn, .wth = th, .rfn = NONE, .wobj = obj, .wtime = t };
 }
 
 static void on_record(void *self, const struct ct_record *rec)
@@ -304,6 +343,13 @@ static void on_record(void *self, const struct ct_record *rec)
 	if (fn == NONE || !s->len)
 		return;
 	bool reads = s->kind != CT_ACCESS_STORE, writes = s->kind != CT_ACCESS_LOAD;
+	/* the object of the access (its first byte), as it is now */
+	uint32_t obj = attrib_object(f->a, s->addr);
+	struct oreuse *o = obj_reuse(f, obj);
+	if (o) {
+		o->bytes_read += reads ? s->len : 0;
+		o->bytes_written += writes ? s->len : 0;
+	}
 	struct run r = { 0 };
 	for (uint64_t p = s->addr, end = s->addr + s->len; p < end;) {
 		uint64_t base = p & ~(uint64_t)(CHUNK_BYTES - 1);
@@ -317,7 +363,7 @@ static void on_record(void *self, const struct ct_record *rec)
 			if (reads)
 				byte_read(f, b, fn, rec->thread, rec->time, &r);
 			if (writes)
-				byte_write(f, b, fn, rec->thread, rec->time);
+				byte_write(f, b, fn, rec->thread, rec->time, obj);
 		}
 	}
 	run_flush(f, &r, fn, rec->thread);
@@ -359,6 +405,7 @@ void fnflow_free(struct fnflow *f)
 	u64map_free(&f->chunk_by_addr);
 	etable_free(&f->edges);
 	free(f->chunk);
+	free(f->obj);
 	free(f);
 }
 
@@ -375,6 +422,9 @@ struct view {
 	size_t nfns;
 	enum mx_kind kind;
 	bool by_threads;
+	uint32_t *objs;           /* --by object: the objects shown, by bytes */
+	size_t nobjs;
+	bool by_object;
 };
 
 static double edge_rank(const struct view *v, const struct fedge *e)
@@ -472,6 +522,7 @@ static void view_free(struct view *v)
 	etable_free(&v->merged);
 	free(v->ix);
 	free(v->fns);
+	free(v->objs);
 }
 
 /* ---- writers ------------------------------------------------------------------------- */
@@ -533,6 +584,119 @@ static void text_edges(FILE *o, const struct view *v)
 	}
 }
 
+/* ---- reuse by object ------------------------------------------------------------------ */
+
+static uint64_t obj_bytes(const struct fnflow *f, uint32_t o)
+{
+	return f->obj[o].bytes_read + f->obj[o].bytes_written;
+}
+
+static int cmp_objs(const void *x, const void *y)
+{
+	const struct fnflow *f = sort_view->f;
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	uint64_t wa = obj_bytes(f, a), wb = obj_bytes(f, b);
+	if (wa != wb)
+		return wa < wb ? 1 : -1;
+	return strcmp(f->a->objs[a].name, f->a->objs[b].name);
+}
+
+/* The objects whose bytes the trace touched, most bytes first; top 0: all. */
+static int objs_rank(struct view *v, size_t top)
+{
+	const struct fnflow *f = v->f;
+	v->by_object = true;
+	v->objs = malloc((f->nobj ? f->nobj : 1) * sizeof *v->objs);
+	if (!v->objs)
+		return -1;
+	for (size_t i = 0; i < f->nobj && i < f->a->nobjs; i++)
+		if (obj_bytes(f, (uint32_t)i))
+			v->objs[v->nobjs++] = (uint32_t)i;
+	sort_view = v;
+	qsort(v->objs, v->nobjs, sizeof *v->objs, cmp_objs);
+	if (top && top < v->nobjs)
+		v->nobjs = top;
+	return 0;
+}
+
+/* Written bytes never read (%), and the medians, as text ("-": none). */
+struct reuse_cols {
+	char unread[32], reads[32], life[32];
+};
+
+static void reuse_cols(const uint64_t *reads, const uint64_t *life, struct reuse_cols *c)
+{
+	uint64_t written = 0;
+	for (unsigned k = 0; k < REUSE_BUCKETS; k++)
+		written += reads[k];
+	uint64_t mr = hist_median(reads), ml = hist_median(life);
+	snprintf(c->unread, sizeof c->unread, "-");
+	snprintf(c->reads, sizeof c->reads, "-");
+	snprintf(c->life, sizeof c->life, "-");
+	if (written)
+		snprintf(c->unread, sizeof c->unread, "%.1f", 100.0 * (double)reads[0] / (double)written);
+	if (mr != UINT64_MAX)
+		snprintf(c->reads, sizeof c->reads, "%" PRIu64, mr);
+	if (ml != UINT64_MAX)
+		snprintf(c->life, sizeof c->life, "%" PRIu64, ml);
+}
+
+static void text_objects(FILE *o, const struct view *v)
+{
+	const struct fnflow *f = v->f;
+	fprintf(o, "\nObjects, reuse of their bytes:\n");
+	fprintf(o, "  %14s %14s %10s %10s %12s  %s\n", "written", "read", "unread%", "reads(med)",
+	        "life(med,ns)", "object (kind)");
+	for (size_t i = 0; i < v->nobjs; i++) {
+		const struct oreuse *x = &f->obj[v->objs[i]];
+		const struct aobj *ob = &f->a->objs[v->objs[i]];
+		struct reuse_cols c;
+		char a[32], b[32];
+		reuse_cols(x->reads, x->life, &c);
+		out_fmt_compact(a, sizeof a, (double)x->bytes_written);
+		out_fmt_compact(b, sizeof b, (double)x->bytes_read);
+		fprintf(o, "  %14s %14s %10s %10s %12s  %s (%s)\n", a, b, c.unread, c.reads, c.life,
+		        ob->name, obj_kind_name(ob->kind));
+	}
+}
+
+/* A histogram as one CSV field: counts per log2 bucket, ';'-separated. */
+static void csv_hist(FILE *o, const uint64_t *h)
+{
+	unsigned last = 0;
+	for (unsigned b = 0; b < REUSE_BUCKETS; b++)
+		if (h[b])
+			last = b + 1;
+	for (unsigned b = 0; b < last; b++)
+		fprintf(o, "%s%" PRIu64, b ? ";" : "", h[b]);
+}
+
+static void csv_objects(FILE *o, const struct view *v)
+{
+	const struct fnflow *f = v->f;
+	fprintf(o, "rank,object,kind,bytes_written,bytes_read,unread_bytes,reads_median,"
+	           "lifetime_median_ns,reads_per_written_byte,lifetime_ns\n");
+	for (size_t i = 0; i < v->nobjs; i++) {
+		const struct oreuse *x = &f->obj[v->objs[i]];
+		const struct aobj *ob = &f->a->objs[v->objs[i]];
+		uint64_t mr = hist_median(x->reads), ml = hist_median(x->life);
+		fprintf(o, "%zu,", i + 1);
+		out_csv_field(o, ob->name);
+		fprintf(o, ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",", obj_kind_name(ob->kind),
+		        x->bytes_written, x->bytes_read, x->reads[0]);
+		if (mr != UINT64_MAX)
+			fprintf(o, "%" PRIu64, mr);
+		fputc(',', o);
+		if (ml != UINT64_MAX)
+			fprintf(o, "%" PRIu64, ml);
+		fputc(',', o);
+		csv_hist(o, x->reads);
+		fputc(',', o);
+		csv_hist(o, x->life);
+		fputc('\n', o);
+	}
+}
+
 static void text_functions(FILE *o, const struct view *v)
 {
 	const struct fnflow *f = v->f;
@@ -546,20 +710,11 @@ static void text_functions(FILE *o, const struct view *v)
 		const struct ffunc *x = &f->fn[v->fns[i]];
 		char a[32], b[32];
 		if (f->full) {
-			uint64_t written = 0;
-			for (unsigned k = 0; k < REUSE_BUCKETS; k++)
-				written += x->reads[k];
-			uint64_t mr = hist_median(x->reads), ml = hist_median(x->life);
-			char c[32] = "-", d[32] = "-", u[32] = "-";
-			if (written)
-				snprintf(u, sizeof u, "%.1f", 100.0 * (double)x->reads[0] / (double)written);
-			if (mr != UINT64_MAX)
-				snprintf(c, sizeof c, "%" PRIu64, mr);
-			if (ml != UINT64_MAX)
-				snprintf(d, sizeof d, "%" PRIu64, ml);
+			struct reuse_cols c;
+			reuse_cols(x->reads, x->life, &c);
 			out_fmt_compact(a, sizeof a, (double)x->bytes_written);
 			out_fmt_compact(b, sizeof b, (double)x->bytes_read);
-			fprintf(o, "  %14s %14s %10s %10s %12s  ", a, b, u, c, d);
+			fprintf(o, "  %14s %14s %10s %10s %12s  ", a, b, c.unread, c.reads, c.life);
 		} else {
 			out_fmt_compact(a, sizeof a, x->produced);
 			out_fmt_compact(b, sizeof b, x->consumed);
@@ -586,7 +741,10 @@ static void write_text(FILE *o, const struct view *v)
 	if (*notes)
 		fprintf(o, "%s", notes);
 	text_edges(o, v);
-	text_functions(o, v);
+	if (v->by_object)
+		text_objects(o, v);
+	else
+		text_functions(o, v);
 }
 
 static void write_csv(FILE *o, const struct view *v)
@@ -637,6 +795,20 @@ static void write_json(FILE *o, const struct view *v)
 		           ",\"bytes_read\":%" PRIu64 ",",
 		        num(x->produced, a, sizeof a), num(x->consumed, b, sizeof b), x->bytes_written,
 		        x->bytes_read);
+		json_hist(o, "reads_per_written_byte", x->reads);
+		fputc(',', o);
+		json_hist(o, "lifetime_ns", x->life);
+		fputc('}', o);
+	}
+	fprintf(o, "\n],\"objects\":[");
+	for (size_t i = 0, k = 0; f->full && i < f->nobj && i < f->a->nobjs; i++) {
+		const struct oreuse *x = &f->obj[i];
+		if (!obj_bytes(f, (uint32_t)i))
+			continue;
+		fprintf(o, "%s\n{\"name\":", k++ ? "," : "");
+		out_json_string(o, f->a->objs[i].name);
+		fprintf(o, ",\"kind\":\"%s\",\"bytes_written\":%" PRIu64 ",\"bytes_read\":%" PRIu64 ",",
+		        obj_kind_name(f->a->objs[i].kind), x->bytes_written, x->bytes_read);
 		json_hist(o, "reads_per_written_byte", x->reads);
 		fputc(',', o);
 		json_hist(o, "lifetime_ns", x->life);
@@ -723,17 +895,18 @@ static void write_dot(FILE *o, const struct view *v)
 }
 
 int fnflow_write(struct fnflow *f, FILE *out, enum attrib_format fmt, size_t top,
-                 enum mx_kind kind, bool by_threads)
+                 enum mx_kind kind, bool by_threads, bool by_object)
 {
 	struct view v = { 0 };
-	if (f->oom || view_build(&v, f, top, kind, by_threads)) {
+	if (f->oom || view_build(&v, f, top, kind, by_threads) ||
+	    (by_object && objs_rank(&v, top))) {
 		view_free(&v);
 		ana_err("functions: out of memory");
 		return EXIT_BADTRACE;
 	}
 	switch (fmt) {
 	case AF_TEXT: write_text(out, &v); break;
-	case AF_CSV: write_csv(out, &v); break;
+	case AF_CSV: (by_object ? csv_objects : write_csv)(out, &v); break;
 	case AF_JSON: write_json(out, &v); break;
 	case AF_DOT: write_dot(out, &v); break;
 	}
@@ -747,7 +920,7 @@ static int write_functions(struct attrib_cli *c, struct analysis *an, struct att
 {
 	(void)an;
 	(void)a;
-	return fnflow_write(c->ff, f, c->fmt, c->top, c->kind, c->by_threads);
+	return fnflow_write(c->ff, f, c->fmt, c->top, c->kind, c->by_threads, c->by_object);
 }
 
 int cmd_functions(int argc, char **argv)

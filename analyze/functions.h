@@ -15,8 +15,10 @@
  *                     per producing function the reuse of its bytes: how
  *                     many times a written byte is read before it is
  *                     overwritten (or the trace ends), and how long it
- *                     lives (write to last read).  Shadow memory: 32 bytes
- *                     per byte touched.
+ *                     lives (write to last read); the same reuse per
+ *                     object (the attribution's object of the access when
+ *                     it writes the byte).  Shadow memory: 40 bytes per
+ *                     byte touched.
  * Functions are named through the attribution's symbols (demangled unless
  * --no-demangle); code without a symbol is "module+0xoffset" or the
  * address.  Put the record consumer after the attribution's. */
@@ -35,11 +37,13 @@ struct event_consumer fnflow_event_consumer(struct fnflow *f);
 /* The flows, producer -> consumer, heaviest first (by bytes on a full
  * trace, else by weight; --kind true|false: by those events' weight, edges
  * without them left out); top 0: all; by_threads: one row per thread pair,
- * else merged.  Formats: text, csv, json, dot (Graphviz: nodes are
+ * else merged; by_object (full traces): the text's second table and the CSV
+ * are the reuse of each object's bytes (the objects touching most bytes
+ * first, top of them) instead of the functions'; the JSON always has both.  Formats: text, csv, json, dot (Graphviz: nodes are
  * functions sized by the data they produce and consume, edges labelled).
  * 0, or -1 on a write error. */
 int fnflow_write(struct fnflow *f, FILE *out, enum attrib_format fmt, size_t top,
-                 enum mx_kind kind, bool by_threads);
+                 enum mx_kind kind, bool by_threads, bool by_object);
 
 int cmd_functions(int argc, char **argv);
 

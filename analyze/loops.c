@@ -14,11 +14,8 @@
  * or the function.  A loop is named by the first line of its range
  * ("loop:23"; ranges with the same first line, versions of one source loop,
  * are one node) and located by its lines ("file.c:23-31", DWARF lines). */
-#include <elf.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <Zydis/Zydis.h>
 
@@ -49,37 +46,6 @@ struct loops {
 	uint64_t no_function;       /* events whose ip is in no known function */
 	uint64_t no_code;           /* functions whose code could not be read */
 };
-
-/* The bytes of file addresses [a, b) of the ELF file at path, from its
- * PT_LOAD segments; NULL when they cannot be read. */
-static uint8_t *read_code(const char *path, uint64_t a, uint64_t b)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	uint8_t *buf = NULL;
-	Elf64_Ehdr eh;
-	if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
-	    eh.e_phnum > 256 || b <= a || b - a > (64u << 20))
-		goto out;
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-		if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
-			break;
-		if (ph.p_type != PT_LOAD || a < ph.p_vaddr || b > ph.p_vaddr + ph.p_filesz)
-			continue;
-		buf = malloc(b - a);
-		if (buf && pread(fd, buf, b - a, (off_t)(ph.p_offset + (a - ph.p_vaddr))) != (ssize_t)(b - a)) {
-			free(buf);
-			buf = NULL;
-		}
-		break;
-	}
-out:
-	close(fd);
-	return buf;
-}
 
 /* Back edges of the code at runtime address base: loops into *lp. */
 static size_t find_loops(const ZydisDecoder *dec, const uint8_t *code, size_t len, uint64_t base,
@@ -229,7 +195,7 @@ static struct loop_fn *function_of(struct loops *L, uint64_t ip)
 		snprintf(where, sizeof where, "%s:%u", c.file, c.line);
 		set_where(L->r, fn->node, where);
 	}
-	uint8_t *code = read_code(m->path, f->start, end);
+	uint8_t *code = symtab_elf_code(m->path, f->start, end);
 	if (!code)
 		L->no_code++;
 	else {

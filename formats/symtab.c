@@ -28,13 +28,14 @@ static void module_free(struct st_module *m)
 	free(m->vars);
 	free(m->types);
 	free(m->members);
+	free(m->allocs);
 	free(m->strhash);
 	free(m);
 }
 
 void symtab_clear_module(struct st_module *m)
 {
-	m->nfiles = m->nfuncs = m->nlines = m->nvars = m->ntypes = m->nmembers = 0;
+	m->nfiles = m->nfuncs = m->nlines = m->nvars = m->ntypes = m->nmembers = m->nallocs = 0;
 	m->flags &= ~(uint32_t)(ST_MOD_ELF_SYMS | ST_MOD_DYNSYM | ST_MOD_DWARF | ST_MOD_LINES_SUBSET);
 }
 
@@ -221,6 +222,15 @@ int st_add_member(struct st_module *m, uint32_t type, const char *name, uint64_t
 	return 0;
 }
 
+int st_add_alloc(struct st_module *m, uint64_t site, const char *name, uint32_t type)
+{
+	uint32_t n = name ? st_intern(m, name) : ST_NONE;
+	if ((name && n == ST_NONE) || GROW(m, allocs, nallocs, cap_allocs))
+		return -1;
+	m->allocs[m->nallocs++] = (struct st_alloc){ site, n, type };
+	return 0;
+}
+
 static int cmp_func(const void *a, const void *b)
 {
 	const struct st_func *x = a, *y = b;
@@ -248,6 +258,12 @@ static int cmp_var(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
+static int cmp_alloc(const void *a, const void *b)
+{
+	const struct st_alloc *x = a, *y = b;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
 static int cmp_mod(const void *a, const void *b)
 {
 	const struct st_module *x = *(struct st_module *const *)a, *y = *(struct st_module *const *)b;
@@ -256,16 +272,31 @@ static int cmp_mod(const void *a, const void *b)
 	return 0;
 }
 
+/* Sort n elements whose key is the u64 they start with (functions, variables,
+ * allocation sites) and keep the first of each key (cmp orders the preferred
+ * one first).  Returns the new count. */
+static size_t sort_first_per_key(void *v, size_t n, size_t elem, int (*cmp)(const void *, const void *))
+{
+	if (!n)
+		return 0;
+	qsort(v, n, elem, cmp);
+	char *p = v;
+	size_t o = 1;
+	for (size_t i = 1; i < n; i++)
+		if (memcmp(p + (o - 1) * elem, p + i * elem, sizeof(uint64_t))) {
+			if (o != i)
+				memcpy(p + o * elem, p + i * elem, elem);
+			o++;
+		}
+	return o;
+}
+
+_Static_assert(offsetof(struct st_func, start) == 0 && offsetof(struct st_var, addr) == 0 &&
+               offsetof(struct st_alloc, site) == 0, "sort_first_per_key: keys first");
+
 static void module_finish(struct st_module *m)
 {
-	if (m->nfuncs) {
-		qsort(m->funcs, m->nfuncs, sizeof *m->funcs, cmp_func);
-		size_t o = 0;
-		for (size_t i = 0; i < m->nfuncs; i++)
-			if (!o || m->funcs[o - 1].start != m->funcs[i].start)
-				m->funcs[o++] = m->funcs[i];
-		m->nfuncs = o;
-	}
+	m->nfuncs = sort_first_per_key(m->funcs, m->nfuncs, sizeof *m->funcs, cmp_func);
 	if (m->nlines) {
 		qsort(m->lines, m->nlines, sizeof *m->lines, cmp_line);
 		size_t o = 0;
@@ -282,14 +313,8 @@ static void module_finish(struct st_module *m)
 		}
 		m->nlines = o;
 	}
-	if (m->nvars) {
-		qsort(m->vars, m->nvars, sizeof *m->vars, cmp_var);
-		size_t o = 0;
-		for (size_t i = 0; i < m->nvars; i++)
-			if (!o || m->vars[o - 1].addr != m->vars[i].addr)
-				m->vars[o++] = m->vars[i];
-		m->nvars = o;
-	}
+	m->nvars = sort_first_per_key(m->vars, m->nvars, sizeof *m->vars, cmp_var);
+	m->nallocs = sort_first_per_key(m->allocs, m->nallocs, sizeof *m->allocs, cmp_alloc);
 }
 
 void symtab_finish(struct symtab *s)
@@ -342,8 +367,17 @@ static const struct st_table tables[] = {
 	TABLE("variable", struct st_var, vars, nvars, cap_vars,
 	      FIELD(struct st_var, addr), FIELD(struct st_var, size), FIELD(struct st_var, name),
 	      FIELD(struct st_var, type)),
+	/* payload version 2 */
+	TABLE("allocation site", struct st_alloc, allocs, nallocs, cap_allocs,
+	      FIELD(struct st_alloc, site), FIELD(struct st_alloc, name),
+	      FIELD(struct st_alloc, type)),
 };
 #define NTABLES (sizeof tables / sizeof tables[0])
+/* The tables a payload version has: version 1 lacks the last one. */
+static size_t ntables(unsigned version)
+{
+	return version >= 2 ? NTABLES : NTABLES - 1;
+}
 
 static void **table_array(const struct st_table *t, const struct st_module *m)
 {
@@ -617,12 +651,19 @@ static int check_tables(const struct st_module *m, char *err, size_t errcap)
 		if (v->addr + v->size < v->addr)
 			FAIL("variable %zu: size wraps", i);
 	}
+	for (size_t i = 0; i < m->nallocs; i++) {
+		if (!str_ok(m, m->allocs[i].name, true))
+			FAIL("allocation site %zu: bad name offset", i);
+		if (m->allocs[i].type != ST_NONE && m->allocs[i].type >= m->ntypes)
+			FAIL("allocation site %zu: bad type index", i);
+	}
 	return 0;
 fail:
 	return -1;
 }
 
-static int parse_module(struct st_module *m, struct rbuf *r, char *err, size_t errcap)
+static int parse_module(struct st_module *m, struct rbuf *r, unsigned version, char *err,
+                        size_t errcap)
 {
 	uint16_t pl = rb_u16(r);
 	if (!rb_need(r, pl) || pl > 4095)
@@ -660,7 +701,7 @@ static int parse_module(struct st_module *m, struct rbuf *r, char *err, size_t e
 	m->str_len = m->str_cap = sl;
 	r->p += sl;
 
-	for (size_t k = 0; k < NTABLES; k++)
+	for (size_t k = 0; k < ntables(version); k++)
 		if (read_table(r, &tables[k], m) < 0)
 			FAIL("bad %s count", tables[k].what);
 	if (check_tables(m, err, errcap) < 0)
@@ -690,9 +731,9 @@ int symtab_parse(struct symtab *s, const void *buf, size_t len, char *err, size_
 		snprintf(err, errcap, "symbols: bad magic 0x%08x", magic);
 		return -1;
 	}
-	if (ver != SYMTAB_VERSION) {
-		snprintf(err, errcap, "symbols: version %u not supported (this reader knows %u)",
-		         ver, SYMTAB_VERSION);
+	if (ver < SYMTAB_VERSION_MIN || ver > SYMTAB_VERSION) {
+		snprintf(err, errcap, "symbols: version %u not supported (this reader knows %u to %u)",
+		         ver, SYMTAB_VERSION_MIN, SYMTAB_VERSION);
 		return -1;
 	}
 	if (n > ST_MAX_MODULES) {
@@ -714,7 +755,7 @@ int symtab_parse(struct symtab *s, const void *buf, size_t len, char *err, size_
 		}
 		struct rbuf mr = { r.p, r.p + bl, 0 };
 		char why[200];
-		if (parse_module(m, &mr, why, sizeof why)) {
+		if (parse_module(m, &mr, ver, why, sizeof why)) {
 			snprintf(err, errcap, "symbols: module %u at byte %zu: %s", k, off, why);
 			module_free(m);
 			s->n--;
@@ -986,6 +1027,39 @@ bool symtab_data(const struct symtab *s, uint64_t addr, struct st_data *out)
 	return true;
 }
 
+const struct st_alloc *symtab_alloc(const struct st_module *m, uint64_t file_addr)
+{
+	size_t a = 0, b = m->nallocs;
+	while (a < b) {
+		size_t mid = (a + b) / 2;
+		if (m->allocs[mid].site < file_addr)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < m->nallocs && m->allocs[a].site == file_addr ? &m->allocs[a] : NULL;
+}
+
+uint64_t symtab_block_path(const struct st_module *m, const struct st_alloc *al,
+                           uint64_t block_size, uint64_t off, char *out, size_t cap,
+                           uint64_t *leaf_size)
+{
+	if (out && cap)
+		app(out, cap, "%s", al->name != ST_NONE && st_str(m, al->name) ? st_str(m, al->name) : "");
+	uint64_t es = al->type < m->ntypes ? m->types[al->type].size : 0;
+	if (!es) {
+		*leaf_size = 0;
+		return off;
+	}
+	uint64_t base = 0;
+	if (block_size > es) {   /* p = malloc(n * sizeof *p): an array */
+		app(out, cap, "[%" PRIu64 "]", off / es);
+		base = off / es * es;
+		off %= es;
+	}
+	return base + symtab_type_path(m, al->type, off, out, cap, leaf_size, NULL, NULL);
+}
+
 /* ---- pruning ------------------------------------------------------------------- */
 
 static uint32_t copy_type(struct st_module *to, const struct st_module *from, uint32_t t,
@@ -1073,6 +1147,11 @@ static int prune_module(struct st_module *m, const struct st_addrs *ips, const s
 		if (st_add_var(&n, v->addr, v->size, st_str(m, v->name), t))
 			goto out;
 	}
+	/* allocation sites are inferred only for recorded call sites: all kept */
+	for (size_t i = 0; i < m->nallocs; i++)
+		if (st_add_alloc(&n, m->allocs[i].site, st_str(m, m->allocs[i].name),
+		                 copy_type(&n, m, m->allocs[i].type, map, 0)))
+			goto out;
 	/* swap the tables, keep identity */
 	free(m->str);
 	free(m->files);
@@ -1081,12 +1160,14 @@ static int prune_module(struct st_module *m, const struct st_addrs *ips, const s
 	free(m->vars);
 	free(m->types);
 	free(m->members);
+	free(m->allocs);
 	free(m->strhash);
 #define TAKE(f) m->f = n.f
 	TAKE(str); TAKE(str_len); TAKE(str_cap); TAKE(files); TAKE(nfiles); TAKE(cap_files);
 	TAKE(funcs); TAKE(nfuncs); TAKE(cap_funcs); TAKE(lines); TAKE(nlines); TAKE(cap_lines);
 	TAKE(vars); TAKE(nvars); TAKE(cap_vars); TAKE(types); TAKE(ntypes); TAKE(cap_types);
-	TAKE(members); TAKE(nmembers); TAKE(cap_members); TAKE(strhash); TAKE(strhash_cap);
+	TAKE(members); TAKE(nmembers); TAKE(cap_members); TAKE(allocs); TAKE(nallocs);
+	TAKE(cap_allocs); TAKE(strhash); TAKE(strhash_cap);
 	TAKE(strhash_n);
 #undef TAKE
 	memset(&n, 0, sizeof n);
@@ -1101,6 +1182,7 @@ out:
 	free(n.vars);
 	free(n.types);
 	free(n.members);
+	free(n.allocs);
 	free(n.strhash);
 	return rc;
 }

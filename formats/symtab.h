@@ -24,7 +24,8 @@
 #include "buildid.h"
 
 #define SYMTAB_MAGIC 0x59535443u   /* bytes "CTSY" */
-#define SYMTAB_VERSION 1
+#define SYMTAB_VERSION 2           /* payload version written; 1 is still read */
+#define SYMTAB_VERSION_MIN 1
 #define ST_NONE UINT32_MAX         /* no type / no file / no name */
 #define ST_TYPE_DEPTH_MAX 16       /* member paths deeper than this are cut */
 
@@ -75,6 +76,15 @@ struct st_member {
 	uint32_t type;
 };
 
+/* A heap allocation site: the return address of an allocator call (file
+ * address) and the type of the block it returns (version 2), inferred from
+ * the debug information (symtab_dwarf.c, "allocation sites"). */
+struct st_alloc {
+	uint64_t site;
+	uint32_t name;             /* the variable the result is stored in, or ST_NONE */
+	uint32_t type;             /* index into types[]: the block is one T or an array of T */
+};
+
 /* Module flags */
 #define ST_MOD_ELF_SYMS   0x01 /* functions/objects from .symtab */
 #define ST_MOD_DYNSYM     0x02 /* only .dynsym was available (stripped) */
@@ -102,6 +112,8 @@ struct st_module {
 	size_t ntypes, cap_types;
 	struct st_member *members;
 	size_t nmembers, cap_members;
+	struct st_alloc *allocs;   /* sorted by site */
+	size_t nallocs, cap_allocs;
 	void *strhash;             /* builder's string dedup (not serialized) */
 	size_t strhash_cap, strhash_n;
 };
@@ -128,14 +140,20 @@ uint32_t st_add_type(struct st_module *m, uint8_t kind, const char *name, uint64
                      uint32_t elem, uint64_t count);
 int st_add_member(struct st_module *m, uint32_t type, const char *name, uint64_t offset,
                   uint64_t size, uint32_t mtype);
+int st_add_alloc(struct st_module *m, uint64_t site, const char *name, uint32_t type);
 /* Sort and deduplicate the tables of every module, sort modules by lo.
  * Call after building and before lookups (symtab_parse does it). */
 void symtab_finish(struct symtab *s);
 
-/* The addresses (runtime) the line table should cover; NULL/0 for all. */
+/* The addresses (runtime) the line table should cover; NULL (the set, or
+ * its v) for all.
+ * sites (may be NULL): the return addresses of the recorded allocation call
+ * stacks, sorted and unique: the DWARF loader infers the type of the block
+ * each one returns (struct st_alloc). */
 struct st_addrs {
 	const uint64_t *v;         /* sorted, unique */
 	size_t n;
+	const struct st_addrs *sites;
 };
 
 /* Load the ELF file at path into a new module with load range [lo, hi)
@@ -146,6 +164,10 @@ struct st_addrs {
 struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo,
                                  uint64_t hi, uint64_t bias, const struct st_addrs *ips,
                                  char *note, size_t notecap);
+
+/* The bytes of file addresses [a, b) of the ELF file at path, from its
+ * PT_LOAD segments (malloc'ed); NULL when they cannot be read. */
+uint8_t *symtab_elf_code(const char *path, uint64_t a, uint64_t b);
 
 /* Bias of a mapping of path: map_start, map_offset as in /proc/PID/maps.
  * 0 on success with *bias set; -1 when the file cannot be read. */
@@ -179,7 +201,7 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 
 /* Keep only the functions and line rows that cover an address of ips, and
  * the variables that contain an address of data (with the types they
- * use); NULL keeps a table whole.  Both sets hold runtime addresses, sorted
+ * use, and those of the allocation sites); NULL keeps a table whole.  Both sets hold runtime addresses, sorted
  * and unique.  0, or -1 when out of memory (s is then unchanged or
  * partly pruned, still valid). */
 int symtab_prune(struct symtab *s, const struct st_addrs *ips, const struct st_addrs *data);
@@ -236,6 +258,19 @@ bool symtab_data(const struct symtab *s, uint64_t addr, struct st_data *out);
  * module (NULL if none covers addr). */
 const struct st_var *symtab_var(const struct symtab *s, uint64_t addr,
                                 const struct st_module **mod);
+
+/* The allocation site whose return address is file_addr in m, or NULL
+ * (untyped). */
+const struct st_alloc *symtab_alloc(const struct st_module *m, uint64_t file_addr);
+
+/* Member path of offset off in a block of block_size bytes allocated at
+ * site al (an array of al's type when the block holds more than one):
+ * "cells[3].x", "p[2]", or without a variable name "[3].x", ".x" (appended
+ * to out; out may be NULL).  Returns the leaf's offset in the block and
+ * sets *leaf_size (0 unknown). */
+uint64_t symtab_block_path(const struct st_module *m, const struct st_alloc *al,
+                           uint64_t block_size, uint64_t off, char *out, size_t cap,
+                           uint64_t *leaf_size);
 
 /* Member path inside type t at offset off (appended to out, starting with
  * "." or "["; out may be NULL: no path, only the offsets); returns the

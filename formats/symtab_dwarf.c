@@ -6,7 +6,10 @@
  *   - functions with an address range (static ones a stripped .symtab lost),
  *   - variables at a fixed address (DW_OP_addr), globals and function
  *     statics, with their types: structs/unions with members, arrays with
- *     element type and count, and leaves (base types, pointers, enums).
+ *     element type and count, and leaves (base types, pointers, enums),
+ *   - the types of the blocks that recorded allocation call sites return
+ *     ("allocation sites" below: the code after the call, decoded with Zydis,
+ *     matched with the variables' locations).
  * Without HAVE_LIBDWARF this file is empty. */
 #ifdef HAVE_LIBDWARF
 #include <fcntl.h>
@@ -17,6 +20,7 @@
 
 #include <dwarf.h>
 #include <libdwarf.h>
+#include <Zydis/Zydis.h>
 
 #include "symtab.h"
 
@@ -62,8 +66,25 @@ struct dw {
 	size_t memo_cap, memo_n;
 	uint32_t *fmap;                 /* per CU: DWARF file number -> module file */
 	size_t fmap_n;
+	struct site_info *si;           /* allocation sites: NULL when there are none */
 	int oom;
 };
+
+/* Allocation sites of this module (file addresses) and what their
+ * inference needs from the walk: the functions with an address range and
+ * the variables at fixed addresses. */
+struct dw_ref {
+	uint64_t lo, hi;                /* function range; variable: addr, addr */
+	Dwarf_Off off;                  /* its DIE */
+};
+struct site_info {
+	uint64_t *sites;
+	size_t nsites;
+	struct dw_ref *fns, *globals;
+	size_t nfns, cap_fns, nglobals, cap_globals;
+};
+static void note_ref(struct dw *d, bool fn, Dwarf_Die die, uint64_t lo, uint64_t hi);
+static void note_ranges(struct dw *d, Dwarf_Die die);
 
 static size_t memo_slot(const struct dw *d, Dwarf_Off off)
 {
@@ -462,6 +483,7 @@ static void do_variable(struct dw *d, Dwarf_Die die)
 	uint32_t t = has_type ? type_of(d, to, 0) : ST_NONE;
 	if (st_add_var(d->m, addr, type_size(d, t), name, t))
 		d->oom = 1;
+	note_ref(d, false, die, addr, addr);
 }
 
 static void do_subprogram(struct dw *d, Dwarf_Die die)
@@ -470,14 +492,17 @@ static void do_subprogram(struct dw *d, Dwarf_Die die)
 	Dwarf_Half form = 0;
 	enum Dwarf_Form_Class cls;
 	Dwarf_Error e = NULL;
-	if (dwarf_lowpc(die, &lo, &e) != DW_DLV_OK || !lo)
+	if (dwarf_lowpc(die, &lo, &e) != DW_DLV_OK || !lo) {
+		note_ranges(d, die);   /* split (hot/cold) functions: their parts */
 		return;
+	}
 	if (dwarf_highpc_b(die, &hi, &form, &cls, &e) != DW_DLV_OK)
 		return;
 	if (cls == DW_FORM_CLASS_CONSTANT)
 		hi += lo;
 	if (hi <= lo)
 		return;
+	note_ref(d, true, die, lo, hi);
 	const char *name = die_name(die);
 	Dwarf_Off spec;
 	if (!name && (attr_ref(die, DW_AT_specification, &spec) ||
@@ -532,7 +557,7 @@ static void walk(struct dw *d, Dwarf_Die parent, int depth)
 /* Is some address of the wanted set (file addresses) in [a, b)? */
 static bool wanted(const struct dw *d, uint64_t a, uint64_t b)
 {
-	if (!d->ips)
+	if (!d->ips || !d->ips->v)
 		return true;
 	const uint64_t *v = d->ips->v;
 	size_t lo = 0, hi = d->ips->n;
@@ -609,6 +634,463 @@ static void do_lines(struct dw *d, Dwarf_Die cu)
 	dwarf_srclines_dealloc_b(ctx);
 }
 
+/* ---- allocation sites --------------------------------------------------------
+ * The type of the block an allocator call returns, from what the code does
+ * with the result right after the call (its return address, the site):
+ *   - it stays in or moves to registers: a variable the DWARF locates in one
+ *     of them at that pc (-O2; an inlined constructor's `this` too);
+ *   - it is stored to the frame (rbp+disp, -O0) or to a global (rip+disp): the
+ *     variable at that stack slot or address;
+ *   - it is passed as the first argument (rdi) to a constructor (C++ `new T`).
+ * The block's type is the pointee of that variable's (or `this`') pointer
+ * type; `p = malloc(n * sizeof *p)` makes it an array of it (the analyzer
+ * indexes by the type's size).  Anything else (a store into a structure, a
+ * wrapper that returns the result, void *) leaves the site untyped.  The
+ * frame base is assumed to be rbp + 16 when DWARF says DW_OP_call_frame_cfa
+ * (a function with the standard push rbp; mov rsp, rbp prologue). */
+
+#define SITE_INSNS 24       /* instructions decoded after a call */
+#define SITE_EVENTS 48
+
+static void note_ref(struct dw *d, bool fn, Dwarf_Die die, uint64_t lo, uint64_t hi)
+{
+	struct site_info *si = d->si;
+	if (!si)
+		return;
+	Dwarf_Off off = 0;
+	Dwarf_Error e = NULL;
+	if (dwarf_dieoffset(die, &off, &e) != DW_DLV_OK)
+		return;
+	struct dw_ref **v = fn ? &si->fns : &si->globals;
+	size_t *n = fn ? &si->nfns : &si->nglobals, *cap = fn ? &si->cap_fns : &si->cap_globals;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct dw_ref *q = realloc(*v, nc * sizeof *q);
+		if (!q) {
+			d->oom = 1;
+			return;
+		}
+		*v = q;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = (struct dw_ref){ lo, hi, off };
+}
+
+/* The address ranges of a function described by DW_AT_ranges (DWARF 5
+ * .debug_rnglists; DWARF 4's .debug_ranges are not read: such a function
+ * leaves its sites untyped). */
+static void note_ranges(struct dw *d, Dwarf_Die die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Error e = NULL;
+	if (!d->si || dwarf_attr(die, DW_AT_ranges, &a, &e) != DW_DLV_OK)
+		return;
+	Dwarf_Half form = 0;
+	Dwarf_Unsigned val = 0, n = 0, goff = 0;
+	Dwarf_Off ref = 0;
+	Dwarf_Rnglists_Head head = NULL;
+	bool ok = dwarf_whatform(a, &form, &e) == DW_DLV_OK &&
+	          (form == DW_FORM_rnglistx ? dwarf_formudata(a, &val, &e) == DW_DLV_OK
+	           : form == DW_FORM_sec_offset && dwarf_global_formref(a, &ref, &e) == DW_DLV_OK);
+	if (form == DW_FORM_sec_offset)
+		val = ref;
+	if (ok && dwarf_rnglists_get_rle_head(a, form, val, &head, &n, &goff, &e) == DW_DLV_OK) {
+		for (Dwarf_Unsigned i = 0; i < n; i++) {
+			unsigned len = 0, rle = 0;
+			Dwarf_Unsigned r1, r2, lo = 0, hi = 0;
+			Dwarf_Bool noaddr = 0;
+			if (dwarf_get_rnglists_entry_fields_a(head, i, &len, &rle, &r1, &r2, &noaddr, &lo,
+			                                      &hi, &e) == DW_DLV_OK &&
+			    !noaddr && rle != DW_RLE_end_of_list && rle != DW_RLE_base_address &&
+			    rle != DW_RLE_base_addressx && lo && lo < hi)
+				note_ref(d, true, die, lo, hi);
+		}
+		dwarf_dealloc_rnglists_head(head);
+	}
+	dwarf_dealloc_attribute(a);
+}
+
+/* What the code does with the result, in instruction order. */
+enum ev_kind { EV_REGS, EV_STORE, EV_GLOBAL, EV_CALL };
+struct site_ev {
+	uint8_t kind;
+	uint8_t base;           /* EV_STORE: DWARF register number of the base */
+	uint16_t regs;          /* EV_REGS, EV_CALL: DWARF registers holding the result */
+	uint64_t pc;            /* file address of the instruction */
+	int64_t disp;           /* EV_STORE */
+	uint64_t addr;          /* EV_GLOBAL: the global; EV_CALL: the callee */
+};
+
+/* DWARF x86-64 register number of a general-purpose register, or -1. */
+static int dwarf_reg(ZydisRegister r)
+{
+	static const ZydisRegister map[16] = {
+		ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RBX,
+		ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSP,
+		ZYDIS_REGISTER_R8, ZYDIS_REGISTER_R9, ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+		ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15,
+	};
+	ZydisRegister big = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+	for (int i = 0; i < 16; i++)
+		if (map[i] == big)
+			return i;
+	return -1;
+}
+
+/* Decode from the site to the first jump or return (or SITE_INSNS
+ * instructions, or the end of the function, or until no register holds the
+ * result) and list the events. */
+static size_t site_events(const uint8_t *code, size_t len, uint64_t pc, struct site_ev *ev)
+{
+	ZydisDecoder dec;
+	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	uint16_t held = 1;      /* rax */
+	size_t n = 0, off = 0;
+	for (int k = 0; k < SITE_INSNS && off < len && held && n + 2 <= SITE_EVENTS; k++) {
+		ev[n++] = (struct site_ev){ .kind = EV_REGS, .regs = held, .pc = pc + off };
+		ZydisDecodedInstruction in;
+		ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code + off, len - off, &in, op)))
+			break;
+		uint64_t next = pc + off + in.length;
+		if (in.mnemonic == ZYDIS_MNEMONIC_CALL) {
+			uint64_t target = 0;
+			if (in.operand_count_visible && op[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+			    op[0].imm.is_relative)
+				target = next + op[0].imm.value.u;
+			if (target && (held & 1u << 5))   /* rdi: the first argument */
+				ev[n++] = (struct site_ev){ .kind = EV_CALL, .regs = held, .pc = pc + off,
+				                            .addr = target };
+			/* the callee keeps rbx, rbp, r12-r15 (instrumentation calls
+			 * come between the allocation and the store) */
+			held &= 1u << 3 | 1u << 6 | 0xf000;
+			off += in.length;
+			continue;
+		}
+		if (in.meta.category == ZYDIS_CATEGORY_UNCOND_BR || in.meta.category == ZYDIS_CATEGORY_RET)
+			break;
+		bool src_held = in.operand_count_visible == 2 && op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		                op[1].size == 64 && dwarf_reg(op[1].reg.value) >= 0 &&
+		                (held >> dwarf_reg(op[1].reg.value) & 1);
+		if (in.mnemonic == ZYDIS_MNEMONIC_MOV && src_held && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    op[0].mem.index == ZYDIS_REGISTER_NONE && op[0].mem.disp.has_displacement) {
+			if (op[0].mem.base == ZYDIS_REGISTER_RIP)
+				ev[n++] = (struct site_ev){ .kind = EV_GLOBAL, .pc = pc + off,
+				                            .addr = next + (uint64_t)op[0].mem.disp.value };
+			else if (op[0].mem.base == ZYDIS_REGISTER_RBP || op[0].mem.base == ZYDIS_REGISTER_RSP)
+				ev[n++] = (struct site_ev){ .kind = EV_STORE, .pc = pc + off,
+				                            .base = (uint8_t)dwarf_reg(op[0].mem.base),
+				                            .disp = op[0].mem.disp.value };
+		}
+		/* registers written lose the result; a 64-bit move of it copies it */
+		for (unsigned i = 0; i < in.operand_count; i++) {
+			if (op[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !(op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+				continue;
+			int r = dwarf_reg(op[i].reg.value);
+			if (r < 0)
+				continue;
+			if (i == 0 && in.mnemonic == ZYDIS_MNEMONIC_MOV && src_held && op[0].size == 64)
+				held |= (uint16_t)(1u << r);
+			else
+				held &= (uint16_t)~(1u << r);
+		}
+		off += in.length;
+	}
+	return n;
+}
+
+/* The DIE that carries a variable's name and type: itself, or what its
+ * DW_AT_abstract_origin (inlined, concrete instances) or
+ * DW_AT_specification points to. */
+static Dwarf_Off decl_of(Dwarf_Die die, Dwarf_Off self)
+{
+	Dwarf_Off o;
+	if (attr_ref(die, DW_AT_type, &o))
+		return self;
+	if (attr_ref(die, DW_AT_abstract_origin, &o) || attr_ref(die, DW_AT_specification, &o))
+		return o;
+	return self;
+}
+
+/* The type the pointer-typed DIE at decl points to (qualifiers and typedefs
+ * of the pointer resolved), as a module type; ST_NONE for void * or a
+ * non-pointer. */
+static uint32_t pointee(struct dw *d, Dwarf_Off decl)
+{
+	Dwarf_Die die = die_at(d, decl);
+	Dwarf_Off to;
+	if (!die)
+		return ST_NONE;
+	bool ok = attr_ref(die, DW_AT_type, &to);
+	dwarf_dealloc_die(die);
+	for (int depth = 0; ok && depth < 8; depth++) {
+		Dwarf_Die t = die_at(d, to);
+		Dwarf_Half tag = 0;
+		Dwarf_Error e = NULL;
+		if (!t || dwarf_tag(t, &tag, &e) != DW_DLV_OK) {
+			if (t)
+				dwarf_dealloc_die(t);
+			return ST_NONE;
+		}
+		ok = attr_ref(t, DW_AT_type, &to);
+		dwarf_dealloc_die(t);
+		if (tag == DW_TAG_pointer_type) {
+			uint32_t ty = ok ? type_of(d, to, 0) : ST_NONE;
+			return ty < d->m->ntypes && d->m->types[ty].size ? ty : ST_NONE;
+		}
+		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type && tag != DW_TAG_volatile_type &&
+		    tag != DW_TAG_restrict_type)
+			return ST_NONE;
+	}
+	return ST_NONE;
+}
+
+/* Does a location of the variable DIE (expression or list) hold the result
+ * at an event?  fb: the frame base as rbp + fb (fb_ok false: unknown). */
+static bool loc_matches(Dwarf_Die die, const struct site_ev *ev, int64_t fb, bool fb_ok)
+{
+	Dwarf_Attribute a;
+	Dwarf_Error e = NULL;
+	if (dwarf_attr(die, DW_AT_location, &a, &e) != DW_DLV_OK)
+		return false;
+	Dwarf_Loc_Head_c head = NULL;
+	Dwarf_Unsigned count = 0;
+	bool hit = false;
+	if (dwarf_get_loclist_c(a, &head, &count, &e) == DW_DLV_OK) {
+		for (Dwarf_Unsigned i = 0; i < count && !hit; i++) {
+			Dwarf_Small lle = 0, src = 0;
+			Dwarf_Unsigned rlo = 0, rhi = 0, nops = 0, eoff = 0, doff = 0;
+			Dwarf_Bool noaddr = 0;
+			Dwarf_Addr lo = 0, hi = 0;
+			Dwarf_Locdesc_c desc = NULL;
+			if (dwarf_get_locdesc_entry_d(head, i, &lle, &rlo, &rhi, &noaddr, &lo, &hi, &nops,
+			                              &desc, &src, &eoff, &doff, &e) != DW_DLV_OK || nops < 1)
+				continue;
+			/* a single expression (src 0) covers every pc */
+			if (src != 0 && (ev->pc < lo || ev->pc >= hi))
+				continue;
+			Dwarf_Small op = 0;
+			Dwarf_Unsigned o1 = 0, o2 = 0, o3 = 0, br = 0;
+			if (dwarf_get_location_op_value_c(desc, 0, &op, &o1, &o2, &o3, &br, &e) != DW_DLV_OK)
+				continue;
+			switch (ev->kind) {
+			case EV_REGS:
+				if (nops == 1 && op >= DW_OP_reg0 && op <= DW_OP_reg15)
+					hit = ev->regs >> (op - DW_OP_reg0) & 1;
+				break;
+			case EV_STORE:
+				if (op == DW_OP_fbreg && fb_ok && ev->base == 6)
+					hit = fb + (int64_t)o1 == ev->disp;
+				else if (op >= DW_OP_breg0 && op <= DW_OP_breg15)
+					hit = op - DW_OP_breg0 == ev->base && (int64_t)o1 == ev->disp;
+				break;
+			case EV_GLOBAL:
+				hit = op == DW_OP_addr && o1 == ev->addr;
+				break;
+			default:
+				break;
+			}
+		}
+		dwarf_loc_head_c_dealloc(head);
+	}
+	dwarf_dealloc_attribute(a);
+	return hit;
+}
+
+/* The frame base of a function as an offset from rbp. */
+static bool frame_base(struct dw *d, Dwarf_Die fn, int64_t *fb)
+{
+	const uint8_t *p;
+	uint64_t l;
+	if (!attr_expr(d->dbg, fn, DW_AT_frame_base, &p, &l) || !l)
+		return false;
+	if (l == 1 && p[0] == DW_OP_call_frame_cfa) {
+		*fb = 16;
+		return true;
+	}
+	if (l == 1 && p[0] == DW_OP_reg6) {
+		*fb = 0;
+		return true;
+	}
+	return false;
+}
+
+struct site_var {
+	Dwarf_Off off;
+	bool global;
+};
+
+/* The variables and parameters of a function (lexical blocks and inlined
+ * subroutines included). */
+static void scope_vars(struct dw *d, Dwarf_Die parent, int depth, struct site_var *v, size_t *n,
+                       size_t cap)
+{
+	Dwarf_Die c = NULL, next;
+	Dwarf_Error e = NULL;
+	if (depth > DIE_DEPTH_MAX || dwarf_child(parent, &c, &e) != DW_DLV_OK)
+		return;
+	for (; c; c = next) {
+		Dwarf_Half tag = 0;
+		Dwarf_Off off;
+		if (dwarf_tag(c, &tag, &e) == DW_DLV_OK) {
+			if ((tag == DW_TAG_variable || tag == DW_TAG_formal_parameter) && *n < cap &&
+			    dwarf_dieoffset(c, &off, &e) == DW_DLV_OK)
+				v[(*n)++] = (struct site_var){ off, false };
+			else if (tag == DW_TAG_lexical_block || tag == DW_TAG_inlined_subroutine)
+				scope_vars(d, c, depth + 1, v, n, cap);
+		}
+		next = NULL;
+		if (dwarf_siblingof_b(d->dbg, c, 1, &next, &e) != DW_DLV_OK)
+			next = NULL;
+		dwarf_dealloc_die(c);
+	}
+}
+
+static const struct dw_ref *ref_at(const struct dw_ref *v, size_t n, uint64_t pc, bool exact)
+{
+	const struct dw_ref *best = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (exact ? v[i].lo == pc : v[i].lo <= pc && pc < v[i].hi)
+			if (!best || v[i].hi - v[i].lo < best->hi - best->lo)
+				best = &v[i];
+	return best;
+}
+
+/* A constructor's class: the callee's declaration is named like the class
+ * its `this` points to. */
+static uint32_t ctor_class(struct dw *d, uint64_t target)
+{
+	const struct dw_ref *f = ref_at(d->si->fns, d->si->nfns, target, true);
+	if (!f)
+		return ST_NONE;
+	Dwarf_Die die = die_at(d, f->off);
+	if (!die)
+		return ST_NONE;
+	/* concrete instance -> abstract instance -> declaration in the class */
+	Dwarf_Off o;
+	for (int k = 0; k < 3 && die; k++) {
+		if (!attr_ref(die, DW_AT_abstract_origin, &o) && !attr_ref(die, DW_AT_specification, &o))
+			break;
+		dwarf_dealloc_die(die);
+		die = die_at(d, o);
+	}
+	if (!die)
+		return ST_NONE;
+	uint32_t t = ST_NONE;
+	const char *name = die_name(die);
+	Dwarf_Die c = NULL;
+	Dwarf_Error e = NULL;
+	Dwarf_Half tag = 0;
+	Dwarf_Off po;
+	/* the first parameter, artificial: this */
+	if (name && dwarf_child(die, &c, &e) == DW_DLV_OK) {
+		if (dwarf_tag(c, &tag, &e) == DW_DLV_OK && tag == DW_TAG_formal_parameter &&
+		    attr_flag(c, DW_AT_artificial) && dwarf_dieoffset(c, &po, &e) == DW_DLV_OK) {
+			t = pointee(d, po);
+			const char *cn = t < d->m->ntypes ? st_str(d->m, d->m->types[t].name) : NULL;
+			const char *sp = cn ? strchr(cn, ' ') : NULL;   /* "struct Cell" */
+			if (!sp || strcmp(sp + 1, name))
+				t = ST_NONE;
+		}
+		dwarf_dealloc_die(c);
+	}
+	dwarf_dealloc_die(die);
+	return t;
+}
+
+/* The type and variable name of one site. */
+static void infer_site(struct dw *d, uint64_t site)
+{
+	struct site_info *si = d->si;
+	const struct dw_ref *f = ref_at(si->fns, si->nfns, site, false);
+	if (!f)
+		return;
+	uint64_t end = f->hi < site + 128 ? f->hi : site + 128;
+	uint8_t *code = symtab_elf_code(d->m->path, site, end);
+	if (!code)
+		return;
+	struct site_ev ev[SITE_EVENTS];
+	size_t nev = site_events(code, (size_t)(end - site), site, ev);
+	free(code);
+	Dwarf_Die fn = die_at(d, f->off);
+	if (!fn)
+		return;
+	int64_t fb = 0;
+	bool fb_ok = frame_base(d, fn, &fb);
+	struct site_var vars[256];
+	size_t nv = 0;
+	scope_vars(d, fn, 0, vars, &nv, sizeof vars / sizeof vars[0]);
+	dwarf_dealloc_die(fn);
+	for (size_t k = 0; k < nev; k++) {
+		if (ev[k].kind == EV_CALL) {
+			uint32_t t = ctor_class(d, ev[k].addr);
+			if (t != ST_NONE) {
+				if (st_add_alloc(d->m, site, NULL, t))
+					d->oom = 1;
+				return;
+			}
+			continue;
+		}
+		size_t ng = ev[k].kind == EV_GLOBAL ? si->nglobals : 0;
+		for (size_t i = 0; i < nv + ng; i++) {
+			Dwarf_Off off = i < nv ? vars[i].off : si->globals[i - nv].off;
+			if (i >= nv && si->globals[i - nv].lo != ev[k].addr)
+				continue;
+			Dwarf_Die v = die_at(d, off);
+			if (!v)
+				continue;
+			bool hit = loc_matches(v, &ev[k], fb, fb_ok);
+			Dwarf_Off decl = hit ? decl_of(v, off) : 0;
+			dwarf_dealloc_die(v);
+			if (!hit)
+				continue;
+			uint32_t t = pointee(d, decl);
+			if (t == ST_NONE)
+				continue;
+			/* the name of a variable, not of `this` */
+			Dwarf_Die dd = die_at(d, decl);
+			const char *name = dd && !attr_flag(dd, DW_AT_artificial) ? die_name(dd) : NULL;
+			if (st_add_alloc(d->m, site, name, t))
+				d->oom = 1;
+			if (dd)
+				dwarf_dealloc_die(dd);
+			return;
+		}
+	}
+}
+
+/* The module's sites (file addresses), from the recorded return addresses. */
+static struct site_info *sites_of(const struct st_module *m, const struct st_addrs *ips)
+{
+	const struct st_addrs *s = ips ? ips->sites : NULL;
+	if (!s || !s->n)
+		return NULL;
+	struct site_info *si = calloc(1, sizeof *si);
+	if (!si || !(si->sites = malloc(s->n * sizeof *si->sites))) {
+		free(si);
+		return NULL;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] >= m->lo && s->v[i] < m->hi)
+			si->sites[si->nsites++] = s->v[i] - m->bias;
+	if (!si->nsites) {
+		free(si->sites);
+		free(si);
+		return NULL;
+	}
+	return si;
+}
+
+static void sites_free(struct site_info *si)
+{
+	if (!si)
+		return;
+	free(si->sites);
+	free(si->fns);
+	free(si->globals);
+	free(si);
+}
+
 int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_addrs *ips,
                       char *note, size_t notecap)
 {
@@ -626,6 +1108,7 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 		close(fd);
 		return -1;
 	}
+	d.si = sites_of(m, ips);
 	int ncu = 0;
 	for (;;) {
 		Dwarf_Unsigned hlen = 0, next = 0, typeoff = 0;
@@ -646,6 +1129,9 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 		if (d.oom)
 			break;
 	}
+	for (size_t i = 0; d.si && i < d.si->nsites && !d.oom; i++)
+		infer_site(&d, d.si->sites[i]);
+	sites_free(d.si);
 	dwarf_close(d.dbg);
 	close(fd);
 	free(d.memo);

@@ -14,11 +14,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifdef HAVE_LZMA
+#include <lzma.h>
+#endif
+
 #include "symtab.h"
 
 struct elf_file {
 	const uint8_t *p;
 	size_t size;
+	bool heap;              /* p is malloc'ed (a decompressed MiniDebugInfo), not mapped */
 	const Elf64_Ehdr *eh;
 	const Elf64_Shdr *sh;   /* NULL if no usable section headers */
 	size_t shnum;
@@ -28,7 +33,9 @@ struct elf_file {
 
 static void elf_close(struct elf_file *e)
 {
-	if (e->p)
+	if (e->p && e->heap)
+		free((void *)e->p);
+	else if (e->p)
 		munmap((void *)e->p, e->size);
 	memset(e, 0, sizeof *e);
 }
@@ -37,6 +44,8 @@ static bool in_file(const struct elf_file *e, uint64_t off, uint64_t len)
 {
 	return off <= e->size && len <= e->size - off;
 }
+
+static int elf_headers(struct elf_file *e);
 
 /* 0 ok, -1 cannot open/map, -2 not a supported ELF. */
 static int elf_open(struct elf_file *e, const char *path)
@@ -56,7 +65,14 @@ static int elf_open(struct elf_file *e, const char *path)
 		return -1;
 	e->p = p;
 	e->size = (size_t)st.st_size;
-	e->eh = p;
+	return elf_headers(e);
+}
+
+/* The headers of the image at e->p (e->size bytes, at least an Ehdr):
+ * 0, or -2 (closed) when it is not a supported ELF. */
+static int elf_headers(struct elf_file *e)
+{
+	e->eh = (const Elf64_Ehdr *)e->p;
 	const unsigned char *id = e->eh->e_ident;
 	if (memcmp(id, ELFMAG, SELFMAG) || id[EI_CLASS] != ELFCLASS64 || id[EI_DATA] != ELFDATA2LSB) {
 		elf_close(e);
@@ -98,6 +114,25 @@ static const Elf64_Shdr *find_section(const struct elf_file *e, const char *name
 	return NULL;
 }
 
+uint8_t *symtab_elf_code(const char *path, uint64_t a, uint64_t b)
+{
+	struct elf_file e;
+	if (b <= a || b - a > (64u << 20) || elf_open(&e, path))
+		return NULL;
+	uint8_t *buf = NULL;
+	for (size_t i = 0; i < e.phnum; i++) {
+		const Elf64_Phdr *p = &e.ph[i];
+		if (p->p_type != PT_LOAD || a < p->p_vaddr || b > p->p_vaddr + p->p_filesz ||
+		    !in_file(&e, p->p_offset + (a - p->p_vaddr), b - a))
+			continue;
+		if ((buf = malloc(b - a)))
+			memcpy(buf, e.p + p->p_offset + (a - p->p_vaddr), b - a);
+		break;
+	}
+	elf_close(&e);
+	return buf;
+}
+
 int symtab_elf_bias(const char *path, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
 {
 	struct elf_file e;
@@ -125,6 +160,52 @@ int symtab_elf_bias(const char *path, uint64_t map_start, uint64_t map_offset, u
 	elf_close(&e);
 	return rc;
 }
+
+#ifdef HAVE_LZMA
+/* The ELF image xz-compressed in e's .gnu_debugdata section (MiniDebugInfo,
+ * as Fedora ships: a .symtab of the functions .dynsym lacks) into out.
+ * 0, or -1 when there is none or it does not decompress to an ELF file. */
+static int minidebug_open(const struct elf_file *e, struct elf_file *out)
+{
+	const Elf64_Shdr *s = find_section(e, ".gnu_debugdata");
+	memset(out, 0, sizeof *out);
+	if (!s || s->sh_type == SHT_NOBITS || !in_file(e, s->sh_offset, s->sh_size))
+		return -1;
+	lzma_stream z = LZMA_STREAM_INIT;
+	if (lzma_stream_decoder(&z, 256u << 20, 0) != LZMA_OK)
+		return -1;
+	size_t cap = 4 * s->sh_size + 4096, max = 512u << 20;
+	uint8_t *buf = malloc(cap);
+	z.next_in = e->p + s->sh_offset;
+	z.avail_in = s->sh_size;
+	lzma_ret r = LZMA_OK;
+	while (buf && r == LZMA_OK) {
+		if (z.total_out == cap) {
+			uint8_t *q = cap < max ? realloc(buf, cap * 2) : NULL;
+			if (!q) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = q;
+			cap *= 2;
+		}
+		z.next_out = buf + z.total_out;
+		z.avail_out = cap - z.total_out;
+		r = lzma_code(&z, LZMA_FINISH);
+	}
+	size_t n = z.total_out;
+	lzma_end(&z);
+	if (!buf || r != LZMA_STREAM_END || n < sizeof(Elf64_Ehdr)) {
+		free(buf);
+		return -1;
+	}
+	out->p = buf;
+	out->size = n;
+	out->heap = true;
+	return elf_headers(out) ? -1 : 0;
+}
+#endif
 
 /* Functions and objects from one symbol table section. */
 static int load_syms(struct st_module *m, const struct elf_file *e, const Elf64_Shdr *s)
@@ -170,6 +251,28 @@ static void add_note(char *note, size_t cap, const char *what)
 		return;
 	size_t l = strlen(note);
 	snprintf(note + l, cap - l, "%s%s", l ? "; " : "", what);
+}
+
+/* A stripped file's MiniDebugInfo: its .symtab (the functions .dynsym
+ * lacks) and the .dynsym dy (may be NULL) into m.  false when it has none
+ * (or commtrace was built without liblzma). */
+static bool minidebug_syms(struct st_module *m, const struct elf_file *e, const Elf64_Shdr *dy)
+{
+#ifdef HAVE_LZMA
+	struct elf_file mi;
+	if (minidebug_open(e, &mi))
+		return false;
+	const Elf64_Shdr *sy = NULL;
+	for (size_t i = 0; i < mi.shnum; i++)
+		if (mi.sh[i].sh_type == SHT_SYMTAB)
+			sy = &mi.sh[i];
+	bool ok = sy && load_syms(m, &mi, sy) == 0 && (!dy || load_syms(m, e, dy) == 0);
+	elf_close(&mi);
+	return ok;
+#else
+	(void)m, (void)e, (void)dy;
+	return false;
+#endif
 }
 
 struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo,
@@ -225,7 +328,10 @@ struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo
 		m->flags |= ST_MOD_ELF_SYMS;
 	else if (dsy && load_syms(m, &d, dsy) == 0)
 		m->flags |= ST_MOD_ELF_SYMS;
-	else if (dy && load_syms(m, &e, dy) == 0) {
+	else if (minidebug_syms(m, &e, dy)) {
+		m->flags |= ST_MOD_ELF_SYMS;
+		add_note(note, notecap, "stripped, function symbols from .gnu_debugdata");
+	} else if (dy && load_syms(m, &e, dy) == 0) {
 		m->flags |= ST_MOD_DYNSYM;
 		add_note(note, notecap, "stripped (dynamic symbols only)");
 	} else {
@@ -242,7 +348,7 @@ struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo
 #ifdef HAVE_LIBDWARF
 		char dn[200] = "";
 		if (symtab_dwarf_load(m, dwarf_path, ips, dn, sizeof dn) == 0)
-			m->flags |= ST_MOD_DWARF | (ips ? ST_MOD_LINES_SUBSET : 0);
+			m->flags |= ST_MOD_DWARF | (ips && ips->v ? ST_MOD_LINES_SUBSET : 0);
 		else
 			add_note(note, notecap, dn[0] ? dn : "DWARF unreadable");
 #else

@@ -92,8 +92,10 @@ static void addr_sort_unique(struct addrs *a)
  * before belongs to the instruction of interest, so both are kept.  A
  * damaged thread file ends its addresses there; the rest still counts.
  * Soft samples that stand for the previous instruction add ip - 1 too, and
- * OpenMP region markers their outlined function.  Data addresses (samples, watchpoints) go to d. */
-static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, char *err, size_t cap)
+ * OpenMP region markers their outlined function.  Data addresses (samples, watchpoints) go to d,
+ * the call sites' return addresses (allocation sites, whose blocks get a type) to s. */
+static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, struct addrs *s,
+                       char *err, size_t cap)
 {
 	struct ct_error e;
 	struct ct_trace *t = ct_trace_open(spool, &e);
@@ -137,6 +139,7 @@ static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, char
 				for (unsigned k = 0; k < r.u.callsite.depth && k < CT_CALLSITE_MAX_DEPTH; k++) {
 					addr_add(a, r.u.callsite.pc[k]);
 					addr_add(a, r.u.callsite.pc[k] - 1);
+					addr_add(s, r.u.callsite.pc[k]);
 				}
 				break;
 			default:
@@ -146,12 +149,13 @@ static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, char
 		ct_cursor_free(c);
 	}
 	ct_trace_close(t);
-	if (a->oom || d->oom) {
+	if (a->oom || d->oom || s->oom) {
 		snprintf(err, cap, "out of memory collecting instruction addresses");
 		return -1;
 	}
 	addr_sort_unique(a);
 	addr_sort_unique(d);
+	addr_sort_unique(s);
 	return 0;
 }
 
@@ -212,23 +216,21 @@ int embed_symbols(const char *spool_dir, void **payload, size_t *len,
 {
 	*payload = NULL;
 	*len = 0;
-	struct addrs a = { 0 }, d = { 0 };
-	if (collect_ips(spool_dir, &a, &d, err, cap)) {
+	struct addrs a = { 0 }, d = { 0 }, cs = { 0 };
+	size_t mlen = 0;
+	char *maps = NULL;
+	if (collect_ips(spool_dir, &a, &d, &cs, err, cap) ||
+	    !(maps = read_maps(spool_dir, &mlen, err, cap))) {
 		free(a.v);
 		free(d.v);
-		return -1;
-	}
-	size_t mlen;
-	char *maps = read_maps(spool_dir, &mlen, err, cap);
-	if (!maps) {
-		free(a.v);
-		free(d.v);
+		free(cs.v);
 		return -1;
 	}
 	struct symtab s;
 	symtab_init(&s);
-	struct st_addrs ips = { a.v, a.n };
-	struct st_addrs data = { d.v, d.n };
+	struct st_addrs sites = { .v = cs.v, .n = cs.n };
+	struct st_addrs ips = { .v = a.v, .n = a.n, .sites = &sites };
+	struct st_addrs data = { .v = d.v, .n = d.n };
 	int rc = symtab_from_maps(&s, maps, mlen, &ips, note, arg);
 	/* only what the recorded addresses need: the functions and lines of
 	 * the code addresses, the variables (and their types) the data
@@ -238,6 +240,7 @@ int embed_symbols(const char *spool_dir, void **payload, size_t *len,
 	free(maps);
 	free(a.v);
 	free(d.v);
+	free(cs.v);
 	if (rc == 0)
 		rc = symtab_serialize(&s, payload, len);
 	symtab_free(&s);

@@ -6,7 +6,7 @@
 #                                 the MPI sweep, commanalyze-mpi; FUZZ=1
 #                                 clang and libFuzzer for make fuzz)
 set -eu
-need="gcc g++ make pkg-config libzstd-dev zstd libzydis-dev libpfm4-dev libdwarf-dev libelf-dev libhdf5-dev hdf5-tools python3 python3-h5py python3-pandas chromium"
+need="gcc g++ make pkg-config libzstd-dev zstd libzydis-dev libpfm4-dev libdwarf-dev libelf-dev liblzma-dev libhdf5-dev hdf5-tools python3 python3-h5py python3-pandas chromium"
 [ "${MPI:-}" = 1 ] && need="$need libopenmpi-dev openmpi-bin"
 [ "${FUZZ:-}" = 1 ] && need="$need clang libclang-rt-dev"
 missing=""

@@ -6,7 +6,8 @@
 #                         fields lock@0 by T1, count@8 by T2), cells (struct
 #                         cell[8], cells[2].x@32 by T1, cells[2].y@40 by T2),
 #                         heap:alloc_a and heap:alloc_b (their call paths with
-#                         the right lines, the offsets written), stack:T0
+#                         the right lines, typed long int by their allocation
+#                         site: fields p[1], p[2] / p[0], p[3]), stack:T0
 #                         (two words 8 bytes apart), counter (true sharing)
 #   attrib/O*/code        the accesses' source lines are the marked ones
 #                         (all of them at -O0, most of the weight at -O2)
@@ -105,14 +106,16 @@ if c["type"] != "struct cell[8]" or c["size"] != 128:
     errs.append("cells: type %s size %s" % (c["type"], c["size"]))
 expect_field("cells", "cells[2].x", 32, 8, 1)
 expect_field("cells", "cells[2].y", 40, 8, 2)
-for name, fn, alloc, call, f1, f2 in (("heap:alloc_a", "alloc_a", "ALLOC_A", "CALL_A", "+8", "+16"),
-                                      ("heap:alloc_b", "alloc_b", "ALLOC_B", "CALL_B", "+0", "+24")):
+# heap blocks typed by their allocation site: `long *p = aligned_alloc(...)`
+for name, fn, alloc, call, f1, f2 in (("heap:alloc_a", "alloc_a", "ALLOC_A", "CALL_A", 1, 2),
+                                      ("heap:alloc_b", "alloc_b", "ALLOC_B", "CALL_B", 0, 3)):
     o = objs[name]
     path = "%s (attrib_prog.c:%d) < main (attrib_prog.c:%d)" % (fn, marks[alloc], marks[call])
-    if o["kind"] != "heap" or o["call_path"] != path:
-        errs.append("%s: kind %s call path %r, expected %r" % (name, o["kind"], o["call_path"], path))
-    expect_field(name, f1, int(f1[1:]), 8, 1)
-    expect_field(name, f2, int(f2[1:]), 8, 2)
+    if o["kind"] != "heap" or o["call_path"] != path or o["type"] != "long int":
+        errs.append("%s: kind %s call path %r type %r, expected %r, long int" %
+                    (name, o["kind"], o["call_path"], o["type"], path))
+    expect_field(name, "p[%d]" % f1, 8 * f1, 8, 1)
+    expect_field(name, "p[%d]" % f2, 8 * f2, 8, 2)
 st = objs["stack:T0"]
 fs = sorted(st["fields"], key=lambda f: f["offset"])
 w1 = [f for f in fs if 1 in f["writers"]]

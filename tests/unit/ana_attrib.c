@@ -474,12 +474,12 @@ static void test_elf_self(void)
 	struct symtab r;
 	symtab_init(&r);
 	uint64_t ips[1] = { fn };
-	struct st_addrs set = { ips, 1 };
+	struct st_addrs set = { .v = ips, .n = 1 };
 	struct st_module *rm = symtab_add_elf(&r, "/proc/self/exe", bias, bias + (1ull << 32), bias,
 	                                      &set, note, sizeof note);
 	CHECK(rm && rm->nlines >= 1 && rm->nlines < m->nlines);
 	uint64_t daddr[1] = { at };
-	struct st_addrs dset = { daddr, 1 };
+	struct st_addrs dset = { .v = daddr, .n = 1 };
 	CHECK(symtab_prune(&r, &set, &dset) == 0);
 	CHECK(rm->nvars == 1 && rm->nfuncs >= 1 && rm->nfuncs <= 2);
 	CHECK(symtab_data(&r, at, &d));

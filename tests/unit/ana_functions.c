@@ -41,6 +41,14 @@ static void *pipe_symbols(size_t *len)
 	st_add_func(m, 0x401300, 0x100, "_Z4workv._omp_fn.0");
 	uint32_t f = st_add_file(m, "/src/pipe.c");
 	st_add_line(m, 0x401010, 0x10, f, 10);
+	/* the buffers: statics of a data module */
+	struct st_module *d = symtab_add_module(&s, "/bin/pipe.data");
+	d->lo = BUF1;
+	d->hi = TMP + 0x1000;
+	d->flags = ST_MOD_ELF_SYMS;
+	st_add_var(d, BUF1, B, "buf1", ST_NONE);
+	st_add_var(d, BUF2, B, "buf2", ST_NONE);
+	st_add_var(d, TMP, 8, "tmp", ST_NONE);
 	struct st_module *g = symtab_add_module(&s, "/usr/lib/libgomp.so.1");
 	g->lo = GOMP_BASE;
 	g->hi = GOMP_BASE + 0x10000;
@@ -198,6 +206,50 @@ static void test_full_pipeline(void)
 }
 
 /* A sampled trace: the events of the model, weighted like the matrices. */
+/* Reuse per object (--by object) on the full trace, exact.  Per round t
+ * advances by 12 (2 stores buf1, 2 loads, 2 stores buf2, 4 loads, tmp's
+ * store and load), then the OpenMP region reads buf1[0..8) at t = 136 and
+ * libgomp buf2[0..8) at t = 137.
+ *   buf1  48 bytes written, 56 read.  Reads before overwrite: rounds 1-2 and
+ *         round 3's [8,16): once (40 bytes, bucket 1); round 3's [0,8):
+ *         twice (8, bucket 2-3).  Lifetime: 2 ns (store at t, load at t+2:
+ *         40 bytes, bucket 2-3); round 3's [0,8): written at 124, last read
+ *         at 136: 12 ns (8 bytes, bucket 8-15).
+ *   buf2  48 written, 104 read (2 x 16 a round + 8): every byte twice or
+ *         three times (48, bucket 2-3); last read 5 or 7 ns after the write
+ *         in rounds 1-2 and round 3's [8,16) (bucket 4-7, 40 bytes), round
+ *         3's [0,8) at 137 - 128 = 9 ns (bucket 8-15, 8 bytes).
+ *   tmp   24 written, 24 read, each byte once, 1 ns after its write. */
+static void test_reuse_by_object(void)
+{
+	struct tb b;
+	const char *path = pipeline_trace(&b, true);
+	CHECK(path != NULL);
+	char *csv = functions_out(path, "--by", "object", "--format", "csv", "--model", "exact",
+	                          "--top", "0", NULL);
+	CHECK_HAS(csv, "rank,object,kind,bytes_written,bytes_read,unread_bytes,reads_median,"
+	               "lifetime_median_ns,reads_per_written_byte,lifetime_ns\n");
+	CHECK_HAS(csv, "1,buf2,static,48,104,0,2,4,0;0;48,0;0;0;40;8\n");
+	CHECK_HAS(csv, "2,buf1,static,48,56,0,1,2,0;40;8,0;0;40;0;8\n");
+	CHECK_HAS(csv, "3,tmp,static,24,24,0,1,1,0;24,0;24\n");
+	char *json = functions_out(path, "--format", "json", "--model", "exact", NULL);
+	CHECK_HAS(json, "{\"name\":\"buf1\",\"kind\":\"static\",\"bytes_written\":48,"
+	                "\"bytes_read\":56,\"reads_per_written_byte\":[0,40,8],"
+	                "\"lifetime_ns\":[0,0,40,0,8]}");
+	char *txt = functions_out(path, "--by", "object", "--model", "exact", "--top", "2", NULL);
+	CHECK_HAS(txt, "Objects, reuse of their bytes:");
+	CHECK_HAS(txt, "buf2 (static)");
+	CHECK_LACKS(txt, "tmp (static)");
+	CHECK_LACKS(txt, "Functions of these flows");
+	char *bad = functions_out(path, "--by", "thread", NULL);
+	CHECK(bad == NULL);
+	free(csv);
+	free(json);
+	free(txt);
+	free(bad);
+	tb_free(&b);
+}
+
 static void test_sampled_events(void)
 {
 	struct tb b;
@@ -243,6 +295,7 @@ int main(void)
 {
 	RUN(test_demangle);
 	RUN(test_full_pipeline);
+	RUN(test_reuse_by_object);
 	RUN(test_sampled_events);
 	return check_summary();
 }

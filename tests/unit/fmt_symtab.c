@@ -9,7 +9,9 @@
  *   funcs main [0x1000,0x1100), worker [0x1100,0x1180), unsized tail 0x1200
  *   struct queue { long lock; long count; } q @0x4000
  *   struct cell { long x; long y; } cells[8] @0x4100
- *   int plain @0x4200 (from the ELF symbol table: no type) */
+ *   int plain @0x4200 (from the ELF symbol table: no type)
+ *   allocation sites (return addresses): 0x1050 struct cell stored to
+ *   `blocks`, 0x1060 struct queue with no variable (a constructor's) */
 static void build(struct symtab *s)
 {
 	symtab_init(s);
@@ -38,6 +40,8 @@ static void build(struct symtab *s)
 	st_add_var(m, 0x4000, 16, "q", tq);
 	st_add_var(m, 0x4100, 128, "cells", ta);
 	st_add_var(m, 0x4200, 4, "plain", ST_NONE);
+	st_add_alloc(m, 0x1060, NULL, tq);
+	st_add_alloc(m, 0x1050, "blocks", tc);
 	struct st_module *l = symtab_add_module(s, "/lib/libx.so");
 	l->lo = 0x7f0000;
 	l->hi = 0x800000;
@@ -90,6 +94,32 @@ static void check_lookups(const struct symtab *s)
 	CHECK_EQ_U(d.var_off, 2);
 	CHECK(symtab_data(s, 0x14300, &d));
 	CHECK(d.var == NULL);
+
+	/* heap blocks: an array of the site's type when larger than one */
+	const struct st_module *m = symtab_module(s, 0x11050);
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	const struct st_alloc *al = symtab_alloc(m, 0x1050);
+	CHECK(al != NULL);
+	CHECK(symtab_alloc(m, 0x1070) == NULL);   /* untyped */
+	uint64_t leaf = 0;
+	char path[64] = "";
+	if (al) {
+		CHECK_EQ_U(symtab_block_path(m, al, 64, 40, path, sizeof path, &leaf), 40);
+		CHECK_STR(path, "blocks[2].y");
+		CHECK_EQ_U(leaf, 8);
+		path[0] = 0;
+		symtab_block_path(m, al, 16, 3, path, sizeof path, &leaf);   /* one cell */
+		CHECK_STR(path, "blocks.x");
+	}
+	al = symtab_alloc(m, 0x1060);
+	CHECK(al != NULL);
+	if (al) {
+		path[0] = 0;
+		CHECK_EQ_U(symtab_block_path(m, al, 16, 12, path, sizeof path, &leaf), 8);
+		CHECK_STR(path, ".count");
+	}
 }
 
 static void test_lookups(void)
@@ -117,6 +147,7 @@ static void test_roundtrip(void)
 		CHECK_EQ_U(r.mods[0]->buildid_len, 4);
 		CHECK_EQ_U(r.mods[0]->nfuncs, 4);
 		CHECK_EQ_U(r.mods[0]->nvars, 3);
+		CHECK_EQ_U(r.mods[0]->nallocs, 2);
 		check_lookups(&r);
 		/* serializing the parsed table gives the same bytes */
 		void *p2;
@@ -237,6 +268,81 @@ static void test_malformed(void)
 	free(p);
 }
 
+/* One module with one type and one allocation site: the site's record is
+ * the payload's last 16 bytes (u64 site, u32 name, u32 type). */
+static uint8_t *one_site(size_t *len)
+{
+	struct symtab s;
+	symtab_init(&s);
+	struct st_module *m = symtab_add_module(&s, "a");
+	m->hi = 0x10000;
+	uint32_t t = st_add_type(m, ST_T_BASE, "double", 8, ST_NONE, 0);
+	st_add_alloc(m, 0x400, "v", t);
+	symtab_finish(&s);
+	void *p = NULL;
+	CHECK(symtab_serialize(&s, &p, len) == 0);
+	symtab_free(&s);
+	return p;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The allocation-site table (payload version 2): bad indices and
+ * truncation are refused; a version 1 payload (no such table) reads. */
+static void test_alloc_sites(void)
+{
+	size_t len;
+	uint8_t *p = one_site(&len);
+	if (!p)
+		return;
+	char err[256];
+	struct symtab r;
+	symtab_init(&r);
+	CHECK(symtab_parse(&r, p, len, err, sizeof err) == 0);
+	CHECK(r.n == 1 && r.mods[0]->nallocs == 1 && r.mods[0]->allocs[0].site == 0x400);
+	symtab_free(&r);
+	uint8_t *q = malloc(len);
+	memcpy(q, p, len);
+	put32(q + len - 4, 7);   /* type index past the table */
+	symtab_init(&r);
+	CHECK(symtab_parse(&r, q, len, err, sizeof err) == -1);
+	CHECK(strstr(err, "allocation site 0: bad type index") != NULL);
+	symtab_free(&r);
+	memcpy(q, p, len);
+	put32(q + len - 8, 0x7ffffff0);   /* name outside the strings */
+	symtab_init(&r);
+	CHECK(symtab_parse(&r, q, len, err, sizeof err) == -1);
+	CHECK(strstr(err, "allocation site 0: bad name offset") != NULL);
+	symtab_free(&r);
+	memcpy(q, p, len);
+	put32(q + len - 20, 2);   /* two sites, one's bytes */
+	symtab_init(&r);
+	CHECK(symtab_parse(&r, q, len, err, sizeof err) == -1);
+	CHECK(strstr(err, "bad allocation site count") != NULL);
+	symtab_free(&r);
+	/* version 1: the same module without the table's count */
+	memcpy(q, p, len);
+	q[4] = 1;
+	put32(q + 12, (uint32_t)(len - 16 - 4 - 16));
+	symtab_init(&r);
+	CHECK(symtab_parse(&r, q, len - 20, err, sizeof err) == 0);
+	CHECK(r.n == 1 && r.mods[0]->nallocs == 0 && r.mods[0]->ntypes == 1);
+	symtab_free(&r);
+	/* version 1 with the table present: bytes left over */
+	memcpy(q, p, len);
+	q[4] = 1;
+	symtab_init(&r);
+	CHECK(symtab_parse(&r, q, len, err, sizeof err) == -1);
+	CHECK(strstr(err, "left over") != NULL);
+	symtab_free(&r);
+	free(q);
+	free(p);
+}
+
 /* A cyclic type graph (hostile payload) must not loop. */
 static void test_type_cycle(void)
 {
@@ -266,5 +372,6 @@ int main(void)
 	RUN(test_empty);
 	RUN(test_malformed);
 	RUN(test_type_cycle);
+	RUN(test_alloc_sites);
 	return check_summary();
 }
