@@ -25,8 +25,9 @@
 #include "symtab.h"
 
 /* The two APIs differ, for what we use, in dwarf_init_b (an access mode
- * before the group number before 0.1) and dwarf_finish (an error pointer
- * before 0.1).  Chosen at compile time: 0.x and later define
+ * before the group number before 0.1), dwarf_finish (an error pointer
+ * before 0.1) and the name of a location list's destructor.  Chosen at
+ * compile time: 0.x and later define
  * DW_LIBDWARF_VERSION_MAJOR and no longer DW_DLC_READ. */
 #if defined(DW_LIBDWARF_VERSION_MAJOR) || !defined(DW_DLC_READ)
 static int dwarf_open(int fd, Dwarf_Debug *dbg, Dwarf_Error *e)
@@ -37,6 +38,10 @@ static void dwarf_close(Dwarf_Debug dbg)
 {
 	dwarf_finish(dbg);
 }
+static void dwarf_free_loc_head(Dwarf_Loc_Head_c head)
+{
+	dwarf_dealloc_loc_head_c(head);
+}
 #else
 static int dwarf_open(int fd, Dwarf_Debug *dbg, Dwarf_Error *e)
 {
@@ -46,6 +51,10 @@ static void dwarf_close(Dwarf_Debug dbg)
 {
 	Dwarf_Error e = NULL;
 	dwarf_finish(dbg, &e);
+}
+static void dwarf_free_loc_head(Dwarf_Loc_Head_c head)
+{
+	dwarf_loc_head_c_dealloc(head);
 }
 #endif
 
@@ -891,7 +900,7 @@ static bool loc_matches(Dwarf_Die die, const struct site_ev *ev, int64_t fb, boo
 				break;
 			}
 		}
-		dwarf_loc_head_c_dealloc(head);
+		dwarf_free_loc_head(head);
 	}
 	dwarf_dealloc_attribute(a);
 	return hit;
