@@ -53,6 +53,9 @@ int report_run(const char *path, const struct model_opts *o, bool from_binaries,
                int (*show)(void *arg, const struct report_result *res), void *arg);
 void report_result_write(const struct report_result *res, bool json, FILE *f);
 int cmd_html(int argc, char **argv);      /* out_html.c */
+/* The timeline of r's phases as an SVG picture (cmd_regions.c): 0, or -1
+ * on a write error. */
+int regions_timeline_svg(FILE *f, const struct analysis *an, const struct regions *r);
 /* One dump line for r (dump.c). */
 void dump_record(FILE *f, const struct ct_record *r);
 

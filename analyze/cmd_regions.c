@@ -688,6 +688,26 @@ static int write_slots_svg(FILE *f, const struct analysis *an, const struct regi
 	return out_svg_end(f);
 }
 
+/* The phases worth showing: without the slice before the first phase
+ * marker when it holds nothing. */
+static const struct time_slot *shown_phases(const struct regions *r, size_t *ns)
+{
+	const struct time_slot *s = r->phase;
+	*ns = r->nphases;
+	if (*ns > 1 && !s[0].events) {
+		s++;
+		(*ns)--;
+	}
+	return s;
+}
+
+int regions_timeline_svg(FILE *f, const struct analysis *an, const struct regions *r)
+{
+	size_t ns;
+	const struct time_slot *s = shown_phases(r, &ns);
+	return write_slots_svg(f, an, r, s, ns, "phase");
+}
+
 /* ---- the commands ------------------------------------------------------------ */
 
 static void loops_notes(struct loops *l, const char *path);
@@ -744,13 +764,8 @@ static int run(const char *cmd, int argc, char **argv)
 		ana_err("cannot write %s: %s", c.out, strerror(errno));
 		status = EXIT_BADTRACE;
 	} else {
-		const struct time_slot *s = c.window_ns ? r->win : r->phase;
-		size_t ns = c.window_ns ? r->nwin : r->nphases;
-		/* the slice before the first phase marker, when it holds nothing */
-		if (!c.window_ns && ns > 1 && !s[0].events) {
-			s++;
-			ns--;
-		}
+		size_t ns = r->nwin;
+		const struct time_slot *s = c.window_ns ? r->win : shown_phases(r, &ns);
 		const char *w = c.changes ? "change" : c.window_ns ? "window" : "phase";
 		int wr = 0;
 		if (c.changes && (nchanged = regions_detect_changes(r, &changed)) < 0) {

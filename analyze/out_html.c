@@ -16,6 +16,7 @@
 #include "ana.h"
 #include "attrib.h"
 #include "out_util.h"
+#include "regions.h"
 
 #define HTML_TOP 20           /* objects and lines in the tables */
 #define WIDE_MAP 16           /* heatmaps of more rows are drawn larger */
@@ -274,6 +275,34 @@ static const char page_style[] =
 	"th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;white-space:nowrap}"
 	"th{background:#f0f0f0}tbody tr:nth-child(even){background:#fafafa}";
 
+/* ---- the timeline ------------------------------------------------------------ */
+
+/* Phase markers were recorded: the slice before the first one and more. */
+static bool has_phases(const struct regions *r)
+{
+	return r && r->nphases > 1;
+}
+
+/* Communication over time by phase, the picture of commanalyze timeline. */
+static int put_timeline(FILE *f, const struct report_result *res, unsigned n)
+{
+	struct capture c;
+	if (capture_open(&c))
+		return -1;
+	int rc = regions_timeline_svg(c.f, res->an, res->regions);
+	if (capture_close(&c) || rc) {
+		free(c.buf);
+		return -1;
+	}
+	fputs("<section class=\"timeline\" id=\"timeline\"><h2>Timeline by phase</h2>\n"
+	      "<p class=\"note\">line transfers per ms of the busiest thread pairs, between the "
+	      "program's phase markers</p>\n<figure class=\"timeline\">\n", f);
+	put_svg(f, c.buf, n);
+	fputs("</figure></section>\n", f);
+	free(c.buf);
+	return 0;
+}
+
 static int write_page(FILE *f, const struct report_result *res, bool log)
 {
 	struct capture rep;
@@ -289,14 +318,17 @@ static int write_page(FILE *f, const struct report_result *res, bool log)
 	html_str(f, "commtrace: ");
 	html_str(f, res->an->path);
 	fprintf(f, "</title>\n<style>%s</style></head>\n<body>\n", page_style);
-	fputs("<nav><a href=\"#heatmaps-thread\">heatmaps</a><a href=\"#objects\">objects</a>"
-	      "<a href=\"#lines\">cache lines</a></nav>\n", f);
+	fprintf(f, "<nav><a href=\"#heatmaps-thread\">heatmaps</a>%s<a href=\"#objects\">objects</a>"
+	           "<a href=\"#lines\">cache lines</a></nav>\n",
+	        has_phases(res->regions) ? "<a href=\"#timeline\">timeline</a>" : "");
 	put_report(f, rep.buf);
 	free(rep.buf);
 	unsigned nsvg = 0;
 	int rc = 0;
 	for (int ix = MX_THREAD; ix <= MX_CORE && !rc; ix++)
 		rc = put_heatmaps(f, res->an, ix, log, &nsvg);
+	if (!rc && has_phases(res->regions))
+		rc = put_timeline(f, res, nsvg + 1);
 	if (!rc)
 		rc = put_attrib(f, res->at, "objects", "Top objects", attrib_write_objects);
 	if (!rc)

@@ -28,6 +28,15 @@ check html_unique_ids test "$(grep -o 'id="ramp-[0-9]*"' "$WORK/p.html" | sort -
 "$A" html "$P2P" --color-scale cubic -o "$WORK/x.html" 2>/dev/null
 check html_usage test $? -eq 1
 
+# a trace with a phase marker (ana_mktrace basic: "phase 2"): the timeline
+# by phase, a series per communicating pair (T0-T1 before it, T0-T2 after);
+# none without phase markers
+"$MK" "$WORK/b.zst" basic && "$A" html "$WORK/b.zst" -o "$WORK/b.html" 2>/dev/null
+check html_timeline_exit test $? -eq 0
+check html_timeline grep -q '<section class="timeline" id="timeline">' "$WORK/b.html"
+check html_timeline_series test "$(grep -c '<g class="series"' "$WORK/b.html")" -eq 2
+check html_timeline_phase grep -q 'class="phase-name"[^>]*>phase 2<' "$WORK/b.html"
+check html_no_timeline_without_phases bash -c "! grep -q 'id=\"timeline\"' '$WORK/p.html'"
 # ---- in the browser ----------------------------------------------------------
 if [ -z "$BROWSER" ]; then
 	skip html_browser "chromium is not installed (scripts/deps.sh installs it as root)"
@@ -52,6 +61,9 @@ document.getElementById('f').onload = function () {
 		out.push('heatmap ' + fg.dataset.index + ' ' + fg.dataset.kind + ' ' + Math.round(r.width) +
 		         ' ' + Math.round(r.height) + ' ' + cells.length + ' ' + col);
 	});
+	var tl = d.querySelector('figure.timeline svg');
+	out.push('timeline ' + (tl ? Math.round(tl.getBoundingClientRect().width) + ' ' +
+	                             tl.querySelectorAll('g.series').length : '-'));
 	var h = d.querySelector('h1.headline');
 	out.push('headline ' + (h ? h.textContent : '-'));
 	d.querySelectorAll('section.report-part h2').forEach(function (e) { out.push('part ' + e.textContent); });
@@ -86,6 +98,10 @@ check html_headline grep -qx 'headline commtrace report: .*datasets/p2p-4t.zst' 
 check html_report_parts bash -c "grep -qx 'part Totals' '$WORK/dom.html' && grep -qx 'part Top thread pairs' '$WORK/dom.html'"
 check html_objects_table grep -Eq '^table objects [1-9][0-9]* 1pair_line' "$WORK/dom.html"
 check html_lines_table grep -Eq '^table lines [1-9][0-9]* 10x' "$WORK/dom.html"
+check html_no_timeline_drawn grep -qx 'timeline -' "$WORK/dom.html"
+sed 's/src="p.html"/src="b.html"/' "$WORK/probe.html" >"$WORK/probe_b.html"
+browse probe_b.html "$WORK/dom_b.html" --virtual-time-budget=10000 --dump-dom
+check html_timeline_drawn bash -c "grep -Eq '^timeline [0-9]+ 2$' '$WORK/dom_b.html' && test \$(sed -n 's/^timeline \([0-9]*\) 2$/\1/p' '$WORK/dom_b.html') -ge 300"
 # a screenshot: a PNG of the window's size
 browse p.html /dev/null --window-size=1400,2400 --screenshot="$WORK/p.png"
 check html_screenshot python3 -c "
