@@ -472,8 +472,9 @@ struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index)
 	rt_altstack_setup(t);
 	t->sampler = sampler;
 	rt_self = t;
-	if (sampler && sampler->thread_start(t) < 0)
-		rt_log(2, "thread %u: no sampler", t->index);
+	int src;
+	if (sampler && (src = sampler->thread_start(t)) < 0)
+		rt_log(1, "thread %u: not sampled (%s)", t->index, strerror(-src));
 	if (rt_cfg.watchpoints > 0 && rt_board_ok)
 		rt_wp_thread_start(t);
 	rt_fd_window_end();

@@ -93,13 +93,15 @@ static int timer_start(struct rt_thread *t, int why_errno)
 	sev._sigev_un._tid = t->tid;
 	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) < 0)
 		return -errno;
+	/* the handler reads timer_cpu_prev once it sees timer_ok: set before */
+	t->timer_cpu_prev = thread_cpu_ns();
+	atomic_signal_fence(memory_order_release);
 	if (timer_set(t) < 0) {
 		int e = errno;
 		timer_delete(t->timer);
 		return -e;
 	}
 	t->timer_ok = true;
-	t->timer_cpu_prev = thread_cpu_ns();
 	rt_status_timer_thread(why_errno);
 	return 0;
 }
@@ -139,7 +141,15 @@ static int soft_thread_start(struct rt_thread *t)
 			rt_log(2, "perf_event_open denied (%s): soft sampler uses POSIX CPU timers",
 			       strerror(-rc));
 	}
-	return timer_start(t, atomic_load(&timer_why));
+	int rc = timer_start(t, atomic_load(&timer_why));
+	/* timers chosen (not forced by a perf denial) but none to be had, e.g.
+	 * RLIMIT_SIGPENDING: the perf events are the next best */
+	if (rc < 0 && !atomic_load(&use_timer) && rt_perf_thread_start(t) == 0) {
+		rt_log(1, "thread %u: no POSIX CPU timer (%s): sampled by a perf task-clock event",
+		       t->index, strerror(-rc));
+		return 0;
+	}
+	return rc;
 }
 
 static void soft_thread_stop(struct rt_thread *t, int self)
