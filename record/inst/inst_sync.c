@@ -56,11 +56,11 @@ REAL(int, sem_trywait, sem_t *)
 REAL(int, sem_timedwait, sem_t *, const struct timespec *)
 REAL(int, sem_post, sem_t *)
 
-/* Called from inst_process_init (full mode). */
-void inst_sync_init(void)
+/* Every real function looked up at load time, recording or not: never
+ * lazily in a wrapper, where the first call could be sem_post in a signal
+ * handler that interrupted the dynamic linker (dlsym takes its lock). */
+__attribute__((constructor)) static void sync_resolve(void)
 {
-	const char *e = getenv("COMMTRACE_INST_SYNC");
-	sync_off = e && e[0] == '0';
 	get_pthread_mutex_lock();
 	get_pthread_mutex_trylock();
 	get_pthread_mutex_unlock();
@@ -76,6 +76,13 @@ void inst_sync_init(void)
 	get_sem_trywait();
 	get_sem_timedwait();
 	get_sem_post();
+}
+
+/* Called from inst_process_init (full mode). */
+void inst_sync_init(void)
+{
+	const char *e = getenv("COMMTRACE_INST_SYNC");
+	sync_off = e && e[0] == '0';
 }
 
 /* One implied access of the calling thread, at ip. */
