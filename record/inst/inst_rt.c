@@ -414,7 +414,7 @@ static inline bool filt_single(const struct inst_tls *T, uintptr_t addr, unsigne
 /* The access may be left out (the thread's own repeat, see above). */
 static inline bool filt_skip(const struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind)
 {
-	if (!filt_tab || !filt_single(T, addr, len))
+	if (!filt_tab || kind == CT_ACCESS_ATOMIC || !filt_single(T, addr, len))
 		return false;
 	uint64_t line = addr >> filt_shift;
 	uint64_t e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
@@ -548,7 +548,10 @@ static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t
 {
 	r->type = CT_REC_SAMPLE;
 	r->thread = 0;
-	r->time = filt_stamp(&inst_t, addr, len, kind);
+	/* a synchronization access counts as a read-modify-write for the filter:
+	 * never left out, it ends every ownership of its line and starts none,
+	 * so that the rule holds with or without such records (--sync exclude) */
+	r->time = filt_stamp(&inst_t, addr, len, flags & CT_SAMPLE_SYNC ? CT_ACCESS_ATOMIC : kind);
 	r->u.sample.ip = ip;
 	r->u.sample.addr = addr;
 	r->u.sample.period = 1;
@@ -564,7 +567,7 @@ static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t
 static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
                                unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
 {
-	if (filt_skip(T, addr, len, kind)) {
+	if (!(flags & CT_SAMPLE_SYNC) && filt_skip(T, addr, len, kind)) {
 		T->stat[IS_FILTERED]++;
 		return;
 	}
