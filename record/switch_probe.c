@@ -28,10 +28,30 @@ static uint64_t mono_ns(void)
 
 static pthread_barrier_t barrier;
 
+/* The workers start when all of them exist (gate 1), or leave (gate -1). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate;
+
+static void gate_set(int v)
+{
+	pthread_mutex_lock(&gate_mu);
+	gate = v;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
+
 /* A barrier-heavy program in small: a little work, a barrier, again. */
 static void *worker(void *arg)
 {
 	(void)arg;
+	pthread_mutex_lock(&gate_mu);
+	while (!gate)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	int go = gate > 0;
+	pthread_mutex_unlock(&gate_mu);
+	if (!go)
+		return NULL;
 	volatile uint64_t x = 0;
 	for (int i = 0; i < SWITCH_PROBE_SWEEPS; i++) {
 		for (int k = 0; k < SWITCH_PROBE_WORK; k++)
@@ -49,20 +69,22 @@ static uint64_t run_once(uint64_t *switches)
 	pthread_t th[SWITCH_PROBE_THREADS];
 	if (pthread_barrier_init(&barrier, NULL, SWITCH_PROBE_THREADS + 1) != 0)
 		return 0;
-	struct rusage r0, r1;
-	getrusage(RUSAGE_SELF, &r0);
+	gate_set(0);
 	int n = 0;
 	for (; n < SWITCH_PROBE_THREADS; n++)
 		if (pthread_create(&th[n], NULL, worker, NULL) != 0)
 			break;
-	bool ok = n == SWITCH_PROBE_THREADS;
-	if (!ok) {
-		/* the started ones wait at the barrier forever: not possible
-		 * to release them portably, so never start short */
+	if (n < SWITCH_PROBE_THREADS) {
+		/* never start short: the started ones leave before the barrier */
+		gate_set(-1);
 		for (int i = 0; i < n; i++)
-			pthread_detach(th[i]);
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&barrier);
 		return 0;
 	}
+	struct rusage r0, r1;
+	getrusage(RUSAGE_SELF, &r0);
+	gate_set(1);
 	for (int i = 0; i < SWITCH_PROBE_SWEEPS; i++)
 		pthread_barrier_wait(&barrier);
 	for (int i = 0; i < n; i++)
