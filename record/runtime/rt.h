@@ -102,6 +102,7 @@ struct rt_thread {
 #define RT_CS_CACHE 256
 	struct { uint64_t key; uint32_t id; } cs_cache[RT_CS_CACHE];
 	uint64_t cs_hits, cs_misses;
+	uint64_t ring_waits;       /* rt_wait_room found the ring full */
 
 	/* signal stack */
 	void *altstack;
@@ -162,6 +163,7 @@ static inline uint64_t rt_now(void)
 void rt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rt_push(struct rt_thread *t, const struct ct_record *r);
 int rt_push_wait(struct rt_thread *t, const struct ct_record *r);
+bool rt_wait_room(struct rt_thread *t, unsigned type);
 struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index);
 void rt_thread_finish(struct rt_thread *t, int status);
 void rt_thread_stop_sampling(struct rt_thread *t, int self);

@@ -195,6 +195,7 @@ static uint32_t callsite_slow(struct rt_thread *t, bool *cacheable)
 		r.u.callsite.id = id;
 		r.u.callsite.depth = (uint8_t)d;
 		memcpy(r.u.callsite.pc, pc, (size_t)d * sizeof pc[0]);
+		rt_wait_room(t, CT_REC_CALLSITE);
 		bool ok = rt_push(t, &r) == 0;
 		atomic_store_explicit(&s->defined, ok ? 1 : 0, memory_order_release);
 		*cacheable = ok;
@@ -247,6 +248,7 @@ static void rec_alloc(struct rt_thread *t, void *p, size_t size, void *old, int 
 	rt_guard++;
 	uint32_t cs = callsite(t, ret);   /* may push a CALLSITE first */
 	uint32_t fill;
+	rt_wait_room(t, CT_REC_ALLOC);
 	struct ct_record *r = recring_reserve_type(&t->ring, CT_REC_ALLOC, &fill);
 	if (r) {
 		r->type = CT_REC_ALLOC;
@@ -265,6 +267,7 @@ static void rec_alloc(struct rt_thread *t, void *p, size_t size, void *old, int 
 static void rec_free(struct rt_thread *t, void *p, size_t len, int kind)
 {
 	uint32_t fill;
+	rt_wait_room(t, CT_REC_FREE);
 	struct ct_record *r = recring_reserve_type(&t->ring, CT_REC_FREE, &fill);
 	if (r) {
 		r->type = CT_REC_FREE;

@@ -171,20 +171,40 @@ int rt_push(struct rt_thread *t, const struct ct_record *r)
 	return rc;
 }
 
-/* For the records that must not be lost (THREAD_END): wait for the writer
- * (bounded, ~0.5 s), in normal context only. */
-int rt_push_wait(struct rt_thread *t, const struct ct_record *r)
+/* Wait (bounded: ~0.5 s) until a record of `type` fits in t's ring, poking
+ * the writer; false if it still does not.  On a loaded machine the writer
+ * thread may not run for longer than a ring takes to fill. */
+static bool wait_room(struct rt_thread *t, unsigned type)
 {
+	if (recring_has_room(&t->ring, type))
+		return true;
+	t->ring_waits++;
 	for (int i = 0; i < 500; i++) {
-		/* check first: a failed push would count as a lost record */
-		if (recring_used(&t->ring) + 2 * recring_rec_units(r->type) <= t->ring.cap &&
-		    rt_push(t, r) == 0)
-			return 0;
 		rt_writer_poke();
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
+		if (recring_has_room(&t->ring, type))
+			return true;
 	}
-	return -1;
+	return false;
+}
+
+/* Records that describe the program instead of sampling it (allocations,
+ * frees, call sites, markers) are waited for rather than dropped: a lost
+ * ALLOC misattributes every later access to its block.  Not once the
+ * process exits (the writer is stopping).  Normal context or the program's
+ * own signal handlers (nanosleep is async-signal-safe). */
+bool rt_wait_room(struct rt_thread *t, unsigned type)
+{
+	return atomic_load(&rt_exiting) ? recring_has_room(&t->ring, type) : wait_room(t, type);
+}
+
+/* For the records that must not be lost (THREAD_END): wait for the writer
+ * even while the process exits, in normal context only. */
+int rt_push_wait(struct rt_thread *t, const struct ct_record *r)
+{
+	wait_room(t, r->type);
+	return rt_push(t, r);
 }
 
 void rt_flush_skips(struct rt_thread *t, uint64_t now)
@@ -543,7 +563,7 @@ void rt_thread_stats(struct rt_thread *t)
 	rt_log(3, "thread %u: %llu samples, %llu in the runtime, %llu kernel-lost, %llu throttled; "
 	       "runtime share peak %u%%, period lengthened %u times; "
 	       "handlers %llu runs %.2f us avg; arms %llu %.2f us avg; traps %llu %.2f us avg in handler; "
-	       "callsite cache %llu hits %llu misses; ring lost %llu",
+	       "callsite cache %llu hits %llu misses; ring lost %llu, waits for room %llu",
 	       t->index, (unsigned long long)t->nsamples, (unsigned long long)t->skip_runtime,
 	       (unsigned long long)t->pmu_lost, (unsigned long long)t->pmu_throttle,
 	       t->peak_share, t->throttles,
@@ -551,7 +571,7 @@ void rt_thread_stats(struct rt_thread *t)
 	       (unsigned long long)t->arms, t->arms ? t->arm_ns / 1e3 / (double)t->arms : 0.0,
 	       (unsigned long long)t->traps, t->traps ? t->trap_ns / 1e3 / (double)t->traps : 0.0,
 	       (unsigned long long)t->cs_hits, (unsigned long long)t->cs_misses,
-	       (unsigned long long)atomic_load(&t->ring.lost_total));
+	       (unsigned long long)atomic_load(&t->ring.lost_total), (unsigned long long)t->ring_waits);
 }
 
 /* ---- pthread_create ------------------------------------------------------------ */

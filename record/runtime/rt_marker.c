@@ -29,6 +29,7 @@ static void push_marker(struct rt_thread *t, int kind, const char *name)
 	size_t n = name ? strnlen(name, CT_MARKER_NAME_MAX) : 0;
 	memcpy(r.u.marker.name, name, n);
 	r.u.marker.name[n] = 0;
+	rt_wait_room(t, CT_REC_MARKER);
 	rt_push(t, &r);
 }
 
