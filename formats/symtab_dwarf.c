@@ -76,6 +76,7 @@ struct dw {
 	uint32_t *fmap;                 /* per CU: DWARF file number -> module file */
 	size_t fmap_n;
 	struct site_info *si;           /* allocation sites: NULL when there are none */
+	struct cu_pick *pick;           /* CUs read in full: NULL, all of them */
 	int oom;
 };
 
@@ -561,24 +562,59 @@ static void walk(struct dw *d, Dwarf_Die parent, int depth)
 	}
 }
 
+/* The variables at fixed addresses of a CU that is not read in full: its
+ * top level and its namespaces (C++ static members are defined there too),
+ * not the functions' own static variables. */
+static void walk_variables(struct dw *d, Dwarf_Die parent, int depth)
+{
+	if (depth > DIE_DEPTH_MAX || d->oom)
+		return;
+	Dwarf_Die c = NULL, next;
+	Dwarf_Error e = NULL;
+	if (dwarf_child(parent, &c, &e) != DW_DLV_OK)
+		return;
+	for (; c; c = next) {
+		Dwarf_Half tag = 0;
+		if (dwarf_tag(c, &tag, &e) == DW_DLV_OK) {
+			if (tag == DW_TAG_variable)
+				do_variable(d, c);
+			else if (tag == DW_TAG_namespace)
+				walk_variables(d, c, depth + 1);
+		}
+		next = NULL;
+		if (dwarf_siblingof_b(d->dbg, c, 1, &next, &e) != DW_DLV_OK)
+			next = NULL;
+		dwarf_dealloc_die(c);
+	}
+}
+
 /* ---- line tables ----------------------------------------------------------- */
 
-/* Is some address of the wanted set (file addresses) in [a, b)? */
-static bool wanted(const struct dw *d, uint64_t a, uint64_t b)
+/* Is an address of set (runtime addresses, sorted) in the file range
+ * [a, b) of a module at bias?  (Compared as runtime addresses: the set
+ * holds every module's, and those below this one's would wrap around.) */
+static bool set_hits(const struct st_addrs *set, uint64_t bias, uint64_t a, uint64_t b)
 {
-	if (!d->ips || !d->ips->v)
-		return true;
-	const uint64_t *v = d->ips->v;
-	size_t lo = 0, hi = d->ips->n;
-	uint64_t bias = d->m->bias;
+	if (!set || !set->n || b <= a)
+		return false;
+	uint64_t ra = a + bias, rb = b + bias;
+	size_t lo = 0, hi = set->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (v[mid] - bias < a)
+		if (set->v[mid] < ra)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < d->ips->n && v[lo] - bias < b && v[lo] - bias >= a;
+	return lo < set->n && set->v[lo] < rb;
+}
+
+/* Is some address of the wanted set in the file range [a, b)? */
+static bool wanted(const struct dw *d, uint64_t a, uint64_t b)
+{
+	if (!d->ips || !d->ips->v)
+		return true;
+	return set_hits(d->ips, d->m->bias, a, b);
 }
 
 static uint32_t file_index(struct dw *d, Dwarf_Line ln, Dwarf_Unsigned fno)
@@ -1100,6 +1136,104 @@ static void sites_free(struct site_info *si)
 	free(si);
 }
 
+/* ---- which compilation units are read in full ------------------------------
+ * A CU's line program and the walk of its functions are most of what a join
+ * spends on DWARF (libc's debug file has some 1,500 CUs), and only the CUs
+ * whose code holds a recorded instruction or allocation site need them: the
+ * others are read for their variables only (walk_variables).  The CUs' code
+ * ranges come from .debug_aranges; a CU it does not list is read in full,
+ * and so is every CU when the section is missing or no addresses were given. */
+struct cu_pick {
+	Dwarf_Off *full;          /* CU DIE offsets to read in full, sorted */
+	size_t nfull;
+	Dwarf_Off *listed;        /* CU DIE offsets .debug_aranges lists, sorted */
+	size_t nlisted;
+};
+
+static int cmp_off(const void *a, const void *b)
+{
+	Dwarf_Off x = *(const Dwarf_Off *)a, y = *(const Dwarf_Off *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool has_off(const Dwarf_Off *v, size_t n, Dwarf_Off off)
+{
+	return n && bsearch(&off, v, n, sizeof *v, cmp_off);
+}
+
+static size_t sort_unique(Dwarf_Off *v, size_t n)
+{
+	qsort(v, n, sizeof *v, cmp_off);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!k || v[k - 1] != v[i])
+			v[k++] = v[i];
+	return k;
+}
+
+static struct cu_pick *cu_pick_make(const struct dw *d)
+{
+	if (!d->ips || !d->ips->v)
+		return NULL;
+	Dwarf_Arange *ar = NULL;
+	Dwarf_Signed n = 0;
+	Dwarf_Error e = NULL;
+	if (dwarf_get_aranges(d->dbg, &ar, &n, &e) != DW_DLV_OK || n <= 0) {
+		if (e)
+			dwarf_dealloc_error(d->dbg, e);
+		return NULL;
+	}
+	struct cu_pick *p = calloc(1, sizeof *p);
+	if (p) {
+		p->full = malloc((size_t)n * sizeof *p->full);
+		p->listed = malloc((size_t)n * sizeof *p->listed);
+	}
+	for (Dwarf_Signed i = 0; i < n; i++) {
+		Dwarf_Unsigned seg = 0, segsz = 0, len = 0;
+		Dwarf_Addr start = 0;
+		Dwarf_Off cu = 0;
+		if (p && p->full && p->listed &&
+		    dwarf_get_arange_info_b(ar[i], &seg, &segsz, &start, &len, &cu, &e) == DW_DLV_OK) {
+			p->listed[p->nlisted++] = cu;
+			if (set_hits(d->ips, d->m->bias, start, start + len) ||
+			    set_hits(d->ips->sites, d->m->bias, start, start + len))
+				p->full[p->nfull++] = cu;
+		}
+		dwarf_dealloc(d->dbg, ar[i], DW_DLA_ARANGE);
+	}
+	dwarf_dealloc(d->dbg, ar, DW_DLA_LIST);
+	if (!p || !p->full || !p->listed) {
+		if (p) {
+			free(p->full);
+			free(p->listed);
+		}
+		free(p);
+		return NULL;       /* out of memory: read every CU in full */
+	}
+	p->nfull = sort_unique(p->full, p->nfull);
+	p->nlisted = sort_unique(p->listed, p->nlisted);
+	return p;
+}
+
+static bool cu_in_full(const struct dw *d, Dwarf_Die cu)
+{
+	Dwarf_Off off = 0;
+	Dwarf_Error e = NULL;
+	if (!d->pick || dwarf_dieoffset(cu, &off, &e) != DW_DLV_OK)
+		return true;
+	return has_off(d->pick->full, d->pick->nfull, off) ||
+	       !has_off(d->pick->listed, d->pick->nlisted, off);
+}
+
+static void cu_pick_free(struct cu_pick *p)
+{
+	if (p) {
+		free(p->full);
+		free(p->listed);
+	}
+	free(p);
+}
+
 int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_addrs *ips,
                       char *note, size_t notecap)
 {
@@ -1118,6 +1252,7 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 		return -1;
 	}
 	d.si = sites_of(m, ips);
+	d.pick = cu_pick_make(&d);
 	int ncu = 0;
 	for (;;) {
 		Dwarf_Unsigned hlen = 0, next = 0, typeoff = 0;
@@ -1132,8 +1267,12 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 		if (dwarf_siblingof_b(d.dbg, NULL, 1, &cu, &e) != DW_DLV_OK)
 			continue;
 		ncu++;
-		do_lines(&d, cu);
-		walk(&d, cu, 0);
+		if (cu_in_full(&d, cu)) {
+			do_lines(&d, cu);
+			walk(&d, cu, 0);
+		} else {
+			walk_variables(&d, cu, 0);
+		}
 		dwarf_dealloc_die(cu);
 		if (d.oom)
 			break;
@@ -1141,6 +1280,7 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 	for (size_t i = 0; d.si && i < d.si->nsites && !d.oom; i++)
 		infer_site(&d, d.si->sites[i]);
 	sites_free(d.si);
+	cu_pick_free(d.pick);
 	dwarf_close(d.dbg);
 	close(fd);
 	free(d.memo);

@@ -487,6 +487,29 @@ static void test_elf_self(void)
 	CHECK(symtab_code(&r, fn, &c));
 	CHECK_STR(c.func, "probe_fn");
 	symtab_free(&r);
+	/* the set holds other modules' addresses too, some below this one's:
+	 * the rows covering fn are still found */
+	symtab_init(&r);
+	uint64_t mixed[3] = { 0x1000, fn, UINT64_MAX - 1 };
+	struct st_addrs mset = { .v = mixed, .n = 3 };
+	rm = symtab_add_elf(&r, "/proc/self/exe", bias, bias + (1ull << 32), bias, &mset, note,
+	                    sizeof note);
+	CHECK(rm && rm->nlines >= 1 && rm->nlines < m->nlines);
+	CHECK(symtab_code(&r, fn, &c) && c.line > 0);
+	symtab_free(&r);
+	/* no address in this module's code: no line rows, no functions from
+	 * DWARF, but the variables at fixed addresses, with their types */
+	symtab_init(&r);
+	uint64_t other[1] = { 0x1000 };
+	struct st_addrs oset = { .v = other, .n = 1 };
+	rm = symtab_add_elf(&r, "/proc/self/exe", bias, bias + (1ull << 32), bias, &oset, note,
+	                    sizeof note);
+	CHECK(rm && rm->nlines == 0);
+	CHECK(symtab_prune(&r, &oset, &dset) == 0);
+	CHECK(symtab_data(&r, at, &d));
+	CHECK_STR(d.path, "attrib_probe[1].inner[2].b");
+	CHECK_STR(d.type_name, "struct probe_rec[2]");
+	symtab_free(&r);
 #else
 	SKIP("built without libdwarf: ELF symbols only");
 #endif
