@@ -1,12 +1,13 @@
 #!/bin/sh
 # Check (and, as root, install) the Debian packages commtrace needs.
 # (python3-h5py, python3-pandas: the round-trip test reads the outputs back;
-# chromium: the html test loads the page in headless Chromium)
+# chromium: the html test loads the page in headless Chromium; graphviz: the
+# functions test renders its dot output)
 # Usage: scripts/deps.sh        (MPI=1 in the environment adds OpenMPI for
 #                                 the MPI sweep, commanalyze-mpi; FUZZ=1
 #                                 clang and libFuzzer for make fuzz)
 set -eu
-need="gcc g++ make pkg-config libzstd-dev zstd libzydis-dev libpfm4-dev libdwarf-dev libelf-dev liblzma-dev libhdf5-dev hdf5-tools python3 python3-h5py python3-pandas chromium"
+need="gcc g++ make pkg-config libzstd-dev zstd libzydis-dev libpfm4-dev libdwarf-dev libelf-dev liblzma-dev libhdf5-dev hdf5-tools python3 python3-h5py python3-pandas chromium graphviz"
 [ "${MPI:-}" = 1 ] && need="$need libopenmpi-dev openmpi-bin"
 [ "${FUZZ:-}" = 1 ] && need="$need clang libclang-rt-dev"
 missing=""
