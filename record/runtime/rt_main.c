@@ -171,20 +171,27 @@ int rt_push(struct rt_thread *t, const struct ct_record *r)
 	return rc;
 }
 
-/* Wait (bounded: ~0.5 s) until a record of `type` fits in t's ring, poking
- * the writer; false if it still does not.  On a loaded machine the writer
- * thread may not run for longer than a ring takes to fill. */
+/* Wait until a record of `type` fits in t's ring, poking the writer; false
+ * if the writer made no progress for ~0.5 s (it may be gone).  On a loaded
+ * machine the writer thread may not run for longer than a ring takes to
+ * fill. */
 static bool wait_room(struct rt_thread *t, unsigned type)
 {
 	if (recring_has_room(&t->ring, type))
 		return true;
 	t->ring_waits++;
-	for (int i = 0; i < 500; i++) {
+	uint64_t seen = atomic_load_explicit(&t->ring.tail, memory_order_acquire);
+	for (int idle = 0; idle < 500; idle++) {
 		rt_writer_poke();
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 		if (recring_has_room(&t->ring, type))
 			return true;
+		uint64_t now = atomic_load_explicit(&t->ring.tail, memory_order_acquire);
+		if (now != seen) {
+			seen = now;
+			idle = 0;
+		}
 	}
 	return false;
 }
