@@ -890,19 +890,49 @@ static uint32_t pointee(struct dw *d, Dwarf_Off decl)
 	return ST_NONE;
 }
 
-/* Does a location of the variable DIE (expression or list) hold the result
- * at an event?  fb: the frame base as rbp + fb (fb_ok false: unknown). */
-static bool loc_matches(Dwarf_Die die, const struct site_ev *ev, int64_t fb, bool fb_ok)
+/* One location of a variable (an expression, or an entry of a location
+ * list): its first operation, and the pcs where it holds. */
+struct site_loc {
+	uint64_t lo, hi;        /* file addresses; all: every pc */
+	uint64_t o1;
+	uint8_t op, nops;
+	bool all;
+};
+struct site_locs {
+	struct site_loc *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void locs_add(struct site_locs *L, struct site_loc l)
+{
+	if (L->n == L->cap) {
+		size_t nc = L->cap ? 2 * L->cap : 64;
+		struct site_loc *q = realloc(L->v, nc * sizeof *q);
+		if (!q) {
+			L->oom = true;
+			return;
+		}
+		L->v = q;
+		L->cap = nc;
+	}
+	L->v[L->n++] = l;
+}
+
+/* Append the locations of the variable DIE to L; returns how many.  Read
+ * once per site: a location list costs far more to read than to match
+ * against every event. */
+static size_t var_locs(Dwarf_Die die, struct site_locs *L)
 {
 	Dwarf_Attribute a;
 	Dwarf_Error e = NULL;
 	if (dwarf_attr(die, DW_AT_location, &a, &e) != DW_DLV_OK)
-		return false;
+		return 0;
 	Dwarf_Loc_Head_c head = NULL;
 	Dwarf_Unsigned count = 0;
-	bool hit = false;
+	size_t n = 0;
 	if (dwarf_get_loclist_c(a, &head, &count, &e) == DW_DLV_OK) {
-		for (Dwarf_Unsigned i = 0; i < count && !hit; i++) {
+		for (Dwarf_Unsigned i = 0; i < count && !L->oom; i++) {
 			Dwarf_Small lle = 0, src = 0;
 			Dwarf_Unsigned rlo = 0, rhi = 0, nops = 0, eoff = 0, doff = 0;
 			Dwarf_Bool noaddr = 0;
@@ -911,35 +941,54 @@ static bool loc_matches(Dwarf_Die die, const struct site_ev *ev, int64_t fb, boo
 			if (dwarf_get_locdesc_entry_d(head, i, &lle, &rlo, &rhi, &noaddr, &lo, &hi, &nops,
 			                              &desc, &src, &eoff, &doff, &e) != DW_DLV_OK || nops < 1)
 				continue;
-			/* a single expression (src 0) covers every pc */
-			if (src != 0 && (ev->pc < lo || ev->pc >= hi))
-				continue;
 			Dwarf_Small op = 0;
 			Dwarf_Unsigned o1 = 0, o2 = 0, o3 = 0, br = 0;
 			if (dwarf_get_location_op_value_c(desc, 0, &op, &o1, &o2, &o3, &br, &e) != DW_DLV_OK)
 				continue;
-			switch (ev->kind) {
-			case EV_REGS:
-				if (nops == 1 && op >= DW_OP_reg0 && op <= DW_OP_reg15)
-					hit = ev->regs >> (op - DW_OP_reg0) & 1;
-				break;
-			case EV_STORE:
-				if (op == DW_OP_fbreg && fb_ok && ev->base == 6)
-					hit = fb + (int64_t)o1 == ev->disp;
-				else if (op >= DW_OP_breg0 && op <= DW_OP_breg15)
-					hit = op - DW_OP_breg0 == ev->base && (int64_t)o1 == ev->disp;
-				break;
-			case EV_GLOBAL:
-				hit = op == DW_OP_addr && o1 == ev->addr;
-				break;
-			default:
-				break;
-			}
+			/* a single expression (src 0) covers every pc */
+			locs_add(L, (struct site_loc){ .lo = lo, .hi = hi, .o1 = o1, .op = op,
+			                               .nops = nops > 255 ? 255 : (uint8_t)nops,
+			                               .all = src == 0 });
+			n++;
 		}
 		dwarf_free_loc_head(head);
 	}
 	dwarf_dealloc_attribute(a);
-	return hit;
+	return n;
+}
+
+/* Does one of a variable's locations hold the result at an event?  fb: the
+ * frame base as rbp + fb (fb_ok false: unknown). */
+static bool loc_matches(const struct site_loc *l, size_t n, const struct site_ev *ev, int64_t fb,
+                        bool fb_ok)
+{
+	for (size_t i = 0; i < n; i++, l++) {
+		if (!l->all && (ev->pc < l->lo || ev->pc >= l->hi))
+			continue;
+		switch (ev->kind) {
+		case EV_REGS:
+			if (l->nops == 1 && l->op >= DW_OP_reg0 && l->op <= DW_OP_reg15 &&
+			    (ev->regs >> (l->op - DW_OP_reg0) & 1))
+				return true;
+			break;
+		case EV_STORE:
+			if (l->op == DW_OP_fbreg && fb_ok && ev->base == 6) {
+				if (fb + (int64_t)l->o1 == ev->disp)
+					return true;
+			} else if (l->op >= DW_OP_breg0 && l->op <= DW_OP_breg15) {
+				if (l->op - DW_OP_breg0 == ev->base && (int64_t)l->o1 == ev->disp)
+					return true;
+			}
+			break;
+		case EV_GLOBAL:
+			if (l->op == DW_OP_addr && l->o1 == ev->addr)
+				return true;
+			break;
+		default:
+			break;
+		}
+	}
+	return false;
 }
 
 /* The frame base of a function as an offset from rbp. */
@@ -1044,6 +1093,49 @@ static uint32_t ctor_class(struct dw *d, uint64_t target)
 }
 
 /* The type and variable name of one site. */
+/* The declaration behind the variable DIE at off (decl_of), 0 if none. */
+static Dwarf_Off decl_at(struct dw *d, Dwarf_Off off)
+{
+	Dwarf_Die v = die_at(d, off);
+	if (!v)
+		return 0;
+	Dwarf_Off decl = decl_of(v, off);
+	dwarf_dealloc_die(v);
+	return decl;
+}
+
+/* The global variable at off holds the result at an EV_GLOBAL event: its
+ * declaration, else 0. */
+static Dwarf_Off global_matches(struct dw *d, Dwarf_Off off, const struct site_ev *ev)
+{
+	Dwarf_Die v = die_at(d, off);
+	if (!v)
+		return 0;
+	struct site_locs L = { 0 };
+	size_t n = var_locs(v, &L);
+	Dwarf_Off decl = n && !L.oom && loc_matches(L.v, n, ev, 0, false) ? decl_of(v, off) : 0;
+	dwarf_dealloc_die(v);
+	free(L.v);
+	return decl;
+}
+
+/* The site returns a block of the pointee type of the variable declared at
+ * decl: add it (named after the variable, not after `this`).  False when
+ * that type is unknown (the search goes on). */
+static bool typed_alloc(struct dw *d, uint64_t site, Dwarf_Off decl)
+{
+	uint32_t t = pointee(d, decl);
+	if (t == ST_NONE)
+		return false;
+	Dwarf_Die dd = die_at(d, decl);
+	const char *name = dd && !attr_flag(dd, DW_AT_artificial) ? die_name(dd) : NULL;
+	if (st_add_alloc(d->m, site, name, t))
+		d->oom = 1;
+	if (dd)
+		dwarf_dealloc_die(dd);
+	return true;
+}
+
 static void infer_site(struct dw *d, uint64_t site)
 {
 	struct site_info *si = d->si;
@@ -1066,42 +1158,44 @@ static void infer_site(struct dw *d, uint64_t site)
 	size_t nv = 0;
 	scope_vars(d, fn, 0, vars, &nv, sizeof vars / sizeof vars[0]);
 	dwarf_dealloc_die(fn);
-	for (size_t k = 0; k < nev; k++) {
+	struct site_locs L = { 0 };
+	size_t first[256], nlocs[256];
+	for (size_t i = 0; i < nv; i++) {
+		Dwarf_Die v = die_at(d, vars[i].off);
+		first[i] = L.n;
+		nlocs[i] = v ? var_locs(v, &L) : 0;
+		if (v)
+			dwarf_dealloc_die(v);
+	}
+	for (size_t k = 0; k < nev && !L.oom; k++) {
 		if (ev[k].kind == EV_CALL) {
 			uint32_t t = ctor_class(d, ev[k].addr);
 			if (t != ST_NONE) {
 				if (st_add_alloc(d->m, site, NULL, t))
 					d->oom = 1;
-				return;
+				break;
 			}
 			continue;
 		}
 		size_t ng = ev[k].kind == EV_GLOBAL ? si->nglobals : 0;
+		Dwarf_Off decl = 0;
 		for (size_t i = 0; i < nv + ng; i++) {
-			Dwarf_Off off = i < nv ? vars[i].off : si->globals[i - nv].off;
-			if (i >= nv && si->globals[i - nv].lo != ev[k].addr)
-				continue;
-			Dwarf_Die v = die_at(d, off);
-			if (!v)
-				continue;
-			bool hit = loc_matches(v, &ev[k], fb, fb_ok);
-			Dwarf_Off decl = hit ? decl_of(v, off) : 0;
-			dwarf_dealloc_die(v);
-			if (!hit)
-				continue;
-			uint32_t t = pointee(d, decl);
-			if (t == ST_NONE)
-				continue;
-			/* the name of a variable, not of `this` */
-			Dwarf_Die dd = die_at(d, decl);
-			const char *name = dd && !attr_flag(dd, DW_AT_artificial) ? die_name(dd) : NULL;
-			if (st_add_alloc(d->m, site, name, t))
-				d->oom = 1;
-			if (dd)
-				dwarf_dealloc_die(dd);
-			return;
+			if (i < nv) {
+				if (nlocs[i] && loc_matches(L.v + first[i], nlocs[i], &ev[k], fb, fb_ok))
+					decl = decl_at(d, vars[i].off);
+			} else if (si->globals[i - nv].lo == ev[k].addr) {
+				decl = global_matches(d, si->globals[i - nv].off, &ev[k]);
+			}
+			if (decl && typed_alloc(d, site, decl))
+				break;
+			decl = 0;
 		}
+		if (decl)
+			break;
 	}
+	if (L.oom)
+		d->oom = 1;
+	free(L.v);
 }
 
 /* The module's sites (file addresses), from the recorded return addresses. */
