@@ -181,8 +181,11 @@ static inline uint64_t slot_get(uint64_t cur, const uint64_t *old, unsigned k)
 static inline void slot_use(uint64_t *cur, uint64_t *old, unsigned nold, unsigned k, uint64_t v)
 {
 	if (k == nold) {
-		for (unsigned j = nold - 1; j > 0; j--)   /* nold is a constant: unrolled */
-			old[j] = old[j - 1];
+		/* nold is a constant: two copies of a known size, inlined (a loop
+		 * or a memmove became a call) */
+		uint64_t keep[8];
+		memcpy(keep, old, (nold - 1) * sizeof *old);
+		memcpy(old + 1, keep, (nold - 1) * sizeof *old);
 		old[0] = *cur;
 	} else if (k) {
 		for (unsigned j = k - 1; j > 0; j--)
