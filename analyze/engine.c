@@ -110,7 +110,7 @@ static unsigned start_workers(struct worker *ws, unsigned jobs, bool threaded)
 }
 
 /* Decode t into the ring until the end or damage; each batch to the
- * started workers and to the others inline.  Returns ct_cursor_next's
+ * started workers and to the others inline.  Returns ct_cursor_read's
  * last status (0 end, -1 damage). */
 static int decode(struct ct_cursor *c, struct pipe *p, struct worker *ws, unsigned jobs,
                   unsigned started, struct progress *prog, uint64_t *done, struct ct_error *err)
@@ -125,9 +125,8 @@ static int decode(struct ct_cursor *c, struct pipe *p, struct worker *ws, unsign
 				pthread_cond_wait(&p->cv_free, &p->mu);
 			pthread_mutex_unlock(&p->mu);
 		}
-		size_t k = 0;
-		while (k < REPLAY_BATCH && (rc = ct_cursor_next(c, &b->r[k], err)) == 1)
-			k++;
+		size_t k;
+		rc = ct_cursor_read(c, b->r, REPLAY_BATCH, &k, err);
 		if (!k)
 			break;
 		b->n = k;

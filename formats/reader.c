@@ -665,14 +665,19 @@ static int tcur_fail(struct tcur *c, size_t k, const char *why, struct ct_error 
 	return -1;
 }
 
-/* *r = *h, the bytes that h's packed type takes (a sample's: a third of
- * the whole record). */
+/* *r = *h, at least the bytes that h's packed type takes (a sample's: a
+ * third of the whole record), in a copy of a constant size: every decoded
+ * record has a whole struct's room after its start (cti_decode_packed), so
+ * the bytes past a short one are there to be read (and never used). */
+#define COPY_SHORT 64
+_Static_assert(offsetof(struct ct_record, u) + sizeof(struct ct_sample) <= COPY_SHORT,
+               "a sample is a short record");
 static inline void copy_record(struct ct_record *r, const struct ct_record *h)
 {
-	if (h->type == CT_REC_SAMPLE)      /* a constant size: copied inline */
-		memcpy(r, h, cti_packed_bytes[CT_REC_SAMPLE]);
+	if (__builtin_expect(cti_packed_bytes[h->type] <= COPY_SHORT, 1))
+		memcpy(r, h, COPY_SHORT);
 	else
-		memcpy(r, h, cti_packed_bytes[h->type]);
+		memcpy(r, h, sizeof *r);
 }
 
 /* The next frame of c (k): decoded ahead (c->cur) or loaded to be decoded
@@ -905,44 +910,82 @@ static inline int merge_advance(struct ct_cursor *c, size_t i)
 	return rc;
 }
 
+/* The first record of every thread, the tree built: 0, or -1 on damage. */
+static int merge_start(struct ct_cursor *c)
+{
+	c->started = true;
+	for (size_t i = 0; i < c->nsub; i++)
+		if (merge_advance(c, i) < 0)
+			return -1;
+	c->tree[0] = tree_build(c, 1);
+	return 0;
+}
+
+/* Up to n merged records into r: 1 (n of them), 0 at the end, -1 at a
+ * failure (start: damage before any record of a thread). */
+static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got)
+{
+	size_t k = 0;
+	int rc = 1;
+	if (!c->started && merge_start(c) < 0)
+		c->failed = 1;
+	while (k < n) {
+		if (c->failed) {
+			rc = -1;
+			break;
+		}
+		size_t top = c->tree[0];
+		if (c->done[top]) {
+			rc = 0;
+			break;
+		}
+		copy_record(&r[k++], c->next[top]);
+		if (merge_advance(c, top) < 0)
+			c->failed = 1;    /* reported after the records before it */
+		tree_replay(c, top);
+	}
+	*got = k;
+	return rc;
+}
+
+/* Up to n records of one thread into r, as merge_read. */
+static int thread_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got)
+{
+	size_t k = 0;
+	int rc = 1;
+	while (k < n) {
+		const struct ct_record *h;
+		if ((rc = tcur_next(&c->one, &h, &c->ferr)) <= 0) {
+			c->failed = rc < 0;
+			break;
+		}
+		copy_record(&r[k++], h);
+	}
+	*got = k;
+	return rc;
+}
+
+int ct_cursor_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got,
+                   struct ct_error *err)
+{
+	int rc;
+	*got = 0;
+	if (c->failed)
+		rc = -1;
+	else if (!c->merged)
+		rc = thread_read(c, r, n, got);
+	else if (!c->nsub)
+		rc = 0;
+	else
+		rc = merge_read(c, r, n, got);
+	if (rc < 0 && err)
+		*err = c->ferr;
+	return rc;
+}
+
 int ct_cursor_next(struct ct_cursor *c, struct ct_record *r, struct ct_error *err)
 {
-	if (c->failed) {
-		if (err)
-			*err = c->ferr;
-		return -1;
-	}
-	if (!c->merged) {
-		const struct ct_record *h;
-		int rc = tcur_next(&c->one, &h, &c->ferr);
-		if (rc > 0)
-			copy_record(r, h);
-		if (rc < 0) {
-			c->failed = 1;
-			if (err)
-				*err = c->ferr;
-		}
-		return rc;
-	}
-	if (!c->nsub)
-		return 0;
-	if (!c->started) {
-		c->started = true;
-		for (size_t i = 0; i < c->nsub; i++)
-			if (merge_advance(c, i) < 0) {
-				c->failed = 1;
-				if (err)
-					*err = c->ferr;
-				return -1;
-			}
-		c->tree[0] = tree_build(c, 1);
-	}
-	size_t top = c->tree[0];
-	if (c->done[top])
-		return 0;
-	copy_record(r, c->next[top]);
-	if (merge_advance(c, top) < 0)
-		c->failed = 1;    /* reported by the next call */
-	tree_replay(c, top);
-	return 1;
+	size_t got;
+	int rc = ct_cursor_read(c, r, 1, &got, err);
+	return got ? 1 : rc;
 }
