@@ -54,6 +54,13 @@ static void run_batch(const struct replay_set *sets, const size_t *idx, size_t n
 		size_t hi = lo + REPLAY_SUB < b->n ? lo + REPLAY_SUB : b->n;
 		for (size_t k = 0; k < n; k++) {
 			const struct replay_set *s = &sets[idx[k]];
+			if (s->n == 1) {        /* the usual set: its one consumer's loop */
+				void (*record)(void *, const struct ct_record *) = s->c[0].record;
+				void *self = s->c[0].self;
+				for (size_t i = lo; i < hi; i++)
+					record(self, &b->r[i]);
+				continue;
+			}
 			for (size_t i = lo; i < hi; i++)
 				for (size_t c = 0; c < s->n; c++)
 					s->c[c].record(s->c[c].self, &b->r[i]);

@@ -47,26 +47,28 @@ struct rd {
 	bool roomy;
 };
 
-/* The loop for varints of two bytes or more (and for the end of the input). */
-static uint64_t get_v_long(struct rd *r)
+/* The loop for varints of two bytes or more (and for the end of the
+ * input): the value and its bytes in *n, 0 when it is cut short or longer
+ * than 64 bits.  (Values in and out, no pointer to the caller's state: the
+ * state of the inlined fast paths stays in registers.) */
+static __attribute__((noinline)) uint64_t get_v_long(const uint8_t *p, const uint8_t *end,
+                                                     size_t *n)
 {
 	uint64_t v = 0;
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		if (r->p >= r->end) {
-			r->ok = 0;
+	*n = 0;
+	for (unsigned shift = 0, i = 0; shift < 64; shift += 7, i++) {
+		if (p + i >= end)
 			return 0;
-		}
-		uint8_t b = *r->p++;
-		if (shift == 63 && b > 1) {         /* more than 64 bits */
-			r->ok = 0;
+		uint8_t b = p[i];
+		if (shift == 63 && b > 1)           /* more than 64 bits */
 			return 0;
-		}
 		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
+		if (!(b & 0x80)) {
+			*n = i + 1;
 			return v;
+		}
 	}
-	r->ok = 0;                                  /* 11th byte: overlong */
-	return 0;
+	return 0;                                   /* 11th byte: overlong */
 }
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -116,11 +118,13 @@ static inline uint64_t get_v(struct rd *r)
 	}
 	uint64_t v;
 	size_t n = get_v_word(r->p, r->roomy ? r->p + 8 : r->end, &v);
-	if (__builtin_expect(n != 0, 1)) {
-		r->p += n;
-		return v;
+	if (__builtin_expect(n == 0, 0)) {
+		v = get_v_long(r->p, r->end, &n);
+		if (!n)
+			r->ok = 0;
 	}
-	return get_v_long(r);
+	r->p += n;
+	return v;
 }
 
 static inline uint32_t get_v32(struct rd *r)
