@@ -5,7 +5,8 @@
  *
  * Opening scans the frame structure once (frame headers only, never the
  * data) and builds a per-thread list of frame offsets plus the table of
- * metadata sections.  Cursors decompress one frame per thread at a time. */
+ * metadata sections.  Cursors decompress one frame per thread at a time and
+ * decode its records a chunk at a time (cti_decode_packed). */
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -415,8 +416,7 @@ struct ct_cursor {
 	struct tcur one;        /* per-thread cursor */
 	size_t nsub;
 	struct tcur *sub;       /* merged: one per thread */
-	struct ct_record *head; /* merged: room for the next record of each thread */
-	const struct ct_record **next; /* merged: it (in head or in decoded records) */
+	const struct ct_record **next; /* merged: each thread's next record (decoded) */
 	uint64_t *key;          /* merged: its time, UINT64_MAX when the thread is done */
 	bool *done;             /* merged: the thread has no record left */
 	size_t *tree;           /* merged: the loser tree */
@@ -430,7 +430,7 @@ struct ct_cursor {
  * entry is free; a worker decompresses and decodes it meanwhile.  When the
  * merge reaches a frame that no one has started yet, the merging thread
  * decodes it itself; a frame that was never requested (the pool was in use)
- * is read record by record as without workers.  The records, their order
+ * is decoded a chunk at a time as without workers.  The records, their order
  * and the errors are the same as without workers: each frame is decoded
  * from a reset codec state by the same decoder either way, and a frame's
  * error is reported after the records before it, as the serial path does. */
