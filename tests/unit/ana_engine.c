@@ -174,22 +174,10 @@ static int cmp_time_thread_pos(const void *a, const void *b)
 	return i < j ? -1 : i > j;
 }
 
-/* Records equal: thread and the encoded bytes (the encoding covers every
- * field a type has, and no padding). */
-static bool same_record(const struct ct_record *a, const struct ct_record *b)
-{
-	uint8_t ea[CT_RECORD_MAX_BYTES], eb[CT_RECORD_MAX_BYTES];
-	struct ct_codec ca, cb;
-	ct_codec_reset(&ca);
-	ct_codec_reset(&cb);
-	size_t na = ct_encode_record(&ca, a, ea), nb = ct_encode_record(&cb, b, eb);
-	return a->thread == b->thread && na == nb && na && !memcmp(ea, eb, na);
-}
-
 static size_t first_difference(const struct seq *got, const struct seq *want)
 {
 	size_t i = 0;
-	while (i < got->n && i < want->n && same_record(&got->r[i], &want->r[i]))
+	while (i < got->n && i < want->n && tb_same_record(&got->r[i], &want->r[i]))
 		i++;
 	return i;
 }
