@@ -54,6 +54,13 @@ static void run_batch(const struct replay_set *sets, const size_t *idx, size_t n
 		size_t hi = lo + REPLAY_SUB < b->n ? lo + REPLAY_SUB : b->n;
 		for (size_t k = 0; k < n; k++) {
 			const struct replay_set *s = &sets[idx[k]];
+			if (s->n == 1) {        /* the usual set: its one consumer's loop */
+				void (*record)(void *, const struct ct_record *) = s->c[0].record;
+				void *self = s->c[0].self;
+				for (size_t i = lo; i < hi; i++)
+					record(self, &b->r[i]);
+				continue;
+			}
 			for (size_t i = lo; i < hi; i++)
 				for (size_t c = 0; c < s->n; c++)
 					s->c[c].record(s->c[c].self, &b->r[i]);
@@ -110,7 +117,7 @@ static unsigned start_workers(struct worker *ws, unsigned jobs, bool threaded)
 }
 
 /* Decode t into the ring until the end or damage; each batch to the
- * started workers and to the others inline.  Returns ct_cursor_next's
+ * started workers and to the others inline.  Returns ct_cursor_read's
  * last status (0 end, -1 damage). */
 static int decode(struct ct_cursor *c, struct pipe *p, struct worker *ws, unsigned jobs,
                   unsigned started, struct progress *prog, uint64_t *done, struct ct_error *err)
@@ -125,9 +132,8 @@ static int decode(struct ct_cursor *c, struct pipe *p, struct worker *ws, unsign
 				pthread_cond_wait(&p->cv_free, &p->mu);
 			pthread_mutex_unlock(&p->mu);
 		}
-		size_t k = 0;
-		while (k < REPLAY_BATCH && (rc = ct_cursor_next(c, &b->r[k], err)) == 1)
-			k++;
+		size_t k;
+		rc = ct_cursor_read(c, b->r, REPLAY_BATCH, &k, err);
 		if (!k)
 			break;
 		b->n = k;

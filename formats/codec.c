@@ -5,9 +5,11 @@
  * deltas from the previous code address (c->ip), data addresses from the
  * previous data address (c->addr).  No allocation, no libc calls that are
  * not async-signal-safe. */
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
-#include "commtrace.h"
+#include "container.h"
 
 /* ---- varints --------------------------------------------------------------- */
 
@@ -36,32 +38,37 @@ static inline uint8_t *put_zz(uint8_t *o, uint64_t now, uint64_t prev)
 	return put_v(o, zz(now - prev));
 }
 
-/* Decoder state: a cursor that fails (ok = 0) instead of reading past end. */
+/* Decoder state: a cursor that fails (ok = 0) instead of reading past end.
+ * roomy (a constant where it is set, so that the compiler drops the
+ * checks): the whole record and 8 bytes more are known to be there. */
 struct rd {
 	const uint8_t *p, *end;
 	int ok;
+	bool roomy;
 };
 
-/* The loop for varints of two bytes or more (and for the end of the input). */
-static uint64_t get_v_long(struct rd *r)
+/* The loop for varints of two bytes or more (and for the end of the
+ * input): the value and its bytes in *n, 0 when it is cut short or longer
+ * than 64 bits.  (Values in and out, no pointer to the caller's state: the
+ * state of the inlined fast paths stays in registers.) */
+static __attribute__((noinline)) uint64_t get_v_long(const uint8_t *p, const uint8_t *end,
+                                                     size_t *n)
 {
 	uint64_t v = 0;
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		if (r->p >= r->end) {
-			r->ok = 0;
+	*n = 0;
+	for (unsigned shift = 0, i = 0; shift < 64; shift += 7, i++) {
+		if (p + i >= end)
 			return 0;
-		}
-		uint8_t b = *r->p++;
-		if (shift == 63 && b > 1) {         /* more than 64 bits */
-			r->ok = 0;
+		uint8_t b = p[i];
+		if (shift == 63 && b > 1)           /* more than 64 bits */
 			return 0;
-		}
 		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
+		if (!(b & 0x80)) {
+			*n = i + 1;
 			return v;
+		}
 	}
-	r->ok = 0;                                  /* 11th byte: overlong */
-	return 0;
+	return 0;                                   /* 11th byte: overlong */
 }
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -100,15 +107,24 @@ static inline size_t get_v_word(const uint8_t *p, const uint8_t *end, uint64_t *
  * loop. */
 static inline uint64_t get_v(struct rd *r)
 {
-	if (__builtin_expect(r->p < r->end && *r->p < 0x80, 1))
-		return *r->p++;
-	uint64_t v;
-	size_t n = get_v_word(r->p, r->end, &v);
-	if (__builtin_expect(n != 0, 1)) {
-		r->p += n;
-		return v;
+	const uint8_t *p = r->p;
+	if (__builtin_expect((r->roomy || p < r->end) && *p < 0x80, 1)) {
+		r->p = p + 1;
+		return *p;
 	}
-	return get_v_long(r);
+	if (r->roomy && p[1] < 0x80) {     /* two bytes: the usual time delta */
+		r->p = p + 2;
+		return (p[0] & 0x7fu) | (uint64_t)p[1] << 7;
+	}
+	uint64_t v;
+	size_t n = get_v_word(r->p, r->roomy ? r->p + 8 : r->end, &v);
+	if (__builtin_expect(n == 0, 0)) {
+		v = get_v_long(r->p, r->end, &n);
+		if (!n)
+			r->ok = 0;
+	}
+	r->p += n;
+	return v;
 }
 
 static inline uint32_t get_v32(struct rd *r)
@@ -121,7 +137,7 @@ static inline uint32_t get_v32(struct rd *r)
 
 static inline uint8_t get_u8(struct rd *r)
 {
-	if (r->p >= r->end) {
+	if (!r->roomy && r->p >= r->end) {
 		r->ok = 0;
 		return 0;
 	}
@@ -164,10 +180,18 @@ static inline uint64_t slot_get(uint64_t cur, const uint64_t *old, unsigned k)
 }
 
 /* After using slot k for value v: v moves to the front, slot k is dropped
- * (slot k of a table of n is the last one when k = n - 1). */
-static inline void slot_use(uint64_t *cur, uint64_t *old, unsigned k, uint64_t v)
+ * (old holds nold slots: slot k = nold is the last one).  The last slot,
+ * the usual one of a value that is new, moves the whole table at once. */
+static inline void slot_use(uint64_t *cur, uint64_t *old, unsigned nold, unsigned k, uint64_t v)
 {
-	if (k) {
+	if (k == nold) {
+		/* nold is a constant: two copies of a known size, inlined (a loop
+		 * or a memmove became a call) */
+		uint64_t keep[8];
+		memcpy(keep, old, (nold - 1) * sizeof *old);
+		memcpy(old + 1, keep, (nold - 1) * sizeof *old);
+		old[0] = *cur;
+	} else if (k) {
 		for (unsigned j = k - 1; j > 0; j--)
 			old[j] = old[j - 1];
 		old[0] = *cur;
@@ -402,10 +426,11 @@ size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *
 /* The SAMPLE record (the bulk of every trace): its fields into locals,
  * checked, then committed to the codec state and to r; nothing is written
  * when the record is malformed. */
-static inline size_t decode_sample(struct ct_codec *c, const uint8_t *p, const uint8_t *end,
-                                   struct ct_record *r)
+static inline __attribute__((always_inline)) size_t
+decode_sample_in(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct ct_record *r,
+                 bool roomy)
 {
-	struct rd d = { p + 1, end, 1 };
+	struct rd d = { p + 1, end, 1, roomy };
 	uint64_t time = get_zz(&d, c->time);
 	uint8_t pres = get_u8(&d);
 	unsigned ka = (pres >> SP_ADDR_SHIFT) & 3, ki;
@@ -445,8 +470,8 @@ static inline size_t decode_sample(struct ct_codec *c, const uint8_t *p, const u
 	if (!d.ok)
 		return 0;
 	c->time = time;
-	slot_use(&c->ip, c->ip_old, ki, ip);
-	slot_use(&c->addr, c->addr_old, ka, addr);
+	slot_use(&c->ip, c->ip_old, IP_SLOTS - 1, ki, ip);
+	slot_use(&c->addr, c->addr_old, 3, ka, addr);
 	c->len = len;
 	c->kind = kind;
 	c->cpu = cpu;
@@ -460,15 +485,24 @@ static inline size_t decode_sample(struct ct_codec *c, const uint8_t *p, const u
 	return (size_t)(d.p - p);
 }
 
-size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end,
-                        struct ct_record *r)
-{
-	if (p >= end)
-		return 0;
-	if (__builtin_expect(*p == CT_REC_SAMPLE, 1))
-		return decode_sample(c, p, end, r);
+/* The most bytes a SAMPLE record takes (FORMAT.md: type, time, presence,
+ * ip, addr, len, kind, extension, cpu, period, flags, data_src, weight),
+ * and the 8 that a varint's one load may read beyond a field. */
+#define SAMPLE_ROOM (1 + 10 + 1 + 10 + 10 + 1 + 1 + 1 + 5 + 10 + 1 + 10 + 5 + 8)
 
-	struct rd d = { p, end, 1 };
+static inline __attribute__((always_inline)) size_t
+decode_sample(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct ct_record *r)
+{
+	if (__builtin_expect(end - p >= SAMPLE_ROOM, 1))
+		return decode_sample_in(c, p, end, r, true);
+	return decode_sample_in(c, p, end, r, false);
+}
+
+/* Every type but SAMPLE (ct_decode_record), out of the SAMPLE loop's way. */
+static __attribute__((noinline)) size_t decode_other(struct ct_codec *c, const uint8_t *p,
+                                                     const uint8_t *end, struct ct_record *r)
+{
+	struct rd d = { p, end, 1, false };
 	struct ct_codec n = *c;       /* committed only on success */
 	r->type = get_u8(&d);
 	r->time = get_zz(&d, n.time);
@@ -592,6 +626,59 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 		return 0;
 	*c = n;
 	return (size_t)(d.p - p);
+}
+
+static inline __attribute__((always_inline)) size_t
+decode_one(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct ct_record *r)
+{
+	if (p >= end)
+		return 0;
+	if (__builtin_expect(*p == CT_REC_SAMPLE, 1))
+		return decode_sample(c, p, end, r);
+	return decode_other(c, p, end, r);
+}
+
+size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end,
+                        struct ct_record *r)
+{
+	return decode_one(c, p, end, r);
+}
+
+#define MEMBER_BYTES(m) (offsetof(struct ct_record, u) + sizeof ((struct ct_record *)0)->u.m)
+#define PACKED(m) ((MEMBER_BYTES(m) + _Alignof(struct ct_record) - 1) / _Alignof(struct ct_record) \
+                   * _Alignof(struct ct_record))
+const uint8_t cti_packed_bytes[CT_REC_TYPE_MAX + 1] = {
+	[CT_REC_SAMPLE] = PACKED(sample), [CT_REC_WP_ARM] = PACKED(arm),
+	[CT_REC_WP_HIT] = PACKED(hit), [CT_REC_ALLOC] = PACKED(alloc),
+	[CT_REC_FREE] = PACKED(free), [CT_REC_CALLSITE] = PACKED(callsite),
+	[CT_REC_THREAD_START] = PACKED(start), [CT_REC_THREAD_END] = PACKED(end),
+	[CT_REC_MARKER] = PACKED(marker), [CT_REC_LOST] = PACKED(lost),
+	[CT_REC_FUNC_ENTER] = PACKED(func), [CT_REC_FUNC_EXIT] = PACKED(func),
+	[CT_REC_SKIPPED] = PACKED(skipped),
+};
+
+uint32_t cti_decode_packed(struct ct_codec *c, const uint8_t **pp, const uint8_t *end,
+                           uint32_t thread, uint32_t n, uint8_t *out, size_t cap, size_t *used)
+{
+	/* the state in a local: the stores into the records (uint8_t type)
+	 * could alias it and would reload it after every record */
+	struct ct_codec st = *c;
+	const uint8_t *p = *pp;
+	size_t at = 0;
+	uint32_t i = 0;
+	for (; i < n && cap - at >= sizeof(struct ct_record); i++) {
+		struct ct_record *r = (struct ct_record *)(void *)(out + at);
+		size_t k = decode_one(&st, p, end, r);
+		if (!k)
+			break;
+		r->thread = thread;
+		at += cti_packed_bytes[r->type];
+		p += k;
+	}
+	*c = st;
+	*pp = p;
+	*used = at;
+	return i;
 }
 
 /* ---- fixed-layout structures (little-endian, FORMAT.md) ------------------- */

@@ -475,6 +475,11 @@ struct ct_cursor *ct_cursor_merged(struct ct_trace *t);
  * to min(2 x threads, 8 x jobs) decoded frames. */
 struct ct_cursor *ct_cursor_merged_jobs(struct ct_trace *t, unsigned jobs);
 int ct_cursor_next(struct ct_cursor *c, struct ct_record *r, struct ct_error *err);
+/* Up to n records into r[0..n), *got of them (the loop of ct_cursor_next
+ * without a call per record): 1 when *got = n, 0 at the end, -1 on damaged
+ * data (err filled) after the *got records before it. */
+int ct_cursor_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got,
+                   struct ct_error *err);
 void ct_cursor_free(struct ct_cursor *c);
 
 #ifdef __cplusplus

@@ -65,6 +65,21 @@ int cti_load_frame(ZSTD_DCtx *dctx, const uint8_t *src, uint64_t size, uint32_t 
                    uint8_t **buf, size_t *bufcap, const uint8_t **rp, const uint8_t **rend,
                    uint32_t *count, char *why, size_t whycap);
 
+/* ---- records decoded in bulk ---- */
+
+/* A packed record (decoded frames, reader.c) takes the bytes of its struct
+ * ct_record up to the end of the union member its type uses, rounded up to
+ * the struct's alignment (a sample: 64 bytes instead of the struct's 152),
+ * so that the next one starts aligned. */
+extern const uint8_t cti_packed_bytes[CT_REC_TYPE_MAX + 1];
+/* Decode up to n records from *pp (up to end, with c's state) into out,
+ * packed, each with thread as its thread, while out[*used, cap) has room
+ * for a whole struct ct_record.  Returns the records decoded, *pp after
+ * them, *used the bytes of out they take; a malformed record stops the
+ * loop with *pp at it (fewer than n, and room left). */
+uint32_t cti_decode_packed(struct ct_codec *c, const uint8_t **pp, const uint8_t *end,
+                           uint32_t thread, uint32_t n, uint8_t *out, size_t cap, size_t *used);
+
 /* What a file may contribute (FORMAT.md, "Spool directory"): a trace file
  * everything; a spool's meta.zst its trace-wide sections (no THREAD, no
  * SUMMARY, no data); a spool thread file its THREAD sections and data

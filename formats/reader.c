@@ -5,7 +5,8 @@
  *
  * Opening scans the frame structure once (frame headers only, never the
  * data) and builds a per-thread list of frame offsets plus the table of
- * metadata sections.  Cursors decompress one frame per thread at a time. */
+ * metadata sections.  Cursors decompress one frame per thread at a time and
+ * decode its records a chunk at a time (cti_decode_packed). */
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -384,17 +385,27 @@ struct tcur {
 	struct ct_trace *t;
 	size_t slot;
 	size_t k;               /* next frame to load */
+	const uint8_t *rec;     /* packed records decoded (the chunk or cur's), */
+	size_t pos, used;       /* the next one at pos, used bytes of them */
 	uint8_t *buf;
 	size_t bufcap;
-	const uint8_t *p, *end;
-	uint32_t left, nrec;
+	const uint8_t *p, *end; /* the frame read a chunk at a time: its bytes left, */
+	uint32_t left, nrec;    /* records left, records in it */
+	bool malformed;         /* its record nrec - left is malformed */
 	struct ct_codec codec;
+	uint8_t *chunk;         /* records decoded from it, packed */
+	size_t chunkcap;
 	ZSTD_DCtx *dctx;        /* shared */
 	struct par *par;        /* merged with decoding workers, else NULL */
 	struct dframe *cur;     /* the decoded frame k - 1 being merged, or NULL */
 	struct dframe *ahead;   /* frame k, requested from the workers, or NULL */
 };
 
+/* A merged cursor picks the next record from the threads' next ones with a
+ * loser tree (Knuth, TAOCP 5.4.1): node n of 1..nsub - 1 holds the thread
+ * that lost the match there, tree[0] the overall winner; thread i is leaf
+ * nsub + i.  Taking the winner's next record replays one path, a
+ * comparison a level (the binary heap it replaced made two). */
 struct ct_cursor {
 	struct par *par;        /* decoding workers (ct_cursor_merged_jobs), or NULL */
 	struct ct_trace *t;
@@ -405,10 +416,10 @@ struct ct_cursor {
 	struct tcur one;        /* per-thread cursor */
 	size_t nsub;
 	struct tcur *sub;       /* merged: one per thread */
-	struct ct_record *head; /* merged: room for the next record of each thread */
-	const struct ct_record **next; /* merged: it (in head or in a decoded frame) */
-	uint64_t *key;          /* merged: its time */
-	size_t *heap, nheap;
+	const struct ct_record **next; /* merged: each thread's next record (decoded) */
+	uint64_t *key;          /* merged: its time, UINT64_MAX when the thread is done */
+	bool *done;             /* merged: the thread has no record left */
+	size_t *tree;           /* merged: the loser tree */
 };
 
 /* ---- frames decoded ahead by worker threads ----------------------------------
@@ -419,44 +430,25 @@ struct ct_cursor {
  * entry is free; a worker decompresses and decodes it meanwhile.  When the
  * merge reaches a frame that no one has started yet, the merging thread
  * decodes it itself; a frame that was never requested (the pool was in use)
- * is read record by record as without workers.  The records, their order
+ * is decoded a chunk at a time as without workers.  The records, their order
  * and the errors are the same as without workers: each frame is decoded
  * from a reset codec state by the same decoder either way, and a frame's
  * error is reported after the records before it, as the serial path does. */
 
 enum { DF_FREE, DF_QUEUED, DF_BUSY, DF_DONE };
 
-/* A decoded frame holds its records packed: each one's bytes up to the end
- * of the union member its type uses (rec_bytes), a sample in 64 bytes
- * instead of the whole struct's 152 (the memory traffic of decoding ahead). */
+/* A decoded frame holds its records packed (cti_packed_bytes: a sample in
+ * 64 bytes instead of the whole struct's 152, the memory traffic of
+ * decoding ahead). */
 struct dframe {
 	int state;
 	uint64_t seq;           /* request order: workers take the oldest */
 	size_t slot, k;         /* thread slot, frame index */
 	uint8_t *rec;
-	size_t used, cap, pos;  /* bytes of records, room, next to merge */
+	size_t used, cap;       /* bytes of records, room */
 	bool bad;               /* the frame fails after its records: why */
 	char why[200];
 };
-
-#define MEMBER_BYTES(m) (offsetof(struct ct_record, u) + sizeof ((struct ct_record *)0)->u.m)
-static const uint8_t rec_member_bytes[CT_REC_TYPE_MAX + 1] = {
-	[CT_REC_SAMPLE] = MEMBER_BYTES(sample), [CT_REC_WP_ARM] = MEMBER_BYTES(arm),
-	[CT_REC_WP_HIT] = MEMBER_BYTES(hit), [CT_REC_ALLOC] = MEMBER_BYTES(alloc),
-	[CT_REC_FREE] = MEMBER_BYTES(free), [CT_REC_CALLSITE] = MEMBER_BYTES(callsite),
-	[CT_REC_THREAD_START] = MEMBER_BYTES(start), [CT_REC_THREAD_END] = MEMBER_BYTES(end),
-	[CT_REC_MARKER] = MEMBER_BYTES(marker), [CT_REC_LOST] = MEMBER_BYTES(lost),
-	[CT_REC_FUNC_ENTER] = MEMBER_BYTES(func), [CT_REC_FUNC_EXIT] = MEMBER_BYTES(func),
-	[CT_REC_SKIPPED] = MEMBER_BYTES(skipped),
-};
-
-/* The bytes of a decoded record of this type, a multiple of the struct's
- * alignment so that the next one starts aligned. */
-static inline size_t rec_bytes(unsigned type)
-{
-	size_t a = _Alignof(struct ct_record);
-	return ((size_t)rec_member_bytes[type] + a - 1) / a * a;
-}
 
 struct par {
 	struct ct_trace *t;
@@ -490,25 +482,26 @@ static void decode_frame(const struct ct_trace *t, ZSTD_DCtx *dctx, uint8_t **bu
 	}
 	struct ct_codec codec;
 	ct_codec_reset(&codec);
-	for (uint32_t i = 0; i < count; i++) {
-		if (d->cap - d->used < sizeof(struct ct_record) &&
-		    cti_grow((void **)&d->rec, &d->cap, d->used + sizeof(struct ct_record), 1) < 0) {
+	for (uint32_t i = 0; i < count;) {
+		/* room for the rest as samples, and for one of any type */
+		size_t need = d->used + (size_t)(count - i) * cti_packed_bytes[CT_REC_SAMPLE] +
+		              sizeof(struct ct_record);
+		if (d->cap < need && cti_grow((void **)&d->rec, &d->cap, need, 1) < 0) {
 			snprintf(d->why, sizeof d->why, "out of memory");
 			d->bad = true;
 			return;
 		}
-		/* the decoder writes the type's member only: the record ends there */
-		struct ct_record *r = (struct ct_record *)(void *)(d->rec + d->used);
-		size_t n = ct_decode_record(&codec, p, end, r);
-		if (n == 0) {
+		size_t used;
+		uint32_t n = cti_decode_packed(&codec, &p, end, th->info.index, count - i,
+		                               d->rec + d->used, d->cap - d->used, &used);
+		d->used += used;
+		i += n;
+		if (i < count && d->cap - d->used >= sizeof(struct ct_record)) {
 			snprintf(d->why, sizeof d->why, "record %u of %u: malformed (type %u)", i,
 			         count, p < end ? *p : 0);
 			d->bad = true;
 			return;
 		}
-		r->thread = th->info.index;
-		d->used += rec_bytes(r->type);
-		p += n;
 	}
 	if (p != end) {
 		snprintf(d->why, sizeof d->why, "%zu bytes after the last of %u records",
@@ -562,7 +555,6 @@ static void par_request(struct tcur *c, size_t k)
 			d->seq = w->seq++;
 			d->slot = c->slot;
 			d->k = k;
-			d->pos = 0;
 			c->ahead = d;
 			pthread_cond_signal(&w->cv_work);
 			break;
@@ -651,36 +643,55 @@ static struct par *par_new(struct ct_trace *t, unsigned jobs)
 	return w;
 }
 
+/* A thread cursor at its end or failed gives its buffers back. */
+static void tcur_release(struct tcur *c)
+{
+	free(c->buf);
+	c->buf = NULL;
+	c->bufcap = 0;
+	free(c->chunk);
+	c->chunk = NULL;
+	c->chunkcap = 0;
+	c->rec = NULL;
+	c->pos = c->used = 0;
+}
+
 static int tcur_fail(struct tcur *c, size_t k, const char *why, struct ct_error *err)
 {
 	const struct frame_ref *fr = &c->t->thr[c->slot].f[k];
 	cti_seterr(err, "%s: offset %llu: thread %u frame %zu: %s", c->t->src[fr->src].path,
 	       (unsigned long long)fr->off, c->t->thr[c->slot].info.index, k, why);
-	free(c->buf);
-	c->buf = NULL;
-	c->bufcap = 0;
+	tcur_release(c);
 	return -1;
 }
 
-/* *r = *h, the bytes that h's type uses (a sample's: a third of the whole
- * record); h may be packed in a decoded frame. */
+/* *r = *h, at least the bytes that h's packed type takes (a sample's: a
+ * third of the whole record), in a copy of a constant size: every decoded
+ * record has a whole struct's room after its start (cti_decode_packed), so
+ * the bytes past a short one are there to be read (and never used). */
+#define COPY_SHORT 64
+_Static_assert(offsetof(struct ct_record, u) + sizeof(struct ct_sample) <= COPY_SHORT,
+               "a sample is a short record");
 static inline void copy_record(struct ct_record *r, const struct ct_record *h)
 {
-	if (h->type == CT_REC_SAMPLE)      /* a constant size: copied inline */
-		memcpy(r, h, MEMBER_BYTES(sample));
+	if (__builtin_expect(cti_packed_bytes[h->type] <= COPY_SHORT, 1))
+		memcpy(r, h, COPY_SHORT);
 	else
-		memcpy(r, h, rec_bytes(h->type));
+		memcpy(r, h, sizeof *r);
 }
 
-/* The next frame of c (k): decoded ahead (c->cur) or loaded to be read
- * record by record; with workers, the one after it is requested.  0, or -1
- * on damage. */
+/* The next frame of c (k): decoded ahead (c->cur) or loaded to be decoded
+ * a chunk at a time; with workers, the one after it is requested.  0, or
+ * -1 on damage. */
 static int tcur_load(struct tcur *c, struct ct_error *err)
 {
 	const struct thr *th = &c->t->thr[c->slot];
 	char why[256];
 	if (c->ahead) {
 		c->cur = par_take(c);
+		c->rec = c->cur->rec;
+		c->pos = 0;
+		c->used = c->cur->used;
 	} else {
 		const struct frame_ref *fr = &th->f[c->k];
 		const struct src *s = &c->t->src[fr->src];
@@ -696,54 +707,82 @@ static int tcur_load(struct tcur *c, struct ct_error *err)
 	return 0;
 }
 
-/* The next record of c: *out points to it, in a decoded frame (valid until
- * the next call) or decoded into *r.  1, 0 at the end, -1 on damage. */
-static int tcur_next(struct tcur *c, struct ct_record *r, const struct ct_record **out,
-                     struct ct_error *err)
+/* Records decoded a chunk at a time (a few KiB that stay in the first cache
+ * levels; at most what the frame has left, for traces of many threads). */
+#define TCUR_CHUNK_RECORDS 32
+
+/* The next chunk of c's frame into c->chunk: 0, or -1 out of memory. */
+static int tcur_decode_chunk(struct tcur *c, struct ct_error *err)
+{
+	uint32_t n = c->left < TCUR_CHUNK_RECORDS ? c->left : TCUR_CHUNK_RECORDS;
+	size_t need = (size_t)n * sizeof(struct ct_record);
+	if (c->chunkcap < need && cti_grow((void **)&c->chunk, &c->chunkcap, need, 1) < 0)
+		return tcur_fail(c, c->k - 1, "out of memory", err);
+	size_t used;
+	uint32_t got = cti_decode_packed(&c->codec, &c->p, c->end, c->t->thr[c->slot].info.index, n,
+	                                 c->chunk, c->chunkcap, &used);
+	c->malformed = got < n;    /* (the chunk always has room for n records) */
+	c->left -= got;
+	c->rec = c->chunk;
+	c->pos = 0;
+	c->used = used;
+	return 0;
+}
+
+/* Past c's records decoded: the next ones, or the end, or the damage of
+ * the frame after its records.  1, 0 at the end, -1 on damage. */
+static int tcur_refill(struct tcur *c, struct ct_error *err)
 {
 	const struct thr *th = &c->t->thr[c->slot];
 	char why[256];
-	*out = r;
 	for (;;) {
 		if (c->cur) {
 			struct dframe *d = c->cur;
-			if (d->pos < d->used) {
-				const struct ct_record *h = (const void *)(d->rec + d->pos);
-				*out = h;
-				d->pos += rec_bytes(h->type);
-				return 1;
-			}
 			if (d->bad) {
 				snprintf(why, sizeof why, "%s", d->why);
 				return tcur_fail(c, c->k - 1, why, err);
 			}
 			par_release(c->par, d);
 			c->cur = NULL;
+			c->used = c->pos = 0;
+		} else if (c->malformed) {
+			snprintf(why, sizeof why, "record %u of %u: malformed (type %u)",
+			         c->nrec - c->left, c->nrec, c->p < c->end ? *c->p : 0);
+			return tcur_fail(c, c->k - 1, why, err);
 		} else if (c->left) {
-			break;
+			if (tcur_decode_chunk(c, err) < 0)
+				return -1;
+			if (c->pos < c->used)
+				return 1;
+			continue;
 		} else if (c->p != c->end) {
 			snprintf(why, sizeof why, "%zu bytes after the last of %u records",
 			         (size_t)(c->end - c->p), c->nrec);
 			return tcur_fail(c, c->k - 1, why, err);
 		}
 		if (c->k >= th->n) {
-			free(c->buf);           /* done: give the memory back */
-			c->buf = NULL;
-			c->bufcap = 0;
+			tcur_release(c);        /* done: give the memory back */
 			return 0;
 		}
 		if (tcur_load(c, err) < 0)
 			return -1;
+		if (c->pos < c->used)
+			return 1;
 	}
-	size_t n = ct_decode_record(&c->codec, c->p, c->end, r);
-	if (n == 0) {
-		snprintf(why, sizeof why, "record %u of %u: malformed (type %u)", c->nrec - c->left,
-		         c->nrec, c->p < c->end ? *c->p : 0);
-		return tcur_fail(c, c->k - 1, why, err);
+}
+
+/* The next record of c: *out points to it among c's records decoded (valid
+ * until the next call).  1, 0 at the end, -1 on damage. */
+static inline int tcur_next(struct tcur *c, const struct ct_record **out, struct ct_error *err)
+{
+	if (__builtin_expect(c->pos >= c->used, 0)) {
+		int rc = tcur_refill(c, err);
+		if (rc <= 0)
+			return rc;
 	}
-	c->p += n;
-	c->left--;
-	r->thread = th->info.index;
+	const struct ct_record *h = (const void *)(c->rec + c->pos);
+	c->pos += cti_packed_bytes[h->type];
+	*out = h;
 	return 1;
 }
 
@@ -790,11 +829,11 @@ struct ct_cursor *ct_cursor_merged_jobs(struct ct_trace *t, unsigned jobs)
 	c->nsub = t->nthr;
 	if (t->nthr) {
 		c->sub = calloc(t->nthr, sizeof *c->sub);
-		c->head = calloc(t->nthr, sizeof *c->head);
 		c->next = calloc(t->nthr, sizeof *c->next);
-		c->heap = calloc(t->nthr, sizeof *c->heap);
 		c->key = calloc(t->nthr, sizeof *c->key);
-		if (!c->sub || !c->head || !c->next || !c->heap || !c->key) {
+		c->done = calloc(t->nthr, sizeof *c->done);
+		c->tree = calloc(t->nthr, sizeof *c->tree);
+		if (!c->sub || !c->next || !c->key || !c->done || !c->tree) {
 			ct_cursor_free(c);
 			return NULL;
 		}
@@ -810,105 +849,143 @@ void ct_cursor_free(struct ct_cursor *c)
 {
 	if (!c)
 		return;
-	free(c->one.buf);
+	tcur_release(&c->one);
 	for (size_t i = 0; i < c->nsub && c->sub; i++)
-		free(c->sub[i].buf);
+		tcur_release(&c->sub[i]);
 	free(c->sub);
-	free(c->head);
 	free(c->next);
-	free(c->heap);
 	free(c->key);
+	free(c->done);
+	free(c->tree);
 	par_free(c->par);
 	ZSTD_freeDCtx(c->dctx);
 	free(c);
 }
 
-/* heap order: time, then thread slot (slots are in thread index order);
- * the times in their own array (key), away from the records */
-static bool before(const struct ct_cursor *c, size_t a, size_t b)
+/* Merge order: time, then thread slot (slots are in thread index order); a
+ * thread that is done after every other.  The times in their own array
+ * (key), away from the records. */
+static inline bool before(const struct ct_cursor *c, size_t a, size_t b)
 {
 	uint64_t ta = c->key[a], tb = c->key[b];
-	return ta < tb || (ta == tb && a < b);
+	if (ta != tb)
+		return ta < tb;
+	return c->done[a] != c->done[b] ? c->done[b] : a < b;
 }
 
-
-static void sift_down(struct ct_cursor *c, size_t i)
+/* The winner of the subtree at node n, the losers stored on the way. */
+static size_t tree_build(struct ct_cursor *c, size_t n)
 {
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		if (l < c->nheap && before(c, c->heap[l], c->heap[m])) m = l;
-		if (r < c->nheap && before(c, c->heap[r], c->heap[m])) m = r;
-		if (m == i)
-			return;
-		size_t tmp = c->heap[i];
-		c->heap[i] = c->heap[m];
-		c->heap[m] = tmp;
-		i = m;
-	}
+	if (n >= c->nsub)
+		return n - c->nsub;
+	size_t l = tree_build(c, 2 * n), r = tree_build(c, 2 * n + 1);
+	bool lw = before(c, l, r);
+	c->tree[n] = lw ? r : l;
+	return lw ? l : r;
 }
 
-static void sift_up(struct ct_cursor *c, size_t i)
+/* Thread w's key changed (it was the winner): its path to the root. */
+static inline void tree_replay(struct ct_cursor *c, size_t w)
 {
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!before(c, c->heap[i], c->heap[p]))
-			return;
-		size_t tmp = c->heap[i];
-		c->heap[i] = c->heap[p];
-		c->heap[p] = tmp;
-		i = p;
+	for (size_t n = (w + c->nsub) / 2; n > 0; n /= 2)
+		if (before(c, c->tree[n], w)) {
+			size_t l = c->tree[n];
+			c->tree[n] = w;
+			w = l;
+		}
+	c->tree[0] = w;
+}
+
+/* Thread i's next record into next[i] and key[i] (done at the end): 0, or
+ * -1 on damage (ferr). */
+static inline int merge_advance(struct ct_cursor *c, size_t i)
+{
+	int rc = tcur_next(&c->sub[i], &c->next[i], &c->ferr);
+	if (__builtin_expect(rc > 0, 1)) {
+		c->key[i] = c->next[i]->time;
+		return 0;
 	}
+	c->done[i] = true;
+	c->key[i] = UINT64_MAX;
+	return rc;
+}
+
+/* The first record of every thread, the tree built: 0, or -1 on damage. */
+static int merge_start(struct ct_cursor *c)
+{
+	c->started = true;
+	for (size_t i = 0; i < c->nsub; i++)
+		if (merge_advance(c, i) < 0)
+			return -1;
+	c->tree[0] = tree_build(c, 1);
+	return 0;
+}
+
+/* Up to n merged records into r: 1 (n of them), 0 at the end, -1 at a
+ * failure (start: damage before any record of a thread). */
+static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got)
+{
+	size_t k = 0;
+	int rc = 1;
+	if (!c->started && merge_start(c) < 0)
+		c->failed = 1;
+	while (k < n) {
+		if (c->failed) {
+			rc = -1;
+			break;
+		}
+		size_t top = c->tree[0];
+		if (c->done[top]) {
+			rc = 0;
+			break;
+		}
+		copy_record(&r[k++], c->next[top]);
+		if (merge_advance(c, top) < 0)
+			c->failed = 1;    /* reported after the records before it */
+		tree_replay(c, top);
+	}
+	*got = k;
+	return rc;
+}
+
+/* Up to n records of one thread into r, as merge_read. */
+static int thread_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got)
+{
+	size_t k = 0;
+	int rc = 1;
+	while (k < n) {
+		const struct ct_record *h;
+		if ((rc = tcur_next(&c->one, &h, &c->ferr)) <= 0) {
+			c->failed = rc < 0;
+			break;
+		}
+		copy_record(&r[k++], h);
+	}
+	*got = k;
+	return rc;
+}
+
+int ct_cursor_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got,
+                   struct ct_error *err)
+{
+	int rc;
+	*got = 0;
+	if (c->failed)
+		rc = -1;
+	else if (!c->merged)
+		rc = thread_read(c, r, n, got);
+	else if (!c->nsub)
+		rc = 0;
+	else
+		rc = merge_read(c, r, n, got);
+	if (rc < 0 && err)
+		*err = c->ferr;
+	return rc;
 }
 
 int ct_cursor_next(struct ct_cursor *c, struct ct_record *r, struct ct_error *err)
 {
-	if (c->failed) {
-		if (err)
-			*err = c->ferr;
-		return -1;
-	}
-	if (!c->merged) {
-		const struct ct_record *h;
-		int rc = tcur_next(&c->one, r, &h, &c->ferr);
-		if (rc > 0 && h != r)
-			copy_record(r, h);
-		if (rc < 0) {
-			c->failed = 1;
-			if (err)
-				*err = c->ferr;
-		}
-		return rc;
-	}
-	if (!c->started) {
-		c->started = true;
-		for (size_t i = 0; i < c->nsub; i++) {
-			int rc = tcur_next(&c->sub[i], &c->head[i], &c->next[i], &c->ferr);
-			if (rc < 0) {
-				c->failed = 1;
-				if (err)
-					*err = c->ferr;
-				return -1;
-			}
-			if (rc > 0) {
-				c->key[i] = c->next[i]->time;
-				c->heap[c->nheap++] = i;
-				sift_up(c, c->nheap - 1);
-			}
-		}
-	}
-	if (c->nheap == 0)
-		return 0;
-	size_t top = c->heap[0];
-	copy_record(r, c->next[top]);
-	int rc = tcur_next(&c->sub[top], &c->head[top], &c->next[top], &c->ferr);
-	if (rc > 0) {
-		c->key[top] = c->next[top]->time;
-		sift_down(c, 0);
-	} else {
-		c->heap[0] = c->heap[--c->nheap];
-		sift_down(c, 0);
-		if (rc < 0)
-			c->failed = 1;    /* reported by the next call */
-	}
-	return 1;
+	size_t got;
+	int rc = ct_cursor_read(c, r, 1, &got, err);
+	return got ? 1 : rc;
 }

@@ -6,9 +6,10 @@
 #               plain run, for write_volume (no contention) and the stencil kernel
 #               (a barrier per sweep); commrec's own end-of-recording wall time and RSS
 #   trace       bytes per sample in the trace (compressed)
-#   replay      records per second for one configuration (comdetective model)
-#               with one thread (-j1) and two (-j2), peak RSS, and the time
-#               against zstd -d on the same trace (the physical limit)
+#   replay      records per second of each model on a sampled trace (exact:
+#               on a full trace, below) with one thread (-j1) and two (-j2),
+#               peak RSS, and the time against zstd -d on the same trace (the
+#               physical limit)
 #   threads     report and functions on rings of 1,000 and 10,000 threads
 #               (BENCH_THREADS="N ...": other sizes): wall time, peak RSS
 #   sweep       a 64-point sweep against 64 single analyses (tests/bench_sweep.sh)
@@ -136,14 +137,19 @@ if [ -f "$big" ]; then
 	# the physical limit of this design: decompressing the same trace
 	command -v zstd >/dev/null && time_cmd raw zstd -d -c "$big"
 	# -j1: one thread; -j2: frames decoded by a second thread, the model in a
-	# third (doc/ARCHITECTURE.md, Parallel replay)
-	for j in 1 2; do
-		time_cmd "replay$j" "$ANA" matrix "$big" --format csv -o "$W/m.csv" -j "$j"
-		row "replay records/s (comdetective, -j$j)" \
-			"$(awk -v n="$nrec" -v s="$(cat "$W/replay$j.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ">= 34M"
-		row "  replay peak RSS" "$(cat "$W/replay$j.rss") KiB" ""
-		[ -f "$W/raw.sec" ] &&
-			row "  replay time / zstd -d time" "$(ratio "$(cat "$W/replay$j.sec")" "$(cat "$W/raw.sec")")" ""
+	# third (doc/ARCHITECTURE.md, Parallel replay); every model that reads
+	# sampled traces (exact: on the full trace, below)
+	for model in comdetective window signature emulate; do
+		for j in 1 2; do
+			time_cmd "replay$j" "$ANA" matrix "$big" --model "$model" --format csv -o "$W/m.csv" -j "$j"
+			target=""
+			[ "$model" = comdetective ] && target=">= 34M"
+			row "replay records/s ($model, -j$j)" \
+				"$(awk -v n="$nrec" -v s="$(cat "$W/replay$j.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" "$target"
+			row "  replay peak RSS" "$(cat "$W/replay$j.rss") KiB" ""
+			[ -f "$W/raw.sec" ] &&
+				row "  replay time / zstd -d time" "$(ratio "$(cat "$W/replay$j.sec")" "$(cat "$W/raw.sec")")" ""
+		done
 	done
 	[ -f "$W/raw.sec" ] &&
 		row "raw decompression (zstd -d) records/s" \

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "commtrace.h"
+#include "tracebuild.h"
 
 static char dir[256];
 static char good_path[600];
@@ -98,18 +99,6 @@ static bool msg_ok(const char *msg, const char *p)
 	return msg && strstr(msg, p) && strstr(msg, "offset");
 }
 
-/* Records equal field by field: the same thread and the same encoding
- * (from a reset codec state). */
-static bool same_record(const struct ct_record *a, const struct ct_record *b)
-{
-	uint8_t ea[CT_RECORD_MAX_BYTES], eb[CT_RECORD_MAX_BYTES];
-	struct ct_codec ca, cb;
-	ct_codec_reset(&ca);
-	ct_codec_reset(&cb);
-	size_t na = ct_encode_record(&ca, a, ea), nb = ct_encode_record(&cb, b, eb);
-	return a->thread == b->thread && na == nb && !memcmp(ea, eb, na);
-}
-
 /* Opens p (or the n bytes at mem), reads every record per thread and
  * merged (with and without decoding workers); checks the messages. */
 static int try_open(const char *p, const uint8_t *mem, size_t n, bool verbose)
@@ -165,7 +154,7 @@ static int try_open(const char *p, const uint8_t *mem, size_t n, bool verbose)
 		CHECK_EQ_U(rcj, rc);
 		if (rc != 1 || rcj != 1)
 			break;
-		CHECK(same_record(&r, &rj));
+		CHECK(tb_same_record(&r, &rj));
 	}
 	if (rc < 0) {
 		CHECK(msg_ok(err.msg, p));

@@ -174,6 +174,18 @@ static inline struct ct_record *tb_hit(struct tb *b, uint32_t thread, uint64_t t
 	return r;
 }
 
+/* Records equal field by field: the same thread and the same encoding
+ * (from a reset codec state: every field a type has, and no padding). */
+static inline bool tb_same_record(const struct ct_record *a, const struct ct_record *b)
+{
+	uint8_t ea[CT_RECORD_MAX_BYTES], eb[CT_RECORD_MAX_BYTES];
+	struct ct_codec ca, cb;
+	ct_codec_reset(&ca);
+	ct_codec_reset(&cb);
+	size_t na = ct_encode_record(&ca, a, ea), nb = ct_encode_record(&cb, b, eb);
+	return a->thread == b->thread && na == nb && !memcmp(ea, eb, na);
+}
+
 /* Write the trace file; returns its path or NULL. */
 static inline const char *tb_write(struct tb *b)
 {
