@@ -400,7 +400,9 @@ static int is_fallthrough(const ZydisDecodedInstruction *in)
 }
 
 #define DEC_BACK 32   /* bytes read before rip: the synchronisation window */
-#define DEC_AHEAD 15  /* bytes read from rip on: the longest instruction */
+#define DEC_INSN 15   /* the longest instruction */
+#define DEC_AHEAD 48  /* bytes read from rip on: the forward rule's window */
+#define DEC_FORWARD 8 /* instructions the forward rule looks at, rip's included */
 #define DEC_STARTS 8  /* decoding chains start at rip-32 .. rip-25 */
 
 /* Where the instruction ending exactly at rip starts, found by forward
@@ -525,6 +527,86 @@ static int prev_access(const ZydisDecoder *d, const uint8_t *code, int off,
 	return 0;
 }
 
+/* ---- the next memory instruction ------------------------------------------------- */
+
+/* Whether an instruction stepped over may write register reg: general-purpose
+ * registers are noted in *gprs (a bit per dec_gpr); flags, x87, vector and
+ * mask registers are harmless; anything else (segment, control, rip) ends
+ * the walk. */
+static int note_written(ZydisRegister reg, uint32_t *gprs)
+{
+	int g = gpr_index(reg);
+	if (g >= 0) {
+		*gprs |= 1u << g;
+		return 0;
+	}
+	switch (ZydisRegisterGetClass(reg)) {
+	case ZYDIS_REGCLASS_FLAGS: case ZYDIS_REGCLASS_X87: case ZYDIS_REGCLASS_MMX:
+	case ZYDIS_REGCLASS_XMM: case ZYDIS_REGCLASS_YMM: case ZYDIS_REGCLASS_ZMM:
+	case ZYDIS_REGCLASS_MASK:
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* The registers the picked operand's address is computed from, a bit each. */
+static uint32_t address_gprs(const ZydisDecodedOperand *ops, const struct analysis *an)
+{
+	uint32_t m = 0;
+	int b = gpr_index(an->op->mem.base), x = gpr_index(an->op->mem.index);
+	if (b >= 0)
+		m |= 1u << b;
+	if (x >= 0)
+		m |= 1u << x;
+	if (an->xlat)
+		m |= 1u << DEC_RAX;
+	if (an->bitreg >= 0) {
+		int g = gpr_index(ops[an->bitreg].reg.value);
+		if (g >= 0)
+			m |= 1u << g;
+	}
+	return m;
+}
+
+/* The forward rule (commrec(1), "Which instruction"): the instruction at rip
+ * makes no memory access (rip_rc: why), so take the first one after it that
+ * does, when the instructions in between run straight through (no branch,
+ * call, system call or trap) and write none of the registers its address is
+ * computed from: the registers of the sample are then the ones it will use.
+ * Looks at DEC_FORWARD instructions at most, within code[0..n) (code at
+ * rip).  Returns 0 with *a filled, or rip_rc. */
+static int next_access(const ZydisDecoder *d, const uint8_t *code, size_t n, uint64_t rip,
+                       const struct dec_regs *r, int rip_rc, struct dec_access *a)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	struct analysis an;
+	uint32_t written = 0;
+	size_t off = 0;
+
+	for (int k = 0; k < DEC_FORWARD; k++) {
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + off, n - off, &in, ops)))
+			return rip_rc;
+		int rc = pick_operand(&in, ops, &an);
+		if (k > 0 && rc == 0) {
+			if (address_gprs(ops, &an) & written ||
+			    compute(&in, ops, &an, rip + off, r, a))
+				return rip_rc;
+			return 0;
+		}
+		if ((rc != CT_SKIP_NO_MEMORY_OPERAND && rc != CT_SKIP_LEA_NOP) || !is_fallthrough(&in))
+			return rip_rc;
+		for (int i = 0; i < in.operand_count; i++)
+			if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+			    (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+			    note_written(ops[i].reg.value, &written))
+				return rip_rc;
+		off += in.length;
+	}
+	return rip_rc;
+}
+
 /* ---- reading code safely ------------------------------------------------------------ */
 
 #define DEC_PAGE 4096u
@@ -596,10 +678,12 @@ static size_t read_code(uint8_t *code, uint64_t rip, bool late, int *from)
 	*from = (int)(plo - lo);
 	size_t ahead = (size_t)(phi - rip);
 	/* the rare straddling cases: the neighbour page through the syscall
-	 * only; failing there just loses those bytes */
+	 * only, and after rip only where the instruction at rip may need it
+	 * (the forward rule makes do with what rip's page holds); failing
+	 * there just loses those bytes */
 	if (lo < page && syscall_read(code, lo, (size_t)(page - lo)))
 		*from = 0;
-	if (hi > phi && syscall_read(code + (phi - lo), phi, (size_t)(hi - phi)))
+	if (ahead < DEC_INSN && syscall_read(code + (phi - lo), phi, (size_t)(hi - phi)))
 		ahead = DEC_AHEAD;
 	return ahead;
 }
@@ -650,6 +734,10 @@ int dec_sample_access(const struct dec_regs *r, struct dec_access *a)
 			off = prev_start(&ds->minimal, code, have_from);
 			memo_put(rip, buf.w, have_from, off);
 		}
+		if (r->cpu_clock && off == DEC_BACK - 2 && code[off] == 0x0f && code[off + 1] == 0x05) {
+			errno = saved;
+			return CT_SKIP_KERNEL; /* just after a syscall: kernel time */
+		}
 		if (off >= 0 && !prev_access(d, code, off, r, a)) {
 			a->flags |= CT_SAMPLE_RECONSTRUCTED | CT_SAMPLE_PREV_INSN;
 			errno = saved;
@@ -664,6 +752,8 @@ int dec_sample_access(const struct dec_regs *r, struct dec_access *a)
 	rc = pick_operand(&in, ops, &an);
 	if (!rc)
 		rc = compute(&in, ops, &an, rip, r, a);
+	else if (rc == CT_SKIP_NO_MEMORY_OPERAND || rc == CT_SKIP_LEA_NOP)
+		rc = next_access(d, code + DEC_BACK, ahead, rip, r, rc, a);
 	if (!rc)
 		a->flags |= CT_SAMPLE_RECONSTRUCTED;
 	errno = saved;

@@ -416,6 +416,86 @@ static void test_sample_branch_before(void)
 	CHECK_EQ_U(sample(place(code2, sizeof code2, 4), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
 }
 
+/* The forward rule: no memory access at rip, the first one after it whose
+ * address registers the instructions in between leave alone. */
+static void test_sample_next_insn(void)
+{
+	struct dec_regs r = regs();
+	struct dec_access a;
+	/* add ecx,1 ; mov [rbx+4],ecx: ecx is data, not address */
+	static const uint8_t c1[] = { 0x83, 0xc1, 0x01, 0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c1, sizeof c1, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 4);
+	CHECK_EQ_U(a.len, 4);
+	CHECK_EQ_U(a.kind, CT_ACCESS_STORE);
+	CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	/* the stencil kernel's loop: mulsd xmm0,xmm1 ; movsd [r13+rax*8-8],xmm0 */
+	static const uint8_t c2[] = { 0xf2, 0x0f, 0x59, 0xc1,
+	                              0xf2, 0x41, 0x0f, 0x11, 0x44, 0xc5, 0xf8 };
+	CHECK_EQ_U(sample(place(c2, sizeof c2, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, 0x100000ULL * 13 + RAXV * 8 - 8);
+	CHECK_EQ_U(a.len, 8);
+	CHECK_EQ_U(a.kind, CT_ACCESS_STORE);
+	CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	/* lea rax,[rbx+8] ; mov ecx,[rbx]: lea wrote rax only */
+	static const uint8_t c3[] = { 0x48, 0x8d, 0x43, 0x08, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c3, sizeof c3, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	/* seven steps are looked at past rip, not eight */
+	uint8_t c4[8 * 3 + 3];
+	for (int i = 0; i < 8; i++)
+		memcpy(c4 + 3 * i, (const uint8_t[]){ 0x83, 0xc1, 0x01 }, 3);
+	memcpy(c4 + 24, (const uint8_t[]){ 0x89, 0x4b, 0x04 }, 3);
+	CHECK_EQ_U(sample(place(c4 + 3, sizeof c4 - 3, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 4);
+	CHECK_EQ_U(sample(place(c4, sizeof c4, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+}
+
+static void test_sample_next_insn_refused(void)
+{
+	struct dec_regs r = regs();
+	struct dec_access a;
+	/* add ebx,1 ; mov [rbx+4],ecx: the base changes before the store */
+	static const uint8_t c1[] = { 0x83, 0xc3, 0x01, 0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c1, sizeof c1, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* mov ecx,eax ; mov eax,[rbx+rcx*4]: the index (a 32-bit write) */
+	static const uint8_t c2[] = { 0x89, 0xc1, 0x8b, 0x04, 0x8b };
+	CHECK_EQ_U(sample(place(c2, sizeof c2, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* cmp ecx,1 ; jne +0 ; mov [rbx+4],ecx: a branch on the way */
+	static const uint8_t c3[] = { 0x83, 0xf9, 0x01, 0x75, 0x00, 0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c3, sizeof c3, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* sub rsp,8 ; push rax: the stack slot moved */
+	static const uint8_t c4[] = { 0x48, 0x83, 0xec, 0x08, 0x50 };
+	CHECK_EQ_U(sample(place(c4, sizeof c4, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* lea rbx,[rbx+8] ; mov ecx,[rbx]: rip's own reason stays */
+	static const uint8_t c5[] = { 0x48, 0x8d, 0x5b, 0x08, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c5, sizeof c5, 0), &r, &a), CT_SKIP_LEA_NOP);
+	/* syscall ; mov ecx,[rbx]: not a straight run either */
+	static const uint8_t c6[] = { 0x0f, 0x05, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c6, sizeof c6, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+}
+
+/* A CPU-time timer's sample just after a syscall is kernel time; a perf
+ * sample there (user time only) is the instruction at rip. */
+static void test_sample_after_syscall(void)
+{
+	static const uint8_t code[] = { 0x0f, 0x05, 0x48, 0x8b, 0x43, 0x08 };
+	struct dec_regs r = regs();
+	struct dec_access a;
+	uint64_t rip = place(code, sizeof code, 2);
+	CHECK_EQ_U(sample(rip, &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 8);
+	CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	r.cpu_clock = true;
+	CHECK_EQ_U(sample(rip, &r, &a), CT_SKIP_KERNEL);
+	/* the bytes 0f 05 as the tail of another instruction are not a syscall:
+	 * mov eax,0x050f0000 ; mov rax,[rbx+8] */
+	static const uint8_t code2[] = { 0xb8, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x8b, 0x43, 0x08 };
+	CHECK_EQ_U(sample(place(code2, sizeof code2, 5), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 8);
+}
+
 static void test_sample_page_edges(void)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -675,6 +755,9 @@ int main(void)
 	RUN(test_sample_disp_tail);
 	RUN(test_sample_ambiguous);
 	RUN(test_sample_branch_before);
+	RUN(test_sample_next_insn);
+	RUN(test_sample_next_insn_refused);
+	RUN(test_sample_after_syscall);
 	RUN(test_sample_page_edges);
 	RUN(test_sample_unreadable_page);
 	RUN(test_check_reader);
