@@ -569,40 +569,144 @@ static uint32_t address_gprs(const ZydisDecodedOperand *ops, const struct analys
 	return m;
 }
 
+/* The flags of a cmp or test whose operands are registers the walk has not
+ * written (nor ah..bh) or immediates, computed from the sample's registers:
+ * what a conditional branch right after it tests.  Returns 0, or -1 when
+ * they cannot be known. */
+struct cc {
+	bool cf, zf, sf, of;
+};
+
+static int operand_value(const ZydisDecodedOperand *op, const struct dec_regs *r, uint32_t written,
+                         uint64_t *v)
+{
+	if (op->type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+		*v = (uint64_t)op->imm.value.s;
+		return 0;
+	}
+	int g = op->type == ZYDIS_OPERAND_TYPE_REGISTER ? gpr_index(op->reg.value) : -1;
+	if (g < 0 || (written & 1u << g) ||
+	    (op->reg.value >= ZYDIS_REGISTER_AH && op->reg.value <= ZYDIS_REGISTER_BH))
+		return -1;
+	*v = r->gpr[g];
+	return 0;
+}
+
+static int compare_flags(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+                         const struct dec_regs *r, uint32_t written, struct cc *cc)
+{
+	uint64_t a, b;
+	unsigned w = ops[0].size;
+	if ((in->mnemonic != ZYDIS_MNEMONIC_CMP && in->mnemonic != ZYDIS_MNEMONIC_TEST) ||
+	    in->operand_count_visible != 2 || !w || w > 64 ||
+	    operand_value(&ops[0], r, written, &a) || operand_value(&ops[1], r, written, &b))
+		return -1;
+	uint64_t mask = w == 64 ? ~0ULL : (1ULL << w) - 1, res;
+	a &= mask;
+	b &= mask;
+	if (in->mnemonic == ZYDIS_MNEMONIC_CMP) {
+		res = (a - b) & mask;
+		cc->cf = a < b;
+		cc->of = (((a ^ b) & (a ^ res)) >> (w - 1)) & 1;
+	} else {
+		res = a & b;
+		cc->cf = cc->of = false;
+	}
+	cc->zf = res == 0;
+	cc->sf = (res >> (w - 1)) & 1;
+	return 0;
+}
+
+/* Whether a conditional branch is taken under cc: 1, 0, or -1 (a condition
+ * on other flags or registers). */
+static int branch_taken(ZydisMnemonic m, const struct cc *c)
+{
+	switch (m) {
+	case ZYDIS_MNEMONIC_JO: return c->of;
+	case ZYDIS_MNEMONIC_JNO: return !c->of;
+	case ZYDIS_MNEMONIC_JB: return c->cf;
+	case ZYDIS_MNEMONIC_JNB: return !c->cf;
+	case ZYDIS_MNEMONIC_JZ: return c->zf;
+	case ZYDIS_MNEMONIC_JNZ: return !c->zf;
+	case ZYDIS_MNEMONIC_JBE: return c->cf || c->zf;
+	case ZYDIS_MNEMONIC_JNBE: return !c->cf && !c->zf;
+	case ZYDIS_MNEMONIC_JS: return c->sf;
+	case ZYDIS_MNEMONIC_JNS: return !c->sf;
+	case ZYDIS_MNEMONIC_JL: return c->sf != c->of;
+	case ZYDIS_MNEMONIC_JNL: return c->sf == c->of;
+	case ZYDIS_MNEMONIC_JLE: return c->zf || c->sf != c->of;
+	case ZYDIS_MNEMONIC_JNLE: return !c->zf && c->sf == c->of;
+	default: return -1;
+	}
+}
+
+/* Where a direct jmp, or a conditional branch right after a cmp or test the
+ * walk evaluated (have_cc), goes next: the offset in code[], or -1 (an
+ * indirect or unknown branch, or a target outside the bytes read). */
+static int branch_next(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops, int pos,
+                       bool have_cc, const struct cc *cc, int from, int end)
+{
+	if (in->operand_count_visible != 1 || ops[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE ||
+	    !ops[0].imm.is_relative)
+		return -1;
+	int fall = pos + in->length, taken = 1;
+	if (in->meta.category == ZYDIS_CATEGORY_COND_BR)
+		taken = have_cc ? branch_taken(in->mnemonic, cc) : -1;
+	else if (in->meta.category != ZYDIS_CATEGORY_UNCOND_BR)
+		return -1;
+	if (taken < 0)
+		return -1;
+	int64_t next = taken ? fall + ops[0].imm.value.s : fall;
+	return next >= from && next < end ? (int)next : -1;
+}
+
 /* The forward rule (commrec(1), "Which instruction"): the instruction at rip
- * makes no memory access (rip_rc: why), so take the first one after it that
- * does, when the instructions in between run straight through (no branch,
- * call, system call or trap) and write none of the registers its address is
- * computed from: the registers of the sample are then the ones it will use.
- * Looks at DEC_FORWARD instructions at most, within code[0..n) (code at
- * rip).  Returns 0 with *a filled, or rip_rc. */
-static int next_access(const ZydisDecoder *d, const uint8_t *code, size_t n, uint64_t rip,
+ * makes no memory access (rip_rc: why), so take the next one that does,
+ * when the instructions in between write none of the registers its address
+ * is computed from, make no system call and trap to nothing, and where they
+ * branch, go where the sample's registers say: a direct jmp, or a
+ * conditional branch right after a cmp or test of registers they have not
+ * written.  The registers of the sample are then the ones that instruction
+ * will use.  Looks at DEC_FORWARD instructions at most, rip's included,
+ * within code[from..end) (rip at code[DEC_BACK]).  Returns 0 with *a filled,
+ * or rip_rc. */
+static int next_access(const ZydisDecoder *d, const uint8_t *code, int from, int end,
                        const struct dec_regs *r, int rip_rc, struct dec_access *a)
 {
 	ZydisDecodedInstruction in;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	struct analysis an;
+	struct cc cc = { false, false, false, false };
+	bool have_cc = false;
 	uint32_t written = 0;
-	size_t off = 0;
+	int pos = DEC_BACK;
 
 	for (int k = 0; k < DEC_FORWARD; k++) {
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + off, n - off, &in, ops)))
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + pos, (ZyanUSize)(end - pos), &in, ops)))
 			return rip_rc;
+		uint64_t ip = r->rip + (uint64_t)(pos - DEC_BACK);
 		int rc = pick_operand(&in, ops, &an);
 		if (k > 0 && rc == 0) {
-			if (address_gprs(ops, &an) & written ||
-			    compute(&in, ops, &an, rip + off, r, a))
+			if (address_gprs(ops, &an) & written || compute(&in, ops, &an, ip, r, a))
 				return rip_rc;
 			return 0;
 		}
-		if ((rc != CT_SKIP_NO_MEMORY_OPERAND && rc != CT_SKIP_LEA_NOP) || !is_fallthrough(&in))
+		if (rc != CT_SKIP_NO_MEMORY_OPERAND && rc != CT_SKIP_LEA_NOP)
 			return rip_rc;
+		if (!is_fallthrough(&in)) {
+			pos = branch_next(&in, ops, pos, have_cc, &cc, from, end);
+			if (pos < 0)
+				return rip_rc;
+			have_cc = false;
+			continue;
+		}
+		have_cc = !compare_flags(&in, ops, r, written, &cc);
 		for (int i = 0; i < in.operand_count; i++)
 			if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
 			    (ops[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
 			    note_written(ops[i].reg.value, &written))
 				return rip_rc;
-		off += in.length;
+		pos += in.length;
 	}
 	return rip_rc;
 }
@@ -753,7 +857,7 @@ int dec_sample_access(const struct dec_regs *r, struct dec_access *a)
 	if (!rc)
 		rc = compute(&in, ops, &an, rip, r, a);
 	else if (rc == CT_SKIP_NO_MEMORY_OPERAND || rc == CT_SKIP_LEA_NOP)
-		rc = next_access(d, code + DEC_BACK, ahead, rip, r, rc, a);
+		rc = next_access(d, code, have_from, DEC_BACK + (int)ahead, r, rc, a);
 	if (!rc)
 		a->flags |= CT_SAMPLE_RECONSTRUCTED;
 	errno = saved;

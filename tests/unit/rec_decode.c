@@ -452,6 +452,49 @@ static void test_sample_next_insn(void)
 	CHECK_EQ_U(sample(place(c4, sizeof c4, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
 }
 
+/* Branches on the way: a direct jmp, and a conditional branch right after a
+ * cmp or test of registers the walk has not written, go where the sample's
+ * registers say. */
+static void test_sample_next_insn_branches(void)
+{
+	struct dec_regs r = regs();
+	struct dec_access a;
+	/* the omp_reduce kernel's dot product, sampled at the cmp closing it:
+	 *   movsd xmm0,[rcx+rdx] ; mulsd xmm0,[rbx+rdx] ; add rdx,8 ;
+	 *   addsd xmm1,xmm0 ; cmp rsi,rdx ; jne (the movsd)
+	 * rsi != rdx: the loop goes on, the next access is the movsd's */
+	static const uint8_t loop[] = { 0xf2, 0x0f, 0x10, 0x04, 0x11, 0xf2, 0x0f, 0x59, 0x04, 0x13,
+	                                0x48, 0x83, 0xc2, 0x08, 0xf2, 0x0f, 0x58, 0xc8,
+	                                0x48, 0x39, 0xd6, 0x75, 0xe9 };
+	CHECK_EQ_U(sample(place(loop, sizeof loop, 18), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RCXV + RDXV);
+	CHECK_EQ_U(a.len, 8);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	/* rsi == rdx: the loop ends, into int3 padding */
+	r.gpr[DEC_RSI] = RDXV;
+	CHECK_EQ_U(sample(place(loop, sizeof loop, 18), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	r = regs();
+	/* jmp +2 ; int3 ; int3 ; mov ecx,[rbx] */
+	static const uint8_t j[] = { 0xeb, 0x02, 0xcc, 0xcc, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(j, sizeof j, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	/* ecx = -1: cmp ecx,5 ; jl +2 is taken (signed), jb +2 is not
+	 * (unsigned), then int3 ; int3 ; mov ecx,[rbx] */
+	r.gpr[DEC_RCX] = 0xffffffffULL;
+	static const uint8_t jl[] = { 0x83, 0xf9, 0x05, 0x7c, 0x02, 0xcc, 0xcc, 0x8b, 0x0b };
+	static const uint8_t jb[] = { 0x83, 0xf9, 0x05, 0x72, 0x02, 0xcc, 0xcc, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(jl, sizeof jl, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+	CHECK_EQ_U(sample(place(jb, sizeof jb, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* test ecx,ecx ; jz +2: ecx = 0 takes it */
+	r.gpr[DEC_RCX] = 0;
+	static const uint8_t jz[] = { 0x85, 0xc9, 0x74, 0x02, 0xcc, 0xcc, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(jz, sizeof jz, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+}
+
 static void test_sample_next_insn_refused(void)
 {
 	struct dec_regs r = regs();
@@ -462,9 +505,16 @@ static void test_sample_next_insn_refused(void)
 	/* mov ecx,eax ; mov eax,[rbx+rcx*4]: the index (a 32-bit write) */
 	static const uint8_t c2[] = { 0x89, 0xc1, 0x8b, 0x04, 0x8b };
 	CHECK_EQ_U(sample(place(c2, sizeof c2, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
-	/* cmp ecx,1 ; jne +0 ; mov [rbx+4],ecx: a branch on the way */
-	static const uint8_t c3[] = { 0x83, 0xf9, 0x01, 0x75, 0x00, 0x89, 0x4b, 0x04 };
+	/* jne +0 at rip ; mov [rbx+4],ecx: the flags were set before the sample */
+	static const uint8_t c3[] = { 0x75, 0x00, 0x89, 0x4b, 0x04 };
 	CHECK_EQ_U(sample(place(c3, sizeof c3, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* add ecx,1 ; cmp ecx,4 ; jne +0 ; mov ...: ecx changed before the cmp */
+	static const uint8_t c3b[] = { 0x83, 0xc1, 0x01, 0x83, 0xf9, 0x04, 0x75, 0x00,
+	                               0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c3b, sizeof c3b, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* jmp [rax] ; mov ecx,[rbx]: an indirect branch */
+	static const uint8_t c3c[] = { 0xff, 0xe0, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c3c, sizeof c3c, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
 	/* sub rsp,8 ; push rax: the stack slot moved */
 	static const uint8_t c4[] = { 0x48, 0x83, 0xec, 0x08, 0x50 };
 	CHECK_EQ_U(sample(place(c4, sizeof c4, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
@@ -756,6 +806,7 @@ int main(void)
 	RUN(test_sample_ambiguous);
 	RUN(test_sample_branch_before);
 	RUN(test_sample_next_insn);
+	RUN(test_sample_next_insn_branches);
 	RUN(test_sample_next_insn_refused);
 	RUN(test_sample_after_syscall);
 	RUN(test_sample_page_edges);
