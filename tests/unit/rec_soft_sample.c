@@ -270,6 +270,35 @@ static void test_late_unmapped(void)
 	CHECK_EQ_U(soft_sample_access(&r, DEC_PERF_REGS_MASK, 0, true, &a), CT_SKIP_UNREADABLE_IP);
 }
 
+/* A perf sample is user time: right after a syscall it is the user code's
+ * (not kernel time, as a CPU-time timer's would be), and where the
+ * instruction there makes no memory access the next one does (the forward
+ * rule), in the thread and late alike:
+ *   syscall ; add eax,ebx ; mov eax,[rdi+8]   sampled at the add */
+static void test_after_syscall_next_insn(void)
+{
+	static uint8_t buf[128];
+	static const uint8_t c[] = { 0x0f, 0x05, 0x01, 0xd8, 0x8b, 0x47, 0x08 };
+	memset(buf, 0xcc, sizeof buf);
+	memcpy(buf + 64, c, sizeof c);
+	struct perf_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = PERF_REC_SAMPLE;
+	r.regs_abi = PERF_SAMPLE_REGS_ABI_64;
+	r.nregs = V_N;
+	r.ip = r.regs[V_IP] = (uint64_t)(uintptr_t)(buf + 66);
+	r.regs[V_DI] = 0x5000;
+	for (int late = 0; late < 2; late++) {
+		struct dec_access a;
+		memset(&a, 0xee, sizeof a);
+		CHECK_EQ_U(soft_sample_access(&r, DEC_PERF_REGS_MASK, 0, late, &a), 0);
+		CHECK_EQ_U(a.addr, 0x5008);
+		CHECK_EQ_U(a.len, 4);
+		CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+		CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	}
+}
+
 static void test_tid_map(void)
 {
 	int x[5];
@@ -301,6 +330,7 @@ int main(void)
 	RUN(test_ring_in_thread);
 	RUN(test_ring_late);
 	RUN(test_late_unmapped);
+	RUN(test_after_syscall_next_insn);
 	RUN(test_tid_map);
 	return check_summary();
 }
