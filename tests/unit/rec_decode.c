@@ -495,35 +495,93 @@ static void test_sample_next_insn_branches(void)
 	CHECK_EQ_U(a.addr, RBXV);
 }
 
+/* The registers as the instructions stepped over change them: mov, lea,
+ * add, sub, inc, dec and xor-zeroing of 32- and 64-bit registers are
+ * computed (a 32-bit write clears the upper half). */
+static void test_sample_next_insn_emulated(void)
+{
+	struct dec_regs r = regs();
+	struct dec_access a;
+	/* add ebx,1 ; mov [rbx+4],ecx */
+	static const uint8_t c1[] = { 0x83, 0xc3, 0x01, 0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c1, sizeof c1, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 1 + 4);
+	CHECK_EQ_U(a.kind, CT_ACCESS_STORE);
+	/* mov ecx,eax ; mov eax,[rbx+rcx*4] */
+	r.gpr[DEC_RAX] = 0xffffffff00000010ULL;
+	static const uint8_t c2[] = { 0x89, 0xc1, 0x8b, 0x04, 0x8b };
+	CHECK_EQ_U(sample(place(c2, sizeof c2, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 0x10 * 4);
+	r = regs();
+	/* lea rax,[rbx+rcx*8+0x10] ; sub rax,8 ; mov ecx,[rax] */
+	static const uint8_t c3[] = { 0x48, 0x8d, 0x44, 0xcb, 0x10, 0x48, 0x83, 0xe8, 0x08,
+	                              0x8b, 0x08 };
+	CHECK_EQ_U(sample(place(c3, sizeof c3, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + RCXV * 8 + 0x10 - 8);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	/* xor esi,esi ; mov ecx,[rdi+rsi] */
+	static const uint8_t c4[] = { 0x31, 0xf6, 0x8b, 0x0c, 0x37 };
+	CHECK_EQ_U(sample(place(c4, sizeof c4, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RDIV);
+	/* sub rsp,8 ; push rax: the slot below the new rsp */
+	static const uint8_t c5[] = { 0x48, 0x83, 0xec, 0x08, 0x50 };
+	CHECK_EQ_U(sample(place(c5, sizeof c5, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RSPV - 16);
+	CHECK_EQ_U(a.kind, CT_ACCESS_STORE);
+	/* libgomp's spin: pause ; add rax,1 ; cmp rax,rdx ; je out ; mov ecx,[rbp]
+	 * with rax + 1 != rdx: the spin goes on, to the load of the flag */
+	static const uint8_t spin[] = { 0xf3, 0x90, 0x48, 0x83, 0xc0, 0x01, 0x48, 0x39, 0xd0,
+	                                0x74, 0x2d, 0x8b, 0x4d, 0x00 };
+	CHECK_EQ_U(sample(place(spin, sizeof spin, 2), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBPV);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	/* with rax + 1 == rdx it leaves (a target beyond the bytes read) */
+	r.gpr[DEC_RDX] = RAXV + 1;
+	CHECK_EQ_U(sample(place(spin, sizeof spin, 2), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	r = regs();
+	/* dec ecx ; jnz +2 ; int3 ; int3 ; mov eax,[rbx]: ecx 3 -> 2, taken */
+	static const uint8_t c6[] = { 0xff, 0xc9, 0x75, 0x02, 0xcc, 0xcc, 0x8b, 0x03 };
+	CHECK_EQ_U(sample(place(c6, sizeof c6, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+	/* dec ecx ; jb +2: dec leaves CF alone, unknown */
+	static const uint8_t c7[] = { 0xff, 0xc9, 0x72, 0x02, 0xcc, 0xcc, 0x8b, 0x03 };
+	CHECK_EQ_U(sample(place(c7, sizeof c7, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+}
+
 static void test_sample_next_insn_refused(void)
 {
 	struct dec_regs r = regs();
 	struct dec_access a;
-	/* add ebx,1 ; mov [rbx+4],ecx: the base changes before the store */
-	static const uint8_t c1[] = { 0x83, 0xc3, 0x01, 0x89, 0x4b, 0x04 };
+	/* imul ebx,ebx ; mov [rbx+4],ecx: a base the walk does not compute */
+	static const uint8_t c1[] = { 0x0f, 0xaf, 0xdb, 0x89, 0x4b, 0x04 };
 	CHECK_EQ_U(sample(place(c1, sizeof c1, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
-	/* mov ecx,eax ; mov eax,[rbx+rcx*4]: the index (a 32-bit write) */
-	static const uint8_t c2[] = { 0x89, 0xc1, 0x8b, 0x04, 0x8b };
+	/* mov bl,1 ; mov [rbx+4],ecx: a partial write */
+	static const uint8_t c2[] = { 0xb3, 0x01, 0x89, 0x4b, 0x04 };
 	CHECK_EQ_U(sample(place(c2, sizeof c2, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
 	/* jne +0 at rip ; mov [rbx+4],ecx: the flags were set before the sample */
 	static const uint8_t c3[] = { 0x75, 0x00, 0x89, 0x4b, 0x04 };
 	CHECK_EQ_U(sample(place(c3, sizeof c3, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
-	/* add ecx,1 ; cmp ecx,4 ; jne +0 ; mov ...: ecx changed before the cmp */
-	static const uint8_t c3b[] = { 0x83, 0xc1, 0x01, 0x83, 0xf9, 0x04, 0x75, 0x00,
+	/* imul ecx,ecx ; cmp ecx,4 ; jne +0 ; mov ...: a flag of an unknown value */
+	static const uint8_t c3b[] = { 0x0f, 0xaf, 0xc9, 0x83, 0xf9, 0x04, 0x75, 0x00,
 	                               0x89, 0x4b, 0x04 };
 	CHECK_EQ_U(sample(place(c3b, sizeof c3b, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
-	/* jmp [rax] ; mov ecx,[rbx]: an indirect branch */
+	/* jmp rax ; mov ecx,[rbx]: an indirect branch */
 	static const uint8_t c3c[] = { 0xff, 0xe0, 0x8b, 0x0b };
 	CHECK_EQ_U(sample(place(c3c, sizeof c3c, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
-	/* sub rsp,8 ; push rax: the stack slot moved */
-	static const uint8_t c4[] = { 0x48, 0x83, 0xec, 0x08, 0x50 };
-	CHECK_EQ_U(sample(place(c4, sizeof c4, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
-	/* lea rbx,[rbx+8] ; mov ecx,[rbx]: rip's own reason stays */
+	/* lea rbx,[rbx+8] ; mov ecx,[rbx]: computed, rip's reason is kept for
+	 * nothing (the access is found) */
 	static const uint8_t c5[] = { 0x48, 0x8d, 0x5b, 0x08, 0x8b, 0x0b };
-	CHECK_EQ_U(sample(place(c5, sizeof c5, 0), &r, &a), CT_SKIP_LEA_NOP);
-	/* syscall ; mov ecx,[rbx]: not a straight run either */
+	CHECK_EQ_U(sample(place(c5, sizeof c5, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 8);
+	/* lea rbx,[rbx+8] ; int3: rip's own reason stays */
+	static const uint8_t c5b[] = { 0x48, 0x8d, 0x5b, 0x08, 0xcc };
+	CHECK_EQ_U(sample(place(c5b, sizeof c5b, 0), &r, &a), CT_SKIP_LEA_NOP);
+	/* syscall ; mov ecx,[rbx]: not a straight run */
 	static const uint8_t c6[] = { 0x0f, 0x05, 0x8b, 0x0b };
 	CHECK_EQ_U(sample(place(c6, sizeof c6, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* a new fs base ends it: wrfsbase rax ; mov ecx,[rbx] */
+	static const uint8_t c7[] = { 0xf3, 0x48, 0x0f, 0xae, 0xd0, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c7, sizeof c7, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
 }
 
 /* A CPU-time timer's sample just after a syscall is kernel time; a perf
@@ -807,6 +865,7 @@ int main(void)
 	RUN(test_sample_branch_before);
 	RUN(test_sample_next_insn);
 	RUN(test_sample_next_insn_branches);
+	RUN(test_sample_next_insn_emulated);
 	RUN(test_sample_next_insn_refused);
 	RUN(test_sample_after_syscall);
 	RUN(test_sample_page_edges);
