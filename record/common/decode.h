@@ -99,9 +99,10 @@ int dec_access_at(const uint8_t *bytes, size_t n, uint64_t ip,
  * through to rip, and it did not overwrite its own address registers (r is
  * the state after it); flags CT_SAMPLE_RECONSTRUCTED | CT_SAMPLE_PREV_INSN.
  * Otherwise the instruction at rip, or where it makes no memory access, the
- * first one after it that does, when the instructions in between run
- * straight through and write none of its address registers (the forward
- * rule): CT_SAMPLE_RECONSTRUCTED.  r->fs_base and
+ * next one that does, with the registers as the instructions in between
+ * change them, where the walk can compute them and the branches on the way
+ * (the forward rule): CT_SAMPLE_RECONSTRUCTED.  With r->cpu_clock, a sample
+ * right after a syscall is CT_SKIP_KERNEL.  r->fs_base and
  * r->gs_base must be filled for fs:/gs: operands.  Returns 0 or an enum
  * ct_skip_reason (also CT_SKIP_UNREADABLE_IP, CT_SKIP_KERNEL).  errno is
  * preserved.  Rules and measured accuracy: commrec(1), SAMPLERS,
