@@ -60,17 +60,23 @@ else
 	done_tests
 fi
 
-rc=0
-"$COMMREC" -q -f -o "$WORK/s.zst" -s soft -- "$K/stencil" -t 4 -c 4096 -s 50000 \
-	>"$WORK/s.out" 2>"$WORK/s.err" || rc=$?
-if [ $rc -ne 0 ]; then
-	fail soft_stencil/record "commrec exited $rc: $(tail -n 3 "$WORK/s.err" | tr '\n' '|')"
-	done_tests
-fi
-"$COMMANALYZE" "$WORK/s.zst" >"$WORK/s.report" 2>&1
-"$COMMANALYZE" info "$WORK/s.zst" >"$WORK/s.info" 2>&1
-"$COMMANALYZE" matrix "$WORK/s.zst" --format csv >"$WORK/s.csv" 2>"$WORK/s.aerr" ||
-	{ fail soft_stencil/matrix "$(head -c 300 "$WORK/s.aerr")"; done_tests; }
+# record_soft ID PROGRAM ARGS...: the soft sampler at its defaults; the
+# report, info and CSV matrix of the trace ($WORK/ID.*); ends the tests on
+# a failure
+record_soft() {
+	local id=$1 rc=0
+	shift
+	"$COMMREC" -q -f -o "$WORK/$id.zst" -s soft -- "$@" >"$WORK/$id.out" 2>"$WORK/$id.err" || rc=$?
+	if [ $rc -ne 0 ]; then
+		fail "soft_stencil/record_$id" "commrec exited $rc: $(tail -n 3 "$WORK/$id.err" | tr '\n' '|')"
+		done_tests
+	fi
+	"$COMMANALYZE" "$WORK/$id.zst" >"$WORK/$id.report" 2>&1
+	"$COMMANALYZE" info "$WORK/$id.zst" >"$WORK/$id.info" 2>&1
+	"$COMMANALYZE" matrix "$WORK/$id.zst" --format csv >"$WORK/$id.csv" 2>"$WORK/$id.aerr" ||
+		{ fail "soft_stencil/matrix_$id" "$(head -c 300 "$WORK/$id.aerr")"; done_tests; }
+}
+record_soft s "$K/stencil" -t 4 -c 4096 -s 50000
 # counts ID: events, samples taken, usable samples, the soft path of a recording
 counts() {
 	e=$(sed -n 's/^ *communication events *\([0-9]*\).*/\1/p' "$WORK/$1.report")
@@ -91,17 +97,7 @@ else
 	fail soft_stencil/r "r=$r < $rmin (the 99.9% bound for $e events)"
 fi
 
-rc=0
-"$COMMREC" -q -f -o "$WORK/o.zst" -s soft -- "$K/omp_reduce" -t 4 -i 20000 \
-	>"$WORK/o.out" 2>"$WORK/o.err" || rc=$?
-if [ $rc -ne 0 ]; then
-	fail soft_stencil/omp_record "commrec exited $rc: $(tail -n 3 "$WORK/o.err" | tr '\n' '|')"
-	done_tests
-fi
-"$COMMANALYZE" "$WORK/o.zst" >"$WORK/o.report" 2>&1
-"$COMMANALYZE" info "$WORK/o.zst" >"$WORK/o.info" 2>&1
-"$COMMANALYZE" matrix "$WORK/o.zst" --format csv >"$WORK/o.csv" 2>"$WORK/o.aerr" ||
-	{ fail soft_stencil/omp_matrix "$(head -c 300 "$WORK/o.aerr")"; done_tests; }
+record_soft o "$K/omp_reduce" -t 4 -i 20000
 counts o
 lo=$(python3 - "$PAT" "$WORK/o.out" "$WORK/o.csv" "$e" <<'PY'
 import importlib.util, math, sys
