@@ -96,6 +96,11 @@ recording_rows() {
 		local path
 		path=$(sed -n 's/^ *soft_path=//p' "$W/$id.info" 2>/dev/null | head -n 1)
 		[ -z "$path" ] || row "  soft path (commrec's probe)" "$path" ""
+		# armed watchpoints cost at every context switch (commrec(1), Costs):
+		# on a barrier-heavy program the added CPU follows them, not the samples
+		local wps
+		wps=$(sed -n 's/^ *watchpoints=//p' "$W/$id.info" 2>/dev/null | head -n 1)
+		[ -z "$path" ] || row "  watchpoints (CONFIG)" "${wps:-?}" ""
 		row "  added program CPU per sample" \
 			"$(awk -v a="$r_cpu" -v b="$p_cpu" -v n="$n" 'BEGIN { if (n > 0) printf "%.0f us", (a - b) / n * 1e6; else print "n/a" }')" ""
 		row "recording peak RSS (the program's)" "$(ratio "$r_rss" "$p_rss")" "<= 1.05x"

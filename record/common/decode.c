@@ -400,7 +400,9 @@ static int is_fallthrough(const ZydisDecodedInstruction *in)
 }
 
 #define DEC_BACK 32   /* bytes read before rip: the synchronisation window */
-#define DEC_AHEAD 15  /* bytes read from rip on: the longest instruction */
+#define DEC_INSN 15   /* the longest instruction */
+#define DEC_AHEAD 48  /* bytes read from rip on: the forward rule's window */
+#define DEC_FORWARD 8 /* instructions the forward rule looks at, rip's included */
 #define DEC_STARTS 8  /* decoding chains start at rip-32 .. rip-25 */
 
 /* Where the instruction ending exactly at rip starts, found by forward
@@ -525,6 +527,283 @@ static int prev_access(const ZydisDecoder *d, const uint8_t *code, int off,
 	return 0;
 }
 
+/* ---- the next memory instruction ------------------------------------------------- */
+
+/* The registers the picked operand's address is computed from, a bit each. */
+static uint32_t address_gprs(const ZydisDecodedOperand *ops, const struct analysis *an)
+{
+	uint32_t m = 0;
+	int b = gpr_index(an->op->mem.base), x = gpr_index(an->op->mem.index);
+	if (b >= 0)
+		m |= 1u << b;
+	if (x >= 0)
+		m |= 1u << x;
+	if (an->xlat)
+		m |= 1u << DEC_RAX;
+	if (an->bitreg >= 0) {
+		int g = gpr_index(ops[an->bitreg].reg.value);
+		if (g >= 0)
+			m |= 1u << g;
+	}
+	return m;
+}
+
+/* The forward walk's state: the sampled registers as the instructions it
+ * steps over change them, where that is simple to compute (mov, lea, add,
+ * sub, inc, dec and the xor zeroing idiom on a 32- or 64-bit register; a
+ * bit in unknown for any other write), and the flags the last instruction
+ * set, when it was one of those or a cmp or test of known values. */
+struct walk {
+	struct dec_regs regs;
+	uint32_t unknown;
+	bool have_cc, cf_known;
+	bool cf, zf, sf, of;
+};
+
+static int known_value(const struct walk *w, const ZydisDecodedOperand *op, uint64_t *v)
+{
+	if (op->type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+		*v = (uint64_t)op->imm.value.s;
+		return 0;
+	}
+	int g = op->type == ZYDIS_OPERAND_TYPE_REGISTER ? gpr_index(op->reg.value) : -1;
+	if (g < 0 || (w->unknown & 1u << g) ||
+	    (op->reg.value >= ZYDIS_REGISTER_AH && op->reg.value <= ZYDIS_REGISTER_BH))
+		return -1;
+	*v = w->regs.gpr[g];
+	return 0;
+}
+
+static void set_flags(struct walk *w, uint64_t res, unsigned bits, bool cf, bool of, bool cf_known)
+{
+	w->have_cc = true;
+	w->cf_known = cf_known;
+	w->cf = cf;
+	w->of = of;
+	w->zf = res == 0;
+	w->sf = (res >> (bits - 1)) & 1;
+}
+
+/* lea's address from the walk's registers: 0, or -1 (unknown, segment). */
+static int agen_value(const struct walk *w, const ZydisDecodedOperand *op, uint64_t next_ip,
+                      uint64_t *v)
+{
+	int b = gpr_index(op->mem.base), x = gpr_index(op->mem.index);
+	uint64_t base, index;
+	if ((b >= 0 && (w->unknown & 1u << b)) || (x >= 0 && (w->unknown & 1u << x)) ||
+	    op->mem.segment == ZYDIS_REGISTER_FS || op->mem.segment == ZYDIS_REGISTER_GS ||
+	    addr_reg_value(op->mem.base, &w->regs, next_ip, &base) ||
+	    addr_reg_value(op->mem.index, &w->regs, next_ip, &index))
+		return -1;
+	*v = base + index * (op->mem.scale ? op->mem.scale : 1) + (uint64_t)op->mem.disp.value;
+	return 0;
+}
+
+/* What an instruction without a memory access does to the registers and
+ * flags of the walk: *dst gets the dec_gpr it computed (-1: none) and *val
+ * its new value.  Flags are known after it only when set here. */
+static void emulate(struct walk *w, const ZydisDecodedInstruction *in,
+                    const ZydisDecodedOperand *ops, uint64_t next_ip, int *dst, uint64_t *val)
+{
+	const ZydisDecodedOperand *d = &ops[0];
+	unsigned bits = d->size;
+	uint64_t a = 0, b = 0, mask = bits == 64 ? ~0ULL : bits ? (1ULL << bits) - 1 : 0, res;
+	int nvis = in->operand_count_visible;
+
+	*dst = -1;
+	w->have_cc = false;
+	if (!bits || bits > 64 || d->type != ZYDIS_OPERAND_TYPE_REGISTER)
+		return;
+	if (in->mnemonic == ZYDIS_MNEMONIC_CMP || in->mnemonic == ZYDIS_MNEMONIC_TEST) {
+		if (nvis != 2 || known_value(w, &ops[0], &a) || known_value(w, &ops[1], &b))
+			return;
+		a &= mask;
+		b &= mask;
+		if (in->mnemonic == ZYDIS_MNEMONIC_TEST) {
+			set_flags(w, a & b, bits, false, false, true);
+		} else {
+			res = (a - b) & mask;
+			set_flags(w, res, bits, a < b, (((a ^ b) & (a ^ res)) >> (bits - 1)) & 1, true);
+		}
+		return;
+	}
+	if (bits < 32) /* a partial write keeps the register's upper bits: not followed */
+		return;
+	int g = gpr_index(d->reg.value);
+	switch (in->mnemonic) {
+	case ZYDIS_MNEMONIC_MOV:
+		if (nvis != 2 || known_value(w, &ops[1], &res))
+			return;
+		break;
+	case ZYDIS_MNEMONIC_LEA:
+		if (nvis != 2 || agen_value(w, &ops[1], next_ip, &res))
+			return;
+		if (in->address_width == 32)
+			res = (uint32_t)res;
+		break;
+	case ZYDIS_MNEMONIC_XOR:
+		if (nvis != 2 || ops[1].type != ZYDIS_OPERAND_TYPE_REGISTER ||
+		    ops[1].reg.value != d->reg.value)
+			return;
+		res = 0;
+		set_flags(w, 0, bits, false, false, true);
+		break;
+	case ZYDIS_MNEMONIC_ADD: case ZYDIS_MNEMONIC_SUB:
+	case ZYDIS_MNEMONIC_INC: case ZYDIS_MNEMONIC_DEC: {
+		bool incdec = in->mnemonic == ZYDIS_MNEMONIC_INC || in->mnemonic == ZYDIS_MNEMONIC_DEC;
+		bool sub = in->mnemonic == ZYDIS_MNEMONIC_SUB || in->mnemonic == ZYDIS_MNEMONIC_DEC;
+		if (known_value(w, d, &a) || (incdec ? nvis != 1 : nvis != 2 || known_value(w, &ops[1], &b)))
+			return;
+		if (incdec)
+			b = 1;
+		a &= mask;
+		b &= mask;
+		res = (sub ? a - b : a + b) & mask;
+		bool cf = sub ? a < b : res < a;
+		bool of = ((sub ? (a ^ b) & (a ^ res) : ~(a ^ b) & (a ^ res)) >> (bits - 1)) & 1;
+		set_flags(w, res, bits, cf, of, !incdec); /* inc and dec leave CF alone */
+		break;
+	}
+	default:
+		return;
+	}
+	*dst = g;
+	*val = res & mask;
+}
+
+/* Whether a conditional branch is taken under the walk's flags: 1, 0, or -1
+ * (not known, or a condition on other flags or registers). */
+static int branch_taken(ZydisMnemonic m, const struct walk *w)
+{
+	bool cf = w->cf, zf = w->zf, sf = w->sf, of = w->of;
+	if (!w->have_cc)
+		return -1;
+	switch (m) {
+	case ZYDIS_MNEMONIC_JO: return of;
+	case ZYDIS_MNEMONIC_JNO: return !of;
+	case ZYDIS_MNEMONIC_JZ: return zf;
+	case ZYDIS_MNEMONIC_JNZ: return !zf;
+	case ZYDIS_MNEMONIC_JS: return sf;
+	case ZYDIS_MNEMONIC_JNS: return !sf;
+	case ZYDIS_MNEMONIC_JL: return sf != of;
+	case ZYDIS_MNEMONIC_JNL: return sf == of;
+	case ZYDIS_MNEMONIC_JLE: return zf || sf != of;
+	case ZYDIS_MNEMONIC_JNLE: return !zf && sf == of;
+	default: break;
+	}
+	if (!w->cf_known)
+		return -1;
+	switch (m) {
+	case ZYDIS_MNEMONIC_JB: return cf;
+	case ZYDIS_MNEMONIC_JNB: return !cf;
+	case ZYDIS_MNEMONIC_JBE: return cf || zf;
+	case ZYDIS_MNEMONIC_JNBE: return !cf && !zf;
+	default: return -1;
+	}
+}
+
+/* Where a direct jmp, or a conditional branch whose flags the walk knows,
+ * goes next: the offset in code[], or -1 (an indirect or unknown branch, or
+ * a target outside the bytes read). */
+static int branch_next(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops, int pos,
+                       const struct walk *w, int from, int end)
+{
+	if (in->operand_count_visible != 1 || ops[0].type != ZYDIS_OPERAND_TYPE_IMMEDIATE ||
+	    !ops[0].imm.is_relative)
+		return -1;
+	int fall = pos + in->length, taken = 1;
+	if (in->meta.category == ZYDIS_CATEGORY_COND_BR)
+		taken = branch_taken(in->mnemonic, w);
+	else if (in->meta.category != ZYDIS_CATEGORY_UNCOND_BR)
+		return -1;
+	if (taken < 0)
+		return -1;
+	int64_t next = taken ? fall + ops[0].imm.value.s : fall;
+	return next >= from && next < end ? (int)next : -1;
+}
+
+/* The register writes of an instruction stepped over: the one emulate()
+ * computed takes its value, any other general-purpose register becomes
+ * unknown; flags, x87, vector and mask registers are harmless; anything
+ * else (segment, control, rip) ends the walk (-1). */
+static int apply_writes(struct walk *w, const ZydisDecodedInstruction *in,
+                        const ZydisDecodedOperand *ops, int dst, uint64_t val)
+{
+	if (in->mnemonic == ZYDIS_MNEMONIC_WRFSBASE || in->mnemonic == ZYDIS_MNEMONIC_WRGSBASE)
+		return -1; /* the segment bases fs:/gs: operands add */
+	for (int i = 0; i < in->operand_count; i++) {
+		const ZydisDecodedOperand *o = &ops[i];
+		if (o->type != ZYDIS_OPERAND_TYPE_REGISTER || !(o->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			continue;
+		int g = gpr_index(o->reg.value);
+		if (g >= 0 && g == dst) {
+			w->regs.gpr[g] = val;
+			w->unknown &= ~(1u << g);
+		} else if (g >= 0) {
+			w->unknown |= 1u << g;
+		} else {
+			switch (ZydisRegisterGetClass(o->reg.value)) {
+			case ZYDIS_REGCLASS_FLAGS: case ZYDIS_REGCLASS_X87: case ZYDIS_REGCLASS_MMX:
+			case ZYDIS_REGCLASS_XMM: case ZYDIS_REGCLASS_YMM: case ZYDIS_REGCLASS_ZMM:
+			case ZYDIS_REGCLASS_MASK:
+				break;
+			default:
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The forward rule (commrec(1), "Which instruction"): the instruction at rip
+ * makes no memory access (rip_rc: why), so take the next one that does, with
+ * the registers it will compute its address with: the sampled ones, as the
+ * instructions in between change them.  The walk stops (rip_rc) at a
+ * system call, trap or indirect branch, at a write to a segment or control
+ * register, at a conditional branch whose flags it cannot compute, and when
+ * the access's address registers took values it cannot compute.  Looks at
+ * DEC_FORWARD instructions at most, rip's included, within code[from..end)
+ * (rip at code[DEC_BACK]).  Returns 0 with *a filled, or rip_rc. */
+static int next_access(const ZydisDecoder *d, const uint8_t *code, int from, int end,
+                       const struct dec_regs *r, int rip_rc, struct dec_access *a)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	struct analysis an;
+	struct walk w;
+	int pos = DEC_BACK;
+
+	memset(&w, 0, sizeof w);
+	w.regs = *r;
+	for (int k = 0; k < DEC_FORWARD; k++) {
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(d, code + pos, (ZyanUSize)(end - pos), &in, ops)))
+			return rip_rc;
+		uint64_t ip = r->rip + (uint64_t)(pos - DEC_BACK);
+		int rc = pick_operand(&in, ops, &an);
+		if (k > 0 && rc == 0) {
+			if (address_gprs(ops, &an) & w.unknown || compute(&in, ops, &an, ip, &w.regs, a))
+				return rip_rc;
+			return 0;
+		}
+		if (rc != CT_SKIP_NO_MEMORY_OPERAND && rc != CT_SKIP_LEA_NOP)
+			return rip_rc;
+		if (!is_fallthrough(&in)) {
+			pos = branch_next(&in, ops, pos, &w, from, end);
+			if (pos < 0)
+				return rip_rc;
+			w.have_cc = false;
+			continue;
+		}
+		int dst;
+		uint64_t val = 0;
+		emulate(&w, &in, ops, ip + in.length, &dst, &val);
+		if (apply_writes(&w, &in, ops, dst, val))
+			return rip_rc;
+		pos += in.length;
+	}
+	return rip_rc;
+}
+
 /* ---- reading code safely ------------------------------------------------------------ */
 
 #define DEC_PAGE 4096u
@@ -596,10 +875,12 @@ static size_t read_code(uint8_t *code, uint64_t rip, bool late, int *from)
 	*from = (int)(plo - lo);
 	size_t ahead = (size_t)(phi - rip);
 	/* the rare straddling cases: the neighbour page through the syscall
-	 * only; failing there just loses those bytes */
+	 * only, and after rip only where the instruction at rip may need it
+	 * (the forward rule makes do with what rip's page holds); failing
+	 * there just loses those bytes */
 	if (lo < page && syscall_read(code, lo, (size_t)(page - lo)))
 		*from = 0;
-	if (hi > phi && syscall_read(code + (phi - lo), phi, (size_t)(hi - phi)))
+	if (ahead < DEC_INSN && syscall_read(code + (phi - lo), phi, (size_t)(hi - phi)))
 		ahead = DEC_AHEAD;
 	return ahead;
 }
@@ -650,6 +931,10 @@ int dec_sample_access(const struct dec_regs *r, struct dec_access *a)
 			off = prev_start(&ds->minimal, code, have_from);
 			memo_put(rip, buf.w, have_from, off);
 		}
+		if (r->cpu_clock && off == DEC_BACK - 2 && code[off] == 0x0f && code[off + 1] == 0x05) {
+			errno = saved;
+			return CT_SKIP_KERNEL; /* just after a syscall: kernel time */
+		}
 		if (off >= 0 && !prev_access(d, code, off, r, a)) {
 			a->flags |= CT_SAMPLE_RECONSTRUCTED | CT_SAMPLE_PREV_INSN;
 			errno = saved;
@@ -664,6 +949,8 @@ int dec_sample_access(const struct dec_regs *r, struct dec_access *a)
 	rc = pick_operand(&in, ops, &an);
 	if (!rc)
 		rc = compute(&in, ops, &an, rip, r, a);
+	else if (rc == CT_SKIP_NO_MEMORY_OPERAND || rc == CT_SKIP_LEA_NOP)
+		rc = next_access(d, code, have_from, DEC_BACK + (int)ahead, r, rc, a);
 	if (!rc)
 		a->flags |= CT_SAMPLE_RECONSTRUCTED;
 	errno = saved;

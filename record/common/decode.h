@@ -27,6 +27,11 @@ struct dec_regs {
 	 * writer-side decode): the code may have been unmapped since the
 	 * sample, so its bytes are read only through the syscall. */
 	bool late;
+	/* Sampled by a clock that also runs in the kernel (the POSIX CPU-time
+	 * timers): an expiry during a system call is delivered at its return,
+	 * so a sample just after a syscall instruction stands for kernel time
+	 * (CT_SKIP_KERNEL), not for the instructions around it. */
+	bool cpu_clock;
 };
 
 /* perf_event_attr.sample_regs_user for the soft sampler: AX..SP, IP and
@@ -93,7 +98,11 @@ int dec_access_at(const uint8_t *bytes, size_t n, uint64_t ip,
  * forward decoding from 32 bytes back finds it unambiguously, it falls
  * through to rip, and it did not overwrite its own address registers (r is
  * the state after it); flags CT_SAMPLE_RECONSTRUCTED | CT_SAMPLE_PREV_INSN.
- * Otherwise the instruction at rip: CT_SAMPLE_RECONSTRUCTED.  r->fs_base and
+ * Otherwise the instruction at rip, or where it makes no memory access, the
+ * next one that does, with the registers as the instructions in between
+ * change them, where the walk can compute them and the branches on the way
+ * (the forward rule): CT_SAMPLE_RECONSTRUCTED.  With r->cpu_clock, a sample
+ * right after a syscall is CT_SKIP_KERNEL.  r->fs_base and
  * r->gs_base must be filled for fs:/gs: operands.  Returns 0 or an enum
  * ct_skip_reason (also CT_SKIP_UNREADABLE_IP, CT_SKIP_KERNEL).  errno is
  * preserved.  Rules and measured accuracy: commrec(1), SAMPLERS,

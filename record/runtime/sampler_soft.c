@@ -178,6 +178,7 @@ static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 	memset(&regs, 0, sizeof regs);
 	dec_regs_from_ucontext(&regs, uc);
 	regs.fs_base = t->fs_base;
+	regs.cpu_clock = true;
 	s.time = rt_now();
 	s.ip = regs.rip;
 	s.cpu = (uint32_t)sched_getcpu();

@@ -79,7 +79,7 @@ else
 fi
 
 # ---- exitcode, long: counts of a thread still running at exit -------------------
-ub_record exitlong -- exitcode -x 7 -n 100000000
+ub_record exitlong -- exitcode -x 7 -n 50000000
 ub_status_ok robust/exitcode-long-status exitlong 7
 if [ "$have_ana" = 1 ]; then
 	ub_dump_to "$WORK/exitlong.dump" exitlong --type sample --type skipped

@@ -14,14 +14,26 @@
 #                          (pattern.py --r-min; 0.8 from 49 events, 0.9 from
 #                          126).  Fewer than EVENTS_MIN events cannot decide
 #                          (r_min(10) = 0.50): SKIP with the counts of samples
-#                          and events.  Wrong pairs lower r below the bound.
+#                          and events, and how many events the bound needs
+#                          to reach 0.8.  Wrong pairs lower r below the bound.
+#   soft_stencil/omp_master  the soft sampler at its defaults on the OpenMP
+#                          reduction kernel (omp_reduce -t 4, long enough for
+#                          some 500 samples at a tick-bound timer): the
+#                          master's three pairs carry at least 3/4 of the
+#                          exact volume (pattern.py --check omp_reduce), half
+#                          when the pairs are unstructured (3 cells of 6);
+#                          the 99.9% Wilson lower bound of the master pairs'
+#                          share of the E events must exceed 1/2 (the events
+#                          weigh the CPU time of their sample, about equal on
+#                          a loop nest).  Fewer than EVENTS_MIN events: SKIP
+#                          with the counts.
 # The samples, events, path and r are printed (INFO).
 . "$(dirname "$0")/../lib.sh"
 
 K="$CT_BUILD/kernels"
 PAT="$CT_ROOT/tests/kernels/pattern.py"
 EVENTS_MIN=10
-for f in "$COMMREC" "$COMMANALYZE" "$K/stencil" "$K/stencil-inst"; do
+for f in "$COMMREC" "$COMMANALYZE" "$K/stencil" "$K/stencil-inst" "$K/omp_reduce"; do
 	if [ ! -x "$f" ]; then
 		skip soft_stencil "build $f first (make)"
 		exit 0
@@ -48,30 +60,70 @@ else
 	done_tests
 fi
 
-rc=0
-"$COMMREC" -q -f -o "$WORK/s.zst" -s soft -- "$K/stencil" -t 4 -c 4096 -s 50000 \
-	>"$WORK/s.out" 2>"$WORK/s.err" || rc=$?
-if [ $rc -ne 0 ]; then
-	fail soft_stencil/record "commrec exited $rc: $(tail -n 3 "$WORK/s.err" | tr '\n' '|')"
-	done_tests
-fi
-"$COMMANALYZE" "$WORK/s.zst" >"$WORK/s.report" 2>&1
-"$COMMANALYZE" info "$WORK/s.zst" >"$WORK/s.info" 2>&1
-"$COMMANALYZE" matrix "$WORK/s.zst" --format csv >"$WORK/s.csv" 2>"$WORK/s.aerr" ||
-	{ fail soft_stencil/matrix "$(head -c 300 "$WORK/s.aerr")"; done_tests; }
-e=$(sed -n 's/^ *communication events *\([0-9]*\).*/\1/p' "$WORK/s.report")
-e=${e:-0}
-samples=$(awk '/^records:/ { gsub(/,/, ""); n = $4 } /^skipped samples:/ { k = $3 } END { print n + k }' "$WORK/s.info")
-usable=$(awk '/^records:/ { gsub(/,/, ""); print $4 }' "$WORK/s.info")
-path=$(sed -n 's/^ *soft_path=//p' "$WORK/s.info")
+# record_soft ID PROGRAM ARGS...: the soft sampler at its defaults; the
+# report, info and CSV matrix of the trace ($WORK/ID.*); ends the tests on
+# a failure
+record_soft() {
+	local id=$1 rc=0
+	shift
+	"$COMMREC" -q -f -o "$WORK/$id.zst" -s soft -- "$@" >"$WORK/$id.out" 2>"$WORK/$id.err" || rc=$?
+	if [ $rc -ne 0 ]; then
+		fail "soft_stencil/record_$id" "commrec exited $rc: $(tail -n 3 "$WORK/$id.err" | tr '\n' '|')"
+		done_tests
+	fi
+	"$COMMANALYZE" "$WORK/$id.zst" >"$WORK/$id.report" 2>&1
+	"$COMMANALYZE" info "$WORK/$id.zst" >"$WORK/$id.info" 2>&1
+	"$COMMANALYZE" matrix "$WORK/$id.zst" --format csv >"$WORK/$id.csv" 2>"$WORK/$id.aerr" ||
+		{ fail "soft_stencil/matrix_$id" "$(head -c 300 "$WORK/$id.aerr")"; done_tests; }
+}
+record_soft s "$K/stencil" -t 4 -c 4096 -s 50000
+# counts ID: events, samples taken, usable samples, the soft path of a recording
+counts() {
+	e=$(sed -n 's/^ *communication events *\([0-9]*\).*/\1/p' "$WORK/$1.report")
+	e=${e:-0}
+	samples=$(awk '/^records:/ { gsub(/,/, ""); n = $4 } /^skipped samples:/ { k = $3 } END { print n + k }' "$WORK/$1.info")
+	usable=$(awk '/^records:/ { gsub(/,/, ""); print $4 }' "$WORK/$1.info")
+	path=$(sed -n 's/^ *soft_path=//p' "$WORK/$1.info")
+}
+counts s
 r=$(python3 "$PAT" --r "$WORK/s.out" "$WORK/s.csv" "$WORK/ex.out" "$WORK/ex.csv")
 rmin=$(python3 "$PAT" --r-min "$e" 3)
 echo "INFO soft_stencil: path ${path:-?}, $samples samples taken ($usable usable), $e events, r=$r against exact (bound $rmin)"
 if [ "$e" -lt "$EVENTS_MIN" ]; then
-	skip soft_stencil/r "too few to decide: $samples samples taken ($usable usable) gave $e communication events, fewer than $EVENTS_MIN (the 99.9% bound of r would be below 0.5)"
+	skip soft_stencil/r "too few to decide: $samples samples taken ($usable usable) gave $e communication events, fewer than $EVENTS_MIN (the 99.9% bound of r would be below 0.5; it reaches 0.8 from 49 events)"
 elif python3 -c "import sys; sys.exit(0 if $r >= $rmin else 1)"; then
 	pass soft_stencil/r
 else
 	fail soft_stencil/r "r=$r < $rmin (the 99.9% bound for $e events)"
+fi
+
+record_soft o "$K/omp_reduce" -t 4 -i 20000
+counts o
+lo=$(python3 - "$PAT" "$WORK/o.out" "$WORK/o.csv" "$e" <<'PY'
+import importlib.util, math, sys
+spec = importlib.util.spec_from_file_location("pattern", sys.argv[1])
+p = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(p)
+m = p.matrix(sys.argv[2], sys.argv[3])
+n = int(sys.argv[4])
+tot = sum(m[i][j] for i, j in p.pairs(m))
+share = sum(m[0][j] for j in range(1, len(m))) / tot if tot else 0.0
+z = 3.29  # 99.9%, one-sided
+lo = 0.0
+if n:
+    c = share + z * z / (2 * n)
+    w = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    lo = (c - w) / (1 + z * z / n)
+print("%.3f %.3f" % (share, lo))
+PY
+)
+share=${lo% *}; lo=${lo#* }
+echo "INFO soft_stencil/omp: path ${path:-?}, $samples samples taken ($usable usable), $e events, master pairs' share $share (99.9% lower bound $lo)"
+if [ "$e" -lt "$EVENTS_MIN" ]; then
+	skip soft_stencil/omp_master "too few to decide: $samples samples taken ($usable usable) gave $e communication events, fewer than $EVENTS_MIN"
+elif python3 -c "import sys; sys.exit(0 if $lo > 0.5 else 1)"; then
+	pass soft_stencil/omp_master
+else
+	fail soft_stencil/omp_master "the master pairs' share $share of $e events: lower bound $lo <= 1/2"
 fi
 done_tests

@@ -416,6 +416,194 @@ static void test_sample_branch_before(void)
 	CHECK_EQ_U(sample(place(code2, sizeof code2, 4), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
 }
 
+/* The forward rule: no memory access at rip, the first one after it whose
+ * address registers the instructions in between leave alone. */
+static void test_sample_next_insn(void)
+{
+	struct dec_regs r = regs();
+	struct dec_access a;
+	/* add ecx,1 ; mov [rbx+4],ecx: ecx is data, not address */
+	static const uint8_t c1[] = { 0x83, 0xc1, 0x01, 0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c1, sizeof c1, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 4);
+	CHECK_EQ_U(a.len, 4);
+	CHECK_EQ_U(a.kind, CT_ACCESS_STORE);
+	CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	/* the stencil kernel's loop: mulsd xmm0,xmm1 ; movsd [r13+rax*8-8],xmm0 */
+	static const uint8_t c2[] = { 0xf2, 0x0f, 0x59, 0xc1,
+	                              0xf2, 0x41, 0x0f, 0x11, 0x44, 0xc5, 0xf8 };
+	CHECK_EQ_U(sample(place(c2, sizeof c2, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, 0x100000ULL * 13 + RAXV * 8 - 8);
+	CHECK_EQ_U(a.len, 8);
+	CHECK_EQ_U(a.kind, CT_ACCESS_STORE);
+	CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	/* lea rax,[rbx+8] ; mov ecx,[rbx]: lea wrote rax only */
+	static const uint8_t c3[] = { 0x48, 0x8d, 0x43, 0x08, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c3, sizeof c3, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	/* seven steps are looked at past rip, not eight */
+	uint8_t c4[8 * 3 + 3];
+	for (int i = 0; i < 8; i++)
+		memcpy(c4 + 3 * i, (const uint8_t[]){ 0x83, 0xc1, 0x01 }, 3);
+	memcpy(c4 + 24, (const uint8_t[]){ 0x89, 0x4b, 0x04 }, 3);
+	CHECK_EQ_U(sample(place(c4 + 3, sizeof c4 - 3, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 4);
+	CHECK_EQ_U(sample(place(c4, sizeof c4, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+}
+
+/* Branches on the way: a direct jmp, and a conditional branch right after a
+ * cmp or test of registers the walk has not written, go where the sample's
+ * registers say. */
+static void test_sample_next_insn_branches(void)
+{
+	struct dec_regs r = regs();
+	struct dec_access a;
+	/* the omp_reduce kernel's dot product, sampled at the cmp closing it:
+	 *   movsd xmm0,[rcx+rdx] ; mulsd xmm0,[rbx+rdx] ; add rdx,8 ;
+	 *   addsd xmm1,xmm0 ; cmp rsi,rdx ; jne (the movsd)
+	 * rsi != rdx: the loop goes on, the next access is the movsd's */
+	static const uint8_t loop[] = { 0xf2, 0x0f, 0x10, 0x04, 0x11, 0xf2, 0x0f, 0x59, 0x04, 0x13,
+	                                0x48, 0x83, 0xc2, 0x08, 0xf2, 0x0f, 0x58, 0xc8,
+	                                0x48, 0x39, 0xd6, 0x75, 0xe9 };
+	CHECK_EQ_U(sample(place(loop, sizeof loop, 18), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RCXV + RDXV);
+	CHECK_EQ_U(a.len, 8);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	/* rsi == rdx: the loop ends, into int3 padding */
+	r.gpr[DEC_RSI] = RDXV;
+	CHECK_EQ_U(sample(place(loop, sizeof loop, 18), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	r = regs();
+	/* jmp +2 ; int3 ; int3 ; mov ecx,[rbx] */
+	static const uint8_t j[] = { 0xeb, 0x02, 0xcc, 0xcc, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(j, sizeof j, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	/* ecx = -1: cmp ecx,5 ; jl +2 is taken (signed), jb +2 is not
+	 * (unsigned), then int3 ; int3 ; mov ecx,[rbx] */
+	r.gpr[DEC_RCX] = 0xffffffffULL;
+	static const uint8_t jl[] = { 0x83, 0xf9, 0x05, 0x7c, 0x02, 0xcc, 0xcc, 0x8b, 0x0b };
+	static const uint8_t jb[] = { 0x83, 0xf9, 0x05, 0x72, 0x02, 0xcc, 0xcc, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(jl, sizeof jl, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+	CHECK_EQ_U(sample(place(jb, sizeof jb, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* test ecx,ecx ; jz +2: ecx = 0 takes it */
+	r.gpr[DEC_RCX] = 0;
+	static const uint8_t jz[] = { 0x85, 0xc9, 0x74, 0x02, 0xcc, 0xcc, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(jz, sizeof jz, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+}
+
+/* The registers as the instructions stepped over change them: mov, lea,
+ * add, sub, inc, dec and xor-zeroing of 32- and 64-bit registers are
+ * computed (a 32-bit write clears the upper half). */
+static void test_sample_next_insn_emulated(void)
+{
+	struct dec_regs r = regs();
+	struct dec_access a;
+	/* add ebx,1 ; mov [rbx+4],ecx */
+	static const uint8_t c1[] = { 0x83, 0xc3, 0x01, 0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c1, sizeof c1, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 1 + 4);
+	CHECK_EQ_U(a.kind, CT_ACCESS_STORE);
+	/* mov ecx,eax ; mov eax,[rbx+rcx*4] */
+	r.gpr[DEC_RAX] = 0xffffffff00000010ULL;
+	static const uint8_t c2[] = { 0x89, 0xc1, 0x8b, 0x04, 0x8b };
+	CHECK_EQ_U(sample(place(c2, sizeof c2, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 0x10 * 4);
+	r = regs();
+	/* lea rax,[rbx+rcx*8+0x10] ; sub rax,8 ; mov ecx,[rax] */
+	static const uint8_t c3[] = { 0x48, 0x8d, 0x44, 0xcb, 0x10, 0x48, 0x83, 0xe8, 0x08,
+	                              0x8b, 0x08 };
+	CHECK_EQ_U(sample(place(c3, sizeof c3, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + RCXV * 8 + 0x10 - 8);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	/* xor esi,esi ; mov ecx,[rdi+rsi] */
+	static const uint8_t c4[] = { 0x31, 0xf6, 0x8b, 0x0c, 0x37 };
+	CHECK_EQ_U(sample(place(c4, sizeof c4, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RDIV);
+	/* sub rsp,8 ; push rax: the slot below the new rsp */
+	static const uint8_t c5[] = { 0x48, 0x83, 0xec, 0x08, 0x50 };
+	CHECK_EQ_U(sample(place(c5, sizeof c5, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RSPV - 16);
+	CHECK_EQ_U(a.kind, CT_ACCESS_STORE);
+	/* libgomp's spin: pause ; add rax,1 ; cmp rax,rdx ; je out ; mov ecx,[rbp]
+	 * with rax + 1 != rdx: the spin goes on, to the load of the flag */
+	static const uint8_t spin[] = { 0xf3, 0x90, 0x48, 0x83, 0xc0, 0x01, 0x48, 0x39, 0xd0,
+	                                0x74, 0x2d, 0x8b, 0x4d, 0x00 };
+	CHECK_EQ_U(sample(place(spin, sizeof spin, 2), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBPV);
+	CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+	/* with rax + 1 == rdx it leaves (a target beyond the bytes read) */
+	r.gpr[DEC_RDX] = RAXV + 1;
+	CHECK_EQ_U(sample(place(spin, sizeof spin, 2), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	r = regs();
+	/* dec ecx ; jnz +2 ; int3 ; int3 ; mov eax,[rbx]: ecx 3 -> 2, taken */
+	static const uint8_t c6[] = { 0xff, 0xc9, 0x75, 0x02, 0xcc, 0xcc, 0x8b, 0x03 };
+	CHECK_EQ_U(sample(place(c6, sizeof c6, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV);
+	/* dec ecx ; jb +2: dec leaves CF alone, unknown */
+	static const uint8_t c7[] = { 0xff, 0xc9, 0x72, 0x02, 0xcc, 0xcc, 0x8b, 0x03 };
+	CHECK_EQ_U(sample(place(c7, sizeof c7, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+}
+
+static void test_sample_next_insn_refused(void)
+{
+	struct dec_regs r = regs();
+	struct dec_access a;
+	/* imul ebx,ebx ; mov [rbx+4],ecx: a base the walk does not compute */
+	static const uint8_t c1[] = { 0x0f, 0xaf, 0xdb, 0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c1, sizeof c1, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* mov bl,1 ; mov [rbx+4],ecx: a partial write */
+	static const uint8_t c2[] = { 0xb3, 0x01, 0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c2, sizeof c2, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* jne +0 at rip ; mov [rbx+4],ecx: the flags were set before the sample */
+	static const uint8_t c3[] = { 0x75, 0x00, 0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c3, sizeof c3, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* imul ecx,ecx ; cmp ecx,4 ; jne +0 ; mov ...: a flag of an unknown value */
+	static const uint8_t c3b[] = { 0x0f, 0xaf, 0xc9, 0x83, 0xf9, 0x04, 0x75, 0x00,
+	                               0x89, 0x4b, 0x04 };
+	CHECK_EQ_U(sample(place(c3b, sizeof c3b, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* jmp rax ; mov ecx,[rbx]: an indirect branch */
+	static const uint8_t c3c[] = { 0xff, 0xe0, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c3c, sizeof c3c, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* lea rbx,[rbx+8] ; mov ecx,[rbx]: computed, rip's reason is kept for
+	 * nothing (the access is found) */
+	static const uint8_t c5[] = { 0x48, 0x8d, 0x5b, 0x08, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c5, sizeof c5, 0), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 8);
+	/* lea rbx,[rbx+8] ; int3: rip's own reason stays */
+	static const uint8_t c5b[] = { 0x48, 0x8d, 0x5b, 0x08, 0xcc };
+	CHECK_EQ_U(sample(place(c5b, sizeof c5b, 0), &r, &a), CT_SKIP_LEA_NOP);
+	/* syscall ; mov ecx,[rbx]: not a straight run */
+	static const uint8_t c6[] = { 0x0f, 0x05, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c6, sizeof c6, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+	/* a new fs base ends it: wrfsbase rax ; mov ecx,[rbx] */
+	static const uint8_t c7[] = { 0xf3, 0x48, 0x0f, 0xae, 0xd0, 0x8b, 0x0b };
+	CHECK_EQ_U(sample(place(c7, sizeof c7, 0), &r, &a), CT_SKIP_NO_MEMORY_OPERAND);
+}
+
+/* A CPU-time timer's sample just after a syscall is kernel time; a perf
+ * sample there (user time only) is the instruction at rip. */
+static void test_sample_after_syscall(void)
+{
+	static const uint8_t code[] = { 0x0f, 0x05, 0x48, 0x8b, 0x43, 0x08 };
+	struct dec_regs r = regs();
+	struct dec_access a;
+	uint64_t rip = place(code, sizeof code, 2);
+	CHECK_EQ_U(sample(rip, &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 8);
+	CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	r.cpu_clock = true;
+	CHECK_EQ_U(sample(rip, &r, &a), CT_SKIP_KERNEL);
+	/* the bytes 0f 05 as the tail of another instruction are not a syscall:
+	 * mov eax,0x050f0000 ; mov rax,[rbx+8] */
+	static const uint8_t code2[] = { 0xb8, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x8b, 0x43, 0x08 };
+	CHECK_EQ_U(sample(place(code2, sizeof code2, 5), &r, &a), 0);
+	CHECK_EQ_U(a.addr, RBXV + 8);
+}
+
 static void test_sample_page_edges(void)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -675,6 +863,11 @@ int main(void)
 	RUN(test_sample_disp_tail);
 	RUN(test_sample_ambiguous);
 	RUN(test_sample_branch_before);
+	RUN(test_sample_next_insn);
+	RUN(test_sample_next_insn_branches);
+	RUN(test_sample_next_insn_emulated);
+	RUN(test_sample_next_insn_refused);
+	RUN(test_sample_after_syscall);
 	RUN(test_sample_page_edges);
 	RUN(test_sample_unreadable_page);
 	RUN(test_check_reader);

@@ -242,6 +242,18 @@ static void run_ring(bool late)
 static void test_ring_in_thread(void) { run_ring(false); }
 static void test_ring_late(void) { run_ring(true); }
 
+/* A decoded perf sample at ip with user registers, rdi as given, the
+ * others 0. */
+static void user_sample(struct perf_rec *r, const uint8_t *ip, uint64_t rdi)
+{
+	memset(r, 0, sizeof *r);
+	r->kind = PERF_REC_SAMPLE;
+	r->regs_abi = PERF_SAMPLE_REGS_ABI_64;
+	r->nregs = V_N;
+	r->ip = r->regs[V_IP] = (uint64_t)(uintptr_t)ip;
+	r->regs[V_DI] = rdi;
+}
+
 /* A late decode reads nothing directly: code unmapped since the sample (a
  * dlclose between the sample and the writer's pass) is a skip, not a
  * crash, even where an earlier decode in the thread learned its page. */
@@ -255,12 +267,7 @@ static void test_late_unmapped(void)
 	memset(page, 0xcc, 4096);
 	memcpy(page + 64, insn[I_LOAD4].b, insn[I_LOAD4].n);
 	struct perf_rec r;
-	memset(&r, 0, sizeof r);
-	r.kind = PERF_REC_SAMPLE;
-	r.regs_abi = PERF_SAMPLE_REGS_ABI_64;
-	r.nregs = V_N;
-	r.ip = r.regs[V_IP] = (uint64_t)(uintptr_t)(page + 64);
-	r.regs[V_DI] = 0x5000;
+	user_sample(&r, page + 64, 0x5000);
 	struct dec_access a;
 	CHECK_EQ_U(soft_sample_access(&r, DEC_PERF_REGS_MASK, 0, false, &a), 0);   /* learns the page */
 	CHECK_EQ_U(a.addr, 0x5008);
@@ -268,6 +275,30 @@ static void test_late_unmapped(void)
 	CHECK_EQ_U(soft_sample_access(&r, DEC_PERF_REGS_MASK, 0, true, &a), CT_SKIP_UNREADABLE_IP);
 	r.ip = r.regs[V_IP] = 0x10;
 	CHECK_EQ_U(soft_sample_access(&r, DEC_PERF_REGS_MASK, 0, true, &a), CT_SKIP_UNREADABLE_IP);
+}
+
+/* A perf sample is user time: right after a syscall it is the user code's
+ * (not kernel time, as a CPU-time timer's would be), and where the
+ * instruction there makes no memory access the next one does (the forward
+ * rule), in the thread and late alike:
+ *   syscall ; add eax,ebx ; mov eax,[rdi+8]   sampled at the add */
+static void test_after_syscall_next_insn(void)
+{
+	static uint8_t buf[128];
+	static const uint8_t c[] = { 0x0f, 0x05, 0x01, 0xd8, 0x8b, 0x47, 0x08 };
+	memset(buf, 0xcc, sizeof buf);
+	memcpy(buf + 64, c, sizeof c);
+	struct perf_rec r;
+	user_sample(&r, buf + 66, 0x5000);
+	for (int late = 0; late < 2; late++) {
+		struct dec_access a;
+		memset(&a, 0xee, sizeof a);
+		CHECK_EQ_U(soft_sample_access(&r, DEC_PERF_REGS_MASK, 0, late, &a), 0);
+		CHECK_EQ_U(a.addr, 0x5008);
+		CHECK_EQ_U(a.len, 4);
+		CHECK_EQ_U(a.kind, CT_ACCESS_LOAD);
+		CHECK_EQ_U(a.flags, CT_SAMPLE_RECONSTRUCTED);
+	}
 }
 
 static void test_tid_map(void)
@@ -301,6 +332,7 @@ int main(void)
 	RUN(test_ring_in_thread);
 	RUN(test_ring_late);
 	RUN(test_late_unmapped);
+	RUN(test_after_syscall_next_insn);
 	RUN(test_tid_map);
 	return check_summary();
 }
