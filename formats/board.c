@@ -10,13 +10,37 @@ void board_init(struct board *b, void *mem, uint32_t size, uint32_t line_size)
 {
 	b->e = mem;
 	atomic_init(&b->recent_n, 0);
-	for (unsigned i = 0; i < BOARD_RECENT; i++)
+	atomic_init(&b->log_n, 0);
+	for (unsigned i = 0; i < BOARD_RECENT; i++) {
 		atomic_init(&b->recent[i], UINT32_MAX);
+		atomic_init(&b->log[i].seq, 0);
+	}
 	b->size = size ? size : 1;
 	b->hash = BOARD_HASH_MOD;
 	b->line_shift = 0;
 	while ((1u << b->line_shift) < line_size && b->line_shift < 31)
 		b->line_shift++;
+}
+
+/* Write *v into e if its sequence number is still seq (even); see board.h. */
+static bool entry_write(struct board_entry *e, uint64_t seq, const struct board_view *v)
+{
+	if (seq & 1)
+		return false;
+	if (!atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
+	                                             memory_order_acquire,
+	                                             memory_order_relaxed))
+		return false;
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&e->addr, v->addr, memory_order_relaxed);
+	atomic_store_explicit(&e->time, v->time, memory_order_relaxed);
+	atomic_store_explicit(&e->ip, v->ip, memory_order_relaxed);
+	atomic_store_explicit(&e->count, v->count, memory_order_relaxed);
+	atomic_store_explicit(&e->thread, v->thread, memory_order_relaxed);
+	atomic_store_explicit(&e->cpu, v->cpu, memory_order_relaxed);
+	atomic_store_explicit(&e->len, v->len, memory_order_relaxed);
+	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+	return true;
 }
 
 bool board_get(const struct board *b, uint64_t addr, struct board_view *v)
@@ -33,23 +57,8 @@ bool board_get_slot(const struct board *b, uint32_t i, struct board_view *v)
 
 bool board_replace(struct board *b, const struct board_slot *slot, const struct board_view *v)
 {
-	struct board_entry *e = &b->e[slot->i];
-	uint64_t seq = slot->seq;
-	if (seq & 1)
+	if (!entry_write(&b->e[slot->i], slot->seq, v))
 		return false;
-	if (!atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
-	                                             memory_order_acquire,
-	                                             memory_order_relaxed))
-		return false;
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&e->addr, v->addr, memory_order_relaxed);
-	atomic_store_explicit(&e->time, v->time, memory_order_relaxed);
-	atomic_store_explicit(&e->ip, v->ip, memory_order_relaxed);
-	atomic_store_explicit(&e->count, v->count, memory_order_relaxed);
-	atomic_store_explicit(&e->thread, v->thread, memory_order_relaxed);
-	atomic_store_explicit(&e->cpu, v->cpu, memory_order_relaxed);
-	atomic_store_explicit(&e->len, v->len, memory_order_relaxed);
-	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
 	uint64_t k = atomic_fetch_add_explicit(&b->recent_n, 1, memory_order_relaxed);
 	atomic_store_explicit(&b->recent[k % BOARD_RECENT], slot->i, memory_order_release);
 	return true;
@@ -95,6 +104,32 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 			*out = v;
 	}
 	return found != 0;
+}
+
+void board_log(struct board *b, const struct board_view *v)
+{
+	uint64_t k = atomic_fetch_add_explicit(&b->log_n, 1, memory_order_relaxed);
+	struct board_entry *e = &b->log[k % BOARD_RECENT];
+	entry_write(e, atomic_load_explicit(&e->seq, memory_order_acquire), v);
+}
+
+unsigned board_pick_logged(const struct board *b, uint32_t self, uint64_t since, uint64_t now,
+                           unsigned probes, struct board_view *out, unsigned max)
+{
+	uint64_t n = atomic_load_explicit(&b->log_n, memory_order_acquire);
+	unsigned got = 0;
+	if (probes > BOARD_RECENT)
+		probes = BOARD_RECENT;
+	if (probes > n)
+		probes = (unsigned)n;
+	for (unsigned k = 0; k < probes && got < max; k++) {
+		struct board_view v;
+		if (!board_read_entry(&b->log[(n - 1 - k) % BOARD_RECENT], &v))
+			continue;
+		if (v.thread != self && v.time >= since && v.time <= now)
+			out[got++] = v;
+	}
+	return got;
 }
 
 unsigned board_choose_words(uint64_t *rnd, uint32_t words, unsigned want, uint32_t *chosen)

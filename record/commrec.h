@@ -37,6 +37,10 @@
 #define REC_INST_PERIOD_DEFAULT 1000
 #define REC_EVENT_PERIOD_MIN 10000       /* pebs, ibs */
 #define REC_THROTTLE_DEFAULT 25          /* percent of a thread's CPU time */
+/* inst's software watchpoints: lines watched per thread and the samples a
+ * watch lives (measured on the kernels: doc/commrec.1, The inst sampler) */
+#define REC_WATCH_LINES_DEFAULT 16
+#define REC_WATCH_LIFE_DEFAULT 16
 
 struct rec_opts {
 	const char *output;          /* -o (default "trace.zst") */
@@ -48,6 +52,8 @@ struct rec_opts {
 	int nevents;
 	int watchpoints;             /* -w, -1 = as many as the machine gives */
 	const char *wp_kind;         /* --watchpoint-kind: software, debug, NULL = by sampler */
+	int watch_lines;             /* --watch-lines: software line watches per thread (-1: default) */
+	int watch_life;              /* --watch-life: samples a line watch lives (-1: default) */
 	int board_size;              /* -b */
 	int line_size;               /* --line-size, 0 = from sysfs */
 	bool no_alloc;               /* --no-alloc */

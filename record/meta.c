@@ -62,6 +62,10 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 	ct_kv_add(kv, "watchpoints", "%d", o->wp_used);
 	ct_kv_add(kv, "watchpoints_available", "%d", o->wp_available);
 	ct_kv_add(kv, "watchpoint_kind", "%s", o->wp_soft ? "software" : "debug");
+	if (o->wp_soft) {
+		ct_kv_add(kv, "watch_lines", "%d", o->watch_lines);
+		ct_kv_add(kv, "watch_life", "%d", o->watch_life);
+	}
 	char detail[256];
 	wp_probe_detail(&o->wp_probe, detail, sizeof detail);
 	ct_kv_add(kv, "watchpoint_probe", "%s", wp_verdict_name(o->wp_probe.verdict));
