@@ -159,7 +159,7 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
 	};
 	if (!have || may_replace(c, h, &v, recent))
 		out->published = board_replace(c->board, &slot, &mine);  /* lines 22-26 */
-	if (lines)
+	if (c->wp_lines)
 		board_log(c->board, &mine);
 }
 
