@@ -80,7 +80,7 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 {
 	uint64_t n = atomic_load_explicit(&b->recent_n, memory_order_acquire);
 	unsigned found = 0;
-	uint32_t seen[BOARD_RECENT];
+	uint32_t seen[BOARD_RECENT];    /* the candidates' slots */
 	if (probes > BOARD_RECENT)
 		probes = BOARD_RECENT;
 	if (probes > n)
@@ -88,15 +88,20 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 	for (unsigned k = 0; k < probes; k++) {
 		uint32_t i = atomic_load_explicit(&b->recent[(n - 1 - k) % BOARD_RECENT],
 		                                  memory_order_relaxed);
-		bool dup = false;
-		for (unsigned j = 0; j < k && !dup; j++)
-			dup = seen[j] == i;
-		seen[k] = i;
 		struct board_view v;
-		if (dup || i >= b->size || !board_read_entry(&b->e[i], &v))
+		if (i >= b->size || !board_read_entry(&b->e[i], &v))
 			continue;
 		if (v.thread == self || v.time < since || v.time > now)
 			continue;
+		/* a slot published twice among the last ones is one candidate
+		 * (its second look reads the same entry: only candidates need
+		 * the comparison, which made the pick quadratic in probes) */
+		bool dup = false;
+		for (unsigned j = 0; j < found && !dup; j++)
+			dup = seen[j] == i;
+		if (dup)
+			continue;
+		seen[found] = i;
 		/* reservoir sampling: each candidate kept with probability 1/found */
 		found++;
 		if (found == 1 || (rnd = rnd * 6364136223846793005ull + 1442695040888963407ull,
@@ -113,20 +118,18 @@ void board_log(struct board *b, const struct board_view *v)
 	entry_write(e, atomic_load_explicit(&e->seq, memory_order_acquire), v);
 }
 
-unsigned board_pick_logged(const struct board *b, uint32_t self, uint64_t since, uint64_t now,
-                           unsigned probes, struct board_view *out, unsigned max)
+unsigned board_pick_logged(const struct board *b, uint32_t self, uint64_t *seen, uint64_t now,
+                           struct board_view *out, unsigned max)
 {
 	uint64_t n = atomic_load_explicit(&b->log_n, memory_order_acquire);
+	uint64_t from = n - *seen < BOARD_RECENT ? *seen : n - BOARD_RECENT;
 	unsigned got = 0;
-	if (probes > BOARD_RECENT)
-		probes = BOARD_RECENT;
-	if (probes > n)
-		probes = (unsigned)n;
-	for (unsigned k = 0; k < probes && got < max; k++) {
+	*seen = n;
+	for (uint64_t k = n; k > from && got < max; k--) {
 		struct board_view v;
-		if (!board_read_entry(&b->log[(n - 1 - k) % BOARD_RECENT], &v))
+		if (!board_read_entry(&b->log[(k - 1) % BOARD_RECENT], &v))
 			continue;
-		if (v.thread != self && v.time >= since && v.time <= now)
+		if (v.thread != self && v.time <= now)
 			out[got++] = v;
 	}
 	return got;

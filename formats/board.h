@@ -165,11 +165,12 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 /* Offer a store sample to line watches: into the log (an entry being
  * written by another thread is left alone: this one is then not logged). */
 void board_log(struct board *b, const struct board_view *v);
-/* The logged store samples of other threads than `self`, logged at or after
- * `since` and not after `now`, among the last `probes` (<= BOARD_RECENT),
- * newest first: up to max of them into out[].  Returns how many. */
-unsigned board_pick_logged(const struct board *b, uint32_t self, uint64_t since, uint64_t now,
-                           unsigned probes, struct board_view *out, unsigned max);
+/* The store samples of other threads than `self` logged since *seen (a
+ * count of board_log calls; at most the last BOARD_RECENT), taken at or
+ * before `now`, newest first: up to max of them into out[]; *seen becomes
+ * the count now.  Returns how many. */
+unsigned board_pick_logged(const struct board *b, uint32_t self, uint64_t *seen, uint64_t now,
+                           struct board_view *out, unsigned max);
 
 /* The watchpoints' random numbers: one xorshift64 step of *state (nonzero). */
 static inline uint64_t board_random(uint64_t *state)

@@ -103,12 +103,12 @@ static bool armed_now(const struct cd_step *out, uint64_t line)
 
 /* Line watches: every candidate among the last logged store samples (see
  * comdetective.h). */
-static void arm_lines(const struct cd_rules *c, uint32_t self, const struct cd_history *h,
+static void arm_lines(const struct cd_rules *c, uint32_t self, struct cd_history *h,
                       const struct cd_access *a, struct cd_lines *l, struct cd_step *out)
 {
 	struct board_view v[CD_ARMS_STEP];
 	unsigned max = c->wp_lines < CD_ARMS_STEP ? c->wp_lines : CD_ARMS_STEP;
-	unsigned n = board_pick_logged(c->board, self, h->s_prev, a->time, BOARD_RECENT, v, max);
+	unsigned n = board_pick_logged(c->board, self, &h->log_seen, a->time, v, max);
 	uint64_t sampled = board_line(c->board, a->addr);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t line = board_line(c->board, v[i].addr);

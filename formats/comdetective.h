@@ -27,10 +27,10 @@
  * free of the debug registers' limits, T watches whole lines, each from
  * one board entry, in up to wp_lines slots (struct cd_lines).  Step 3
  * then becomes, at every sample (a detection too): T's watches armed
- * wp_life or more samples ago end; every store sample among the last
- * BOARD_RECENT logged ones (step 4 logs each, whether the board took it
- * or not: board_log), from another thread, taken at or after T's previous
- * sample and not on the sampled line, is watched (a WP_ARM each, one
+ * wp_life or more samples ago end; every store sample logged since T's
+ * previous sample (step 4 logs each, whether the board took it or not:
+ * board_log; at most the last BOARD_RECENT), from another thread and not
+ * on the sampled line, is watched (a WP_ARM each, one
  * register covering its line; a line already watched takes the newer
  * sample; when the slots are full the oldest watch gives way).  A watch
  * ends at its first hit, which carries the bytes the access touched (true
@@ -85,6 +85,7 @@ struct cd_history {
 	uint64_t s_last, s_prev;    /* times of its last two samples (0: none) */
 	uint64_t st_last, st_prev;  /* times of its last two store samples (0: none) */
 	uint64_t nsamples, nstores;
+	uint64_t log_seen;          /* line watches: board_log calls its arms have looked at */
 };
 
 struct cd_rules {

@@ -26,6 +26,8 @@ static uint64_t features(const struct rec_opts *o)
 	uint64_t f = CT_FEAT_SAMPLES | CT_FEAT_SYMBOLS;
 	if (o->wp_used > 0)
 		f |= CT_FEAT_WATCHPOINTS;
+	if (o->wp_used > 0 && o->wp_soft && o->watch_lines > 0 && !o->full)
+		f |= CT_FEAT_LINE_WATCHES;
 	if (!o->no_alloc)
 		f |= CT_FEAT_ALLOCS;
 	if (o->full)

@@ -39,7 +39,7 @@ enum inst_stat {
 	IS_MAX
 };
 
-#define INST_WBITS 4096        /* granule bits of the software watchpoints' filter */
+#define INST_WMAP 4096         /* granules of the software watchpoints' filter (a byte each) */
 
 struct inst_tls {
 	int64_t left[2];       /* countdown to the next recorded access, per kind */
@@ -48,13 +48,15 @@ struct inst_tls {
 	uintptr_t rd_addr, wr_addr; /* the last __tsan_{read,write}_range (gcc then */
 	size_t rd_len, wr_len;      /* copies with a memcpy call: not twice) */
 	/* Software watchpoints (rt_wp.c): an access starting in a 64-byte
-	 * granule whose bit (INST_WATCHED) is set may touch a watched byte:
-	 * the one test every access pays; the slow path checks the thread's
-	 * watched words or lines.  A watched range sets the bits of its
-	 * granules and of the one before it (an access of up to INST_MAX_LEN
-	 * bytes that starts there may reach it).  w_any: a bit is set. */
+	 * granule whose byte (INST_WATCHED: granule number mod INST_WMAP) is
+	 * set may touch a watched byte: the one test every access pays (a
+	 * byte map: fewer instructions than a bit map); the slow path checks
+	 * the thread's watched words or lines.  A watched range sets the bytes
+	 * of its granules and of the one before it (an access of up to
+	 * INST_MAX_LEN bytes that starts there may reach it).  w_any: one is
+	 * set. */
 	bool w_any;
-	uint64_t w_bits[INST_WBITS / 64];
+	uint8_t w_map[INST_WMAP];
 	bool on;               /* this thread is recorded by the inst sampler */
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
@@ -92,9 +94,8 @@ void inst_watch_hit(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);
  * a tail call that keeps their fast path free of a stack frame. */
 void inst_watched_access(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip);
 #define INST_MAX_LEN 16        /* the longest access of one hook */
-#define INST_WATCHED(addr)                                                                   \
-	__builtin_expect((inst_t.w_bits[((uintptr_t)(addr) >> 12) % (INST_WBITS / 64)] >>       \
-	                  ((uintptr_t)(addr) >> 6 & 63)) & 1, 0)
+#define INST_WATCHED(addr) \
+	__builtin_expect(inst_t.w_map[((uintptr_t)(addr) >> 6) % INST_WMAP] != 0, 0)
 #define INST_WATCH(addr, len, kind, ip)                                                      \
 	do {                                                                                   \
 		if (INST_WATCHED(addr))                                                        \

@@ -10,7 +10,7 @@
  *                 samplers;
  *                 With software watchpoints (COMMTRACE_WP_SOFT=1) every
  *                 access is also tested against the thread's watched lines
- *                 or words (one bit of a per-thread filter: inst_tls.w_bits);
+ *                 or words (one byte of a per-thread filter: inst_tls.w_map);
  *   full mode     (COMMTRACE_FULL=1) the countdown is 1: every access is a
  *                 SAMPLE record with period 1, written straight into the
  *                 thread's record ring (no board, no watchpoints), with
@@ -112,18 +112,20 @@ static void fold_thread(struct inst_tls *T)
 
 /* ---- software watchpoints' filter ------------------------------------------------ */
 
-static void bits_clear(struct inst_tls *T)
+static void map_clear(struct inst_tls *T)
 {
+	if (!T->w_any)
+		return;
 	T->w_any = false;
-	for (unsigned i = 0; i < INST_WBITS / 64; i++)
-		T->w_bits[i] = 0;
+	for (unsigned i = 0; i < INST_WMAP; i++)
+		T->w_map[i] = 0;
 }
 
-/* The filter bits of [lo, hi) (see inst_tls.w_bits). */
-static void bits_set(struct inst_tls *T, uintptr_t lo, uintptr_t hi)
+/* The filter's bytes of [lo, hi) (see inst_tls.w_map). */
+static void map_set(struct inst_tls *T, uintptr_t lo, uintptr_t hi)
 {
 	for (uintptr_t g = (lo - (INST_MAX_LEN - 1)) >> 6; g <= (hi - 1) >> 6; g++)
-		T->w_bits[(g >> 6) % (INST_WBITS / 64)] |= 1ull << (g & 63);
+		T->w_map[g % INST_WMAP] = 1;
 	T->w_any = true;
 }
 
@@ -138,7 +140,7 @@ static void thread_off(struct inst_tls *T, uint32_t index, bool fold)
 	T->on = false;
 	for (int k = 0; k < 2; k++)
 		T->left[k] = T->refill[k] = BIG;
-	bits_clear(T);
+	map_clear(T);
 }
 
 /* ---- clock ------------------------------------------------------------------------ */
@@ -680,17 +682,17 @@ void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip)
 static void inst_watch(struct rt_thread *t)
 {
 	struct inst_tls *T = &inst_t;
-	bits_clear(T);
+	map_clear(T);
 	if (rt_cfg.wp_lines) {
 		for (uint64_t m = t->wlines.live; m; m &= m - 1) {
 			uintptr_t line = (uintptr_t)t->wlines.line[__builtin_ctzll(m)];
-			bits_set(T, line, line + rt_cfg.line_size);
+			map_set(T, line, line + rt_cfg.line_size);
 		}
 		return;
 	}
 	for (int i = 0; t->wp_armed && i < t->nwp; i++)
 		if (t->wp_slot[i] >= 0)
-			bits_set(T, (uintptr_t)t->wp_addr[i], (uintptr_t)t->wp_addr[i] + CD_WORD_BYTES);
+			map_set(T, (uintptr_t)t->wp_addr[i], (uintptr_t)t->wp_addr[i] + CD_WORD_BYTES);
 }
 
 /* The watch [addr, addr+len) touches, if any: a hit (which disarms it). */
@@ -1063,7 +1065,7 @@ static int inst_thread_start(struct rt_thread *t)
 	memset(T->stat, 0, sizeof T->stat);
 	T->done[0] = T->done[1] = 0;
 	T->in_push = false;
-	bits_clear(T);
+	map_clear(T);
 	T->filt_owner = t->index + 1 < FILT_OWNER_MAX ? t->index + 1 : 0;
 	int64_t n = (int64_t)inst_period;
 	for (int k = 0; k < 2; k++)
