@@ -30,10 +30,10 @@
 #define REC_SOFT_PERIOD_DEFAULT 1000     /* soft: CPU microseconds */
 #define REC_SOFT_PERIOD_MIN CT_SOFT_PERIOD_MIN
 #define REC_EVENT_PERIOD_DEFAULT 500000  /* pebs, ibs: events */
-/* inst: accesses.  A watchpoint lives about one period (Algorithm 1's
- * expiry) and a sample with software watchpoints costs about 1.3 us here
- * (1.3 ns per access at this period); at 10000 the kernels' neighbour
- * exchanges, a sweep apart, were no longer caught (doc/commrec.1). */
+/* inst: accesses.  A sample with software watchpoints costs about 1.3 us
+ * here (1.3 ns per access at this period); debug-register-like watches
+ * (a life of 2 samples) caught the kernels' neighbour exchanges only at
+ * this period or shorter, line watches live 16 samples (doc/commrec.1). */
 #define REC_INST_PERIOD_DEFAULT 1000
 #define REC_EVENT_PERIOD_MIN 10000       /* pebs, ibs */
 #define REC_THROTTLE_DEFAULT 25          /* percent of a thread's CPU time */
