@@ -188,7 +188,7 @@ static void check_line_hit(struct emu *e, struct emu_thread *th, const struct ct
 	uint64_t end = line + e->rules.line_size;
 	uint64_t hi = s->addr + len < end ? s->addr + len : end;
 	cd_lines_drop(&th->lines, (unsigned)slot);
-	hit_record(e, r, lo, (unsigned)(hi - lo), (unsigned)slot);
+	hit_record(e, r, lo, hi - lo < 255 ? (unsigned)(hi - lo) : 255, (unsigned)slot);
 }
 
 /* The watcher's access [addr, addr+len): a trap on the first watched word

@@ -706,7 +706,8 @@ static void watch_check(struct rt_thread *t, uintptr_t addr, size_t len, unsigne
 		uintptr_t line = (uintptr_t)t->wlines.line[slot];
 		uintptr_t lo = addr > line ? addr : line;
 		uintptr_t hi = addr + len < line + rt_cfg.line_size ? addr + len : line + rt_cfg.line_size;
-		rt_wp_line_hit(t, (unsigned)slot, lo, (unsigned)(hi - lo), ip, kind);
+		unsigned n = hi - lo < 255 ? (unsigned)(hi - lo) : 255;   /* a record's u8 */
+		rt_wp_line_hit(t, (unsigned)slot, lo, n, ip, kind);
 		return;
 	}
 	for (int i = 0; t->wp_armed && i < t->nwp; i++) {

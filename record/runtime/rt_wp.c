@@ -182,8 +182,10 @@ void rt_wp_thread_stop(struct rt_thread *t, int self)
 		if (t->wp_fd[i] >= 0)
 			ioctl(t->wp_fd[i], PERF_EVENT_IOC_DISABLE, 0);
 	t->wp_armed = 0;
-	if (self)
+	if (self) {
+		t->wlines.live = 0;
 		soft_tell(t);   /* (another thread: the sampler stops the thread's checks) */
+	}
 	if (!self)
 		return;
 	close_all(t);
