@@ -82,8 +82,9 @@ static void usage(FILE *f)
 "                          virtual machines; see --list-samplers) none are\n"
 "                          armed, unless they are software watchpoints\n"
 "      --watchpoint-kind K software (inst only: the instrumentation checks\n"
-"                          every access against the watched words; works on\n"
-"                          every machine; the default with --sampler inst) or\n"
+"                          every access against the watched lines or words;\n"
+"                          works on every machine; the default with\n"
+"                          --sampler inst) or\n"
 "                          debug (debug registers; the default otherwise)\n"
 
 "      --watch-lines N     software watchpoints: whole lines watched per\n"
