@@ -31,11 +31,11 @@
  *   samples:N     the watcher took fewer than N samples since it armed
  * Samples, arms and hits thinned by --period-multiplier are never seen.
  *
- * Software line watches (CONFIG watch_lines > 0, the inst sampler; the
- * emulate model's --watch-lines): each
+ * Software line watches (CONFIG line_watches > 0, the inst sampler; the
+ * emulate model's --line-watches): each
  * WP_ARM watches one line in a slot of the watcher's, kept as the recorder
  * keeps them (formats/comdetective.h, cd_lines_*: the same slots, the same
- * watch_life expiry at its samples); a hit names its slot (reg) and
+ * line_watch_life expiry at its samples); a hit names its slot (reg) and
  * carries the bytes the access touched: true sharing when they overlap the
  * published bytes; weight = period x K x L / (bytes watched) (1 x for a
  * whole line); with the comdetective expiry every recorded hit counts (the
@@ -120,8 +120,8 @@ static void *cd_create(const struct model_setup *s)
 		.threads = cd->hist, .nthreads = s->nthreads,
 	};
 	/* the recorder's line watches; the emulate model's (its options) */
-	unsigned lines = config_uint(s->trace, "watch_lines");
-	unsigned life = config_uint(s->trace, "watch_life");
+	unsigned lines = config_uint(s->trace, "line_watches");
+	unsigned life = config_uint(s->trace, "line_watch_life");
 	if (!lines) {
 		lines = cd->o.watch_lines;
 		life = cd->o.watch_life;

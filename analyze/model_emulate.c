@@ -35,11 +35,11 @@
  * with the access, the PMU interrupt after it).
  * --watchpoints 0 (MODEL_WP_NONE in analysis.h) runs without watchpoints: no
  * arms, samples only.
- * --watch-lines S plays the inst sampler's software watchpoints instead
- * (commrec --watch-lines, --watch-life; the same cd_step): at every sample
+ * --line-watches S plays the inst sampler's software watchpoints instead
+ * (commrec --line-watches, --line-watch-life; the same cd_step): at every sample
  * the thread watches the whole lines of the store samples that other
  * threads took since its previous one, in S slots, each until its first
- * hit or --watch-life samples; a hit carries the slot and the bytes the
+ * hit or --line-watch-life samples; a hit carries the slot and the bytes the
  * access touched in the line.
  *
  * --estimator owner replaces the ComDetective step and its weighting by
@@ -74,7 +74,7 @@ struct emu_thread {
 	uint64_t arm_time;
 	unsigned nwp;
 	uint64_t wp[CT_WP_MAX];
-	struct cd_lines lines;   /* --watch-lines */
+	struct cd_lines lines;   /* --line-watches */
 };
 
 struct emu {

@@ -52,8 +52,8 @@ struct rec_opts {
 	int nevents;
 	int watchpoints;             /* -w, -1 = as many as the machine gives */
 	const char *wp_kind;         /* --watchpoint-kind: software, debug, NULL = by sampler */
-	int watch_lines;             /* --watch-lines: software line watches per thread (-1: default) */
-	int watch_life;              /* --watch-life: samples a line watch lives (-1: default) */
+	int watch_lines;             /* --line-watches: software line watches per thread (-1: default) */
+	int watch_life;              /* --line-watch-life: samples a line watch lives (-1: default) */
 	int board_size;              /* -b */
 	int line_size;               /* --line-size, 0 = from sysfs */
 	bool no_alloc;               /* --no-alloc */

@@ -65,8 +65,8 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 	ct_kv_add(kv, "watchpoints_available", "%d", o->wp_available);
 	ct_kv_add(kv, "watchpoint_kind", "%s", o->wp_soft ? "software" : "debug");
 	if (o->wp_soft) {
-		ct_kv_add(kv, "watch_lines", "%d", o->watch_lines);
-		ct_kv_add(kv, "watch_life", "%d", o->watch_life);
+		ct_kv_add(kv, "line_watches", "%d", o->watch_lines);
+		ct_kv_add(kv, "line_watch_life", "%d", o->watch_life);
 	}
 	char detail[256];
 	wp_probe_detail(&o->wp_probe, detail, sizeof detail);

@@ -87,11 +87,12 @@ static void usage(FILE *f)
 "                          --sampler inst) or\n"
 "                          debug (debug registers; the default otherwise)\n"
 
-"      --watch-lines N     software watchpoints: whole lines watched per\n"
+"      --line-watches N    software watchpoints: whole lines watched per\n"
 "                          thread, 0..%d (default %d; 0: the debug registers'\n"
 "                          way, -w words of one line)\n"
-"      --watch-life N      software line watches: a watch ends when its thread\n"
-"                          has taken N samples since it armed (default %d)\n"
+"      --line-watch-life N software line watches: a watch ends when its\n"
+"                          thread has taken N samples since it armed\n"
+"                          (default %d)\n"
 "      --force-watchpoints arm debug registers even where the probe says they\n"
 "                          do not fire\n"
 "  -b, --board-size N      bulletin board entries (default %d)\n"
@@ -159,8 +160,8 @@ static const struct option long_opts[] = {
 	{"watchpoints", required_argument, NULL, 'w'},
 	{"force-watchpoints", no_argument, NULL, OPT_FORCE_WP},
 	{"watchpoint-kind", required_argument, NULL, OPT_WP_KIND},
-	{"watch-lines", required_argument, NULL, OPT_WATCH_LINES},
-	{"watch-life", required_argument, NULL, OPT_WATCH_LIFE},
+	{"line-watches", required_argument, NULL, OPT_WATCH_LINES},
+	{"line-watch-life", required_argument, NULL, OPT_WATCH_LIFE},
 	{"throttle", required_argument, NULL, OPT_THROTTLE},
 	{"board-size", required_argument, NULL, 'b'},
 	{"line-size", required_argument, NULL, OPT_LINE_SIZE},

@@ -554,7 +554,7 @@ static void line_arm(struct tb *b, uint32_t t, uint64_t time, uint32_t publisher
 	r->u.arm.wp_len[0] = 64;
 }
 
-/* Software line watches (CONFIG watch_lines=4, watch_life=3), period 1000:
+/* Software line watches (CONFIG line_watches=4, line_watch_life=3), period 1000:
  *   T0 stores A+8 at 120; T1 (a load of FAR at 150) watches A's line in
  *   slot 0; its hit at 160 by 8 bytes at A+8: T0 -> T1, true, 1000 x 64 / 64
  *   T0 stores B at 200; T1 (250) watches B's line: slot 0 again (free);
@@ -569,7 +569,7 @@ static void build_lines(struct tb *b)
 {
 	tb_init(b, 2);
 	tb_config(b, "sampler=inst\nperiod=1000\nperiod_unit=accesses\nwatchpoints=4\n"
-	          "watchpoint_kind=software\nwatch_lines=4\nwatch_life=3\nboard_size=127\n"
+	          "watchpoint_kind=software\nline_watches=4\nline_watch_life=3\nboard_size=127\n"
 	          "line_size=64\n");
 	tb_sample(b, 0, 120, A + 8, 8, ST, 1000);
 	tb_sample(b, 1, 150, FAR, 8, LD, 1000);

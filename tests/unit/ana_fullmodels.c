@@ -688,7 +688,7 @@ static void test_emu_defaults(void)
 	tb_free(&b);
 }
 
-/* The inst sampler's software line watches (--watch-lines 4), N = 2:
+/* The inst sampler's software line watches (--line-watches 4), N = 2:
  *   10, 20 T0 stores A+8 twice: the 2nd is sampled, published and logged
  *   30, 40 T1 loads FAR twice: the 2nd is sampled and watches A's whole
  *          line (T0's sample since T1's previous one): slot 0
