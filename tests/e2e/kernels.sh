@@ -27,6 +27,9 @@
 #                          probability below 1e-6)
 #   kernels/omp_master     the sampled OpenMP reduction puts most of its
 #                          volume (> 1/2; exact: > 99%) on the master's pairs
+#   kernels/omp_objects    its top object is the program's own vector (the heap
+#                          block main allocates in omp_reduce.c), not the
+#                          OpenMP runtime's
 # r and the event counts of every kernel are printed (INFO lines).  Sizes
 # keep each run around a second on a loaded 2-core VM.
 . "$(dirname "$0")/../lib.sh"
@@ -169,6 +172,8 @@ print("%.4f" % (sum(m[0][j] for j in range(1, len(m))) / tot if tot else 0))
 PY
 )
 		check "kernels/omp_master" python3 -c "import sys; sys.exit(0 if $share > 0.5 else 1)"
+		"$COMMANALYZE" objects "$WORK/s-$k.zst" --top 1 >"$WORK/s-$k.objects" 2>&1
+		check "kernels/omp_objects" grep -q "allocated at: main (omp_reduce.c:[0-9]*)" "$WORK/s-$k.objects"
 		echo "INFO kernels/omp_reduce: master pairs' share of the sampled volume $share" ;;
 	esac
 done
