@@ -128,6 +128,8 @@ struct model_opts {
 	enum estimator_kind estimator; /* comdetective, emulate: default comdetective */
 	unsigned seed;              /* emulate model: its random draws (default 0) */
 	unsigned owner_stores;      /* owner estimator: its window J (0: the default) */
+	unsigned watch_lines;       /* emulate: software line watches per thread (0: registers) */
+	unsigned watch_life;        /* emulate: samples a line watch lives */
 	enum sync_kind sync;        /* exact model: default SYNC_INCLUDE */
 	const char *model;          /* --model name (default "comdetective") */
 };

@@ -87,6 +87,8 @@ static const char *feature_name(unsigned i, char *buf, size_t cap)
 		return n[i];
 	if (1ull << i == CT_FEAT_FILTERED)
 		return "filtered";
+	if (1ull << i == CT_FEAT_LINE_WATCHES)
+		return "line-watches";
 	snprintf(buf, cap, "bit%u", i);
 	return buf;
 }

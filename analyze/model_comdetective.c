@@ -29,7 +29,17 @@
  *                 its last two samples (loads too) when it armed
  *   ns:N          hit time - publish time <= N
  *   samples:N     the watcher took fewer than N samples since it armed
- * Samples, arms and hits thinned by --period-multiplier are never seen. */
+ * Samples, arms and hits thinned by --period-multiplier are never seen.
+ *
+ * Software line watches (CONFIG line_watches > 0, the inst sampler; the
+ * emulate model's --line-watches): each
+ * WP_ARM watches one line in a slot of the watcher's, kept as the recorder
+ * keeps them (formats/comdetective.h, cd_lines_*: the same slots, the same
+ * line_watch_life expiry at its samples); a hit names its slot (reg) and
+ * carries the bytes the access touched: true sharing when they overlap the
+ * published bytes; weight = period x K x L / (bytes watched) (1 x for a
+ * whole line); with the comdetective expiry every recorded hit counts (the
+ * recorder ended the old watches); --watchpoints 0 ignores them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +56,14 @@ struct cd_thread {
 	struct cd_arm_note note;
 };
 
+/* A thread's software line watches: the slots, and each slot's arm. */
+struct cd_lwatch {
+	struct cd_lines lines;
+	struct ct_wp_arm arm[CD_LINES_MAX];
+	uint64_t period[CD_LINES_MAX];
+	struct cd_arm_note note[CD_LINES_MAX];
+};
+
 struct cd {
 	struct model_opts o;
 	unsigned line_size;
@@ -55,12 +73,23 @@ struct cd {
 	struct cd_rules rules;
 	struct cd_history *hist;             /* Algorithm 1's state of each thread */
 	struct cd_thread *t;
+	struct cd_lwatch *lw;                /* rules.wp_lines: each thread's line watches */
 	struct kfilter kf;
 	struct event_consumer *out;
 	size_t nout;
 };
 
 static void cd_destroy(void *self);
+
+/* An unsigned CONFIG value of the trace, or 0. */
+static unsigned config_uint(const struct ct_trace *t, const char *key)
+{
+	char v[32];
+	if (!t || !ct_trace_meta(t, CT_SEC_CONFIG, key, v, sizeof v))
+		return 0;
+	unsigned long x = strtoul(v, NULL, 10);
+	return x > 1000000 ? 1000000 : (unsigned)x;
+}
 
 static void *cd_create(const struct model_setup *s)
 {
@@ -90,6 +119,24 @@ static void *cd_create(const struct model_setup *s)
 		.expiry_value = cd->o.expiry_value, .line_size = cd->line_size,
 		.threads = cd->hist, .nthreads = s->nthreads,
 	};
+	/* the recorder's line watches; the emulate model's (its options) */
+	unsigned lines = config_uint(s->trace, "line_watches");
+	unsigned life = config_uint(s->trace, "line_watch_life");
+	if (!lines) {
+		lines = cd->o.watch_lines;
+		life = cd->o.watch_life;
+	}
+	if (lines) {
+		cd->rules.wp_lines = lines < CD_LINES_MAX ? lines : CD_LINES_MAX;
+		cd->rules.wp_life = life;
+		if (!cd->rules.wp_life)
+			cd->rules.wp_life = 1;
+		cd->lw = calloc(nt, sizeof *cd->lw);
+		if (!cd->lw) {
+			cd_destroy(cd);
+			return NULL;
+		}
+	}
 	for (size_t i = 0; i < s->nthreads; i++)
 		cd->t[i].last_cpu = UINT32_MAX;
 	return cd;
@@ -108,6 +155,8 @@ static void cd_sample(struct cd *cd, const struct ct_record *r)
 	};
 	struct cd_step st;
 	cd_step(&cd->rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
+	if (cd->lw)
+		cd_lines_expire(&cd->rules, &cd->hist[r->thread], &cd->lw[r->thread].lines);
 	if (!st.detected)
 		return;
 	const struct board_view *e = &st.src;
@@ -122,6 +171,17 @@ static void cd_sample(struct cd *cd, const struct ct_record *r)
 	emit(cd->out, cd->nout, &ev);
 }
 
+/* A line watch's arm: into the slot the recorder gave it. */
+static void line_arm(struct cd *cd, const struct ct_record *r)
+{
+	struct cd_lwatch *lw = &cd->lw[r->thread];
+	unsigned slot = cd_lines_add(&cd->rules, &cd->hist[r->thread], &lw->lines,
+	                             r->u.arm.wp_addr[0]);
+	lw->arm[slot] = r->u.arm;
+	lw->period[slot] = cd->t[r->thread].last_period;
+	cd_arm_noted(&cd->hist[r->thread], r->u.arm.pub_time, &lw->note[slot]);
+}
+
 static void cd_arm(struct cd *cd, const struct ct_record *r)
 {
 	const struct ct_wp_arm *a = &r->u.arm;
@@ -131,6 +191,10 @@ static void cd_arm(struct cd *cd, const struct ct_record *r)
 	if (a->publisher >= cd->nthreads || a->publisher == r->thread || a->nwp < 1 ||
 	    a->nwp > CT_WP_MAX || !h->nsamples)
 		return;
+	if (cd->lw) {
+		line_arm(cd, r);
+		return;
+	}
 	th->armed = true;
 	th->hit_done = false;
 	th->arm = *a;
@@ -138,10 +202,59 @@ static void cd_arm(struct cd *cd, const struct ct_record *r)
 	cd_arm_noted(h, a->pub_time, &th->note);
 }
 
+/* The event of hit r on arm a, armed by a sample of weight `period`;
+ * watched: the bytes of the line it watched. */
+static void hit_event(struct cd *cd, const struct ct_record *r, const struct ct_wp_arm *a,
+                      uint64_t period, unsigned watched)
+{
+	const struct ct_wp_hit *h = &r->u.hit;
+	double scale = (double)cd->line_size / (double)(watched ? watched : 1);
+	if (scale < 1)
+		scale = 1;
+	struct comm_event ev = {
+		.time = r->time, .dst = r->thread, .src = a->publisher,
+		.dst_cpu = h->cpu, .src_cpu = cd->t[a->publisher].last_cpu,
+		.line = board_line(&cd->board, h->addr),
+		.addr = h->addr, .src_addr = a->pub_addr, .len = h->len, .src_len = a->pub_len,
+		.dst_kind = h->kind, .via = COMM_VIA_WATCHPOINT,
+		.true_sharing = ranges_overlap(h->addr, h->len, a->pub_addr, a->pub_len),
+		.ip = h->ip, .src_ip = 0, .weight = (double)period * scale,
+		.var = sampled_var((double)period * scale),
+	};
+	emit(cd->out, cd->nout, &ev);
+}
+
+/* A hit of a line watch: its slot's arm, once. */
+static void line_hit(struct cd *cd, const struct ct_record *r)
+{
+	const struct ct_wp_hit *h = &r->u.hit;
+	struct cd_lwatch *lw = &cd->lw[r->thread];
+	unsigned slot = h->reg;
+	if (slot >= CD_LINES_MAX || !(lw->lines.live >> slot & 1))
+		return;
+	const struct ct_wp_arm *a = &lw->arm[slot];
+	unsigned watched = 0;
+	for (unsigned i = 0; i < a->nwp; i++)
+		watched += a->wp_len[i];
+	if (h->addr < a->wp_addr[0] || h->addr >= a->wp_addr[0] + watched)
+		return;
+	cd_lines_drop(&lw->lines, slot);
+	if (cd->o.watchpoints == MODEL_WP_NONE)
+		return;
+	if (h->addr + h->len > a->wp_addr[0] + watched || !h->len ||
+	    !cd_hit_recent(&cd->rules, &cd->hist[r->thread], &lw->note[slot], r->time))
+		return;
+	hit_event(cd, r, a, lw->period[slot], watched);
+}
+
 static void cd_hit(struct cd *cd, const struct ct_record *r)
 {
 	const struct ct_wp_hit *h = &r->u.hit;
 	struct cd_thread *th = &cd->t[r->thread];
+	if (cd->lw) {
+		line_hit(cd, r);
+		return;
+	}
 	if (!th->armed || th->hit_done || h->reg >= th->arm.nwp)
 		return;
 	unsigned d = th->arm.nwp;
@@ -155,21 +268,7 @@ static void cd_hit(struct cd *cd, const struct ct_record *r)
 	}
 	if (!cd_hit_recent(&cd->rules, &cd->hist[r->thread], &th->note, r->time))
 		return;
-	double scale = (double)cd->line_size / (double)(d * CD_WORD_BYTES);
-	if (scale < 1)
-		scale = 1;
-	const struct ct_wp_arm *a = &th->arm;
-	struct comm_event ev = {
-		.time = r->time, .dst = r->thread, .src = a->publisher,
-		.dst_cpu = h->cpu, .src_cpu = cd->t[a->publisher].last_cpu,
-		.line = board_line(&cd->board, h->addr),
-		.addr = h->addr, .src_addr = a->pub_addr, .len = h->len, .src_len = a->pub_len,
-		.dst_kind = h->kind, .via = COMM_VIA_WATCHPOINT,
-		.true_sharing = ranges_overlap(h->addr, h->len, a->pub_addr, a->pub_len),
-		.ip = h->ip, .src_ip = 0, .weight = (double)th->arm_period * scale,
-		.var = sampled_var((double)th->arm_period * scale),
-	};
-	emit(cd->out, cd->nout, &ev);
+	hit_event(cd, r, &th->arm, th->arm_period, d * CD_WORD_BYTES);
 	th->hit_done = true;
 }
 
@@ -208,6 +307,7 @@ static void cd_destroy(void *self)
 	free(cd->board_mem);
 	free(cd->hist);
 	free(cd->t);
+	free(cd->lw);
 	free(cd);
 }
 

@@ -35,6 +35,12 @@
  * with the access, the PMU interrupt after it).
  * --watchpoints 0 (MODEL_WP_NONE in analysis.h) runs without watchpoints: no
  * arms, samples only.
+ * --line-watches S plays the inst sampler's software watchpoints instead
+ * (commrec --line-watches, --line-watch-life; the same cd_step): at every sample
+ * the thread watches the whole lines of the store samples that other
+ * threads took since its previous one, in S slots, each until its first
+ * hit or --line-watch-life samples; a hit carries the slot and the bytes the
+ * access touched in the line.
  *
  * --estimator owner replaces the ComDetective step and its weighting by
  * the owner estimator (model_exact.c, exact_owner_*): a sampled store
@@ -68,6 +74,7 @@ struct emu_thread {
 	uint64_t arm_time;
 	unsigned nwp;
 	uint64_t wp[CT_WP_MAX];
+	struct cd_lines lines;   /* --line-watches */
 };
 
 struct emu {
@@ -112,6 +119,8 @@ static void *emu_create(const struct model_setup *s)
 	e->rules = (struct cd_rules){
 		.board = e->nwp ? &e->board : NULL, .expiry = CD_EXPIRY_RECORDER,
 		.line_size = line_size,
+		.wp_lines = e->o.watch_lines < CD_LINES_MAX ? e->o.watch_lines : CD_LINES_MAX,
+		.wp_life = e->o.watch_life ? e->o.watch_life : 1,
 	};
 	for (size_t i = 0; i < s->nthreads; i++) {
 		e->t[i].rnd = (((uint64_t)i + 1) << 32) ^ 0x9e3779b97f4a7c15ull ^
@@ -150,6 +159,38 @@ static void arm(struct emu *e, struct emu_thread *th, const struct ct_record *r,
 	e->inner->record(e->in, &rec);
 }
 
+/* A WP_HIT of the watcher's access r for the inner model. */
+static void hit_record(struct emu *e, const struct ct_record *r, uint64_t addr, unsigned len,
+                       unsigned reg)
+{
+	const struct ct_sample *s = &r->u.sample;
+	struct ct_record h = { .type = CT_REC_WP_HIT, .thread = r->thread, .time = r->time };
+	h.u.hit.ip = s->ip;
+	h.u.hit.addr = addr;
+	h.u.hit.len = (uint8_t)len;
+	h.u.hit.reg = (uint8_t)reg;
+	h.u.hit.cpu = s->cpu;
+	h.u.hit.kind = s->kind;
+	e->inner->record(e->in, &h);
+}
+
+/* Line watches: the watch the access touches, if any, hit with the
+ * access's bytes in its line (as the inst runtime). */
+static void check_line_hit(struct emu *e, struct emu_thread *th, const struct ct_record *r)
+{
+	const struct ct_sample *s = &r->u.sample;
+	uint64_t len = s->len ? s->len : 1;
+	int slot = cd_lines_find(&th->lines, e->rules.line_size, s->addr, len);
+	if (slot < 0)
+		return;
+	uint64_t line = th->lines.line[slot];
+	uint64_t lo = s->addr > line ? s->addr : line;
+	uint64_t end = line + e->rules.line_size;
+	uint64_t hi = s->addr + len < end ? s->addr + len : end;
+	cd_lines_drop(&th->lines, (unsigned)slot);
+	hit_record(e, r, lo, hi - lo < 255 ? (unsigned)(hi - lo) : 255, (unsigned)slot);
+}
+
 /* The watcher's access [addr, addr+len): a trap on the first watched word
  * it touches. */
 static void check_hit(struct emu *e, struct emu_thread *th, const struct ct_record *r)
@@ -159,15 +200,8 @@ static void check_hit(struct emu *e, struct emu_thread *th, const struct ct_reco
 	for (unsigned i = 0; i < th->nwp; i++) {
 		if (!ranges_overlap(s->addr, len, th->wp[i], CD_WORD_BYTES))
 			continue;
-		struct ct_record h = { .type = CT_REC_WP_HIT, .thread = r->thread, .time = r->time };
-		h.u.hit.ip = s->ip;
-		h.u.hit.addr = th->wp[i];
-		h.u.hit.len = CD_WORD_BYTES;
-		h.u.hit.reg = (uint8_t)i;
-		h.u.hit.cpu = s->cpu;
-		h.u.hit.kind = s->kind;
 		th->hit = true;
-		e->inner->record(e->in, &h);
+		hit_record(e, r, th->wp[i], CD_WORD_BYTES, i);
 		return;
 	}
 }
@@ -179,7 +213,9 @@ static void emu_record(void *self, const struct ct_record *r)
 		return;
 	const struct ct_sample *s = &r->u.sample;
 	struct emu_thread *th = &e->t[r->thread];
-	if (th->armed && !th->hit)
+	if (e->rules.wp_lines && th->lines.live)
+		check_line_hit(e, th, r);
+	else if (th->armed && !th->hit)
 		check_hit(e, th, r);
 
 	bool store = s->kind != CT_ACCESS_LOAD;
@@ -202,13 +238,18 @@ static void emu_record(void *self, const struct ct_record *r)
 		.len = s->len ? s->len : 1, .store = store,
 	};
 	struct cd_watch w = { .nwp = e->nwp, .armed = th->armed, .hit = th->hit,
-	                      .arm_time = th->arm_time };
+	                      .arm_time = th->arm_time, .lines = &th->lines };
 	struct cd_step st;
 	cd_step(&e->rules, r->thread, &th->hist, &a, &w, &th->rnd, &st);
 	if (st.disarm)
 		th->armed = false;
 	if (st.arm.nwp)
 		arm(e, th, r, &st.arm);
+	for (unsigned i = 0; i < st.narms; i++) {
+		struct ct_record rec = { .type = CT_REC_WP_ARM, .thread = r->thread, .time = r->time };
+		rec.u.arm = st.arms[i].arm;
+		e->inner->record(e->in, &rec);
+	}
 }
 
 static void emu_finish(void *self)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ana.h"
+#include "comdetective.h"
 
 /* ---- the table ------------------------------------------------------------
  * One row per model option: everything else (parsing, canonical text,
@@ -75,6 +76,12 @@ struct model_opt {
 	X("owner-stores", OPT_UINT, owner_stores, 1, OWNER_STORES_MAX, NULL, "default", 0, "J", \
 	  "owner estimator: a sampled store stands for\nthe transfers its line's next J stores own\n" \
 	  "(default 64 x the emulate period)", " emulate ") \
+	X("line-watches", OPT_UINT, watch_lines, 0, CD_LINES_MAX, NULL, "registers", 0, "S", \
+	  "emulate model: software watchpoints, S whole\nlines per thread (commrec --line-watches)", \
+	  " emulate ") \
+	X("line-watch-life", OPT_UINT, watch_life, 1, 1000000, "16", NULL, 0, "N", \
+	  "emulate model: a line watch ends N samples\nafter it armed (commrec --line-watch-life)", \
+	  " emulate ") \
 	X("sync", OPT_SYNC, sync, 0, 0, "include", NULL, 0, "include|exclude|only", \
 	  "exact model: the accesses synchronization\ncalls imply (commrec --full)", " exact ")
 

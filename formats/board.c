@@ -10,13 +10,37 @@ void board_init(struct board *b, void *mem, uint32_t size, uint32_t line_size)
 {
 	b->e = mem;
 	atomic_init(&b->recent_n, 0);
-	for (unsigned i = 0; i < BOARD_RECENT; i++)
+	atomic_init(&b->log_n, 0);
+	for (unsigned i = 0; i < BOARD_RECENT; i++) {
 		atomic_init(&b->recent[i], UINT32_MAX);
+		atomic_init(&b->log[i].seq, 0);
+	}
 	b->size = size ? size : 1;
 	b->hash = BOARD_HASH_MOD;
 	b->line_shift = 0;
 	while ((1u << b->line_shift) < line_size && b->line_shift < 31)
 		b->line_shift++;
+}
+
+/* Write *v into e if its sequence number is still seq (even); see board.h. */
+static bool entry_write(struct board_entry *e, uint64_t seq, const struct board_view *v)
+{
+	if (seq & 1)
+		return false;
+	if (!atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
+	                                             memory_order_acquire,
+	                                             memory_order_relaxed))
+		return false;
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&e->addr, v->addr, memory_order_relaxed);
+	atomic_store_explicit(&e->time, v->time, memory_order_relaxed);
+	atomic_store_explicit(&e->ip, v->ip, memory_order_relaxed);
+	atomic_store_explicit(&e->count, v->count, memory_order_relaxed);
+	atomic_store_explicit(&e->thread, v->thread, memory_order_relaxed);
+	atomic_store_explicit(&e->cpu, v->cpu, memory_order_relaxed);
+	atomic_store_explicit(&e->len, v->len, memory_order_relaxed);
+	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+	return true;
 }
 
 bool board_get(const struct board *b, uint64_t addr, struct board_view *v)
@@ -33,23 +57,8 @@ bool board_get_slot(const struct board *b, uint32_t i, struct board_view *v)
 
 bool board_replace(struct board *b, const struct board_slot *slot, const struct board_view *v)
 {
-	struct board_entry *e = &b->e[slot->i];
-	uint64_t seq = slot->seq;
-	if (seq & 1)
+	if (!entry_write(&b->e[slot->i], slot->seq, v))
 		return false;
-	if (!atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
-	                                             memory_order_acquire,
-	                                             memory_order_relaxed))
-		return false;
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&e->addr, v->addr, memory_order_relaxed);
-	atomic_store_explicit(&e->time, v->time, memory_order_relaxed);
-	atomic_store_explicit(&e->ip, v->ip, memory_order_relaxed);
-	atomic_store_explicit(&e->count, v->count, memory_order_relaxed);
-	atomic_store_explicit(&e->thread, v->thread, memory_order_relaxed);
-	atomic_store_explicit(&e->cpu, v->cpu, memory_order_relaxed);
-	atomic_store_explicit(&e->len, v->len, memory_order_relaxed);
-	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
 	uint64_t k = atomic_fetch_add_explicit(&b->recent_n, 1, memory_order_relaxed);
 	atomic_store_explicit(&b->recent[k % BOARD_RECENT], slot->i, memory_order_release);
 	return true;
@@ -71,7 +80,7 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 {
 	uint64_t n = atomic_load_explicit(&b->recent_n, memory_order_acquire);
 	unsigned found = 0;
-	uint32_t seen[BOARD_RECENT];
+	uint32_t seen[BOARD_RECENT];    /* the candidates' slots */
 	if (probes > BOARD_RECENT)
 		probes = BOARD_RECENT;
 	if (probes > n)
@@ -79,15 +88,20 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 	for (unsigned k = 0; k < probes; k++) {
 		uint32_t i = atomic_load_explicit(&b->recent[(n - 1 - k) % BOARD_RECENT],
 		                                  memory_order_relaxed);
-		bool dup = false;
-		for (unsigned j = 0; j < k && !dup; j++)
-			dup = seen[j] == i;
-		seen[k] = i;
 		struct board_view v;
-		if (dup || i >= b->size || !board_read_entry(&b->e[i], &v))
+		if (i >= b->size || !board_read_entry(&b->e[i], &v))
 			continue;
 		if (v.thread == self || v.time < since || v.time > now)
 			continue;
+		/* a slot published twice among the last ones is one candidate
+		 * (its second look reads the same entry: only candidates need
+		 * the comparison, which made the pick quadratic in probes) */
+		bool dup = false;
+		for (unsigned j = 0; j < found && !dup; j++)
+			dup = seen[j] == i;
+		if (dup)
+			continue;
+		seen[found] = i;
 		/* reservoir sampling: each candidate kept with probability 1/found */
 		found++;
 		if (found == 1 || (rnd = rnd * 6364136223846793005ull + 1442695040888963407ull,
@@ -95,6 +109,30 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 			*out = v;
 	}
 	return found != 0;
+}
+
+void board_log(struct board *b, const struct board_view *v)
+{
+	uint64_t k = atomic_fetch_add_explicit(&b->log_n, 1, memory_order_relaxed);
+	struct board_entry *e = &b->log[k % BOARD_RECENT];
+	entry_write(e, atomic_load_explicit(&e->seq, memory_order_acquire), v);
+}
+
+unsigned board_pick_logged(const struct board *b, uint32_t self, uint64_t *seen, uint64_t now,
+                           struct board_view *out, unsigned max)
+{
+	uint64_t n = atomic_load_explicit(&b->log_n, memory_order_acquire);
+	uint64_t from = n - *seen < BOARD_RECENT ? *seen : n - BOARD_RECENT;
+	unsigned got = 0;
+	*seen = n;
+	for (uint64_t k = n; k > from && got < max; k--) {
+		struct board_view v;
+		if (!board_read_entry(&b->log[(k - 1) % BOARD_RECENT], &v))
+			continue;
+		if (v.thread != self && v.time <= now)
+			out[got++] = v;
+	}
+	return got;
 }
 
 unsigned board_choose_words(uint64_t *rnd, uint32_t words, unsigned want, uint32_t *chosen)

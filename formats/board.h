@@ -56,6 +56,10 @@ struct board {
 	 * board_pick looks for unexpired entries without scanning the board. */
 	_Atomic uint64_t recent_n;
 	_Atomic uint32_t recent[BOARD_RECENT];
+	/* The last BOARD_RECENT store samples offered to other threads' line
+	 * watches (board_log), whether the board took them or not (a ring). */
+	_Atomic uint64_t log_n;
+	struct board_entry log[BOARD_RECENT];
 };
 
 struct board_view {             /* a consistent copy of one entry */
@@ -157,6 +161,16 @@ bool board_publish(struct board *b, uint64_t addr, uint8_t len, uint32_t thread,
  * (rnd: a random number).  true with *v if one was found. */
 bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t now,
                 uint64_t rnd, unsigned probes, struct board_view *v);
+
+/* Offer a store sample to line watches: into the log (an entry being
+ * written by another thread is left alone: this one is then not logged). */
+void board_log(struct board *b, const struct board_view *v);
+/* The store samples of other threads than `self` logged since *seen (a
+ * count of board_log calls; at most the last BOARD_RECENT), taken at or
+ * before `now`, newest first: up to max of them into out[]; *seen becomes
+ * the count now.  Returns how many. */
+unsigned board_pick_logged(const struct board *b, uint32_t self, uint64_t *seen, uint64_t now,
+                           struct board_view *out, unsigned max);
 
 /* The watchpoints' random numbers: one xorshift64 step of *state (nonzero). */
 static inline uint64_t board_random(uint64_t *state)

@@ -92,13 +92,49 @@ static void try_arm(const struct cd_rules *c, uint32_t self, const struct cd_his
 	}
 }
 
+/* Was the line at `line` armed earlier in this step? */
+static bool armed_now(const struct cd_step *out, uint64_t line)
+{
+	for (unsigned i = 0; i < out->narms; i++)
+		if (out->arms[i].arm.wp_addr[0] == line)
+			return true;
+	return false;
+}
+
+/* Line watches: every candidate among the last logged store samples (see
+ * comdetective.h). */
+static void arm_lines(const struct cd_rules *c, uint32_t self, struct cd_history *h,
+                      const struct cd_access *a, struct cd_lines *l, struct cd_step *out)
+{
+	struct board_view v[CD_ARMS_STEP];
+	unsigned max = c->wp_lines < CD_ARMS_STEP ? c->wp_lines : CD_ARMS_STEP;
+	unsigned n = board_pick_logged(c->board, self, &h->log_seen, a->time, v, max);
+	uint64_t sampled = board_line(c->board, a->addr);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t line = board_line(c->board, v[i].addr);
+		if (line == sampled || armed_now(out, line))
+			continue;           /* the board's lookup decides about the sampled line;
+			                       a line logged twice: its newest sample */
+		struct cd_line_arm *la = &out->arms[out->narms++];
+		la->slot = cd_lines_add(c, h, l, line);
+		la->arm.pub_time = v[i].time;
+		la->arm.pub_addr = v[i].addr;
+		la->arm.pub_len = v[i].len;
+		la->arm.publisher = v[i].thread;
+		cd_line_registers(&la->arm, line, c->line_size);
+	}
+}
+
 void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
              const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
              struct cd_step *out)
 {
 	out->detected = out->disarm = out->published = false;
 	out->arm.nwp = 0;           /* (a memset of *out costs more than the rest) */
+	out->narms = 0;
 	history_add(h, a->time, a->store);
+	struct cd_lines *lines = c->wp_lines && w ? w->lines : NULL;
+	out->lines_changed = lines && cd_lines_expire(c, h, lines);
 	if (!c->board)
 		return;
 	struct board_view v;
@@ -110,16 +146,21 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
 		out->detected = true;   /* lines 11-17 */
 		out->src = v;
 		h->t_prev = v.time;
-	} else {
+	} else if (!lines) {
 		try_arm(c, self, h, a->time, w, rnd, out);
 	}
-	if (a->store && (!have || may_replace(c, h, &v, recent))) {
-		struct board_view mine = {
-			.addr = a->addr, .time = a->time, .ip = a->ip, .count = h->nstores,
-			.thread = self, .cpu = a->cpu, .len = a->len,
-		};
+	if (lines)
+		arm_lines(c, self, h, a, lines, out);
+	if (!a->store)
+		return;
+	struct board_view mine = {
+		.addr = a->addr, .time = a->time, .ip = a->ip, .count = h->nstores,
+		.thread = self, .cpu = a->cpu, .len = a->len,
+	};
+	if (!have || may_replace(c, h, &v, recent))
 		out->published = board_replace(c->board, &slot, &mine);  /* lines 22-26 */
-	}
+	if (c->wp_lines)
+		board_log(c->board, &mine);
 }
 
 void cd_arm_noted(const struct cd_history *h, uint64_t pub_time, struct cd_arm_note *n)
@@ -132,5 +173,63 @@ void cd_arm_noted(const struct cd_history *h, uint64_t pub_time, struct cd_arm_n
 bool cd_hit_recent(const struct cd_rules *c, const struct cd_history *h,
                    const struct cd_arm_note *n, uint64_t time)
 {
+	if (c->wp_lines && c->expiry == CD_EXPIRY_INTERVAL)
+		return true;            /* the recorder ended the old ones (wp_life) */
 	return within(c, age(time, n->pub_time), h->nsamples - n->nsamples, n->interval);
+}
+
+bool cd_lines_expire(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l)
+{
+	uint64_t before = l->live;
+	for (uint64_t m = l->live; m; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctzll(m);
+		if (h->nsamples - l->born[i] >= c->wp_life)
+			l->live &= ~(1ull << i);
+	}
+	return l->live != before;
+}
+
+unsigned cd_lines_add(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l,
+                      uint64_t line)
+{
+	unsigned cap = c->wp_lines < CD_LINES_MAX ? c->wp_lines : CD_LINES_MAX;
+	unsigned slot = cap, oldest = cap;
+	for (unsigned i = 0; i < cap; i++) {
+		bool live = l->live >> i & 1;
+		if (live && l->line[i] == line) {
+			slot = i;           /* the newer entry takes the line's watch */
+			break;
+		}
+		if (!live && slot == cap)
+			slot = i;
+		if (live && (oldest == cap || l->born[i] < l->born[oldest]))
+			oldest = i;
+	}
+	if (slot == cap)
+		slot = oldest < cap ? oldest : 0;
+	l->live |= 1ull << slot;
+	l->line[slot] = line;
+	l->born[slot] = h->nsamples;
+	return slot;
+}
+
+int cd_lines_find(const struct cd_lines *l, unsigned line_size, uint64_t addr, uint64_t len)
+{
+	for (uint64_t m = l->live; m; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctzll(m);
+		if (addr < l->line[i] + line_size && addr + len > l->line[i])
+			return (int)i;
+	}
+	return -1;
+}
+
+void cd_line_registers(struct ct_wp_arm *arm, uint64_t line, unsigned line_size)
+{
+	unsigned n = 0;
+	for (unsigned off = 0; off < line_size && n < CT_WP_MAX; off += CD_REG_BYTES, n++) {
+		unsigned left = line_size - off;
+		arm->wp_addr[n] = line + off;
+		arm->wp_len[n] = (uint8_t)(left < CD_REG_BYTES ? left : CD_REG_BYTES);
+	}
+	arm->nwp = (uint8_t)n;
 }

@@ -23,6 +23,19 @@
  * Arming comes before publishing: the pick looks at the last publications,
  * and T's own would push one out.
  *
+ * Line watches (software watchpoints, c->wp_lines > 0; the inst sampler):
+ * free of the debug registers' limits, T watches whole lines, each from
+ * one board entry, in up to wp_lines slots (struct cd_lines).  Step 3
+ * then becomes, at every sample (a detection too): T's watches armed
+ * wp_life or more samples ago end; every store sample logged since T's
+ * previous sample (step 4 logs each, whether the board took it or not:
+ * board_log; at most the last BOARD_RECENT), from another thread and not
+ * on the sampled line, is watched (a WP_ARM each, one
+ * register covering its line; a line already watched takes the newer
+ * sample; when the slots are full the oldest watch gives way).  A watch
+ * ends at its first hit, which carries the bytes the access touched (true
+ * or false sharing from the two accesses' bytes, as the exact model).
+ *
  * Expiry rules (enum cd_expiry), for an entry E published by thread P:
  *   CD_EXPIRY_RECORDER  the recorder's: any E is a detection; T replaces E
  *                       when E was published before T's previous store
@@ -55,6 +68,9 @@
 #include "commtrace.h"
 
 #define CD_WORD_BYTES 8     /* M: bytes one debug register watches */
+#define CD_LINES_MAX 64     /* line watches per thread, at most */
+#define CD_ARMS_STEP 16     /* line watches one sample arms, at most */
+#define CD_REG_BYTES 128    /* a line watch's register covers at most this (u8 wp_len) */
 
 enum cd_expiry {
 	CD_EXPIRY_INTERVAL = 0,
@@ -69,6 +85,7 @@ struct cd_history {
 	uint64_t s_last, s_prev;    /* times of its last two samples (0: none) */
 	uint64_t st_last, st_prev;  /* times of its last two store samples (0: none) */
 	uint64_t nsamples, nstores;
+	uint64_t log_seen;          /* line watches: board_log calls its arms have looked at */
 };
 
 struct cd_rules {
@@ -80,6 +97,18 @@ struct cd_rules {
 	 * entry's publisher (INTERVAL, SAMPLES); may be NULL for the others. */
 	const struct cd_history *threads;
 	size_t nthreads;
+	/* Line watches (see above); 0: debug registers' words (struct cd_watch). */
+	unsigned wp_lines;          /* slots per thread, at most CD_LINES_MAX */
+	unsigned wp_life;           /* a watch ends when its watcher has taken this many
+	                               samples since it armed (at least 1) */
+};
+
+/* One thread's line watches: slot i (bit i of live) watches the line at
+ * line[i], armed when the watcher had taken born[i] samples. */
+struct cd_lines {
+	uint64_t live;
+	uint64_t line[CD_LINES_MAX];
+	uint64_t born[CD_LINES_MAX];
 };
 
 struct cd_access {              /* the sampled access */
@@ -93,6 +122,12 @@ struct cd_watch {               /* the sampling thread's watchpoints */
 	unsigned nwp;               /* registers it can arm (0: it never arms) */
 	bool armed, hit;            /* armed now; one of them trapped since */
 	uint64_t arm_time;          /* when they were armed */
+	struct cd_lines *lines;     /* c->wp_lines: its line watches (cd_step updates them) */
+};
+
+struct cd_line_arm {            /* a line watch armed by cd_step */
+	unsigned slot;
+	struct ct_wp_arm arm;       /* its WP_ARM record's fields */
 };
 
 struct cd_step {                /* fields after a false flag are undefined */
@@ -103,6 +138,10 @@ struct cd_step {                /* fields after a false flag are undefined */
 	                               the entry arm.pub_* (a WP_ARM record; the
 	                               fields past nwp undefined) */
 	bool published;
+	/* line watches: the ones armed (in order), and whether any ended */
+	unsigned narms;
+	struct cd_line_arm arms[CD_ARMS_STEP];
+	bool lines_changed;
 };
 
 /* One sample of thread `self`, whose history is h.  w: its watchpoints, or
@@ -112,6 +151,27 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
              const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
              struct cd_step *out);
 
+/* Line watches (c->wp_lines > 0), for those who replay recorded ones (the
+ * comdetective model) the same way cd_step keeps them:
+ * cd_lines_expire  at each sample, after cd_step: end the watches armed
+ *                  wp_life or more samples ago (h: the watcher's history);
+ *                  true if one ended;
+ * cd_lines_add     a watch on the line at `line` armed now: its slot;
+ * cd_lines_find    the slot of a live watch (of lines of line_size bytes)
+ *                  that [addr, addr+len) touches, or -1;
+ * cd_lines_drop    end slot's watch (its hit). */
+bool cd_lines_expire(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l);
+unsigned cd_lines_add(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l,
+                      uint64_t line);
+int cd_lines_find(const struct cd_lines *l, unsigned line_size, uint64_t addr, uint64_t len);
+static inline void cd_lines_drop(struct cd_lines *l, unsigned slot)
+{
+	l->live &= ~(1ull << slot);
+}
+/* A WP_ARM's registers for a watch of the whole line at `line` (size
+ * line_size): consecutive ranges of at most CD_REG_BYTES. */
+void cd_line_registers(struct ct_wp_arm *arm, uint64_t line, unsigned line_size);
+
 /* What the watchpoint expiry needs of an arm, noted when the watcher
  * (history h, right after the sample that armed) arms. */
 struct cd_arm_note {
@@ -120,7 +180,9 @@ struct cd_arm_note {
 	uint64_t nsamples;          /* the watcher's samples then */
 };
 void cd_arm_noted(const struct cd_history *h, uint64_t pub_time, struct cd_arm_note *n);
-/* Is a hit at `time` on that arm still recent?  h: the watcher's history now. */
+/* Is a hit at `time` on that arm still recent?  h: the watcher's history now.
+ * Line watches end by their own rule (wp_life): the comdetective rule
+ * counts every hit the recorder reported. */
 bool cd_hit_recent(const struct cd_rules *c, const struct cd_history *h,
                    const struct cd_arm_note *n, uint64_t time);
 

@@ -27,7 +27,7 @@ extern "C" {
 
 /* ---- versions ---------------------------------------------------------- */
 
-#define CT_FORMAT_VERSION 3     /* written by this library (FORMAT.md, Changelog) */
+#define CT_FORMAT_VERSION 4     /* written by this library (FORMAT.md, Changelog) */
 #define CT_FORMAT_MIN_READ 1    /* oldest version this library reads */
 
 /* Feature bits in the header: what kinds of content a trace may hold.  A
@@ -40,7 +40,8 @@ extern "C" {
 #define CT_FEAT_FUNCS        (1ull << 4)  /* function entry/exit records */
 #define CT_FEAT_SYMBOLS      (1ull << 5)  /* embedded symbol sections */
 #define CT_FEAT_FILTERED     (1ull << 32) /* required: a filtered full trace (FORMAT.md) */
-#define CT_FEATURES_KNOWN    (((1ull << 6) - 1) | CT_FEAT_FILTERED)
+#define CT_FEAT_LINE_WATCHES (1ull << 33) /* required: software line watches (FORMAT.md) */
+#define CT_FEATURES_KNOWN    (((1ull << 6) - 1) | CT_FEAT_FILTERED | CT_FEAT_LINE_WATCHES)
 #define CT_FEATURES_REQUIRED_MASK 0xffffffff00000000ull
 
 /* ---- records ----------------------------------------------------------- */

@@ -30,13 +30,17 @@
 #define REC_SOFT_PERIOD_DEFAULT 1000     /* soft: CPU microseconds */
 #define REC_SOFT_PERIOD_MIN CT_SOFT_PERIOD_MIN
 #define REC_EVENT_PERIOD_DEFAULT 500000  /* pebs, ibs: events */
-/* inst: accesses.  A watchpoint lives about one period (Algorithm 1's
- * expiry) and a sample with software watchpoints costs about 1.3 us here
- * (1.3 ns per access at this period); at 10000 the kernels' neighbour
- * exchanges, a sweep apart, were no longer caught (doc/commrec.1). */
+/* inst: accesses.  A sample with software watchpoints costs about 1.3 us
+ * here (1.3 ns per access at this period); debug-register-like watches
+ * (a life of 2 samples) caught the kernels' neighbour exchanges only at
+ * this period or shorter, line watches live 16 samples (doc/commrec.1). */
 #define REC_INST_PERIOD_DEFAULT 1000
 #define REC_EVENT_PERIOD_MIN 10000       /* pebs, ibs */
 #define REC_THROTTLE_DEFAULT 25          /* percent of a thread's CPU time */
+/* inst's software watchpoints: lines watched per thread and the samples a
+ * watch lives (measured on the kernels: doc/commrec.1, The inst sampler) */
+#define REC_WATCH_LINES_DEFAULT 16
+#define REC_WATCH_LIFE_DEFAULT 16
 
 struct rec_opts {
 	const char *output;          /* -o (default "trace.zst") */
@@ -48,6 +52,8 @@ struct rec_opts {
 	int nevents;
 	int watchpoints;             /* -w, -1 = as many as the machine gives */
 	const char *wp_kind;         /* --watchpoint-kind: software, debug, NULL = by sampler */
+	int watch_lines;             /* --line-watches: software line watches per thread (-1: default) */
+	int watch_life;              /* --line-watch-life: samples a line watch lives (-1: default) */
 	int board_size;              /* -b */
 	int line_size;               /* --line-size, 0 = from sysfs */
 	bool no_alloc;               /* --no-alloc */

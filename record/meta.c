@@ -26,6 +26,8 @@ static uint64_t features(const struct rec_opts *o)
 	uint64_t f = CT_FEAT_SAMPLES | CT_FEAT_SYMBOLS;
 	if (o->wp_used > 0)
 		f |= CT_FEAT_WATCHPOINTS;
+	if (o->wp_used > 0 && o->wp_soft && o->watch_lines > 0 && !o->full)
+		f |= CT_FEAT_LINE_WATCHES;
 	if (!o->no_alloc)
 		f |= CT_FEAT_ALLOCS;
 	if (o->full)
@@ -62,6 +64,10 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 	ct_kv_add(kv, "watchpoints", "%d", o->wp_used);
 	ct_kv_add(kv, "watchpoints_available", "%d", o->wp_available);
 	ct_kv_add(kv, "watchpoint_kind", "%s", o->wp_soft ? "software" : "debug");
+	if (o->wp_soft) {
+		ct_kv_add(kv, "line_watches", "%d", o->watch_lines);
+		ct_kv_add(kv, "line_watch_life", "%d", o->watch_life);
+	}
 	char detail[256];
 	wp_probe_detail(&o->wp_probe, detail, sizeof detail);
 	ct_kv_add(kv, "watchpoint_probe", "%s", wp_verdict_name(o->wp_probe.verdict));

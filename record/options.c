@@ -10,6 +10,7 @@
 
 #include "commrec.h"
 #include "commtrace.h"
+#include "comdetective.h"
 
 #ifndef CT_VERSION
 #define CT_VERSION "0.0.0"
@@ -81,9 +82,17 @@ static void usage(FILE *f)
 "                          virtual machines; see --list-samplers) none are\n"
 "                          armed, unless they are software watchpoints\n"
 "      --watchpoint-kind K software (inst only: the instrumentation checks\n"
-"                          every access against the watched words; works on\n"
-"                          every machine; the default with --sampler inst) or\n"
+"                          every access against the watched lines or words;\n"
+"                          works on every machine; the default with\n"
+"                          --sampler inst) or\n"
 "                          debug (debug registers; the default otherwise)\n"
+
+"      --line-watches N    software watchpoints: whole lines watched per\n"
+"                          thread, 0..%d (default %d; 0: the debug registers'\n"
+"                          way, -w words of one line)\n"
+"      --line-watch-life N software line watches: a watch ends when its\n"
+"                          thread has taken N samples since it armed\n"
+"                          (default %d)\n"
 "      --force-watchpoints arm debug registers even where the probe says they\n"
 "                          do not fire\n"
 "  -b, --board-size N      bulletin board entries (default %d)\n"
@@ -108,7 +117,8 @@ static void usage(FILE *f)
 "loaded, join failed); 126 if PROGRAM is not executable; 127 if not found.\n"
 "See commrec(1).\n",
 		REC_SOFT_PERIOD_DEFAULT, REC_SOFT_PERIOD_MIN, REC_EVENT_PERIOD_DEFAULT,
-		REC_EVENT_PERIOD_MIN, REC_INST_PERIOD_DEFAULT, REC_THROTTLE_DEFAULT, CT_WP_MAX, 127, REC_EXIT_FAILED);
+		REC_EVENT_PERIOD_MIN, REC_INST_PERIOD_DEFAULT, REC_THROTTLE_DEFAULT, CT_WP_MAX,
+		CD_LINES_MAX, REC_WATCH_LINES_DEFAULT, REC_WATCH_LIFE_DEFAULT, 127, REC_EXIT_FAILED);
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -138,7 +148,7 @@ static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 
 enum {
 	OPT_LINE_SIZE = 256, OPT_NO_ALLOC, OPT_FULL, OPT_KEEP_SPOOL, OPT_LIST_SAMPLERS,
-	OPT_RECOVER, OPT_FORCE_WP, OPT_THROTTLE, OPT_WP_KIND,
+	OPT_RECOVER, OPT_FORCE_WP, OPT_THROTTLE, OPT_WP_KIND, OPT_WATCH_LINES, OPT_WATCH_LIFE,
 };
 
 static const struct option long_opts[] = {
@@ -150,6 +160,8 @@ static const struct option long_opts[] = {
 	{"watchpoints", required_argument, NULL, 'w'},
 	{"force-watchpoints", no_argument, NULL, OPT_FORCE_WP},
 	{"watchpoint-kind", required_argument, NULL, OPT_WP_KIND},
+	{"line-watches", required_argument, NULL, OPT_WATCH_LINES},
+	{"line-watch-life", required_argument, NULL, OPT_WATCH_LIFE},
 	{"throttle", required_argument, NULL, OPT_THROTTLE},
 	{"board-size", required_argument, NULL, 'b'},
 	{"line-size", required_argument, NULL, OPT_LINE_SIZE},
@@ -198,6 +210,8 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 	o->output = "trace.zst";
 	o->sampler = "auto";
 	o->watchpoints = -1;
+	o->watch_lines = REC_WATCH_LINES_DEFAULT;
+	o->watch_life = REC_WATCH_LIFE_DEFAULT;
 	o->throttle_share = REC_THROTTLE_DEFAULT / 100.0;
 	o->board_size = 127;
 	*list_samplers = false;
@@ -250,6 +264,17 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 				return bad("unknown watchpoint kind '%s': expected software or debug",
 				           optarg);
 			o->wp_kind = optarg;
+			break;
+		case OPT_WATCH_LINES:
+			if (!parse_u64(optarg, 0, CD_LINES_MAX, &v))
+				return bad("invalid number of watched lines '%s': expected 0..%d", optarg,
+				           CD_LINES_MAX);
+			o->watch_lines = (int)v;
+			break;
+		case OPT_WATCH_LIFE:
+			if (!parse_u64(optarg, 1, 1000000, &v))
+				return bad("invalid watch life '%s': expected 1..1000000 samples", optarg);
+			o->watch_life = (int)v;
 			break;
 		case OPT_THROTTLE:
 			if (!parse_u64(optarg, 0, 100, &v))

@@ -26,6 +26,8 @@
 #define CT_ENV_NO_ALLOC    "COMMTRACE_NO_ALLOC"     /* "1": no allocation records */
 #define CT_ENV_FULL        "COMMTRACE_FULL"         /* inst: "1": every access */
 #define CT_ENV_VERBOSE     "COMMTRACE_VERBOSE"      /* 0 quiet, 1 normal, 2+ debug */
+#define CT_ENV_WP_LINES    "COMMTRACE_WP_LINES"     /* software watchpoints: lines watched per thread (0: words) */
+#define CT_ENV_WP_LIFE     "COMMTRACE_WP_LIFE"      /* software line watches: samples a watch lives */
 #define CT_ENV_WP_SOFT     "COMMTRACE_WP_SOFT"      /* "1": software watchpoints (a sampler that sees every access: inst) */
 #define CT_ENV_PID         "COMMTRACE_PID"          /* pid the settings are for: a forked child ignores them */
 

@@ -39,19 +39,24 @@ enum inst_stat {
 	IS_MAX
 };
 
+#define INST_WMAP 4096         /* granules of the software watchpoints' filter (a byte each) */
+
 struct inst_tls {
 	int64_t left[2];       /* countdown to the next recorded access, per kind */
-	/* Software watchpoints (rt_wp.c): an access at a with a - w_lo < w_span
-	 * may touch a watched word (w_span 0: nothing watched, the one compare
-	 * that every access pays); w_addr[i] is the word of register w_reg[i]. */
-	uintptr_t w_lo, w_span;
 	int64_t refill[2];     /* the value left[] was last set to */
 	uint64_t done[2];      /* accesses counted before the last refill */
 	uintptr_t rd_addr, wr_addr; /* the last __tsan_{read,write}_range (gcc then */
 	size_t rd_len, wr_len;      /* copies with a memcpy call: not twice) */
-	uint64_t w_addr[CT_WP_MAX];
-	int8_t w_reg[CT_WP_MAX];
-	int w_n;
+	/* Software watchpoints (rt_wp.c): an access starting in a 64-byte
+	 * granule whose byte (INST_WATCHED: granule number mod INST_WMAP) is
+	 * set may touch a watched byte: the one test every access pays (a
+	 * byte map: fewer instructions than a bit map); the slow path checks
+	 * the thread's watched words or lines.  A watched range sets the bytes
+	 * of its granules and of the one before it (an access of up to
+	 * INST_MAX_LEN bytes that starts there may reach it).  w_any: one is
+	 * set. */
+	bool w_any;
+	uint8_t w_map[INST_WMAP];
 	bool on;               /* this thread is recorded by the inst sampler */
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
@@ -83,14 +88,14 @@ void inst_post(struct inst_pend *p);
  * per touched cache line (len = bytes in that line). */
 void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip);
 /* Software watchpoints: the thread's access of len bytes at addr (kind, at
- * ip) may touch a watched word: a WP_HIT if it does. */
+ * ip) may touch a watched word or line: a WP_HIT if it does. */
 void inst_watch_hit(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);
 /* The same, then the access's countdown (idx): the plain hooks' slow path,
  * a tail call that keeps their fast path free of a stack frame. */
 void inst_watched_access(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip);
 #define INST_MAX_LEN 16        /* the longest access of one hook */
 #define INST_WATCHED(addr) \
-	__builtin_expect((uintptr_t)(addr) - inst_t.w_lo < inst_t.w_span, 0)
+	__builtin_expect(inst_t.w_map[((uintptr_t)(addr) >> 6) % INST_WMAP] != 0, 0)
 #define INST_WATCH(addr, len, kind, ip)                                                      \
 	do {                                                                                   \
 		if (INST_WATCHED(addr))                                                        \

@@ -9,8 +9,8 @@
  *                 bulletin board and the watchpoints work as for the PMU
  *                 samplers;
  *                 With software watchpoints (COMMTRACE_WP_SOFT=1) every
- *                 access is also compared with the thread's watched words
- *                 (one compare while none is watched: inst_tls.w_span);
+ *                 access is also tested against the thread's watched lines
+ *                 or words (one byte of a per-thread filter: inst_tls.w_map);
  *   full mode     (COMMTRACE_FULL=1) the countdown is 1: every access is a
  *                 SAMPLE record with period 1, written straight into the
  *                 thread's record ring (no board, no watchpoints), with
@@ -110,6 +110,25 @@ static void fold_thread(struct inst_tls *T)
 		atomic_fetch_add(&g_stat[i], T->stat[i]);
 }
 
+/* ---- software watchpoints' filter ------------------------------------------------ */
+
+static void map_clear(struct inst_tls *T)
+{
+	if (!T->w_any)
+		return;
+	T->w_any = false;
+	for (unsigned i = 0; i < INST_WMAP; i++)
+		T->w_map[i] = 0;
+}
+
+/* The filter's bytes of [lo, hi) (see inst_tls.w_map). */
+static void map_set(struct inst_tls *T, uintptr_t lo, uintptr_t hi)
+{
+	for (uintptr_t g = (lo - (INST_MAX_LEN - 1)) >> 6; g <= (hi - 1) >> 6; g++)
+		T->w_map[g % INST_WMAP] = 1;
+	T->w_any = true;
+}
+
 /* This thread stops being recorded (its end, fork child, runtime gone). */
 static void thread_off(struct inst_tls *T, uint32_t index, bool fold)
 {
@@ -121,8 +140,7 @@ static void thread_off(struct inst_tls *T, uint32_t index, bool fold)
 	T->on = false;
 	for (int k = 0; k < 2; k++)
 		T->left[k] = T->refill[k] = BIG;
-	T->w_span = 0;
-	T->w_n = 0;
+	map_clear(T);
 }
 
 /* ---- clock ------------------------------------------------------------------------ */
@@ -660,50 +678,59 @@ void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip)
 
 /* ---- software watchpoints ------------------------------------------------------- */
 
-/* sampler_ops.watch: the thread's watched words changed (rt_wp.c). */
+/* sampler_ops.watch: the thread's watched words or lines changed (rt_wp.c). */
 static void inst_watch(struct rt_thread *t)
 {
 	struct inst_tls *T = &inst_t;
-	T->w_span = 0;           /* first: nothing matches while the words change */
-	int n = 0;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (int i = 0; t->wp_armed && i < t->nwp && n < CT_WP_MAX; i++) {
-		if (t->wp_slot[i] < 0)
-			continue;
-		uintptr_t w = (uintptr_t)t->wp_addr[i];
-		T->w_addr[n] = w;
-		T->w_reg[n] = (int8_t)i;
-		n++;
-		lo = w < lo ? w : lo;
-		hi = w + CD_WORD_BYTES > hi ? w + CD_WORD_BYTES : hi;
-	}
-	T->w_n = n;
-	if (!n)
+	map_clear(T);
+	if (rt_cfg.wp_lines) {
+		for (uint64_t m = t->wlines.live; m; m &= m - 1) {
+			uintptr_t line = (uintptr_t)t->wlines.line[__builtin_ctzll(m)];
+			map_set(T, line, line + rt_cfg.line_size);
+		}
 		return;
-	/* an access of up to INST_MAX_LEN bytes that ends past lo starts here */
-	T->w_lo = lo - (INST_MAX_LEN - 1);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	T->w_span = hi - T->w_lo;
+	}
+	for (int i = 0; t->wp_armed && i < t->nwp; i++)
+		if (t->wp_slot[i] >= 0)
+			map_set(T, (uintptr_t)t->wp_addr[i], (uintptr_t)t->wp_addr[i] + CD_WORD_BYTES);
+}
+
+/* The watch [addr, addr+len) touches, if any: a hit (which disarms it). */
+static void watch_check(struct rt_thread *t, uintptr_t addr, size_t len, unsigned kind,
+                        uintptr_t ip)
+{
+	if (rt_cfg.wp_lines) {
+		int slot = cd_lines_find(&t->wlines, rt_cfg.line_size, addr, len);
+		if (slot < 0)
+			return;
+		uintptr_t line = (uintptr_t)t->wlines.line[slot];
+		uintptr_t lo = addr > line ? addr : line;
+		uintptr_t hi = addr + len < line + rt_cfg.line_size ? addr + len : line + rt_cfg.line_size;
+		unsigned n = hi - lo < 255 ? (unsigned)(hi - lo) : 255;   /* a record's u8 */
+		rt_wp_line_hit(t, (unsigned)slot, lo, n, ip, kind);
+		return;
+	}
+	for (int i = 0; t->wp_armed && i < t->nwp; i++) {
+		uintptr_t w = (uintptr_t)t->wp_addr[i];
+		if (t->wp_slot[i] >= 0 && addr < w + CD_WORD_BYTES && addr + len > w) {
+			rt_wp_soft_hit(t, i, ip, kind);
+			return;
+		}
+	}
 }
 
 __attribute__((noinline)) void inst_watch_hit(uintptr_t addr, size_t len, unsigned kind,
                                               uintptr_t ip)
 {
 	struct inst_tls *T = &inst_t;
-	if (rt_guard)
-		return;                  /* program code run by the runtime */
-	for (int i = 0; i < T->w_n; i++) {
-		uintptr_t w = (uintptr_t)T->w_addr[i];
-		if (addr >= w + CD_WORD_BYTES || addr + len <= w)
-			continue;
-		struct rt_thread *t = rec_thread(T);
-		if (t) {
-			rt_guard++;
-			rt_wp_soft_hit(t, T->w_reg[i], ip, kind);   /* disarms: inst_watch */
-			rt_guard--;
-		}
+	if (rt_guard || !T->w_any)
+		return;                  /* program code run by the runtime; nothing watched */
+	struct rt_thread *t = rec_thread(T);
+	if (!t)
 		return;
-	}
+	rt_guard++;
+	watch_check(t, addr, len, kind, ip);   /* a hit changes the watches: inst_watch */
+	rt_guard--;
 }
 
 __attribute__((noinline)) void inst_watched_access(uintptr_t addr, unsigned len, unsigned kind,
@@ -794,7 +821,7 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	if (!n)
 		return;
 	struct inst_tls *T = &inst_t;
-	if (T->w_span && addr < T->w_lo + T->w_span && addr + n > T->w_lo)
+	if (T->w_any)
 		inst_watch_hit(addr, n, kind, ip);
 	struct rt_thread *t = rec_thread(T);
 	if (!t || rt_guard)
@@ -1039,8 +1066,7 @@ static int inst_thread_start(struct rt_thread *t)
 	memset(T->stat, 0, sizeof T->stat);
 	T->done[0] = T->done[1] = 0;
 	T->in_push = false;
-	T->w_span = 0;
-	T->w_n = 0;
+	map_clear(T);
 	T->filt_owner = t->index + 1 < FILT_OWNER_MAX ? t->index + 1 : 0;
 	int64_t n = (int64_t)inst_period;
 	for (int k = 0; k < 2; k++)

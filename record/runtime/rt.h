@@ -97,6 +97,7 @@ struct rt_thread {
 	uint64_t wp_arm_time;
 	uint64_t wp_dummy;         /* disabled breakpoints point here */
 	uint64_t wp_setup_fail;
+	struct cd_lines wlines;    /* software line watches (rt_cfg.wp_lines) */
 
 	/* allocation call-site cache: (caller, stack depth) -> id */
 #define RT_CS_CACHE 256
@@ -133,6 +134,7 @@ struct rt_config {
 	bool soft_timer;           /* COMMTRACE_SOFT_TIMER=1 */
 	bool wp_async;             /* COMMTRACE_WP_ASYNC=1: O_ASYNC signal instead of sigtrap */
 	bool wp_soft;              /* COMMTRACE_WP_SOFT=1: software watchpoints (sampler_ops.watch) */
+	uint32_t wp_lines, wp_life; /* software: line watches per thread (0: words), their life */
 	int verbose;
 	int sig;                   /* the runtime's real-time signal */
 	uint32_t ring_slots;       /* record ring units (COMMTRACE_RING_UNITS) */
@@ -231,6 +233,12 @@ int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc);
 /* Software watchpoints: the thread's own access (kind, at ip) touched the
  * word of register i: WP_HIT, then everything is disarmed, as for a trap. */
 void rt_wp_soft_hit(struct rt_thread *t, int i, uint64_t ip, unsigned kind);
+/* Software line watches: the WP_ARM records of the watches cd_step armed
+ * (and the sampler told of every change); a hit of watch `slot` by the
+ * access's bytes [addr, addr+len) in that line. */
+void rt_wp_lines_step(struct rt_thread *t, const struct cd_step *st, uint64_t now);
+void rt_wp_line_hit(struct rt_thread *t, unsigned slot, uint64_t addr, unsigned len, uint64_t ip,
+                    unsigned kind);
 int rt_wp_on_async(struct rt_thread *t, siginfo_t *si, void *uc);
 extern bool rt_wp_sigtrap;         /* trap delivery: sigtrap (true) or O_ASYNC */
 

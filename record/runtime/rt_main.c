@@ -147,6 +147,12 @@ static void read_config(void)
 	rt_cfg.soft_timer = env_flag(CT_ENV_SOFT_TIMER);
 	rt_cfg.wp_async = env_flag(CT_ENV_WP_ASYNC);
 	rt_cfg.wp_soft = env_flag(CT_ENV_WP_SOFT);
+	rt_cfg.wp_lines = rt_cfg.wp_soft ? (uint32_t)env_u64(CT_ENV_WP_LINES, 0) : 0;
+	if (rt_cfg.wp_lines > CD_LINES_MAX)
+		rt_cfg.wp_lines = CD_LINES_MAX;
+	rt_cfg.wp_life = (uint32_t)env_u64(CT_ENV_WP_LIFE, 2);
+	if (rt_cfg.wp_life == 0)
+		rt_cfg.wp_life = 1;
 	rt_cfg.verbose = (int)env_u64(CT_ENV_VERBOSE, 1);
 	rt_cfg.sig = parse_signal(getenv(CT_ENV_SIGNAL));
 	uint64_t slots = env_u64(CT_ENV_RING_UNITS, RT_RING_UNITS_DEFAULT);

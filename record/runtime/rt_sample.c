@@ -51,17 +51,20 @@ void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn 
 		.board = rt_board_ok && rt_cfg.watchpoints > 0 && !atomic_load(&rt_exiting)
 		         ? &rt_board : NULL,
 		.expiry = CD_EXPIRY_RECORDER, .line_size = rt_cfg.line_size,
+		.wp_lines = rt_cfg.wp_lines, .wp_life = rt_cfg.wp_life,
 	};
 	struct cd_access a = {
 		.time = s->time, .addr = s->acc.addr, .ip = s->ip, .cpu = s->cpu,
 		.len = r.u.sample.len, .store = s->acc.kind != CT_ACCESS_LOAD,
 	};
 	struct cd_watch w = { .nwp = (unsigned)t->nwp, .armed = t->wp_armed != 0,
-	                      .hit = t->wp_hit, .arm_time = t->wp_arm_time };
+	                      .hit = t->wp_hit, .arm_time = t->wp_arm_time, .lines = &t->wlines };
 	struct cd_step st;
 	cd_step(&rules, t->index, &t->cd, &a, &w, &t->rnd, &st);
 	if (st.disarm && t->wp_armed)
 		rt_wp_disarm(t);
 	if (st.arm.nwp)
 		rt_wp_arm(t, &st.arm, s->time);
+	if (st.narms || st.lines_changed)
+		rt_wp_lines_step(t, &st, s->time);
 }

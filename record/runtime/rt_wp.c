@@ -22,7 +22,11 @@
  * and disarming only set the thread's words and tell the sampler
  * (sampler_ops.watch); the sampler reports the thread's first access to a
  * watched word (rt_wp_soft_hit) with its exact ip and kind.  The same
- * WP_ARM and WP_HIT records, the same one-hit-then-disarmed rule. */
+ * WP_ARM and WP_HIT records, the same one-hit-then-disarmed rule.  With
+ * line watches (rt_cfg.wp_lines > 0, the inst default) the thread watches
+ * whole lines in wp_lines slots (t->wlines, kept by cd_step: see
+ * formats/comdetective.h): a WP_ARM per watched line, and a hit carries
+ * the bytes of the access in the line and the watch's slot (reg). */
 #include "rt.h"
 
 #include <errno.h>
@@ -178,8 +182,10 @@ void rt_wp_thread_stop(struct rt_thread *t, int self)
 		if (t->wp_fd[i] >= 0)
 			ioctl(t->wp_fd[i], PERF_EVENT_IOC_DISABLE, 0);
 	t->wp_armed = 0;
-	if (self)
+	if (self) {
+		t->wlines.live = 0;
 		soft_tell(t);   /* (another thread: the sampler stops the thread's checks) */
+	}
 	if (!self)
 		return;
 	close_all(t);
@@ -311,6 +317,32 @@ void rt_wp_soft_hit(struct rt_thread *t, int i, uint64_t ip, unsigned kind)
 		return;
 	r.u.hit.kind = (uint8_t)kind;
 	hit_end(t, &r);
+}
+
+void rt_wp_lines_step(struct rt_thread *t, const struct cd_step *st, uint64_t now)
+{
+	for (unsigned i = 0; i < st->narms; i++) {
+		struct ct_record r = { .type = CT_REC_WP_ARM, .time = now };
+		r.u.arm = st->arms[i].arm;
+		rt_push(t, &r);
+	}
+	soft_tell(t);
+}
+
+void rt_wp_line_hit(struct rt_thread *t, unsigned slot, uint64_t addr, unsigned len, uint64_t ip,
+                    unsigned kind)
+{
+	struct ct_record r = { .type = CT_REC_WP_HIT, .time = rt_now() };
+	struct ct_wp_hit *h = &r.u.hit;
+	h->ip = ip;
+	h->addr = addr;
+	h->len = (uint8_t)len;
+	h->reg = (uint8_t)slot;
+	h->cpu = (uint32_t)sched_getcpu();
+	h->kind = (uint8_t)kind;
+	cd_lines_drop(&t->wlines, slot);
+	rt_push(t, &r);
+	soft_tell(t);
 }
 
 static void hit(struct rt_thread *t, int i, void *uc)

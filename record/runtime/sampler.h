@@ -51,9 +51,11 @@ struct sampler_ops {
 
 	/* Software watchpoints (may be NULL: the sampler has none; needs a
 	 * sampler that sees every access of the thread): on the thread itself,
-	 * its watched words changed: t->wp_armed == 0, or register i watches
-	 * the 8 bytes at t->wp_addr[i] where t->wp_slot[i] >= 0.  The sampler
-	 * calls rt_wp_soft_hit on the thread's first access to one of them. */
+	 * its watched words or lines changed: words (rt_cfg.wp_lines 0):
+	 * t->wp_armed == 0, or register i watches the 8 bytes at t->wp_addr[i]
+	 * where t->wp_slot[i] >= 0, and the sampler calls rt_wp_soft_hit on the
+	 * thread's first access to one of them; lines: the live slots of
+	 * t->wlines, and rt_wp_line_hit on the first access to each. */
 	void (*watch)(struct rt_thread *t);
 
 	/* Once per process, after the writer thread exists and before the main

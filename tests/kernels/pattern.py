@@ -17,8 +17,9 @@ The main thread (T0) is left out: the kernels' workers carry the pattern.
       buffer); prints what fails, exits 1 if anything does
   pattern.py --wp-check DUMP        the watchpoint records of a `commanalyze
       dump --raw --type wp_arm,wp_hit`: every hit is on the word its register
-      watches in the thread's last arm, at most one hit per arm, the
-      watcher is not the publisher; prints the hits, exits 1 on a violation
+      watches in the thread's last arm (line watches: inside the line of
+      the thread's newest arm of it), at most one hit per arm, the watcher
+      is not the publisher; prints the hits, exits 1 on a violation
   pattern.py --r-min EVENTS PAIRS      the lowest r (at 99.9% confidence) of an
       estimate against a pattern of PAIRS equal pairs and zeros elsewhere,
       when EVENTS Poisson events fall on those pairs (see r_min)
@@ -134,8 +135,13 @@ def check(kernel, m, n):
 
 
 def wp_check(dump_path):
-    """(hits, violations) of the arm/hit rules in a dump (see the usage)."""
+    """(hits, violations) of the arm/hit rules in a dump (see the usage).
+    Debug-register arms (8-byte words): a hit is on the word its register
+    watches in the thread's last arm.  Line watches (an arm of one register
+    longer than a word: software watchpoints): a hit lies inside the line
+    of the thread's newest arm of that line, its bytes in that line."""
     last = {}       # thread -> [words, publisher, hit already]
+    lines = {}      # (thread, line start) -> [line end, publisher, hit already]
     hits, bad = 0, []
     with open(dump_path) as f:
         for line in f:
@@ -145,18 +151,31 @@ def wp_check(dump_path):
             th, kind = p[1], p[2]
             kv = dict(x.split("=", 1) for x in p[3:] if "=" in x)
             if kind == "wp_arm":
-                words = [int(w.split(":")[0], 16) for w in kv["wp"].split(",")]
-                last[th] = [words, "T" + kv["publisher"], False]
+                regs = [(int(w.split(":")[0], 16), int(w.split(":")[1])) for w in kv["wp"].split(",")]
+                if regs[0][1] > 8:
+                    end = regs[-1][0] + regs[-1][1]
+                    lines[(th, regs[0][0])] = [end, "T" + kv["publisher"], False]
+                else:
+                    last[th] = [[w for w, _ in regs], "T" + kv["publisher"], False]
             elif kind == "wp_hit":
                 hits += 1
-                a = last.get(th)
                 reg, addr = int(kv["reg"]), int(kv["addr"], 16)
+                hlen = int(kv.get("len", "1"))
+                a = None
+                for (t, lo), v in lines.items():
+                    if t == th and lo <= addr < v[0]:
+                        a = v
+                        if addr + hlen > v[0]:
+                            bad.append("hit past its line: " + line.strip())
+                        break
+                if a is None:
+                    a = last.get(th)
+                    if a is not None and not a[2] and (reg >= len(a[0]) or a[0][reg] != addr):
+                        bad.append("hit not on its register's word: " + line.strip())
                 if a is None:
                     bad.append("hit without an arm: " + line.strip())
                 elif a[2]:
                     bad.append("second hit of one arm: " + line.strip())
-                elif reg >= len(a[0]) or a[0][reg] != addr:
-                    bad.append("hit not on its register's word: " + line.strip())
                 elif a[1] == th:
                     bad.append("the publisher watched itself: " + line.strip())
                 elif kv.get("kind") not in ("load", "store", "atomic"):

@@ -545,6 +545,73 @@ static void test_hostile(void)
 	tb_free(&b);
 }
 
+/* A line watch's arm: T's watch of pub_addr's whole line (an inst trace
+ * with software line watches). */
+static void line_arm(struct tb *b, uint32_t t, uint64_t time, uint32_t publisher,
+                     uint64_t pub_time, uint64_t pub_addr)
+{
+	struct ct_record *r = tb_arm(b, t, time, publisher, pub_time, pub_addr, 8, 1);
+	r->u.arm.wp_len[0] = 64;
+}
+
+/* Software line watches (CONFIG line_watches=4, line_watch_life=3), period 1000:
+ *   T0 stores A+8 at 120; T1 (a load of FAR at 150) watches A's line in
+ *   slot 0; its hit at 160 by 8 bytes at A+8: T0 -> T1, true, 1000 x 64 / 64
+ *   T0 stores B at 200; T1 (250) watches B's line: slot 0 again (free);
+ *   hit at 260 by 4 bytes at B+32: false, 1000
+ *   T0 stores C at 290; T1 (300) watches C's line in slot 0; T1 samples at
+ *   400, 500, 600: the third sample since the arm ends it (life 3), so
+ *   the hit at 610 names a slot no longer watched: nothing
+ *   a hit of a live slot outside its line (B at 320 on slot 1's D line):
+ *   nothing
+ * [1][0] = 2000 (true 1000, false 1000), two watchpoint events. */
+static void build_lines(struct tb *b)
+{
+	tb_init(b, 2);
+	tb_config(b, "sampler=inst\nperiod=1000\nperiod_unit=accesses\nwatchpoints=4\n"
+	          "watchpoint_kind=software\nline_watches=4\nline_watch_life=3\nboard_size=127\n"
+	          "line_size=64\n");
+	tb_sample(b, 0, 120, A + 8, 8, ST, 1000);
+	tb_sample(b, 1, 150, FAR, 8, LD, 1000);
+	line_arm(b, 1, 150, 0, 120, A + 8);
+	tb_hit(b, 1, 160, A + 8, 8, 0);
+	tb_sample(b, 0, 200, B, 8, ST, 1000);
+	tb_sample(b, 1, 250, FAR, 8, LD, 1000);
+	line_arm(b, 1, 250, 0, 200, B);
+	tb_hit(b, 1, 260, B + 32, 4, 0);
+	tb_sample(b, 0, 290, C, 8, ST, 1000);
+	tb_sample(b, 1, 300, FAR, 8, LD, 1000);
+	line_arm(b, 1, 300, 0, 290, C);
+	line_arm(b, 1, 300, 0, 295, FAR + 64);
+	tb_hit(b, 1, 320, B, 8, 1);
+	tb_sample(b, 1, 400, FAR, 8, LD, 1000);
+	tb_sample(b, 1, 500, FAR, 8, LD, 1000);
+	tb_sample(b, 1, 600, FAR, 8, LD, 1000);
+	tb_hit(b, 1, 610, C, 8, 0);
+}
+
+static void test_line_watches(void)
+{
+	struct tb b;
+	struct analysis a;
+	build_lines(&b);
+	CHECK(run(&b, &a, NULL) == 0);
+	CHECK_NEAR(cell(&a, MX_THREAD, MX_TRUE, 1, 0), 1000, 1e-9);
+	CHECK_NEAR(cell(&a, MX_THREAD, MX_FALSE, 1, 0), 1000, 1e-9);
+	CHECK_NEAR(total(&a, MX_THREAD, MX_ALL), 2000, 1e-9);
+	CHECK_EQ_U(nevents(&a, COMM_VIA_WATCHPOINT), 2);
+	analysis_free(&a);
+	CHECK(run(&b, &a, "watchpoints", "0", NULL) == 0);
+	CHECK_EQ_U(nevents(&a, COMM_VIA_WATCHPOINT), 0);
+	analysis_free(&a);
+	/* ns:50: the first hit (160 - 120 = 40) counts, the second (260 - 200
+	 * = 60) is too late */
+	CHECK(run(&b, &a, "expiry", "ns:50", NULL) == 0);
+	CHECK_EQ_U(nevents(&a, COMM_VIA_WATCHPOINT), 1);
+	analysis_free(&a);
+	tb_free(&b);
+}
+
 int main(void)
 {
 	RUN(test_publication);
@@ -560,6 +627,7 @@ int main(void)
 	RUN(test_watchpoint_weight);
 	RUN(test_watchpoint_true);
 	RUN(test_watchpoint_expiry);
+	RUN(test_line_watches);
 	RUN(test_period_multiplier);
 	RUN(test_period_multiplier_kinds);
 	RUN(test_topology);

@@ -688,6 +688,44 @@ static void test_emu_defaults(void)
 	tb_free(&b);
 }
 
+/* The inst sampler's software line watches (--line-watches 4), N = 2:
+ *   10, 20 T0 stores A+8 twice: the 2nd is sampled, published and logged
+ *   30, 40 T1 loads FAR twice: the 2nd is sampled and watches A's whole
+ *          line (T0's sample since T1's previous one): slot 0
+ *   50     T1 loads A+24 (not sampled): the hit, T0 -> T1, false sharing
+ *          (A+24..32 against A+8..16), weight 2 x 64 / 64 = 2
+ *   60     T1 loads A+8 (sampled): the board's entry, T0 -> T1, true, 2
+ * The watch ended at its hit: one watchpoint event. */
+static void test_emu_line_watch(void)
+{
+	struct tb b;
+	struct frun f;
+	struct model_opts o = opts();
+	full_init(&b, 2, 64);
+	acc(&b, 0, A + 8, 8, ST);
+	acc(&b, 0, A + 8, 8, ST);
+	acc(&b, 1, FAR, 8, LD);
+	acc(&b, 1, FAR, 8, LD);
+	acc(&b, 1, A + 24, 8, LD);
+	acc(&b, 1, A + 8, 8, LD);
+	o.emulate_period = 2;
+	o.watch_lines = 4;
+	o.watch_life = 3;
+	CHECK(frun(&b, &model_emulate, &o, &f) == 0);
+	CHECK_NEAR(cellv(&f, MX_FALSE, 1, 0), 2, 1e-9);
+	CHECK_NEAR(cellv(&f, MX_TRUE, 1, 0), 2, 1e-9);
+	CHECK_NEAR(totalv(&f, MX_ALL), 4, 1e-9);
+	CHECK_EQ_U(count_via(&f, COMM_VIA_WATCHPOINT), 1);
+	frun_free(&f);
+	/* a life of 1 sample: the watch ends at T1's next sample (60), after
+	 * the hit at 50: the same */
+	o.watch_life = 1;
+	CHECK(frun(&b, &model_emulate, &o, &f) == 0);
+	CHECK_EQ_U(count_via(&f, COMM_VIA_WATCHPOINT), 1);
+	frun_free(&f);
+	tb_free(&b);
+}
+
 /* ---- bench ------------------------------------------------------------------------ */
 
 static double secs(void)
@@ -863,5 +901,6 @@ int main(int argc, char **argv)
 	RUN(test_emu_watchpoint);
 	RUN(test_emu_wp_expiry);
 	RUN(test_emu_defaults);
+	RUN(test_emu_line_watch);
 	return check_summary();
 }

@@ -272,6 +272,145 @@ static void test_murmur_slots(void)
 	free(f.mem);
 }
 
+/* Line watches (software watchpoints): rules with 4 slots, a life of 3
+ * samples.  T1 stores A+8 at 100, T2 B+16 at 110; T0's first sample (C, a
+ * load, at 200) watches both lines, newest first: B (T2) in slot 0, A (T1)
+ * in slot 1, each a WP_ARM of one 64-byte register on the whole line. */
+#define C 0x20000ull
+static void line_rules(struct fix *f, unsigned lines, unsigned life)
+{
+	fix_init(f, 16, CD_EXPIRY_RECORDER, 0);
+	f->r.wp_lines = lines;
+	f->r.wp_life = life;
+}
+
+static void test_line_arming(void)
+{
+	struct fix f;
+	struct cd_lines l0;
+	memset(&l0, 0, sizeof l0);
+	struct cd_watch w = { .nwp = 4, .lines = &l0 };
+	line_rules(&f, 4, 3);
+	step(&f, 1, 100, A + 8, true, NULL);
+	step(&f, 2, 110, B + 16, true, NULL);
+	struct cd_step s = step(&f, 0, 200, C, false, &w);
+	CHECK_EQ_U(s.narms, 2);
+	CHECK(!s.arm.nwp && !s.disarm);
+	CHECK_EQ_U(s.arms[0].slot, 0);
+	CHECK_EQ_U(s.arms[0].arm.publisher, 2);
+	CHECK_EQ_U(s.arms[0].arm.pub_time, 110);
+	CHECK_EQ_U(s.arms[0].arm.pub_addr, B + 16);
+	CHECK_EQ_U(s.arms[0].arm.nwp, 1);
+	CHECK_EQ_U(s.arms[0].arm.wp_addr[0], B);
+	CHECK_EQ_U(s.arms[0].arm.wp_len[0], 64);
+	CHECK_EQ_U(s.arms[1].slot, 1);
+	CHECK_EQ_U(s.arms[1].arm.publisher, 1);
+	CHECK_EQ_U(s.arms[1].arm.wp_addr[0], A);
+	CHECK_EQ_U(l0.live, 3);
+	CHECK_EQ_U(l0.born[0], 1);
+	/* nothing logged since T0's previous sample (200): no arm; the watches
+	 * live on (2 - 1 < 3 samples) */
+	s = step(&f, 0, 300, C, false, &w);
+	CHECK_EQ_U(s.narms, 0);
+	CHECK(!s.lines_changed);
+	s = step(&f, 0, 400, C, false, &w);
+	CHECK(!s.lines_changed);
+	/* the third sample since the arm ends both */
+	s = step(&f, 0, 500, C, false, &w);
+	CHECK(s.lines_changed);
+	CHECK_EQ_U(l0.live, 0);
+	/* a store sample of T0 itself is never watched by T0 */
+	step(&f, 0, 600, C + 64, true, &w);
+	s = step(&f, 0, 700, C, false, &w);
+	CHECK_EQ_U(s.narms, 0);
+	free(f.mem);
+}
+
+/* Arming at a detection too, but not the sampled line; a store sample the
+ * board did not take (its slot holds a recent entry) is still watched. */
+static void test_line_detection_and_log(void)
+{
+	struct fix f;
+	struct cd_lines l0;
+	memset(&l0, 0, sizeof l0);
+	struct cd_watch w = { .nwp = 4, .lines = &l0 };
+	line_rules(&f, 4, 3);
+	step(&f, 0, 50, C, false, &w);
+	step(&f, 2, 110, B, true, NULL);
+	step(&f, 1, 120, A, true, NULL);
+	struct cd_step s = step(&f, 0, 200, A + 8, false, &w);
+	CHECK(s.detected);
+	CHECK_EQ_U(s.src.thread, 1);
+	CHECK_EQ_U(s.narms, 1);                      /* B only: A is the sampled line */
+	CHECK_EQ_U(s.arms[0].arm.wp_addr[0], B);
+	/* T2 stores A2 (A's slot) at 300: T1's entry (120) is not older than
+	 * T2's previous store sample (110): not published, but logged */
+	s = step(&f, 2, 300, A2 + 8, true, NULL);
+	CHECK(!s.published);
+	s = step(&f, 0, 400, C, false, &w);
+	CHECK_EQ_U(s.narms, 1);
+	CHECK_EQ_U(s.arms[0].arm.publisher, 2);
+	CHECK_EQ_U(s.arms[0].arm.wp_addr[0], A2);
+	CHECK_EQ_U(s.arms[0].arm.pub_addr, A2 + 8);
+	free(f.mem);
+}
+
+/* The slots: a line already watched takes the newer arm in its slot; when
+ * full, the oldest watch gives way (the lowest slot among equals); a step
+ * arms at most wp_lines lines (the newest samples). */
+static void test_line_slots(void)
+{
+	struct fix f;
+	struct cd_lines l;
+	memset(&l, 0, sizeof l);
+	line_rules(&f, 2, 100);
+	struct cd_history h = { .nsamples = 5 };
+	CHECK_EQ_U(cd_lines_add(&f.r, &h, &l, A), 0);
+	h.nsamples = 6;
+	CHECK_EQ_U(cd_lines_add(&f.r, &h, &l, B), 1);
+	h.nsamples = 7;
+	CHECK_EQ_U(cd_lines_add(&f.r, &h, &l, A), 0);   /* same line: its slot, born again */
+	CHECK_EQ_U(l.born[0], 7);
+	CHECK_EQ_U(cd_lines_add(&f.r, &h, &l, C), 1);   /* full: B (born 6) gives way */
+	CHECK_EQ_U(l.line[1], C);
+	CHECK_EQ_U(l.live, 3);
+	/* find: an access that touches the line, from before it too */
+	CHECK_EQ_U(cd_lines_find(&l, 64, A + 63, 1), 0);
+	CHECK_EQ_U(cd_lines_find(&l, 64, A - 4, 8), 0);
+	CHECK(cd_lines_find(&l, 64, A - 8, 8) == -1);
+	CHECK(cd_lines_find(&l, 64, A + 64, 8) == -1);
+	cd_lines_drop(&l, 0);
+	CHECK(cd_lines_find(&l, 64, A, 8) == -1);
+	CHECK_EQ_U(cd_lines_find(&l, 64, C + 8, 8), 1);
+	/* three candidates, two slots: the two newest */
+	struct cd_lines l0;
+	memset(&l0, 0, sizeof l0);
+	struct cd_watch w = { .nwp = 4, .lines = &l0 };
+	step(&f, 1, 100, A, true, NULL);
+	step(&f, 2, 110, B, true, NULL);
+	step(&f, 3, 120, A2 + 64, true, NULL);
+	struct cd_step s = step(&f, 0, 200, C, false, &w);
+	CHECK_EQ_U(s.narms, 2);
+	CHECK_EQ_U(s.arms[0].arm.publisher, 3);
+	CHECK_EQ_U(s.arms[1].arm.publisher, 2);
+	free(f.mem);
+}
+
+/* A line longer than a register's u8 length: consecutive 128-byte ranges. */
+static void test_line_registers(void)
+{
+	struct ct_wp_arm a;
+	memset(&a, 0, sizeof a);
+	cd_line_registers(&a, 0x1000, 256);
+	CHECK_EQ_U(a.nwp, 2);
+	CHECK_EQ_U(a.wp_addr[1], 0x1080);
+	CHECK_EQ_U(a.wp_len[0], 128);
+	CHECK_EQ_U(a.wp_len[1], 128);
+	cd_line_registers(&a, 0x1000, 64);
+	CHECK_EQ_U(a.nwp, 1);
+	CHECK_EQ_U(a.wp_len[0], 64);
+}
+
 int main(void)
 {
 	RUN(test_history);
@@ -283,5 +422,9 @@ int main(void)
 	RUN(test_arm_before_publish);
 	RUN(test_hit_expiry);
 	RUN(test_murmur_slots);
+	RUN(test_line_arming);
+	RUN(test_line_detection_and_log);
+	RUN(test_line_slots);
+	RUN(test_line_registers);
 	return check_summary();
 }
