@@ -145,6 +145,11 @@ static void choose_watchpoints(struct rec_opts *o)
 	o->wp_used = want < usable ? want : usable;
 	if (!want)
 		return;
+	if (o->wp_used) {
+		o->wp_switch_ns = wp_switch_cost_ns(o->wp_used);
+		rec_info(1, "watchpoints: %d armed registers add %.2f us to a context switch here",
+		         o->wp_used, (double)o->wp_switch_ns / 1e3);
+	}
 	if (p->verdict == WP_NO_FIRE && !o->force_wp) {
 		rec_warn("watchpoints do not fire on this machine (%s): %s", detail,
 		         wp_meaning(p->verdict));

@@ -29,10 +29,12 @@
 #define CT_ENV_WP_LINES    "COMMTRACE_WP_LINES"     /* software watchpoints: lines watched per thread (0: words) */
 #define CT_ENV_WP_LIFE     "COMMTRACE_WP_LIFE"      /* software line watches: samples a watch lives */
 #define CT_ENV_WP_SOFT     "COMMTRACE_WP_SOFT"      /* "1": software watchpoints (a sampler that sees every access: inst) */
+#define CT_ENV_WP_SWITCH_NS "COMMTRACE_WP_SWITCH_NS" /* ns the armed debug registers add to a context switch (commrec's measurement) */
 #define CT_ENV_PID         "COMMTRACE_PID"          /* pid the settings are for: a forked child ignores them */
 
 /* Tuning, not set by the launcher (a user may set them; defaults in brackets). */
 #define CT_ENV_SOFT_TIMER  "COMMTRACE_SOFT_TIMER"   /* soft: "1": POSIX per-thread CPU-time timer instead of perf task-clock */
+#define CT_ENV_WP_BUDGET   "COMMTRACE_WP_BUDGET"    /* percent of a thread's CPU time its armed debug registers may cost at context switches, 0 no limit [5] */
 #define CT_ENV_WP_ASYNC    "COMMTRACE_WP_ASYNC"     /* "1": watchpoint traps by O_ASYNC real-time signal, not attr.sigtrap SIGTRAP */
 #define CT_ENV_SIGNAL      "COMMTRACE_SIGNAL"       /* the runtime's signal: a number or RTMIN+k [SIGRTMIN+7] */
 #define CT_ENV_RING_UNITS  "COMMTRACE_RING_UNITS"   /* record ring per thread, 64-byte units, power of 2 [4096] */

@@ -2,6 +2,8 @@
 #include "wp_probe.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -123,4 +125,93 @@ void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap)
 	else
 		snprintf(buf + n, cap - (size_t)n, "; %d counted all %d writes to its word", p->fired,
 		         WP_PROBE_WRITES);
+}
+
+/* ---- the cost of armed registers at a context switch -------------------- */
+
+#define SWITCH_TURNS 1000     /* sched_yield turns per measurement */
+#define SWITCH_ROUNDS 3       /* measurements with and without registers */
+
+struct turn_arg {
+	int cpu, nregs;
+	uint64_t ns;              /* thread CPU time per turn */
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One of two threads on one cpu that take turns: its CPU time per turn,
+ * with nregs registers enabled on a word of its own (never written). */
+static void *take_turns(void *arg)
+{
+	struct turn_arg *a = arg;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(a->cpu, &set);
+	volatile uint64_t word = 0;
+	struct perf_event_attr attr;
+	int fd[CT_WP_MAX], n = 0, on = 0;
+	if (sched_setaffinity(0, sizeof set, &set) == 0) {
+		while (n < a->nregs) {
+			int f = open_on(&word, &attr);
+			if (f < 0)
+				break;
+			fd[n++] = f;
+			if (ioctl(f, PERF_EVENT_IOC_ENABLE, 0) < 0)
+				break;
+			on++;
+		}
+		if (on == a->nregs) {
+			uint64_t t0 = thread_cpu_ns();
+			for (int i = 0; i < SWITCH_TURNS; i++)
+				sched_yield();
+			a->ns = (thread_cpu_ns() - t0) / SWITCH_TURNS;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		close(fd[i]);
+	return NULL;
+}
+
+/* Two threads taking turns on this cpu, each with nregs registers: the
+ * smaller of their CPU times per turn (0: could not measure). */
+static uint64_t turn_ns(int nregs)
+{
+	struct turn_arg a[2];
+	pthread_t th[2];
+	int cpu = sched_getcpu(), started = 0;
+	if (cpu < 0)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct turn_arg){ .cpu = cpu, .nregs = nregs };
+		if (pthread_create(&th[i], NULL, take_turns, &a[i]) == 0)
+			started++;
+	}
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (started < 2 || !a[0].ns || !a[1].ns)
+		return 0;
+	return a[0].ns < a[1].ns ? a[0].ns : a[1].ns;
+}
+
+uint64_t wp_switch_cost_ns(int nregs)
+{
+	if (nregs <= 0)
+		return 0;
+	if (nregs > CT_WP_MAX)
+		nregs = CT_WP_MAX;
+	/* the least of each: other work on the cpu only adds */
+	uint64_t off = 0, on = 0;
+	for (int r = 0; r < SWITCH_ROUNDS; r++) {
+		uint64_t a = turn_ns(0), b = turn_ns(nregs);
+		if (!a || !b)
+			return 0;
+		off = !off || a < off ? a : off;
+		on = !on || b < on ? b : on;
+	}
+	return on > off ? on - off : 0;
 }

@@ -98,6 +98,9 @@ struct rt_thread {
 	uint64_t wp_dummy;         /* disabled breakpoints point here */
 	uint64_t wp_setup_fail;
 	struct cd_lines wlines;    /* software line watches (rt_cfg.wp_lines) */
+	bool wp_pending;           /* registers to be opened after rt_wp_check_cost's judgement */
+	uint64_t wp_closed_cpu;    /* rt_wp_check_cost closed the registers: thread CPU ns then */
+	uint64_t wp_closed_switches; /* and its context switches then */
 
 	/* allocation call-site cache: (caller, stack depth) -> id */
 #define RT_CS_CACHE 256
@@ -135,6 +138,8 @@ struct rt_config {
 	bool wp_async;             /* COMMTRACE_WP_ASYNC=1: O_ASYNC signal instead of sigtrap */
 	bool wp_soft;              /* COMMTRACE_WP_SOFT=1: software watchpoints (sampler_ops.watch) */
 	uint32_t wp_lines, wp_life; /* software: line watches per thread (0: words), their life */
+	uint64_t wp_switch_ns;     /* COMMTRACE_WP_SWITCH_NS: armed registers' cost per context switch */
+	uint32_t wp_budget;        /* COMMTRACE_WP_BUDGET: percent of a thread's CPU time, 0 no limit */
 	int verbose;
 	int sig;                   /* the runtime's real-time signal */
 	uint32_t ring_slots;       /* record ring units (COMMTRACE_RING_UNITS) */
@@ -229,6 +234,9 @@ void rt_wp_thread_stop(struct rt_thread *t, int self);
 /* Arm the watchpoints on the words cd_step chose (plan); WP_ARM record. */
 void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now);
 void rt_wp_disarm(struct rt_thread *t);
+/* Close the thread's debug registers for good if its context switches make
+ * them cost more than rt_cfg.wp_budget % of its CPU time (on the thread). */
+void rt_wp_check_cost(struct rt_thread *t);
 int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc);
 /* Software watchpoints: the thread's own access (kind, at ip) touched the
  * word of register i: WP_HIT, then everything is disarmed, as for a trap. */

@@ -153,6 +153,8 @@ static void read_config(void)
 	rt_cfg.wp_life = (uint32_t)env_u64(CT_ENV_WP_LIFE, 2);
 	if (rt_cfg.wp_life == 0)
 		rt_cfg.wp_life = 1;
+	rt_cfg.wp_switch_ns = env_u64(CT_ENV_WP_SWITCH_NS, 0);
+	rt_cfg.wp_budget = (uint32_t)env_u64(CT_ENV_WP_BUDGET, 5);
 	rt_cfg.verbose = (int)env_u64(CT_ENV_VERBOSE, 1);
 	rt_cfg.sig = parse_signal(getenv(CT_ENV_SIGNAL));
 	uint64_t slots = env_u64(CT_ENV_RING_UNITS, RT_RING_UNITS_DEFAULT);
@@ -553,6 +555,14 @@ void rt_thread_finish(struct rt_thread *t, int status)
 	rt_thread_stop_sampling(t, 1);
 	uint64_t now = rt_now();
 	rt_thread_stats(t);
+	if (t->wp_closed_cpu)
+		rt_log(2, "thread %u: no watchpoints after %.1f ms of CPU time: its %llu context "
+		       "switches would have cost %.0f%% of it with the registers armed (%.2f us "
+		       "each; limit %u%%, " CT_ENV_WP_BUDGET ")",
+		       t->index, (double)t->wp_closed_cpu / 1e6,
+		       (unsigned long long)t->wp_closed_switches,
+		       100.0 * (double)(t->wp_closed_switches * rt_cfg.wp_switch_ns) / (double)t->wp_closed_cpu,
+		       (double)rt_cfg.wp_switch_ns / 1e3, rt_cfg.wp_budget);
 	rt_flush_skips(t, now);
 	int expect = 0;
 	t->end_ns = now;     /* before end_pushed: the writer's attribution reads it */

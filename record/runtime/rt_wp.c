@@ -32,7 +32,9 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <unistd.h>
@@ -82,11 +84,12 @@ static int open_one(struct rt_thread *t, int i, bool sigtrap, int group_fd)
 
 static void close_all(struct rt_thread *t)
 {
-	for (int i = 0; i < CT_WP_MAX; i++) {
-		rt_perf_close(t->wp_fd[i]);
-		t->wp_fd[i] = -1;
-	}
 	t->nwp = 0;
+	for (int i = 0; i < CT_WP_MAX; i++) {
+		int fd = t->wp_fd[i];
+		t->wp_fd[i] = -1;      /* first: the writer may look at them */
+		rt_perf_close(fd);
+	}
 }
 
 /* Open registers 0..want-1; grouped (register 0 leads) when group. */
@@ -132,10 +135,16 @@ static void soft_tell(struct rt_thread *t)
 		t->sampler->watch(t);
 }
 
-int rt_wp_thread_start(struct rt_thread *t)
+/* The registers are opened at the thread's first sample when their cost at
+ * context switches is to be judged (rt_wp_check_cost), else now. */
+static bool judged(void)
 {
-	if (rt_cfg.wp_soft)
-		return soft_start(t);
+	return !rt_cfg.wp_soft && rt_cfg.wp_switch_ns && rt_cfg.wp_budget;
+}
+
+/* Open the registers; rc < 0 when one did not open (t->nwp did). */
+static int regs_open(struct rt_thread *t)
+{
 	int want = rt_cfg.watchpoints;
 	/* A group costs one ioctl to switch all registers on or off (measured
 	 * here: an arm+disarm cycle of 4 registers 10-12 us grouped, 19-20 us
@@ -147,10 +156,22 @@ int rt_wp_thread_start(struct rt_thread *t)
 		t->wp_group = false;
 		rc = open_all(t, want, false);
 	}
+	rt_wp_sigtrap = !rt_cfg.wp_async && !atomic_load(&sigtrap_refused);
+	return rc;
+}
+
+int rt_wp_thread_start(struct rt_thread *t)
+{
+	if (rt_cfg.wp_soft)
+		return soft_start(t);
+	if (judged()) {
+		t->wp_pending = true;
+		return 0;
+	}
+	int rc = regs_open(t);
 	if (rc < 0 && !atomic_exchange(&setup_logged, 1))
 		rt_log(1, "thread %u: watchpoint %d not available (%s)%s", t->index, t->nwp,
 		       strerror(-rc), t->nwp ? "" : ": recording without watchpoints");
-	rt_wp_sigtrap = !rt_cfg.wp_async && !atomic_load(&sigtrap_refused);
 	return t->nwp;
 }
 
@@ -174,6 +195,45 @@ void rt_wp_disarm(struct rt_thread *t)
 		t->wp_slot[i] = -1;
 	t->wp_armed = 0;
 	soft_tell(t);
+}
+
+/* Debug registers cost the thread at each of its context switches, even
+ * disabled (a part of it): a hypervisor that traps their writes makes that
+ * microseconds (rt_cfg.wp_switch_ns, measured by commrec with all of them
+ * armed), and a thread that waits at barriers switches tens of thousands
+ * of times a second.  So they are opened only at a sample of the thread
+ * after RT_WP_JUDGE_NS of its CPU time, if its context switches so far, at
+ * that cost, come to at most rt_cfg.wp_budget % of its CPU time; and
+ * closed for good at a later sample where they come to more (reopening
+ * and closing again could go on forever).  On the thread, in its sample's
+ * handler, before the arming. */
+#define RT_WP_JUDGE_NS 5000000ull
+
+void rt_wp_check_cost(struct rt_thread *t)
+{
+	if (!judged() || (!t->nwp && !t->wp_pending))
+		return;
+	struct timespec ts;
+	struct rusage ru;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return;
+	uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (cpu < RT_WP_JUDGE_NS || getrusage(RUSAGE_THREAD, &ru) != 0)
+		return;
+	uint64_t sw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+	bool affordable = sw * rt_cfg.wp_switch_ns * 100 <= cpu * rt_cfg.wp_budget;
+	bool pending = t->wp_pending;
+	t->wp_pending = false;
+	if (affordable) {
+		if (pending)
+			regs_open(t);
+		return;
+	}
+	if (t->wp_armed)
+		rt_wp_disarm(t);
+	close_all(t);
+	t->wp_closed_cpu = cpu;
+	t->wp_closed_switches = sw;
 }
 
 void rt_wp_thread_stop(struct rt_thread *t, int self)
