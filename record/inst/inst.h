@@ -55,6 +55,7 @@ struct inst_tls {
 	bool on;               /* this thread is recorded by the inst sampler */
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
+	uint64_t stamp;        /* full mode: the time of this thread's last new stamp */
 	uint64_t stat[IS_MAX];
 };
 
