@@ -1040,6 +1040,7 @@ static int inst_process_init(void)
 	}
 	inst_mem_init();
 	inst_sync_init();
+	inst_omp_init();
 	inst_active = true;
 	rt_log(2, "inst: %s mode%s, period %llu, runtime %s", inst_full ? "full" : "sampled",
 	       inst_full ? (inst_funcs ? " with functions" : " without functions") : "",
