@@ -58,6 +58,7 @@ struct inst_tls {
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
 	uint64_t stamp;        /* full mode: the time of this thread's last new stamp */
+	uint32_t cpu;          /* full mode: the CPU read with it */
 	uint64_t stat[IS_MAX];
 };
 

@@ -361,11 +361,12 @@ static inline struct rt_thread *rec_thread(struct inst_tls *T)
 }
 
 /* Full mode: a new time for a record of this thread, kept as its last stamp
- * (the filter reuses it, see filt_stamp). */
+ * with the CPU it runs on (the filter reuses both, see filt_stamp). */
 static inline uint64_t full_now(struct inst_tls *T)
 {
 	uint64_t now = inst_time();
 	T->stamp = now;
+	T->cpu = (uint32_t)sched_getcpu();
 	return now;
 }
 
@@ -391,8 +392,9 @@ static inline uint64_t full_now(struct inst_tls *T)
  * of T to a line T still owns (a granule new to this ownership) takes no new
  * time but T's last stamp: that was read at or after T's claim of the line
  * and before this swap, so it lies between the claim and the next claim by
- * another thread (ties within T: stream order).  Most records of a line are
- * of that kind, and reading the TSC in order costs 30-45 ns here.  Writes
+ * another thread (ties within T: stream order), and the CPU read with it.
+ * Most records of a line are of that kind, and reading the TSC in order
+ * costs 30-45 ns here.  Writes
  * that make nobody the owner (accesses across lines, atomics that read,
  * threads without an owner id) only lose filtering and need no order. */
 #define FILT_BITS 17                         /* 2^17 lines: 1 MiB, touched lazily */
@@ -573,7 +575,7 @@ static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t
 	r->u.sample.period = 1;
 	r->u.sample.data_src = 0;
 	r->u.sample.weight = 0;
-	r->u.sample.cpu = (uint32_t)sched_getcpu();
+	r->u.sample.cpu = inst_t.cpu;
 	r->u.sample.len = (uint8_t)len;
 	r->u.sample.kind = (uint8_t)kind;
 	r->u.sample.flags = (uint8_t)flags;
