@@ -394,9 +394,9 @@ static inline uint64_t full_now(struct inst_tls *T)
  * and before this swap, so it lies between the claim and the next claim by
  * another thread (ties within T: stream order), and the CPU read with it.
  * Most records of a line are of that kind, and reading the TSC in order
- * costs 30-45 ns here.  Writes
- * that make nobody the owner (accesses across lines, atomics that read,
- * threads without an owner id) only lose filtering and need no order. */
+ * costs 30-45 ns here.  Writes that make nobody the owner (accesses across
+ * lines, atomics that read, threads without an owner id) only lose
+ * filtering and need no order. */
 #define FILT_BITS 17                         /* 2^17 lines: 1 MiB, touched lazily */
 #define FILT_MASK ((1u << FILT_BITS) - 1)
 #define FILT_OWNER_MAX ((1u << 14) - 1)
