@@ -13,6 +13,7 @@
 #   threads     report and functions on rings of 1,000 and 10,000 threads
 #               (BENCH_THREADS="N ...": other sizes): wall time, peak RSS
 #   sweep       a 64-point sweep against 64 single analyses (tests/bench_sweep.sh)
+#   RSS         a tiny program's peak RSS plain and recorded (soft, inst, inst --full)
 #   exact       inst --full slowdown, bytes per access, exact replay speed,
 #               the functions view on that full trace (records/s, peak RSS)
 #
@@ -130,6 +131,39 @@ if [ -x "$B/kernels/stencil" ]; then
 		-s "${BENCH_SWEEPS:-50000}"
 else
 	row "recording (stencil, barrier per sweep)" "n/a ($B/kernels/stencil not built)" ""
+fi
+
+# ---- recorded program RSS ------------------------------------------------------------
+# A tiny program (the pipeline kernel, 2 threads, 10 buffers of 64 doubles):
+# its peak RSS plain (/usr/bin/time) and under commrec (the trace's SUMMARY),
+# soft on the plain build, inst sampled and inst --full on the commrec-cc
+# build (against that build run plain).  What the difference is made of:
+# commrec(1), "Memory of the recorded program".
+rss_plain() { /usr/bin/time -f '%M' -o "$W/rss.one" "$@" >/dev/null 2>&1; tail -n 1 "$W/rss.one"; }
+rss_rec() {
+	rm -f "$W/rss.zst"
+	"$REC" -q -f -o "$W/rss.zst" "$@" >/dev/null 2>&1 &&
+		"$ANA" info "$W/rss.zst" 2>/dev/null | sed -n 's/^ *program_maxrss_kb=//p' | head -n 1
+}
+rss_row() {
+	local label=$1 plain=$2 rec=$3
+	if [ -n "$plain" ] && [ -n "$rec" ]; then
+		row "recorded program RSS ($label)" "$plain / $rec KiB" ""
+		row "  added" "$(( rec - plain )) KiB ($(ratio "$rec" "$plain"))" ""
+	else
+		row "recorded program RSS ($label)" "n/a" ""
+	fi
+}
+K=$B/kernels
+TINY=(-t 2 -i 10 -l 64)
+if [ -x "$K/pipeline" ]; then
+	rss_row "tiny, soft" "$(rss_plain "$K/pipeline" "${TINY[@]}")" \
+		"$(rss_rec --sampler soft -- "$K/pipeline" "${TINY[@]}")"
+fi
+if [ -x "$K/pipeline-inst" ]; then
+	p=$(rss_plain "$K/pipeline-inst" "${TINY[@]}")
+	rss_row "tiny, inst" "$p" "$(rss_rec --sampler inst -- "$K/pipeline-inst" "${TINY[@]}")"
+	rss_row "tiny, inst --full" "$p" "$(rss_rec --sampler inst --full -- "$K/pipeline-inst" "${TINY[@]}")"
 fi
 
 # ---- replay throughput -----------------------------------------------------------

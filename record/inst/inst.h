@@ -11,6 +11,8 @@
  *                  forms): recorded as line-sized accesses, then done by libc.
  *   inst_sync.c    pthread mutexes, spin locks, barriers, condition variables,
  *                  semaphores: the accesses they imply, flagged as sync.
+ *   inst_omp.c     the same for libgomp: barriers, parallel regions, locks,
+ *                  critical sections, GOMP_atomic.
  */
 #ifndef CT_INST_H
 #define CT_INST_H
@@ -60,6 +62,8 @@ struct inst_tls {
 	bool on;               /* this thread is recorded by the inst sampler */
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
+	uint64_t stamp;        /* full mode: the time of this thread's last new stamp */
+	uint32_t cpu;          /* full mode: the CPU read with it */
 	uint64_t stat[IS_MAX];
 };
 
@@ -111,9 +115,30 @@ static inline bool inst_thread_on(void)
 void inst_mem_init(void);
 /* inst_sync.c: the wrappers of libc's synchronization functions. */
 void inst_sync_init(void);
+/* inst_omp.c: libgomp's (after inst_sync_init). */
+void inst_omp_init(void);
 /* Full mode: record an access that a synchronization call implies
  * (CT_SAMPLE_SYNC). */
 void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip);
+extern bool inst_sync_off;      /* COMMTRACE_INST_SYNC=0: the wrappers only call */
+#define INST_SYNC_LEN 4         /* the lock word of glibc's and libgomp's objects */
+/* The wrappers' access: one implied access of the calling thread to obj's
+ * first word, at ip (full mode, recorded threads only). */
+static inline void inst_sync_acc(const void *obj, unsigned kind, uintptr_t ip)
+{
+	if (inst_full && !inst_sync_off && inst_thread_on())
+		inst_sync_access((uintptr_t)obj, INST_SYNC_LEN, kind, ip);
+}
+/* The wrapped library's function `name`, looked up once (RTLD_NEXT: the
+ * next definition after this runtime's): get_name() returns it. */
+#define INST_REAL(ret, name, ...)                                                            \
+	static ret (*real_##name)(__VA_ARGS__);                                                \
+	static ret (*get_##name(void))(__VA_ARGS__)                                            \
+	{                                                                                      \
+		if (__builtin_expect(!real_##name, 0))                                         \
+			real_##name = (ret(*)(__VA_ARGS__))dlsym(RTLD_NEXT, #name);            \
+		return real_##name;                                                            \
+	}
 
 #define INST_RET() ((uintptr_t)__builtin_return_address(0))
 

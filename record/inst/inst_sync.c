@@ -16,7 +16,8 @@
  *                    condition before, a load of it and the mutex's lock after
  * (stamped before a call that publishes, after a call that acquires, so that
  * the acquirer's record follows the publisher's).  Only in full mode, only
- * on recorded threads; COMMTRACE_INST_SYNC=0 turns them into plain calls. */
+ * on recorded threads; COMMTRACE_INST_SYNC=0 turns them into plain calls.
+ * The OpenMP runtime's synchronization: inst_omp.c. */
 #include "inst.h"
 
 #include <dlfcn.h>
@@ -25,36 +26,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SYNC_LEN 4       /* the lock word of glibc's objects */
+bool inst_sync_off;
 
-static bool sync_off;
 
-/* libc's function `name`, looked up once (RTLD_NEXT: the next definition
- * after this runtime's). */
-#define REAL(ret, name, ...)                                                                 \
-	static ret (*real_##name)(__VA_ARGS__);                                                \
-	static ret (*get_##name(void))(__VA_ARGS__)                                            \
-	{                                                                                      \
-		if (__builtin_expect(!real_##name, 0))                                         \
-			real_##name = (ret(*)(__VA_ARGS__))dlsym(RTLD_NEXT, #name);            \
-		return real_##name;                                                            \
-	}
-
-REAL(int, pthread_mutex_lock, pthread_mutex_t *)
-REAL(int, pthread_mutex_trylock, pthread_mutex_t *)
-REAL(int, pthread_mutex_unlock, pthread_mutex_t *)
-REAL(int, pthread_spin_lock, pthread_spinlock_t *)
-REAL(int, pthread_spin_trylock, pthread_spinlock_t *)
-REAL(int, pthread_spin_unlock, pthread_spinlock_t *)
-REAL(int, pthread_barrier_wait, pthread_barrier_t *)
-REAL(int, pthread_cond_wait, pthread_cond_t *, pthread_mutex_t *)
-REAL(int, pthread_cond_timedwait, pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
-REAL(int, pthread_cond_signal, pthread_cond_t *)
-REAL(int, pthread_cond_broadcast, pthread_cond_t *)
-REAL(int, sem_wait, sem_t *)
-REAL(int, sem_trywait, sem_t *)
-REAL(int, sem_timedwait, sem_t *, const struct timespec *)
-REAL(int, sem_post, sem_t *)
+INST_REAL(int, pthread_mutex_lock, pthread_mutex_t *)
+INST_REAL(int, pthread_mutex_trylock, pthread_mutex_t *)
+INST_REAL(int, pthread_mutex_unlock, pthread_mutex_t *)
+INST_REAL(int, pthread_spin_lock, pthread_spinlock_t *)
+INST_REAL(int, pthread_spin_trylock, pthread_spinlock_t *)
+INST_REAL(int, pthread_spin_unlock, pthread_spinlock_t *)
+INST_REAL(int, pthread_barrier_wait, pthread_barrier_t *)
+INST_REAL(int, pthread_cond_wait, pthread_cond_t *, pthread_mutex_t *)
+INST_REAL(int, pthread_cond_timedwait, pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
+INST_REAL(int, pthread_cond_signal, pthread_cond_t *)
+INST_REAL(int, pthread_cond_broadcast, pthread_cond_t *)
+INST_REAL(int, sem_wait, sem_t *)
+INST_REAL(int, sem_trywait, sem_t *)
+INST_REAL(int, sem_timedwait, sem_t *, const struct timespec *)
+INST_REAL(int, sem_post, sem_t *)
 
 /* Every real function looked up at load time, recording or not: never
  * lazily in a wrapper, where the first call could be sem_post in a signal
@@ -82,14 +71,7 @@ __attribute__((constructor)) static void sync_resolve(void)
 void inst_sync_init(void)
 {
 	const char *e = getenv("COMMTRACE_INST_SYNC");
-	sync_off = e && e[0] == '0';
-}
-
-/* One implied access of the calling thread, at ip. */
-static inline void sync_acc(const void *obj, unsigned kind, uintptr_t ip)
-{
-	if (inst_full && !sync_off && inst_thread_on())
-		inst_sync_access((uintptr_t)obj, SYNC_LEN, kind, ip);
+	inst_sync_off = e && e[0] == '0';
 }
 
 #define RMW CT_ACCESS_ATOMIC
@@ -100,7 +82,7 @@ RT_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
 	int r = get_pthread_mutex_lock()(m);
 	if (!r)
-		sync_acc(m, RMW, INST_RET() - 1);
+		inst_sync_acc(m, RMW, INST_RET() - 1);
 	return r;
 }
 
@@ -108,13 +90,13 @@ RT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 {
 	int r = get_pthread_mutex_trylock()(m);
 	if (!r)
-		sync_acc(m, RMW, INST_RET() - 1);
+		inst_sync_acc(m, RMW, INST_RET() - 1);
 	return r;
 }
 
 RT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	sync_acc(m, ST, INST_RET() - 1);
+	inst_sync_acc(m, ST, INST_RET() - 1);
 	return get_pthread_mutex_unlock()(m);
 }
 
@@ -122,7 +104,7 @@ RT_EXPORT int pthread_spin_lock(pthread_spinlock_t *s)
 {
 	int r = get_pthread_spin_lock()(s);
 	if (!r)
-		sync_acc((const void *)s, RMW, INST_RET() - 1);
+		inst_sync_acc((const void *)s, RMW, INST_RET() - 1);
 	return r;
 }
 
@@ -130,33 +112,33 @@ RT_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s)
 {
 	int r = get_pthread_spin_trylock()(s);
 	if (!r)
-		sync_acc((const void *)s, RMW, INST_RET() - 1);
+		inst_sync_acc((const void *)s, RMW, INST_RET() - 1);
 	return r;
 }
 
 RT_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s)
 {
-	sync_acc((const void *)s, ST, INST_RET() - 1);
+	inst_sync_acc((const void *)s, ST, INST_RET() - 1);
 	return get_pthread_spin_unlock()(s);
 }
 
 RT_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 {
 	uintptr_t ip = INST_RET() - 1;
-	sync_acc(b, RMW, ip);
+	inst_sync_acc(b, RMW, ip);
 	int r = get_pthread_barrier_wait()(b);
-	sync_acc(b, LD, ip);
+	inst_sync_acc(b, LD, ip);
 	return r;
 }
 
 RT_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	uintptr_t ip = INST_RET() - 1;
-	sync_acc(m, ST, ip);
-	sync_acc(c, RMW, ip);
+	inst_sync_acc(m, ST, ip);
+	inst_sync_acc(c, RMW, ip);
 	int r = get_pthread_cond_wait()(c, m);
-	sync_acc(c, LD, ip);
-	sync_acc(m, RMW, ip);
+	inst_sync_acc(c, LD, ip);
+	inst_sync_acc(m, RMW, ip);
 	return r;
 }
 
@@ -164,23 +146,23 @@ RT_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                      const struct timespec *abstime)
 {
 	uintptr_t ip = INST_RET() - 1;
-	sync_acc(m, ST, ip);
-	sync_acc(c, RMW, ip);
+	inst_sync_acc(m, ST, ip);
+	inst_sync_acc(c, RMW, ip);
 	int r = get_pthread_cond_timedwait()(c, m, abstime);
-	sync_acc(c, LD, ip);
-	sync_acc(m, RMW, ip);
+	inst_sync_acc(c, LD, ip);
+	inst_sync_acc(m, RMW, ip);
 	return r;
 }
 
 RT_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 {
-	sync_acc(c, RMW, INST_RET() - 1);
+	inst_sync_acc(c, RMW, INST_RET() - 1);
 	return get_pthread_cond_signal()(c);
 }
 
 RT_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 {
-	sync_acc(c, RMW, INST_RET() - 1);
+	inst_sync_acc(c, RMW, INST_RET() - 1);
 	return get_pthread_cond_broadcast()(c);
 }
 
@@ -188,7 +170,7 @@ RT_EXPORT int sem_wait(sem_t *s)
 {
 	int r = get_sem_wait()(s);
 	if (!r)
-		sync_acc(s, RMW, INST_RET() - 1);
+		inst_sync_acc(s, RMW, INST_RET() - 1);
 	return r;
 }
 
@@ -196,7 +178,7 @@ RT_EXPORT int sem_trywait(sem_t *s)
 {
 	int r = get_sem_trywait()(s);
 	if (!r)
-		sync_acc(s, RMW, INST_RET() - 1);
+		inst_sync_acc(s, RMW, INST_RET() - 1);
 	return r;
 }
 
@@ -204,12 +186,12 @@ RT_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
 {
 	int r = get_sem_timedwait()(s, abstime);
 	if (!r)
-		sync_acc(s, RMW, INST_RET() - 1);
+		inst_sync_acc(s, RMW, INST_RET() - 1);
 	return r;
 }
 
 RT_EXPORT int sem_post(sem_t *s)
 {
-	sync_acc(s, RMW, INST_RET() - 1);
+	inst_sync_acc(s, RMW, INST_RET() - 1);
 	return get_sem_post()(s);
 }

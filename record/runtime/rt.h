@@ -166,6 +166,13 @@ static inline uint64_t rt_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* rt_marker.c: a libgomp parallel region, told to rt_omp_sync when it is
+ * set (the inst sampler's full mode, record/inst/inst_omp.c): the fork and
+ * the join on the thread that starts the region (before and after it), the
+ * begin and end of the region's body on each thread of the team. */
+enum rt_omp_phase { RT_OMP_FORK, RT_OMP_BEGIN, RT_OMP_END, RT_OMP_JOIN };
+extern void (*rt_omp_sync)(enum rt_omp_phase phase, uintptr_t ip);
+
 /* rt_main.c */
 void rt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rt_push(struct rt_thread *t, const struct ct_record *r);

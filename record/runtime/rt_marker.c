@@ -14,7 +14,10 @@
  * function through a trampoline that writes a region begin and end on each
  * thread of the team: the workers belong to the region they run.  The region's name is
  * "omp:0xADDR" (ct_marker_omp_name), the outlined function's address: the
- * analyzer names it from the trace's symbols (`f._omp_fn.0`, file:line). */
+ * analyzer names it from the trace's symbols (`f._omp_fn.0`, file:line).
+ * rt_omp_sync, when set (the inst sampler's full mode, inst_omp.c), is
+ * told of the region's fork and join (the starting thread) and of each
+ * thread's begin and end of the region's body. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,30 +52,56 @@ RT_EXPORT void commrec_marker(int kind, const char *name)
 struct omp_region {
 	void (*fn)(void *);
 	void *data;
+	uintptr_t ip;            /* the call that starts the region */
+	bool on;                 /* the trampoline runs */
 	char name[CT_MARKER_NAME_MAX + 1];
 };
+
+void (*rt_omp_sync)(enum rt_omp_phase phase, uintptr_t ip);
+
+static inline void omp_sync(enum rt_omp_phase phase, uintptr_t ip)
+{
+	void (*f)(enum rt_omp_phase, uintptr_t) = rt_omp_sync;
+	if (f)
+		f(phase, ip);
+}
 
 static void omp_trampoline(void *arg)
 {
 	const struct omp_region *o = arg;
 	commrec_marker(CT_MARK_REGION_BEGIN, o->name);
+	omp_sync(RT_OMP_BEGIN, o->ip);
 	o->fn(o->data);
+	omp_sync(RT_OMP_END, o->ip);
 	commrec_marker(CT_MARK_REGION_END, "");
 }
 
 /* When this thread is recorded: the region in o, and *fn, *data replaced
  * by the trampoline and o.  The libgomp entry points return when the whole
  * team is done, so o (on the caller's stack) outlives every use. */
-static void omp_enter(struct omp_region *o, void (**fn)(void *), void **data)
+static void omp_enter(struct omp_region *o, void (**fn)(void *), void **data, uintptr_t ip)
 {
+	o->on = false;
 	if (!atomic_load_explicit(&rt_active, memory_order_relaxed) || !rt_self)
 		return;
+	o->on = true;
 	o->fn = *fn;
 	o->data = *data;
+	o->ip = ip;
 	ct_marker_omp_name(o->name, sizeof o->name, (uint64_t)(uintptr_t)*fn);
 	*fn = omp_trampoline;
 	*data = o;
+	omp_sync(RT_OMP_FORK, ip);
 }
+
+/* After the region (the team is done). */
+static void omp_leave(const struct omp_region *o)
+{
+	if (o->on)
+		omp_sync(RT_OMP_JOIN, o->ip);
+}
+
+#define OMP_CALLER() ((uintptr_t)__builtin_return_address(0) - 1)
 
 /* libgomp's function `name` (looked up once). */
 static void *omp_real(void *_Atomic *cache, const char *name)
@@ -92,9 +121,10 @@ RT_EXPORT void GOMP_parallel(omp_fn fn, void *data, unsigned nthreads, unsigned 
 {
 	static void *_Atomic real;
 	struct omp_region o;
-	omp_enter(&o, &fn, &data);
+	omp_enter(&o, &fn, &data, OMP_CALLER());
 	((void (*)(omp_fn, void *, unsigned, unsigned))omp_real(&real, __func__))(fn, data, nthreads,
 	                                                                           flags);
+	omp_leave(&o);
 }
 
 /* #pragma omp parallel sections */
@@ -103,9 +133,10 @@ RT_EXPORT void GOMP_parallel_sections(omp_fn fn, void *data, unsigned nthreads, 
 {
 	static void *_Atomic real;
 	struct omp_region o;
-	omp_enter(&o, &fn, &data);
+	omp_enter(&o, &fn, &data, OMP_CALLER());
 	((void (*)(omp_fn, void *, unsigned, unsigned, unsigned))omp_real(&real, __func__))(
 		fn, data, nthreads, count, flags);
+	omp_leave(&o);
 }
 
 /* #pragma omp parallel for with a schedule clause: with a chunk size
@@ -119,9 +150,10 @@ typedef void (*omp_loop)(omp_fn, void *, unsigned, long, long, long, unsigned);
 	{                                                                                    \
 		static void *_Atomic real;                                                   \
 		struct omp_region o;                                                         \
-		omp_enter(&o, &fn, &data);                                                   \
+		omp_enter(&o, &fn, &data, OMP_CALLER());                                     \
 		((omp_loop_chunk)omp_real(&real, #NAME))(fn, data, nthreads, start, end, incr, \
 		                                         chunk, flags);                      \
+		omp_leave(&o);                                                               \
 	}
 #define OMP_LOOP(NAME)                                                                    \
 	RT_EXPORT void NAME(omp_fn fn, void *data, unsigned nthreads, long start, long end,  \
@@ -129,8 +161,9 @@ typedef void (*omp_loop)(omp_fn, void *, unsigned, long, long, long, unsigned);
 	{                                                                                    \
 		static void *_Atomic real;                                                   \
 		struct omp_region o;                                                         \
-		omp_enter(&o, &fn, &data);                                                   \
+		omp_enter(&o, &fn, &data, OMP_CALLER());                                     \
 		((omp_loop)omp_real(&real, #NAME))(fn, data, nthreads, start, end, incr, flags); \
+		omp_leave(&o);                                                               \
 	}
 
 OMP_LOOP_CHUNK(GOMP_parallel_loop_static)
