@@ -91,8 +91,9 @@ static struct tm_ make(size_t n, const char *name, const char *kind, const char 
 			t.cell[i * n + j] = v;
 		}
 	}
-	t.m = (struct matrix_out){ name, kind, index, "estimated line transfers", n, t.cell,
-	                           (const char *const *)t.labels, attrs, 3, {0} };
+	t.m = (struct matrix_out){ .name = name, .kind = kind, .index = index,
+	                           .units = "estimated line transfers", .n = n, .cell = t.cell,
+	                           .labels = (const char *const *)t.labels, .attrs = attrs, .nattrs = 3 };
 	return t;
 }
 
