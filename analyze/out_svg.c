@@ -202,16 +202,10 @@ static double cscale_t(const struct cscale *c, double v)
 	return (v - c->lo) / (c->hi - c->lo);
 }
 
-int write_matrix_svg(FILE *f, const struct matrix_out *m)
+/* The picture of m; total: the sum in the subtitle, NAN: from m's cells (a
+ * density map's bins would count a symmetric pair twice in a diagonal bin). */
+static int write_svg(FILE *f, const struct matrix_out *m, double total_given)
 {
-	if (m->n > OUT_BINS) {
-		struct out_binned b;
-		if (out_bin(m, &b))
-			return -1;
-		int rc = write_matrix_svg(f, &b.m);
-		out_binned_free(&b);
-		return rc;
-	}
 	size_t n = m->n;
 	char lb[32], num[48], col[8];
 
@@ -235,6 +229,8 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 			}
 		}
 	bool anyval = lo <= hi;
+	if (!isnan(total_given))
+		total = total_given;
 
 	struct cscale sc;
 	cscale_init(&sc, &rd, lo, hi, anyval);
@@ -505,4 +501,16 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 		out_svg_text(f, margin, H - margin, 11, "start", "fill=\"#aa0000\"", s);
 	}
 	return out_svg_end(f);
+}
+
+int write_matrix_svg(FILE *f, const struct matrix_out *m)
+{
+	if (m->n <= OUT_BINS)
+		return write_svg(f, m, NAN);
+	struct out_binned b;
+	if (out_bin(m, &b))
+		return -1;
+	int rc = write_svg(f, &b.m, b.total);
+	out_binned_free(&b);
+	return rc;
 }

@@ -119,16 +119,19 @@ int out_bin(const struct matrix_out *m, struct out_binned *b)
 		out_binned_free(b);
 		return -1;
 	}
-	for (ptrdiff_t x = 0; x < nt; x++)
+	struct matrix_render rd;
+	out_render(m, &rd);
+	for (ptrdiff_t x = 0; x < nt; x++) {
 		b->cell[t[x].row / k * nb + t[x].col / k] += t[x].v;
+		if (isfinite(t[x].v) && (rd.symmetric != OUT_SYM_YES || t[x].col >= t[x].row))
+			b->total += t[x].v;
+	}
 	free(owned);
 	for (size_t i = 0; i < nb; i++) {
 		size_t last = (i + 1) * k < m->n ? (i + 1) * k - 1 : m->n - 1;
 		snprintf(b->label[i], sizeof b->label[i], "%zu-%zu", i * k, last);
 		b->labels[i] = b->label[i];
 	}
-	struct matrix_render rd;
-	out_render(m, &rd);
 	const char *idx = m->index && *m->index ? m->index : "thread";
 	if (rd.row_axis) {
 		snprintf(b->row_axis, sizeof b->row_axis, "%s (bins of %zu)", rd.row_axis, k);

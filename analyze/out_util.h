@@ -51,6 +51,7 @@ ptrdiff_t out_nonzero(const struct matrix_out *m, const struct mx_triplet **t,
 struct out_binned {
 	struct matrix_out m;
 	size_t k;                   /* cells a bin, each way */
+	double total;               /* of m's finite cells (symmetric: each pair once) */
 	double *cell;
 	char (*label)[48];
 	const char **labels;
