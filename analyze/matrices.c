@@ -329,17 +329,23 @@ const struct mx_totals *matrices_totals(const struct matrices *m)
 void matrix_symmetric(const struct matrix *m, double *out)
 {
 	size_t n = m->n;
+	matrix_directed(m, out);
 	for (size_t r = 0; r < n; r++)
-		for (size_t c = 0; c < n; c++)
-			out[r * n + c] = r == c ? matrix_at(m, r, c) : matrix_at(m, r, c) + matrix_at(m, c, r);
+		for (size_t c = r + 1; c < n; c++)
+			out[r * n + c] = out[c * n + r] = out[r * n + c] + out[c * n + r];
 }
 
 void matrix_directed(const struct matrix *m, double *out)
 {
 	size_t n = m->n;
-	for (size_t r = 0; r < n; r++)
-		for (size_t c = 0; c < n; c++)
-			out[r * n + c] = matrix_at(m, r, c);
+	if (m->cell) {
+		for (size_t r = 0; r < n; r++)
+			memcpy(out + r * n, m->cell + r * stride_of(m), n * sizeof *out);
+		return;
+	}
+	memset(out, 0, n * n * sizeof *out);
+	for (size_t x = 0; m->sp && x < m->sp->n; x++)
+		out[m->sp->rc[x][0] * n + m->sp->rc[x][1]] = m->sp->v[m->kind][x];
 }
 
 static int cmp_triplet(const void *x, const void *y)

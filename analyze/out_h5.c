@@ -16,7 +16,8 @@
  * attributes layout ("sparse") and n (uint64) besides kind, index, units
  * and the matrix's own, and no "labels" attribute (an attribute holds at
  * most 64 KiB): the labels are in the datasets INDEX_row and INDEX_column,
- * not attached as scales.
+ * not attached as scales.  A dense matrix of more than OUT_DENSE_MAX rows
+ * (--cells dense) has no "labels" attribute either, only its scales.
  *
  * The HDF5 automatic error printing is switched off while writing (and
  * restored afterwards); failures come back as -1 with err->msg naming the
@@ -353,9 +354,9 @@ hid_t h5w_matrix(struct h5w *h, hid_t loc, const char *name, const struct matrix
 	if (v && bufs) {
 		for (size_t i = 0; i < n; i++)
 			v[i] = out_label(m, i, bufs[i], sizeof bufs[i]);
-		/* an attribute holds at most 64 KiB: a sparse matrix's labels are
-		 * in the datasets only */
-		if (!sparse)
+		/* an attribute holds at most 64 KiB (4,000 labels or so): a sparse
+		 * or a large matrix has its labels in the datasets only */
+		if (!sparse && n <= OUT_DENSE_MAX)
 			h5w_attr_strs(h, d, "labels", v, n);
 		label_datasets(h, loc, sparse ? -1 : d, m, v);
 	} else {

@@ -102,13 +102,15 @@ def check_h5(path):
                     problems.append(f"{name}@{k} = {text!r}: a number stored as a string")
         if isinstance(obj, h5py.Dataset) and "kind" in obj.attrs and obj.ndim == 2 and obj.shape[0]:
             # a matrix: its labels as the scales of both dimensions
-            labels = [x.decode() if isinstance(x, bytes) else x for x in obj.attrs["labels"]]
+            # (past 1024 rows the labels are in the scales only)
+            labels = [x.decode() if isinstance(x, bytes) else x for x in obj.attrs["labels"]] \
+                if "labels" in obj.attrs else None
             for d in (0, 1):
                 if len(obj.dims[d]) != 1:
                     problems.append(f"{name}: dimension {d} has no scale")
                     continue
                 sc = [x.decode() if isinstance(x, bytes) else x for x in obj.dims[d][0][()]]
-                if sc != labels:
+                if labels is not None and sc != labels:
                     problems.append(f"{name}: dimension {d} scale {sc} is not the labels {labels}")
         if isinstance(obj, h5py.Dataset) and name.startswith("summary/"):
             for d in range(obj.ndim):

@@ -166,7 +166,8 @@ elif out ring "$CT_BUILD/tests/ana_mktrace" "$RING" threads 1100; then
 			"$WORK/ring_directed.h5" &&
 		rt ring_directed_dense_is_sparse sparse "$WORK/ring_directed.dense.csv" \
 			"$WORK/ring_directed.dense.h5" "$WORK/ring_directed.csv" "$WORK/ring_directed.json" \
-			"$WORK/ring_directed.h5"
+			"$WORK/ring_directed.h5" &&
+		rt ring_dense_h5_numbers h5 "$WORK/ring_directed.dense.h5"
 	sparse_forms ring_sym "$RING" --board-size 65536 &&
 		rt ring_symmetric_dense_is_sparse sparse "$WORK/ring_sym.dense.csv" "$WORK/ring_sym.dense.h5" \
 			"$WORK/ring_sym.csv" "$WORK/ring_sym.json" "$WORK/ring_sym.h5" &&
