@@ -44,9 +44,10 @@ static size_t stride_of(const struct matrix *m)
 	return m->stride ? m->stride : m->n;
 }
 
-/* Dense storage for at least n rows, growing by half again at least (a
- * cpu index met one by one would otherwise copy the matrix each time). */
-static int mat_resize(struct matrix *m, size_t n)
+/* Dense storage for n rows (n <= max), growing by half again at least (a
+ * cpu index met one by one would otherwise copy the matrix each time), to
+ * at most max rows. */
+static int mat_resize(struct matrix *m, size_t n, size_t max)
 {
 	size_t old = stride_of(m);
 	if (n <= old && m->cell) {
@@ -55,6 +56,8 @@ static int mat_resize(struct matrix *m, size_t n)
 		return 0;
 	}
 	size_t cap = old + old / 2 > n ? old + old / 2 : n;
+	if (cap > max)
+		cap = n > max ? n : max;
 	double *c = calloc(cap ? cap * cap : 1, sizeof *c);
 	if (!c)
 		return -1;
@@ -164,7 +167,7 @@ static int index_resize(struct matrices *m, int index, size_t n)
 		if (m->sparse[index]) {
 			if (n > a->n)
 				a->n = n;
-		} else if (mat_resize(a, n)) {
+		} else if (mat_resize(a, n, m->dense_max)) {
 			return -1;
 		}
 	}
