@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1076,6 +1077,61 @@ static void test_sparse_text_svg(void)
 	unmake_labels(&t);
 }
 
+/* HDF5, sparse: the four cells as compound elements, n and layout as
+ * attributes, the labels in the thread_row dataset. */
+static void test_h5_sparse(void)
+{
+#ifndef HAVE_HDF5
+	SKIP("built without HDF5");
+#else
+	struct tm_ t = make_sparse();
+	struct ct_error err = { { 0 } };
+	CHECK_EQ_U(write_matrices_h5(tpath("sp.h5"), &t.m, 1, &err), 0);
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	hid_t f = H5Fopen(tpath("sp.h5"), H5F_ACC_RDONLY, H5P_DEFAULT);
+	hid_t d = f < 0 ? -1 : H5Dopen2(f, "thread_all", H5P_DEFAULT);
+	CHECK(d >= 0);
+	if (d >= 0) {
+		hid_t sp = H5Dget_space(d);
+		hsize_t dim = 0;
+		CHECK(H5Sget_simple_extent_ndims(sp) == 1);
+		H5Sget_simple_extent_dims(sp, &dim, NULL);
+		CHECK_EQ_U(dim, 4);
+		H5Sclose(sp);
+		hid_t mt = H5Tcreate(H5T_COMPOUND, sizeof(struct mx_triplet));
+		H5Tinsert(mt, "row", offsetof(struct mx_triplet, row), H5T_NATIVE_UINT32);
+		H5Tinsert(mt, "column", offsetof(struct mx_triplet, col), H5T_NATIVE_UINT32);
+		H5Tinsert(mt, "value", offsetof(struct mx_triplet, v), H5T_NATIVE_DOUBLE);
+		struct mx_triplet back[4] = { { 0, 0, 0 } };
+		CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0);
+		H5Tclose(mt);
+		CHECK(memcmp(back, sparse_cells, sizeof back) == 0);
+		uint64_t n = 0;
+		hid_t a = H5Aopen(d, "n", H5P_DEFAULT);
+		CHECK(a >= 0 && H5Aread(a, H5T_NATIVE_UINT64, &n) >= 0);
+		CHECK_EQ_U(n, 2000);
+		if (a >= 0)
+			H5Aclose(a);
+		char *layout = read_str_attr(d, "layout");
+		CHECK_STR(layout, "sparse");
+		free(layout);
+		CHECK(H5Aexists(d, "labels") == 0);
+		H5Dclose(d);
+	}
+	hid_t l = f < 0 ? -1 : H5Dopen2(f, "thread_row", H5P_DEFAULT);
+	CHECK(l >= 0);
+	if (l >= 0) {
+		hid_t sp = H5Dget_space(l);
+		CHECK_EQ_U(H5Sget_simple_extent_npoints(sp), 2000);
+		H5Sclose(sp);
+		H5Dclose(l);
+	}
+	if (f >= 0)
+		H5Fclose(f);
+	unmake_labels(&t);
+#endif
+}
+
 /* ---- every writer on n = 0, 1, 256 and NULL labels ------------------------ */
 
 static void test_sizes_all_writers(void)
@@ -1130,6 +1186,7 @@ int main(void)
 	RUN(test_sparse_csv_json);
 	RUN(test_forms_either_way);
 	RUN(test_sparse_text_svg);
+	RUN(test_h5_sparse);
 	if (!getenv("CT_KEEP_TMP")) {
 		char cmd[512];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
