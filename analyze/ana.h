@@ -366,13 +366,16 @@ const char *fmt_duration(uint64_t ns, char *buf, size_t cap);
  * sockets), with the attributes attrs. */
 struct matrix_built {
 	struct matrix_out m;
-	double *cell;
+	double *cell;               /* dense cells, or */
+	struct mx_triplet *nz;      /* the non-zero ones */
 	char **labels;
 	size_t nlabels;
 	char name[32];
 };
+/* form: how the matrix is to be written (m.form); it is built sparse when
+ * it will be written so (struct matrix_out), dense otherwise.  0, -1: memory. */
 int matrix_build(const struct analysis *a, enum mx_index index, enum mx_kind kind, bool directed,
-                 const struct attr_set *attrs, struct matrix_built *b);  /* 0, -1: memory */
+                 enum out_form form, const struct attr_set *attrs, struct matrix_built *b);
 void matrix_built_free(struct matrix_built *b);
 /* The colour scale shared by the three kinds of one index: its top is the
  * largest cell of the `all` matrix (true + false), its bottom (of a log

@@ -161,9 +161,26 @@ extern const struct model_ops *const all_models[];
 
 /* ---- matrices ---------------------------------------------------------- */
 
+/* An n x n matrix, dense or sparse.  Dense: cell[row * stride + col]
+ * (stride 0: n), which is how callers build their own.  Sparse (the
+ * matrices consumer's past MX_DENSE_MAX rows): cell is NULL and the
+ * non-zero cells are in a hash table (matrices.c).  matrix_at reads
+ * either. */
+struct mx_sparse;
 struct matrix {
 	size_t n;
-	double *cell;               /* n*n, row-major: cell[row*n + col] */
+	double *cell;
+	size_t stride;
+	const struct mx_sparse *sp; /* sparse: the cells of the index */
+	unsigned kind;              /* sparse: which of the index's values */
+};
+/* Cell (row, col); 0 outside the matrix. */
+double matrix_at(const struct matrix *m, size_t row, size_t col);
+
+/* A non-zero cell, for sparse outputs. */
+struct mx_triplet {
+	uint32_t row, col;
+	double v;
 };
 
 /* ---- output writers ---------------------------------------------------- */
@@ -189,6 +206,14 @@ struct matrix_render {
 	const char *row_axis, *col_axis;  /* axis titles (both, or neither) */
 };
 
+/* How the CSV, JSON and HDF5 writers lay out a matrix: dense (every cell)
+ * up to OUT_DENSE_MAX rows, else sparse triplets (row, column, value) of
+ * the non-zero cells (doc/commanalyze.1, Output formats); or either by
+ * choice.  The text view lists the top cells and the SVG bins cells into a
+ * density map from sizes of their own (out_text.c, out_svg.c). */
+#define OUT_DENSE_MAX 1024
+enum out_form { OUT_FORM_AUTO = 0, OUT_FORM_DENSE = 1, OUT_FORM_SPARSE = 2 };
+
 /* One matrix ready to be written: labels for rows and columns (same order),
  * what it counts, and attributes saying how it was made. */
 struct matrix_out {
@@ -197,11 +222,14 @@ struct matrix_out {
 	const char *index;          /* "thread", "core", "socket" */
 	const char *units;          /* e.g. "estimated line transfers" */
 	size_t n;
-	const double *cell;         /* n*n row-major */
+	const double *cell;         /* n*n row-major, or NULL: the cells are nz */
+	const struct mx_triplet *nz;  /* when cell is NULL: the non-zero cells, by row then column */
+	size_t nnz;
 	const char *const *labels;  /* n labels */
 	const struct attr *attrs;
 	size_t nattrs;
 	struct matrix_render render;
+	enum out_form form;         /* how CSV, JSON and HDF5 write the cells */
 };
 
 /* The output writers, by --format name (writers.c): text, csv, json, h5,
@@ -303,11 +331,17 @@ extern const char *const mx_kind_names[3];    /* "all", "true", "false" */
 extern const char *const mx_index_names[3];   /* "thread", "core", "socket" */
 struct topology;
 struct matrices;
-/* topo may be NULL (then only thread matrices are kept). */
+/* topo may be NULL (then only thread matrices are kept).  An index of more
+ * than MX_DENSE_MAX rows is kept sparse: memory grows with the pairs that
+ * communicate, not with n x n (matrices_create_dense_max: another limit). */
+#define MX_DENSE_MAX 1024
 struct matrices *matrices_create(size_t nthreads, const struct topology *topo);
+struct matrices *matrices_create_dense_max(size_t nthreads, const struct topology *topo,
+                                           size_t dense_max);
 void matrices_free(struct matrices *m);
 struct event_consumer matrices_consumer(struct matrices *m);
-/* The directed matrix (row dst, column src); n is its size. */
+/* The directed matrix (row dst, column src); n is its size.  Read its cells
+ * with matrix_at (it may be sparse); valid until the next event. */
 const struct matrix *matrices_get(const struct matrices *m, enum mx_index index,
                                   enum mx_kind kind);
 /* The cells (row, column) of the index's matrices that received weight, in
@@ -325,5 +359,12 @@ const struct mx_totals *matrices_totals(const struct matrices *m);
  * inside one core or socket are not doubled): the symmetric form written
  * by default. */
 void matrix_symmetric(const struct matrix *m, double *out);
+/* out (n*n, row-major) = M: a dense copy. */
+void matrix_directed(const struct matrix *m, double *out);
+/* The non-zero cells of the index's matrix of kind (M + M^T when sym, as
+ * matrix_symmetric), by row then column, in a new array (*out, free it;
+ * NULL when there are none).  Their number, or -1: out of memory. */
+ptrdiff_t matrices_triplets(const struct matrices *m, enum mx_index index, enum mx_kind kind,
+                            bool sym, struct mx_triplet **out);
 
 #endif

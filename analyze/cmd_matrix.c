@@ -6,11 +6,13 @@
 #include <string.h>
 
 #include "ana.h"
+#include "out_util.h"
 
 
 void matrix_built_free(struct matrix_built *b)
 {
 	free(b->cell);
+	free(b->nz);
 	for (size_t i = 0; i < b->nlabels; i++)
 		free(b->labels[i]);
 	free(b->labels);
@@ -43,29 +45,48 @@ static char **make_labels(const struct analysis *a, enum mx_index index, size_t 
 	return l;
 }
 
-int matrix_build(const struct analysis *a, enum mx_index index, enum mx_kind kind,
-                     bool directed, const struct attr_set *attrs, struct matrix_built *b)
+/* The cells of b: dense n x n, or the non-zero ones (a matrix written
+ * sparse, or too large to hold dense: OUT_DENSE_MAX). */
+static int build_cells(const struct analysis *a, enum mx_index index, enum mx_kind kind,
+                       bool directed, enum out_form form, struct matrix_built *b)
 {
-	memset(b, 0, sizeof *b);
 	const struct matrix *src = matrices_get(a->mx, index, kind);
 	size_t n = src->n;
-	b->cell = calloc(n ? n * n : 1, sizeof *b->cell);
-	b->labels = make_labels(a, index, n);
-	b->nlabels = b->labels ? n : 0;
-	if (!b->cell || !b->labels)
+	if (form == OUT_FORM_SPARSE || (form == OUT_FORM_AUTO && n > OUT_DENSE_MAX)) {
+		ptrdiff_t k = matrices_triplets(a->mx, index, kind, !directed, &b->nz);
+		b->m.nnz = k > 0 ? (size_t)k : 0;
+		b->m.nz = b->nz;
+		return k < 0 ? -1 : 0;
+	}
+	if (!(b->cell = calloc(n ? n * n : 1, sizeof *b->cell)))
 		return -1;
 	if (directed)
-		memcpy(b->cell, src->cell, n * n * sizeof *b->cell);
+		matrix_directed(src, b->cell);
 	else
 		matrix_symmetric(src, b->cell);
+	b->m.cell = b->cell;
+	return 0;
+}
+
+int matrix_build(const struct analysis *a, enum mx_index index, enum mx_kind kind,
+                 bool directed, enum out_form form, const struct attr_set *attrs,
+                 struct matrix_built *b)
+{
+	memset(b, 0, sizeof *b);
+	size_t n = matrices_get(a->mx, index, kind)->n;
 	snprintf(b->name, sizeof b->name, "%s_%s", mx_index_names[index], mx_kind_names[kind]);
 	b->m = (struct matrix_out){
 		.name = b->name, .kind = mx_kind_names[kind], .index = mx_index_names[index],
-		.units = "estimated line transfers", .n = n, .cell = b->cell,
-		.labels = (const char *const *)b->labels, .attrs = attrs->a, .nattrs = attrs->n,
-		.render = { .symmetric = directed ? OUT_SYM_NO : OUT_SYM_YES },
+		.units = "estimated line transfers", .n = n,
+		.attrs = attrs->a, .nattrs = attrs->n,
+		.render = { .symmetric = directed ? OUT_SYM_NO : OUT_SYM_YES }, .form = form,
 	};
-	return 0;
+	b->labels = make_labels(a, index, n);
+	b->nlabels = b->labels ? n : 0;
+	b->m.labels = (const char *const *)b->labels;
+	if (!b->labels)
+		return -1;
+	return build_cells(a, index, kind, directed, form, b);
 }
 
 int matrix_shared_scale(const struct analysis *a, enum mx_index index, bool directed,
@@ -75,14 +96,20 @@ int matrix_shared_scale(const struct analysis *a, enum mx_index index, bool dire
 	*min = INFINITY;
 	for (int k = MX_ALL; k <= MX_FALSE; k++) {
 		struct matrix_built b;
-		int rc = matrix_build(a, index, k, directed, attrs, &b);
-		for (size_t i = 0; !rc && i < b.m.n * b.m.n; i++) {
-			double v = b.cell[i];
+		struct out_binned bins = { 0 };
+		/* as drawn: the bins of a density map (out_bin), else the cells */
+		int rc = matrix_build(a, index, k, directed, OUT_FORM_SPARSE, attrs, &b);
+		if (!rc && b.m.n > OUT_BINS)
+			rc = out_bin(&b.m, &bins);
+		const struct matrix_out *drawn = b.m.n > OUT_BINS ? &bins.m : &b.m;
+		for (size_t i = 0; !rc && i < (drawn->cell ? drawn->n * drawn->n : drawn->nnz); i++) {
+			double v = drawn->cell ? drawn->cell[i] : drawn->nz[i].v;
 			if (k == MX_ALL && v > *max)
 				*max = v;
 			if (v > 0 && v < *min)
 				*min = v;
 		}
+		out_binned_free(&bins);
 		matrix_built_free(&b);
 		if (rc)
 			return rc;
@@ -166,7 +193,7 @@ static int write_cd_files(const struct analysis *a, const char *dir, const struc
 	int status = 0;
 	memset(bs, 0, sizeof bs);
 	for (int k = MX_ALL; k <= MX_FALSE; k++) {
-		if (!status && matrix_build(a, MX_THREAD, k, true, attrs, &bs[k]))
+		if (!status && matrix_build(a, MX_THREAD, k, true, OUT_FORM_AUTO, attrs, &bs[k]))
 			status = EXIT_BADTRACE;
 		mo[k] = bs[k].m;
 		mo[3 + k] = (struct matrix_out){
@@ -191,21 +218,23 @@ static int write_cd_files(const struct analysis *a, const char *dir, const struc
 }
 
 enum { O_KIND = 1, O_INDEX, O_FORMAT, O_DIRECTED, O_OUTPUT, O_CDCSV, O_COLOR_MIN, O_COLOR_MAX,
-       O_COLOR_SCALE };
+       O_COLOR_SCALE, O_CELLS };
 static const struct cli_opt matrix_opts[] = {
 	{ "kind", 0, true, O_KIND }, { "index", 0, true, O_INDEX },
 	{ "format", 0, true, O_FORMAT }, { "directed", 0, false, O_DIRECTED },
 	{ "output", 'o', true, O_OUTPUT }, { "comdetective-csv", 0, true, O_CDCSV },
 	{ "color-min", 0, true, O_COLOR_MIN }, { "color-max", 0, true, O_COLOR_MAX },
-	{ "color-scale", 0, true, O_COLOR_SCALE },
+	{ "color-scale", 0, true, O_COLOR_SCALE }, { "cells", 0, true, O_CELLS },
 };
+/* --cells, in the order of enum out_form */
+static const char *const cells_names[] = { "auto", "dense", "sparse" };
 static const char *const color_min_names[] = { "zero", "min" };
 static const char *const color_scale_names[] = { "linear", "log" };
 
 int cmd_matrix(int argc, char **argv)
 {
 	const char *path, *out = NULL, *cdir = NULL, *v;
-	int kind = MX_ALL, index = MX_THREAD, color_min = 0, color_log = 0;
+	int kind = MX_ALL, index = MX_THREAD, color_min = 0, color_log = 0, form = OUT_FORM_AUTO;
 	double color_max = 0, shared_min = 0;   /* color_max 0: the largest cell, -1: shared */
 	const struct matrix_writer *w = matrix_writer_find("text");
 	bool directed = false;
@@ -247,6 +276,9 @@ int cmd_matrix(int argc, char **argv)
 			break;
 		case O_COLOR_SCALE:
 			bad = cli_choice(&p, v, color_scale_names, 2, &color_log);
+			break;
+		case O_CELLS:
+			bad = cli_choice(&p, v, cells_names, 3, &form);
 			break;
 		}
 	}
@@ -298,7 +330,7 @@ int cmd_matrix(int argc, char **argv)
 	}
 	struct matrix_built b = { 0 };
 	if ((color_max < 0 && matrix_shared_scale(&an, index, directed, &attrs, &color_max, &shared_min)) ||
-	    matrix_build(&an, index, kind, directed, &attrs, &b)) {
+	    matrix_build(&an, index, kind, directed, (enum out_form)form, &attrs, &b)) {
 		matrix_built_free(&b);
 		analysis_free(&an);
 		ana_err("out of memory");

@@ -367,7 +367,7 @@ static int write_node(const struct regions_cli *c, FILE *f, const struct analysi
 	if (c->directed)
 		memcpy(cell, nd->cell[c->kind], n * n * sizeof *cell);
 	else
-		matrix_symmetric(&(struct matrix){ n, nd->cell[c->kind] }, cell);
+		matrix_symmetric(&(struct matrix){ .n = n, .cell = nd->cell[c->kind] }, cell);
 	struct attr_set attrs;
 	analysis_attrs(an, &attrs);
 	attr_add(&attrs, "region", "%s", nd->path);

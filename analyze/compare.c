@@ -7,9 +7,7 @@
 
 static double at(const struct matrix *m, size_t r, size_t c)
 {
-	if (!m || !m->cell || r >= m->n || c >= m->n)
-		return 0;
-	return m->cell[r * m->n + c];
+	return m ? matrix_at(m, r, c) : 0;
 }
 
 /* The compared value of cell (r, c) of m. */

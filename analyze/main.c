@@ -126,7 +126,7 @@ static const struct command {
 		{ "matrix", cmd_matrix,
 "usage: commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
-"                   [--color-max N|shared] [--color-min zero|min]\n"
+"                   [--cells auto|dense|sparse] [--color-max N|shared] [--color-min zero|min]\n"
 "                   [--color-scale linear|log] [--comdetective-csv DIR] [model options]\n"
 "\n"
 "A communication matrix in estimated line transfers (row: receiving thread,\n"
@@ -136,6 +136,9 @@ static const struct command {
 "  --format text|csv|json|h5|svg  (default text; h5 needs -o)\n"
 "  --directed                     as kept: row dst, column src\n"
 "  -o FILE                        write to FILE instead of standard output\n"
+"  --cells auto|dense|sparse      csv, json, h5: every cell, or (row, column,\n"
+"                                 value) triplets of the non-zero ones; auto\n"
+"                                 (default): triplets past 1024 rows\n"
 "  --color-max N|shared           svg: top of the colour scale: N, or shared: the\n"
 "                                 largest cell of --kind all, so that the all,\n"
 "                                 true and false pictures compare by colour\n"

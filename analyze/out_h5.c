@@ -10,10 +10,20 @@
  * (commtrace and its version), "format" ("commtrace matrices") and
  * "matrices" (how many, uint64).
  *
+ * Sparse (out_sparse: past OUT_DENSE_MAX rows, or --cells sparse): the
+ * dataset is 1-D, one element per non-zero cell by row then column, of the
+ * compound type {row uint32, column uint32, value float64}; it has the
+ * attributes layout ("sparse") and n (uint64) besides kind, index, units
+ * and the matrix's own, and no "labels" attribute (an attribute holds at
+ * most 64 KiB): the labels are in the datasets INDEX_row and INDEX_column,
+ * not attached as scales.  A dense matrix of more than OUT_DENSE_MAX rows
+ * (--cells dense) has no "labels" attribute either, only its scales.
+ *
  * The HDF5 automatic error printing is switched off while writing (and
  * restored afterwards); failures come back as -1 with err->msg naming the
  * file and the dataset. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,12 +243,12 @@ void h5w_dataset_strs(struct h5w *h, hid_t loc, const char *name, const char *co
 		H5Dclose(d);
 }
 
-/* The labels as the scales of both dimensions of matrix d: datasets
- * INDEX_row and INDEX_column of loc, made by the first matrix of that
- * index; one there already of another length (the labels of another kind
- * of matrix) is left alone, and d gets no scales. */
-static void attach_label_scales(struct h5w *h, hid_t loc, hid_t d, const struct matrix_out *m,
-                                const char *const *labels)
+/* The labels as datasets INDEX_row and INDEX_column of loc, made by the
+ * first matrix of that index; one there already of another length (the
+ * labels of another kind of matrix) is left alone.  With d >= 0 they
+ * become the scales of its rows and columns. */
+static void label_datasets(struct h5w *h, hid_t loc, hid_t d, const struct matrix_out *m,
+                           const char *const *labels)
 {
 	static const char *const side[] = { "row", "column" };
 	for (unsigned dim = 0; dim < 2; dim++) {
@@ -263,25 +273,77 @@ static void attach_label_scales(struct h5w *h, hid_t loc, hid_t d, const struct 
 		}
 		if (sc < 0)
 			continue;
-		h5w_attach_scale(h, d, sc, dim);
+		if (d >= 0)
+			h5w_attach_scale(h, d, sc, dim);
 		H5Dclose(sc);
 	}
 }
 
-hid_t h5w_matrix(struct h5w *h, hid_t loc, const char *name, const struct matrix_out *m)
+/* The dense form: an n x n float64 dataset. */
+static hid_t dense_dataset(struct h5w *h, hid_t loc, const char *name, const struct matrix_out *m)
 {
 	size_t n = m->n;
 	hsize_t dims[2] = { n, n };
-	double *zero = NULL;
+	double *full = NULL;
 	const double *data = m->cell;
-	if (!data && n)
-		data = zero = calloc(n * n, sizeof *zero);
+	if (!data && n) {
+		data = full = calloc(n * n, sizeof *full);
+		for (size_t k = 0; full && m->nz && k < m->nnz; k++)
+			full[m->nz[k].row * n + m->nz[k].col] = m->nz[k].v;
+	}
 	if (!data && n) {
 		h5w_fail(h);
 		return -1;
 	}
 	hid_t d = h5w_dataset(h, loc, name, 2, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data);
-	free(zero);
+	free(full);
+	return d;
+}
+
+/* The sparse form: a 1-D dataset of the non-zero cells, compound
+ * {row uint32, column uint32, value float64} by row then column, with the
+ * attributes layout "sparse" and n. */
+static hid_t sparse_dataset(struct h5w *h, hid_t loc, const char *name, const struct matrix_out *m)
+{
+	const struct mx_triplet *t;
+	struct mx_triplet *owned;
+	ptrdiff_t nt = out_nonzero(m, &t, &owned);
+	if (nt < 0) {
+		h5w_fail(h);
+		return -1;
+	}
+	hid_t mt = H5Tcreate(H5T_COMPOUND, sizeof(struct mx_triplet));
+	hid_t ft = H5Tcreate(H5T_COMPOUND, 16);
+	if (mt >= 0 && ft >= 0) {
+		H5Tinsert(mt, "row", offsetof(struct mx_triplet, row), H5T_NATIVE_UINT32);
+		H5Tinsert(mt, "column", offsetof(struct mx_triplet, col), H5T_NATIVE_UINT32);
+		H5Tinsert(mt, "value", offsetof(struct mx_triplet, v), H5T_NATIVE_DOUBLE);
+		H5Tinsert(ft, "row", 0, H5T_STD_U32LE);
+		H5Tinsert(ft, "column", 4, H5T_STD_U32LE);
+		H5Tinsert(ft, "value", 8, H5T_IEEE_F64LE);
+	}
+	hsize_t dim = (hsize_t)nt;
+	static const struct mx_triplet none;
+	hid_t d = mt < 0 || ft < 0 ? -1 : h5w_dataset(h, loc, name, 1, &dim, ft, mt, nt ? t : &none);
+	if (mt < 0 || ft < 0)
+		h5w_fail(h);
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (ft >= 0)
+		H5Tclose(ft);
+	free(owned);
+	if (d >= 0) {
+		h5w_attr_str(h, d, "layout", "sparse");
+		h5w_attr_u64(h, d, "n", m->n);
+	}
+	return d;
+}
+
+hid_t h5w_matrix(struct h5w *h, hid_t loc, const char *name, const struct matrix_out *m)
+{
+	size_t n = m->n;
+	bool sparse = out_sparse(m);
+	hid_t d = sparse ? sparse_dataset(h, loc, name, m) : dense_dataset(h, loc, name, m);
 	if (d < 0)
 		return d;
 	h5w_attr_str(h, d, "kind", m->kind);
@@ -292,8 +354,11 @@ hid_t h5w_matrix(struct h5w *h, hid_t loc, const char *name, const struct matrix
 	if (v && bufs) {
 		for (size_t i = 0; i < n; i++)
 			v[i] = out_label(m, i, bufs[i], sizeof bufs[i]);
-		h5w_attr_strs(h, d, "labels", v, n);
-		attach_label_scales(h, loc, d, m, v);
+		/* an attribute holds at most 64 KiB (4,000 labels or so): a sparse
+		 * or a large matrix has its labels in the datasets only */
+		if (!sparse && n <= OUT_DENSE_MAX)
+			h5w_attr_strs(h, d, "labels", v, n);
+		label_datasets(h, loc, sparse ? -1 : d, m, v);
 	} else {
 		h5w_fail(h);
 	}

@@ -54,7 +54,8 @@ void h5w_dataset_strs(struct h5w *h, hid_t loc, const char *name, const char *co
  * and labels, and its labels as the dimension scales of its rows and
  * columns (datasets INDEX_row and INDEX_column of loc, shared by the
  * matrices of one index; m's other attributes and settings are the
- * caller's): open (close it), or < 0. */
+ * caller's): open (close it), or < 0.  Sparse (out_sparse): triplets, the
+ * labels only in those datasets (out_h5.c). */
 hid_t h5w_matrix(struct h5w *h, hid_t loc, const char *name, const struct matrix_out *m);
 
 #endif

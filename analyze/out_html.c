@@ -159,7 +159,7 @@ static int put_heatmaps(FILE *f, const struct analysis *an, enum mx_index ix, bo
 		struct matrix_built b;
 		struct capture c;
 		struct ct_error err = { { 0 } };
-		if (matrix_build(an, ix, k, false, &attrs, &b) || capture_open(&c)) {
+		if (matrix_build(an, ix, k, false, OUT_FORM_AUTO, &attrs, &b) || capture_open(&c)) {
 			matrix_built_free(&b);
 			return -1;
 		}

@@ -48,7 +48,13 @@
  * Up to 64 rows every cell is one <rect> with a <title> tooltip (visible
  * when the SVG is opened in a browser); above, a grey background is drawn
  * and non-zero cells of the same colour that touch along a row are merged
- * into one rect, which keeps a 256 x 256 picture small. */
+ * into one rect, which keeps a 256 x 256 picture small.
+ *
+ * More than OUT_BINS (256) rows: a density map (out_bin), the cells summed
+ * over bins of k x k, k = ceil(n / 256), drawn as the matrix of at most
+ * 256 x 256 bins above, labelled by index range ("0-39"), the bin size in
+ * the subtitle and the axis titles: the picture has a bounded number of
+ * elements whatever n (10,000 threads: 250 x 250 bins of 40). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,7 +202,9 @@ static double cscale_t(const struct cscale *c, double v)
 	return (v - c->lo) / (c->hi - c->lo);
 }
 
-int write_matrix_svg(FILE *f, const struct matrix_out *m)
+/* The picture of m; total: the sum in the subtitle, NAN: from m's cells (a
+ * density map's bins would count a symmetric pair twice in a diagonal bin). */
+static int write_svg(FILE *f, const struct matrix_out *m, double total_given)
 {
 	size_t n = m->n;
 	char lb[32], num[48], col[8];
@@ -221,6 +229,8 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 			}
 		}
 	bool anyval = lo <= hi;
+	if (!isnan(total_given))
+		total = total_given;
 
 	struct cscale sc;
 	cscale_init(&sc, &rd, lo, hi, anyval);
@@ -491,4 +501,16 @@ int write_matrix_svg(FILE *f, const struct matrix_out *m)
 		out_svg_text(f, margin, H - margin, 11, "start", "fill=\"#aa0000\"", s);
 	}
 	return out_svg_end(f);
+}
+
+int write_matrix_svg(FILE *f, const struct matrix_out *m)
+{
+	if (m->n <= OUT_BINS)
+		return write_svg(f, m, NAN);
+	struct out_binned b;
+	if (out_bin(m, &b))
+		return -1;
+	int rc = write_svg(f, &b.m, b.total);
+	out_binned_free(&b);
+	return rc;
 }

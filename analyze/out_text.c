@@ -28,7 +28,8 @@
  * (terminal cells are twice as tall as wide), one up to 128; beyond 128 the
  * map is left out.  Then the TEXT_TOP largest cells follow (each unordered
  * pair once when the matrix is symmetric), with their share of the total,
- * and a note that the other outputs hold every cell. */
+ * and a note that the other outputs hold every cell; found among the
+ * non-zero cells (a sparse matrix of 10,000 threads is never made n x n). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,23 +342,29 @@ static int cmp_top(const void *a, const void *b)
 
 static int top_cells(FILE *f, const struct matrix_out *m, bool sym)
 {
-	size_t n = m->n, cnt = 0, nonfinite = 0;
+	size_t cnt = 0, nonfinite = 0;
 	double total = 0;
-	struct top *t = malloc(n * n * sizeof *t);
-	if (!t)
+	const struct mx_triplet *cells;
+	struct mx_triplet *owned;
+	ptrdiff_t nnz = out_nonzero(m, &cells, &owned);
+	struct top *t = nnz < 0 ? NULL : malloc(((size_t)nnz + 1) * sizeof *t);
+	if (!t) {
+		free(owned);
 		return -1;
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = sym ? i : 0; j < n; j++) {
-			double v = out_cell(m, i, j);
-			if (!isfinite(v)) {
-				nonfinite++;
-				continue;
-			}
-			if (v == 0)
-				continue;
-			total += (sym && i != j) ? 2 * v : v;
-			t[cnt++] = (struct top){ v, i, j };
+	}
+	for (ptrdiff_t k = 0; k < nnz; k++) {
+		size_t i = cells[k].row, j = cells[k].col;
+		double v = cells[k].v;
+		if (sym && j < i)
+			continue;
+		if (!isfinite(v)) {
+			nonfinite++;
+			continue;
 		}
+		total += (sym && i != j) ? 2 * v : v;
+		t[cnt++] = (struct top){ v, i, j };
+	}
+	free(owned);
 	qsort(t, cnt, sizeof *t, cmp_top);
 	char num[48], a[64], b[64], lb[32];
 	fmt_si(num, sizeof num, total);

@@ -60,6 +60,111 @@ const char *out_label(const struct matrix_out *m, size_t i, char *buf, size_t le
 	return buf;
 }
 
+double out_cell_sparse(const struct matrix_out *m, size_t i, size_t j)
+{
+	size_t lo = 0, hi = m->nz ? m->nnz : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct mx_triplet *t = &m->nz[mid];
+		if (t->row == i && t->col == j)
+			return t->v;
+		if (t->row < i || (t->row == i && t->col < j))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0.0;
+}
+
+bool out_sparse(const struct matrix_out *m)
+{
+	return m->form == OUT_FORM_SPARSE || (m->form == OUT_FORM_AUTO && m->n > OUT_DENSE_MAX);
+}
+
+ptrdiff_t out_nonzero(const struct matrix_out *m, const struct mx_triplet **t,
+                      struct mx_triplet **owned)
+{
+	*owned = NULL;
+	if (!m->cell) {
+		*t = m->nz;
+		return m->nz ? (ptrdiff_t)m->nnz : 0;
+	}
+	size_t k = 0, n = m->n;
+	for (size_t c = 0; c < n * n; c++)
+		k += m->cell[c] != 0;
+	struct mx_triplet *o = malloc((k ? k : 1) * sizeof *o);
+	if (!o)
+		return -1;
+	k = 0;
+	for (size_t c = 0; c < n * n; c++)
+		if (m->cell[c] != 0)
+			o[k++] = (struct mx_triplet){ (uint32_t)(c / n), (uint32_t)(c % n), m->cell[c] };
+	*t = *owned = o;
+	return (ptrdiff_t)k;
+}
+
+int out_bin(const struct matrix_out *m, struct out_binned *b)
+{
+	memset(b, 0, sizeof *b);
+	size_t k = m->n > OUT_BINS ? (m->n + OUT_BINS - 1) / OUT_BINS : 1, nb = (m->n + k - 1) / k;
+	const struct mx_triplet *t;
+	struct mx_triplet *owned;
+	ptrdiff_t nt = out_nonzero(m, &t, &owned);
+	b->k = k;
+	b->cell = calloc(nb ? nb * nb : 1, sizeof *b->cell);
+	b->label = calloc(nb ? nb : 1, sizeof *b->label);
+	b->labels = calloc(nb ? nb : 1, sizeof *b->labels);
+	if (nt < 0 || !b->cell || !b->label || !b->labels) {
+		free(owned);
+		out_binned_free(b);
+		return -1;
+	}
+	struct matrix_render rd;
+	out_render(m, &rd);
+	for (ptrdiff_t x = 0; x < nt; x++) {
+		b->cell[t[x].row / k * nb + t[x].col / k] += t[x].v;
+		if (isfinite(t[x].v) && (rd.symmetric != OUT_SYM_YES || t[x].col >= t[x].row))
+			b->total += t[x].v;
+	}
+	free(owned);
+	for (size_t i = 0; i < nb; i++) {
+		size_t last = (i + 1) * k < m->n ? (i + 1) * k - 1 : m->n - 1;
+		snprintf(b->label[i], sizeof b->label[i], "%zu-%zu", i * k, last);
+		b->labels[i] = b->label[i];
+	}
+	const char *idx = m->index && *m->index ? m->index : "thread";
+	if (rd.row_axis) {
+		snprintf(b->row_axis, sizeof b->row_axis, "%s (bins of %zu)", rd.row_axis, k);
+		snprintf(b->col_axis, sizeof b->col_axis, "%s (bins of %zu)", rd.col_axis, k);
+	} else if (rd.symmetric == OUT_SYM_YES) {
+		snprintf(b->row_axis, sizeof b->row_axis, "%s (bins of %zu)", idx, k);
+		snprintf(b->col_axis, sizeof b->col_axis, "%s (bins of %zu)", idx, k);
+	} else {
+		snprintf(b->row_axis, sizeof b->row_axis, "receiver %s (row; bins of %zu)", idx, k);
+		snprintf(b->col_axis, sizeof b->col_axis, "sender %s (column; bins of %zu)", idx, k);
+	}
+	rd.row_axis = b->row_axis;
+	rd.col_axis = b->col_axis;
+	snprintf(b->units, sizeof b->units, "%s, summed over %zu x %zu cells a bin",
+	         m->units && *m->units ? m->units : "values", k, k);
+	b->m = *m;
+	b->m.n = nb;
+	b->m.cell = b->cell;
+	b->m.nz = NULL;
+	b->m.nnz = 0;
+	b->m.labels = b->labels;
+	b->m.units = b->units;
+	b->m.render = rd;
+	return 0;
+}
+
+void out_binned_free(struct out_binned *b)
+{
+	free(b->cell);
+	free(b->label);
+	free(b->labels);
+}
+
 const char *out_attr(const struct matrix_out *m, const char *key)
 {
 	if (!m->attrs)
@@ -84,6 +189,11 @@ static enum out_sym symmetric_attr(const struct matrix_out *m)
 
 static enum out_sym symmetric_cells(const struct matrix_out *m)
 {
+	for (size_t k = 0; !m->cell && m->nz && k < m->nnz; k++) {
+		double x = m->nz[k].v, y = out_cell_sparse(m, m->nz[k].col, m->nz[k].row);
+		if (x != y && !(isnan(x) && isnan(y)))
+			return OUT_SYM_NO;
+	}
 	for (size_t i = 0; m->cell && i < m->n; i++)
 		for (size_t j = i + 1; j < m->n; j++) {
 			double x = m->cell[i * m->n + j], y = m->cell[j * m->n + i];

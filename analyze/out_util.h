@@ -26,11 +26,39 @@ void out_fmt_compact(char *buf, size_t len, double v);
  * m->labels[i] is NULL. buf must hold at least 24 bytes. */
 const char *out_label(const struct matrix_out *m, size_t i, char *buf, size_t len);
 
-/* Cell (i, j) of m; 0 when m->cell is NULL. */
+/* Cell (i, j) of m, dense or sparse (m->nz: a binary search). */
+double out_cell_sparse(const struct matrix_out *m, size_t i, size_t j);
 static inline double out_cell(const struct matrix_out *m, size_t i, size_t j)
 {
-	return m->cell ? m->cell[i * m->n + j] : 0.0;
+	return m->cell ? m->cell[i * m->n + j] : out_cell_sparse(m, i, j);
 }
+
+/* Are m's cells written as sparse triplets (m->form, OUT_DENSE_MAX)? */
+bool out_sparse(const struct matrix_out *m);
+/* The cells of m that are not 0 (non-finite ones too), by row then column:
+ * m->nz, or from m->cell into *owned (free it; NULL when not made).
+ * Their number, or -1: out of memory. */
+ptrdiff_t out_nonzero(const struct matrix_out *m, const struct mx_triplet **t,
+                      struct mx_triplet **owned);
+
+/* A matrix of more than OUT_BINS rows is drawn (svg, the html heatmaps) as
+ * a density map: its cells summed over bins of k x k cells, k =
+ * ceil(n / OUT_BINS), so at most OUT_BINS x OUT_BINS bins whatever n.  The
+ * binned matrix is labelled by index ranges ("0-39"), keeps m's name,
+ * kind, index, attributes and render settings (resolved, with axis titles
+ * saying the bin size) and says the bin size in its units. */
+#define OUT_BINS 256
+struct out_binned {
+	struct matrix_out m;
+	size_t k;                   /* cells a bin, each way */
+	double total;               /* of m's finite cells (symmetric: each pair once) */
+	double *cell;
+	char (*label)[48];
+	const char **labels;
+	char units[160], row_axis[160], col_axis[160];
+};
+int out_bin(const struct matrix_out *m, struct out_binned *b);   /* 0, -1: memory */
+void out_binned_free(struct out_binned *b);
 
 /* Finishes a FILE writer: 0, or -1 with errno from the failing write. */
 int out_finish(FILE *f);

@@ -451,22 +451,21 @@ static struct pair *top_pairs(const struct matrices *mx, enum mx_index index, si
 	const struct matrix *all = matrices_get(mx, index, MX_ALL);
 	const struct matrix *tru = matrices_get(mx, index, MX_TRUE);
 	const uint32_t(*rc)[2];
-	size_t n = all->n, k = 0, nc = matrices_cells(mx, index, &rc);
+	size_t k = 0, nc = matrices_cells(mx, index, &rc);
 	struct pair *p = malloc((nc + 1) * sizeof *p);
 	if (!p)
 		return NULL;
 	for (size_t x = 0; x < nc; x++) {
 		size_t i = rc[x][0] < rc[x][1] ? rc[x][0] : rc[x][1];
 		size_t j = rc[x][0] < rc[x][1] ? rc[x][1] : rc[x][0];
-		double ij = all->cell[i * n + j], ji = all->cell[j * n + i];
+		double ij = matrix_at(all, i, j), ji = matrix_at(all, j, i);
 		/* a pair with both directions is listed twice: keep it once */
 		if (rc[x][0] > rc[x][1] && ij > 0)
 			continue;
 		double w = i == j ? ij : ij + ji;
 		if (w <= 0)
 			continue;
-		double t = i == j ? tru->cell[i * n + j]
-		                  : tru->cell[i * n + j] + tru->cell[j * n + i];
+		double t = i == j ? matrix_at(tru, i, j) : matrix_at(tru, i, j) + matrix_at(tru, j, i);
 		p[k++] = (struct pair){ i, j, w, t, ij, ji };
 	}
 	qsort(p, k, sizeof *p, cmp_pair_w);
@@ -515,14 +514,16 @@ static void sec_cores(struct report *r)
 	const struct matrix *c = matrices_get(a->mx, MX_CORE, MX_ALL);
 	const struct matrix *s = matrices_get(a->mx, MX_SOCKET, MX_ALL);
 	double same_core = 0, same_socket = 0, all = 0;
-	for (size_t i = 0; i < c->n; i++)
-		for (size_t j = 0; j < c->n; j++) {
-			all += c->cell[i * c->n + j];
-			if (i == j)
-				same_core += c->cell[i * c->n + j];
-		}
+	const uint32_t(*rc)[2];
+	size_t nc = matrices_cells(a->mx, MX_CORE, &rc);
+	for (size_t x = 0; x < nc; x++) {
+		double v = matrix_at(c, rc[x][0], rc[x][1]);
+		all += v;
+		if (rc[x][0] == rc[x][1])
+			same_core += v;
+	}
 	for (size_t i = 0; i < s->n; i++)
-		same_socket += s->cell[i * s->n + i];
+		same_socket += matrix_at(s, i, i);
 	r->same_core = same_core;
 	r->same_socket = same_socket;
 	r->core_all = all;

@@ -544,8 +544,7 @@ int sweep_mats_from(struct sweep_mats *out, const struct matrices *mx, unsigned 
 			out->cell[i][k] = malloc((m->n ? m->n * m->n : 1) * sizeof(double));
 			if (!out->cell[i][k])
 				return -1;
-			if (m->n)
-				memcpy(out->cell[i][k], m->cell, m->n * m->n * sizeof(double));
+			matrix_directed(m, out->cell[i][k]);
 		}
 	out->tot = *matrices_totals(mx);
 	out->line_size = line_size;
@@ -650,7 +649,7 @@ int sweep_run_reference(struct sweep *s)
 int sweep_compare(const double *m, size_t mn, const double *ref, size_t rn, unsigned k,
                   struct sweep_metrics *out)
 {
-	struct matrix a = { mn, (double *)m }, r = { rn, (double *)ref };
+	struct matrix a = { .n = mn, .cell = (double *)m }, r = { .n = rn, .cell = (double *)ref };
 	struct matrix_cmp_opts o = { .topk = k ? k : SWEEP_TOPK, .symmetric = true };
 	struct matrix_cmp c;
 	int rc = matrix_compare_opts(&a, &r, &o, &c);
@@ -714,7 +713,7 @@ void sweep_matrix_cells(const struct sweep *s, const struct sweep_mats *m, int i
 		memcpy(out, m->cell[index][kind], n * n * sizeof *out);
 		return;
 	}
-	struct matrix mm = { n, m->cell[index][kind] };
+	struct matrix mm = { .n = n, .cell = m->cell[index][kind] };
 	matrix_symmetric(&mm, out);
 }
 

@@ -12,6 +12,9 @@
 #               physical limit)
 #   threads     report and functions on rings of 1,000 and 10,000 threads
 #               (BENCH_THREADS="N ...": other sizes): wall time, peak RSS
+#   memory      peak analysis memory (max RSS) and time of every command that
+#               builds matrices on a synthetic 10,000-thread ring whose pairs
+#               all communicate (BENCH_SPARSE_THREADS=N: another size)
 #   sweep       a 64-point sweep against 64 single analyses (tests/bench_sweep.sh)
 #   RSS         a tiny program's peak RSS plain and recorded (soft, inst, inst --full)
 #   exact       inst --full slowdown, bytes per access, exact replay speed,
@@ -210,6 +213,27 @@ if [ -x "$B/tests/ana_mktrace" ]; then
 		row "functions, $n threads: wall / peak RSS" "$(cat "$W/ringf.sec") s / $(cat "$W/ringf.rss") KiB" ""
 	done
 	rm -f "$W/ring.zst"
+fi
+
+# ---- peak analysis memory at 10,000 threads ------------------------------------------
+# The same ring with a board that holds every line: each of the 10,000 pairs
+# communicates (10,000 non-zero cells of 10^8), so every command that builds
+# matrices holds them (sparse past 1024 rows: doc/commanalyze.1) and writes
+# them (triplets, the text's top cells, a density map).  One run each.
+if [ -x "$B/tests/ana_mktrace" ]; then
+	n=${BENCH_SPARSE_THREADS:-10000}
+	echo
+	echo "peak analysis memory, a synthetic $n-thread trace ($n communicating pairs): one run each"
+	if "$B/tests/ana_mktrace" "$W/ring.zst" threads "$n" >/dev/null 2>&1; then
+		for c in "report" "matrix --format csv" "matrix --format svg" "matrix --format h5" \
+			"timeline" "regions" "html"; do
+			REPEAT=1 time_cmd sparse "$ANA" $c "$W/ring.zst" --board-size 65536 -o "$W/sparse.out"
+			# the target: below one dense matrix of 10,000 threads (10^8 cells, 781,250 KiB)
+			row "  $c: wall / peak RSS" "$(cat "$W/sparse.sec") s / $(cat "$W/sparse.rss") KiB" \
+				"< 781250 KiB"
+		done
+		rm -f "$W/ring.zst" "$W/sparse.out"
+	fi
 fi
 
 # ---- sweep -----------------------------------------------------------------------

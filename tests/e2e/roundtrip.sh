@@ -3,7 +3,8 @@
 # use (tests/roundtrip.py): each CSV by Python's csv module (and pandas when
 # installed: python3-pandas), each JSON by json, each HDF5 by h5py
 # (python3-h5py) with numbers stored as numbers.  On the bundled traces,
-# whose lines have several writers (fields with commas).
+# whose lines have several writers (fields with commas); the sparse forms of
+# the matrices (triplets) against the dense ones.
 . "$(dirname "$0")/../lib.sh"
 require roundtrip "$COMMANALYZE" python3
 A="$COMMANALYZE"
@@ -135,6 +136,47 @@ if [ ${#h5[@]} -gt 0 ] && out matrix_h5 "$A" matrix "$FS" --format h5 -o "$WORK/
 	$RT h5 "$WORK/m.h5" >"$WORK/rt.out" 2>&1; rc=$?
 	case $rc in 0) pass matrix_h5_numbers ;; 3) skip matrix_h5_numbers "needs python3-h5py" ;;
 	*) fail matrix_h5_numbers "$(head -c 600 "$WORK/rt.out" | tr '\n' '|')" ;; esac
+fi
+
+# ---- sparse matrices: triplets past 1024 rows, or --cells sparse ----------------------
+# ana_mktrace's ring of 1,100 threads (past OUT_DENSE_MAX): thread i stores,
+# thread i + 1 loads; with a board that holds every line each load is one
+# event of weight 1000 (the period), so the directed matrix is exactly the
+# cells (i + 1 mod 1100, i) = 1000.  The same matrices written dense (--cells
+# dense) and sparse agree cell for cell, read by pandas and h5py; and on a
+# bundled trace with --cells sparse.
+RING="$WORK/ring.zst"
+if [ ${#h5[@]} -eq 0 ]; then
+	skip sparse "built without HDF5"
+elif ! $PY -c 'import pandas, h5py' 2>/dev/null; then
+	skip sparse "needs python3-pandas and python3-h5py"
+elif out ring "$CT_BUILD/tests/ana_mktrace" "$RING" threads 1100; then
+	# sparse_forms NAME TRACE ARGS...: NAME.csv/.json/.h5 sparse, NAME.dense.csv/.h5
+	sparse_forms() {
+		local n=$1 t=$2; shift 2
+		for f in csv json h5; do
+			out "$n" "$A" matrix "$t" "$@" --format $f -o "$WORK/$n.$f" || return 1
+		done
+		for f in csv h5; do
+			out "$n" "$A" matrix "$t" "$@" --cells dense --format $f -o "$WORK/$n.dense.$f" || return 1
+		done
+	}
+	sparse_forms ring_directed "$RING" --board-size 65536 --directed &&
+		rt ring_sparse_exact ring 1100 "$WORK/ring_directed.csv" "$WORK/ring_directed.json" \
+			"$WORK/ring_directed.h5" &&
+		rt ring_directed_dense_is_sparse sparse "$WORK/ring_directed.dense.csv" \
+			"$WORK/ring_directed.dense.h5" "$WORK/ring_directed.csv" "$WORK/ring_directed.json" \
+			"$WORK/ring_directed.h5" &&
+		rt ring_dense_h5_numbers h5 "$WORK/ring_directed.dense.h5"
+	sparse_forms ring_sym "$RING" --board-size 65536 &&
+		rt ring_symmetric_dense_is_sparse sparse "$WORK/ring_sym.dense.csv" "$WORK/ring_sym.dense.h5" \
+			"$WORK/ring_sym.csv" "$WORK/ring_sym.json" "$WORK/ring_sym.h5" &&
+		rt ring_symmetric_h5_numbers h5 "$WORK/ring_sym.h5"
+	for k in all true false; do
+		sparse_forms "fs_$k" "$FS" --kind $k --cells sparse &&
+			rt "fs_${k}_dense_is_sparse" sparse "$WORK/fs_$k.dense.csv" "$WORK/fs_$k.dense.h5" \
+				"$WORK/fs_$k.csv" "$WORK/fs_$k.json" "$WORK/fs_$k.h5"
+	done
 fi
 
 # ---- ComDetective's files --------------------------------------------------------

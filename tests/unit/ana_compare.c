@@ -128,7 +128,7 @@ static void test_empty(void)
 	CHECK_NEAR(c.missing, 1, 0);
 	CHECK_NEAR(c.excess, 0, 0);
 	CHECK_NEAR(c.topk_recall, 0, 0);
-	struct matrix none = { 0, NULL };
+	struct matrix none = { .n = 0 };
 	CHECK(matrix_compare(&none, &none, &c) == 0);
 	CHECK_EQ_U(c.n, 0);
 	CHECK_NEAR(c.topk_recall, 1, 0);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 
 #include "analysis.h"
 #include "check.h"
+#include "out_util.h"
 #ifdef HAVE_HDF5
 #include <hdf5.h>
 #include <hdf5_hl.h>
@@ -91,8 +93,9 @@ static struct tm_ make(size_t n, const char *name, const char *kind, const char 
 			t.cell[i * n + j] = v;
 		}
 	}
-	t.m = (struct matrix_out){ name, kind, index, "estimated line transfers", n, t.cell,
-	                           (const char *const *)t.labels, attrs, 3, {0} };
+	t.m = (struct matrix_out){ .name = name, .kind = kind, .index = index,
+	                           .units = "estimated line transfers", .n = n, .cell = t.cell,
+	                           .labels = (const char *const *)t.labels, .attrs = attrs, .nattrs = 3 };
 	return t;
 }
 
@@ -941,6 +944,194 @@ static void test_comdetective(void)
 	unmake(&ta), unmake(&tt), unmake(&tf), unmake(&ca), unmake(&pc), unmake(&sa);
 }
 
+/* ---- sparse forms (past OUT_DENSE_MAX rows, or asked for) ------------------ */
+
+/* A 2,000 x 2,000 matrix held as its four non-zero cells. */
+static const struct mx_triplet sparse_cells[] = {
+	{ 0, 1999, 2.5 }, { 5, 5, 7 }, { 5, 1000, 1e-3 }, { 1999, 0, 2.5 },
+};
+static const char *sparse_label(size_t i, char *buf, size_t len)
+{
+	snprintf(buf, len, "T%zu", i);
+	return buf;
+}
+
+static struct tm_ make_sparse(void)
+{
+	struct tm_ t = { 0 };
+	size_t n = 2000;
+	t.labels = calloc(n, sizeof *t.labels);
+	char buf[32];
+	for (size_t i = 0; t.labels && i < n; i++)
+		t.labels[i] = strdup(sparse_label(i, buf, sizeof buf));
+	t.m = (struct matrix_out){ .name = "thread_all", .kind = "all", .index = "thread",
+	                           .units = "estimated line transfers", .n = n,
+	                           .nz = sparse_cells, .nnz = 4,
+	                           .labels = (const char *const *)t.labels };
+	return t;
+}
+
+static void unmake_labels(struct tm_ *t)
+{
+	for (size_t i = 0; t->labels && i < t->m.n; i++)
+		free(t->labels[i]);
+	free(t->labels);
+}
+
+static void test_sparse_csv_json(void)
+{
+	struct tm_ t = make_sparse();
+	int rc = -1;
+	char *s = write_to_file(write_matrix_csv, &t.m, "sp.csv", &rc);
+	CHECK_EQ_U(rc, 0);
+	CHECK_STR(s, "row,column,row_label,column_label,value\n"
+	             "0,1999,T0,T1999,2.5\n5,5,T5,T5,7\n5,1000,T5,T1000,0.001\n1999,0,T1999,T0,2.5\n");
+	free(s);
+	FILE *f = fopen(tpath("sp.json"), "w");
+	CHECK(f && write_matrices_json(f, &t.m, 1) == 0);
+	if (f)
+		fclose(f);
+	s = slurp(tpath("sp.json"));
+	CHECK(s && strstr(s, "\"n\": 2000,\n") != NULL);
+	CHECK(s && strstr(s, "\"layout\": \"sparse\",\n      \"nnz\": 4,\n      \"cells\": [\n"
+	                     "        [0, 1999, 2.5],\n        [5, 5, 7],\n        [5, 1000, 0.001],\n"
+	                     "        [1999, 0, 2.5]\n      ],\n      \"null_cells\": 0\n") != NULL);
+	CHECK(s && strstr(s, "\"data\"") == NULL);
+	free(s);
+	/* cells read back from either form: a binary search in the sparse one */
+	CHECK_NEAR(out_cell_sparse(&t.m, 5, 1000), 1e-3, 0);
+	CHECK_NEAR(out_cell_sparse(&t.m, 1999, 0), 2.5, 0);
+	CHECK_NEAR(out_cell_sparse(&t.m, 1000, 5), 0, 0);
+	unmake_labels(&t);
+}
+
+/* The form follows m->form: a small dense matrix as triplets, a sparse one
+ * in the dense layout, the same text as the dense matrix's. */
+static void test_forms_either_way(void)
+{
+	struct tm_ t = make(3, "thread_all", "all", "thread");
+	int rc = -1;
+	char *dense = write_to_file(write_matrix_csv, &t.m, "d.csv", &rc);
+	struct mx_triplet nz[9];
+	size_t k = 0;
+	for (size_t c = 0; c < 9; c++)
+		if (t.cell[c] != 0)
+			nz[k++] = (struct mx_triplet){ (uint32_t)(c / 3), (uint32_t)(c % 3), t.cell[c] };
+	struct matrix_out sp = t.m;
+	sp.cell = NULL;
+	sp.nz = nz;
+	sp.nnz = k;
+	CHECK(!out_sparse(&sp));          /* 3 rows: dense unless asked */
+	char *d2 = write_to_file(write_matrix_csv, &sp, "d2.csv", &rc);
+	CHECK(dense && d2 && !strcmp(dense, d2));
+	t.m.form = sp.form = OUT_FORM_SPARSE;
+	char *s1 = write_to_file(write_matrix_csv, &t.m, "s1.csv", &rc);
+	char *s2 = write_to_file(write_matrix_csv, &sp, "s2.csv", &rc);
+	CHECK(s1 && s2 && !strcmp(s1, s2));
+	/* one line per non-zero cell under the header */
+	size_t lines = 0;
+	for (const char *p = s1; p && *p; p++)
+		lines += *p == '\n';
+	CHECK_EQ_U(lines, k + 1);
+	free(dense), free(d2), free(s1), free(s2);
+	unmake(&t);
+}
+
+/* Text: the top cells, each pair once; SVG: a density map of at most
+ * OUT_BINS x OUT_BINS bins whatever n. */
+static void test_sparse_text_svg(void)
+{
+	struct tm_ t = make_sparse();
+	int rc = -1;
+	char *s = write_to_file(write_matrix_text, &t.m, "sp.txt", &rc);
+	CHECK_EQ_U(rc, 0);
+	CHECK(s && strstr(s, "(2000 x 2000: too large for a character map") != NULL);
+	CHECK(s && strstr(s, "total 12 in 4 non-zero cells") != NULL);   /* directed: no mirror of (5, 1000) */
+	CHECK(s && strstr(s, "   1  T5        T5          7   58.3%\n   2  T0        T1999     2.5   20.8%\n") != NULL);
+	free(s);
+	struct out_binned b;
+	CHECK(out_bin(&t.m, &b) == 0);
+	CHECK_EQ_U(b.k, 8);               /* ceil(2000 / 256) */
+	CHECK_EQ_U(b.m.n, 250);
+	CHECK_NEAR(b.cell[0 * 250 + 249], 2.5, 0);
+	CHECK_NEAR(b.cell[0 * 250 + 0], 7, 0);
+	CHECK_NEAR(b.cell[0 * 250 + 125], 1e-3, 0);
+	CHECK_NEAR(b.cell[249 * 250 + 0], 2.5, 0);
+	CHECK_STR(b.m.labels[249], "1992-1999");
+	out_binned_free(&b);
+	if (!have_prog("python3")) {
+		SKIP("python3 not installed");
+		unmake_labels(&t);
+		return;
+	}
+	write_svg_py();
+	char *out = svg_parse(&t.m, "sp.svg", &rc);
+	CHECK_EQ_U(rc, 0);
+	if (out) {
+		unsigned long rects = strtoul(out, NULL, 10);
+		CHECK(rects > 0 && rects <= (unsigned long)OUT_BINS * OUT_BINS);
+		CHECK(strstr(out, "\nreceiver thread (row; bins of 8)\n") != NULL);
+		CHECK(strstr(out, "\nsender thread (column; bins of 8)\n") != NULL);
+	}
+	free(out);
+	unmake_labels(&t);
+}
+
+/* HDF5, sparse: the four cells as compound elements, n and layout as
+ * attributes, the labels in the thread_row dataset. */
+static void test_h5_sparse(void)
+{
+#ifndef HAVE_HDF5
+	SKIP("built without HDF5");
+#else
+	struct tm_ t = make_sparse();
+	struct ct_error err = { { 0 } };
+	CHECK_EQ_U(write_matrices_h5(tpath("sp.h5"), &t.m, 1, &err), 0);
+	H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+	hid_t f = H5Fopen(tpath("sp.h5"), H5F_ACC_RDONLY, H5P_DEFAULT);
+	hid_t d = f < 0 ? -1 : H5Dopen2(f, "thread_all", H5P_DEFAULT);
+	CHECK(d >= 0);
+	if (d >= 0) {
+		hid_t sp = H5Dget_space(d);
+		hsize_t dim = 0;
+		CHECK(H5Sget_simple_extent_ndims(sp) == 1);
+		H5Sget_simple_extent_dims(sp, &dim, NULL);
+		CHECK_EQ_U(dim, 4);
+		H5Sclose(sp);
+		hid_t mt = H5Tcreate(H5T_COMPOUND, sizeof(struct mx_triplet));
+		H5Tinsert(mt, "row", offsetof(struct mx_triplet, row), H5T_NATIVE_UINT32);
+		H5Tinsert(mt, "column", offsetof(struct mx_triplet, col), H5T_NATIVE_UINT32);
+		H5Tinsert(mt, "value", offsetof(struct mx_triplet, v), H5T_NATIVE_DOUBLE);
+		struct mx_triplet back[4] = { { 0, 0, 0 } };
+		CHECK(H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0);
+		H5Tclose(mt);
+		CHECK(memcmp(back, sparse_cells, sizeof back) == 0);
+		uint64_t n = 0;
+		hid_t a = H5Aopen(d, "n", H5P_DEFAULT);
+		CHECK(a >= 0 && H5Aread(a, H5T_NATIVE_UINT64, &n) >= 0);
+		CHECK_EQ_U(n, 2000);
+		if (a >= 0)
+			H5Aclose(a);
+		char *layout = read_str_attr(d, "layout");
+		CHECK_STR(layout, "sparse");
+		free(layout);
+		CHECK(H5Aexists(d, "labels") == 0);
+		H5Dclose(d);
+	}
+	hid_t l = f < 0 ? -1 : H5Dopen2(f, "thread_row", H5P_DEFAULT);
+	CHECK(l >= 0);
+	if (l >= 0) {
+		hid_t sp = H5Dget_space(l);
+		CHECK_EQ_U(H5Sget_simple_extent_npoints(sp), 2000);
+		H5Sclose(sp);
+		H5Dclose(l);
+	}
+	if (f >= 0)
+		H5Fclose(f);
+	unmake_labels(&t);
+#endif
+}
+
 /* ---- every writer on n = 0, 1, 256 and NULL labels ------------------------ */
 
 static void test_sizes_all_writers(void)
@@ -992,6 +1183,10 @@ int main(void)
 	RUN(test_h5);
 	RUN(test_comdetective);
 	RUN(test_sizes_all_writers);
+	RUN(test_sparse_csv_json);
+	RUN(test_forms_either_way);
+	RUN(test_sparse_text_svg);
+	RUN(test_h5_sparse);
 	if (!getenv("CT_KEEP_TMP")) {
 		char cmd[512];
 		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
