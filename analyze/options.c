@@ -72,8 +72,8 @@ struct model_opt {
 	  "how detected transfers are weighted", " comdetective emulate ") \
 	X("seed", OPT_UINT, seed, 0, UINT32_MAX, NULL, NULL, 0, "N", \
 	  "emulate model: seed of its random draws", " emulate ") \
-	X("owner-stores", OPT_UINT, owner_stores, 1, OWNER_STORES_MAX, NULL, "default", 0, "J", \
-	  "owner estimator: a sampled store stands for\nthe transfers its line's next J stores own\n" \
+	X("owner-window", OPT_UINT, owner_window, 1, OWNER_WINDOW_MAX, NULL, "default", 0, "J", \
+	  "owner estimator: a sampled access stands for\nthe transfers of its line's next J accesses\n" \
 	  "(default 64 x the emulate period)", " emulate ") \
 	X("sync", OPT_SYNC, sync, 0, 0, "include", NULL, 0, "include|exclude|only", \
 	  "exact model: the accesses synchronization\ncalls imply (commrec --full)", " exact ")
@@ -173,7 +173,7 @@ const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner" };
 const char *const sync_names[3] = { "include", "exclude", "only" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
-	"a sampled store: P/J x the transfers of its line's next J stores (unbiased)",
+	"a sampled access: P/J x the transfers of its line's next J accesses (unbiased)",
 };
 
 bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap)

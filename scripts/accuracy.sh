@@ -200,12 +200,12 @@ mat() {
 # est ID NAME ESTIMATOR PERIOD J SEED: emulate's JSON report on the full trace
 est() {
 	local j=()
-	[ "$5" = default ] || j=(--owner-stores "$5")
+	[ "$5" = default ] || j=(--owner-window "$5")
 	"$COMMANALYZE" report "$W/$1.full.zst" --format json --model emulate --estimator "$3" \
 		--emulate-period "$4" "${j[@]}" --seed "$6" >"$W/$1.est.$2.$6.json" 2>"$W/$1.est.err" ||
 		{ echo "accuracy.sh: commanalyze report $1.full --estimator $3 failed: $(head -c 300 "$W/$1.est.err")" >&2; exit 1; }
 }
-# the estimator runs: NAME ESTIMATOR PERIOD J (--owner-stores: the owner
+# the estimator runs: NAME ESTIMATOR PERIOD J (--owner-window: the owner
 # estimator's window; default 64 x the period, or 1: a store's own transfers)
 ESTS=("comdetective comdetective $EPERIOD default" "owner owner $EPERIOD default"
       "owner_j1 owner $EPERIOD 1" "owner_fine owner $((EPERIOD / 10)) default")
@@ -590,7 +590,7 @@ EOF
 weighted. **comdetective** (the default, ComDetective's): each detected
 event weighs its sample's period. **owner**: every transfer of exact has
 exactly one *owner*, the line's last store before it; with the window J
-(\`--owner-stores\`, default 64 N) a transfer is stood for by its owner
+(\`--owner-window\`, default 64 N) a transfer is stood for by its owner
 and the J - 1 stores to the line before it, and counts P / J (P / m for
 the line's first m < J stores) for each of them that was sampled. Its
 expectation is exact's volume and true/false split whatever J when each
@@ -601,7 +601,7 @@ its next J stores: where threads store to a line many times between two
 transfers (only the last store of a burst owns one), or communicate only
 in phases, the variance drops by up to the number of stores per transfer;
 where most of a line's stores own a transfer (ping-pong) and the line has
-fewer than J stores it can double (commanalyze(1), --owner-stores). It
+fewer than J stores it can double (commanalyze(1), --owner-window). It
 needs every access after the sample: it runs with \`--model emulate\` on
 a full trace; **from the watchpoint records of an inst- or soft-sampled
 trace it is not implemented, so it is not measured under \`--sampler

@@ -152,7 +152,7 @@ within accuracy/inst/false_sharing/false_half false_sharing inst_false_frac 0.35
 within accuracy/inst/false_sharing_f0.9/false_share false_sharing_f0.9 inst_false_frac 0.7 1
 
 # ---- the owner estimator (emulate --estimator owner, SEEDS=10 draws) ----------
-# owner: --owner-stores 64 (the default), owner_j1: 1, owner_fine: N = 1000.
+# owner: --owner-window 64 (the default), owner_j1: 1, owner_fine: N = 1000.
 # Its 90% interval holds exact's volume in a run with probability ~0.9
 # (the interval is approximate: a Poisson count of the effective events);
 # out of 10 independent draws, P(fewer than 5) = 1.5e-4 at 0.9, 0.05 at
