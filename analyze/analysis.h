@@ -282,9 +282,15 @@ bool model_opt_known(const char *name);
 /* Does option opt change what model computes? (for reports; unknown
  * models: true) */
 bool model_opt_relevant(const char *model, const char *opt);
-/* Can model run with the options o?  false with a one-line reason in why
- * (the owner estimator needs the emulate model). */
-bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap);
+/* Can model run with the options o on trace t?
+ * false with a one-line reason in why (the owner estimator needs the
+ * emulate model, or the comdetective model on a trace with line monitor
+ * records). */
+bool model_opts_usable(const struct model_opts *o, const char *model, const struct ct_trace *t,
+                       char *why, size_t cap);
+/* The line monitor of an inst-sampled trace (commrec --owner-window): its
+ * window J and the sampling period P; false when the trace has none. */
+bool owner_monitor_params(const struct ct_trace *t, uint64_t *window, uint64_t *period);
 /* Which value of option opt gives the finest sweep point: +1 the largest
  * (board-size, watchpoints), -1 the smallest (period-multiplier), 0 none. */
 int model_opt_finest(const char *opt);

@@ -176,13 +176,19 @@ const char *const estimator_summaries[ESTIMATORS] = {
 	"a sampled access: P/J x the transfers of its line's next J accesses (unbiased)",
 };
 
-bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap)
+bool model_opts_usable(const struct model_opts *o, const char *model, const struct ct_trace *t,
+                       char *why, size_t cap)
 {
 	if (o->estimator != ESTIMATOR_OWNER || (model && !strcmp(model, "emulate")))
 		return true;
+	uint64_t j, p;
+	bool cd = !model || !strcmp(model, "comdetective");
+	if (cd && t && owner_monitor_params(t, &j, &p))
+		return true;
 	snprintf(why, cap, "--estimator owner needs every access after a sampled store: it runs "
-	         "with --model emulate on a full trace (not yet from the watchpoint records of a "
-	         "sampled trace)");
+	         "with --model emulate on a full trace, or with --model comdetective on a trace "
+	         "recorded with the line monitor (commrec --sampler inst --owner-window J)%s",
+	         cd ? "; this trace has no line monitor records" : "");
 	return false;
 }
 

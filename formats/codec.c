@@ -395,6 +395,25 @@ size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *
 	case CT_REC_FUNC_EXIT:
 		o = put_v(o, r->u.func.addr);
 		break;
+	case CT_REC_OWNER_XFER: {
+		const struct ct_owner_xfer *x = &r->u.oxfer;
+		o = put_zz(o, x->ip, c->ip);
+		c->ip = x->ip;
+		o = put_zz(o, x->addr, c->addr);
+		c->addr = x->addr;
+		o = put_v(o, x->src);
+		o = put_v(o, x->windows);
+		o = put_v(o, x->prior);
+		*o++ = x->len;
+		*o++ = x->kind;
+		*o++ = x->flags;
+		break;
+	}
+	case CT_REC_OWNER_WIN:
+		o = put_zz(o, r->u.owin.addr, c->addr);
+		c->addr = r->u.owin.addr;
+		*o++ = r->u.owin.status;
+		break;
 	}
 	return (size_t)(o - out);
 }
@@ -584,6 +603,31 @@ size_t ct_decode_record(struct ct_codec *c, const uint8_t *p, const uint8_t *end
 	case CT_REC_FUNC_EXIT:
 		memset(&r->u.func, 0, sizeof r->u.func);
 		r->u.func.addr = get_v(&d);
+		break;
+	case CT_REC_OWNER_XFER: {
+		struct ct_owner_xfer *x = &r->u.oxfer;
+		memset(x, 0, sizeof *x);
+		x->ip = n.ip = get_zz(&d, n.ip);
+		x->addr = n.addr = get_zz(&d, n.addr);
+		x->src = get_v32(&d);
+		x->windows = get_v32(&d);
+		x->prior = get_v(&d);
+		x->len = get_u8(&d);
+		x->kind = get_u8(&d);
+		x->flags = get_u8(&d);
+		/* what no monitor writes: no window, an empty or over-long access,
+		 * an unknown kind or flag */
+		if (!x->windows || !x->len || x->len > 128 || x->kind > CT_ACCESS_ATOMIC ||
+		    (x->flags & ~CT_OWNER_TRUE))
+			return 0;
+		break;
+	}
+	case CT_REC_OWNER_WIN:
+		memset(&r->u.owin, 0, sizeof r->u.owin);
+		r->u.owin.addr = n.addr = get_zz(&d, n.addr);
+		r->u.owin.status = get_u8(&d);
+		if (r->u.owin.status > CT_OWNER_OPEN_MAX)
+			return 0;
 		break;
 	default:
 		return 0;

@@ -448,6 +448,7 @@ static const uint8_t rec_member_bytes[CT_REC_TYPE_MAX + 1] = {
 	[CT_REC_MARKER] = MEMBER_BYTES(marker), [CT_REC_LOST] = MEMBER_BYTES(lost),
 	[CT_REC_FUNC_ENTER] = MEMBER_BYTES(func), [CT_REC_FUNC_EXIT] = MEMBER_BYTES(func),
 	[CT_REC_SKIPPED] = MEMBER_BYTES(skipped),
+	[CT_REC_OWNER_XFER] = MEMBER_BYTES(oxfer), [CT_REC_OWNER_WIN] = MEMBER_BYTES(owin),
 };
 
 /* The bytes of a decoded record of this type, a multiple of the struct's

@@ -364,8 +364,8 @@ static void test_estimator_option(void)
 	CHECK_STR(model_opts_format(&o, "estimator", buf, sizeof buf), "owner");
 	CHECK(model_opts_parse(&o, "estimator", "fair", err, sizeof err) == -1);
 	CHECK(strstr(err, "--estimator: 'fair' is not comdetective or owner") != NULL);
-	CHECK(model_opts_usable(&o, "emulate", err, sizeof err));
-	CHECK(!model_opts_usable(&o, "comdetective", err, sizeof err));
+	CHECK(model_opts_usable(&o, "emulate", NULL, err, sizeof err));
+	CHECK(!model_opts_usable(&o, "comdetective", NULL, err, sizeof err));
 	CHECK(strstr(err, "--model emulate") != NULL);
 	CHECK(model_opt_relevant("emulate", "estimator") && model_opt_relevant("comdetective", "estimator"));
 	CHECK(!model_opt_relevant("exact", "estimator"));
