@@ -398,6 +398,64 @@ static void test_emulate_owner_period1(void)
 	tb_free(&b);
 }
 
+/* The owner estimator on a trace recorded with the line monitor (inst,
+ * --owner-window J = 4, period P = 10): each OWNER_XFER weighs
+ * windows x P / J, variance P (P - 1) (2 prior + windows) / J^2 =
+ * 90 (2 prior + windows) / 16.  By hand:
+ *   T1 <- T0, true,  windows 1, prior 0: 2.5,  var 90 x 1 / 16 = 5.625
+ *   T2 <- T0, false, windows 2, prior 1: 5,    var 90 x 4 / 16 = 22.5
+ *   T0 <- T2, true,  windows 3, prior 5: 7.5,  var 90 x 13 / 16 = 73.125
+ * Total 15 (true 10, false 5), variance 101.25; the SAMPLE, the OWNER_WIN
+ * records and a transfer from a thread to itself (not possible: ignored)
+ * add nothing.  The same trace refuses --model window, and a trace without
+ * monitor records refuses --estimator owner with the comdetective model. */
+static void owner_xfer(struct tb *b, uint32_t t, uint64_t time, uint32_t src, uint32_t win,
+                       uint64_t prior, bool tr)
+{
+	struct ct_record *r = tb_add(b, t, CT_REC_OWNER_XFER, time);
+	r->u.oxfer = (struct ct_owner_xfer){ .ip = 0x401000, .addr = A + 8, .src = src,
+		.windows = win, .prior = prior, .len = 8, .kind = LD,
+		.flags = tr ? CT_OWNER_TRUE : 0 };
+}
+
+static void test_owner_monitor_trace(void)
+{
+	struct tb b;
+	tb_init(&b, 3);
+	b.features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
+	tb_config(&b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
+	tb_sample(&b, 0, 10, A, 8, ST, 10);
+	tb_add(&b, 0, CT_REC_OWNER_WIN, 11)->u.owin = (struct ct_owner_win){ A, CT_OWNER_OPENED };
+	owner_xfer(&b, 1, 20, 0, 1, 0, true);
+	tb_add(&b, 1, CT_REC_OWNER_WIN, 21)->u.owin = (struct ct_owner_win){ A, CT_OWNER_DROP_LINE };
+	owner_xfer(&b, 2, 30, 0, 2, 1, false);
+	owner_xfer(&b, 0, 40, 2, 3, 5, true);
+	owner_xfer(&b, 1, 50, 1, 1, 0, true);    /* from itself */
+	const char *path = tb_write(&b);
+	struct analysis a;
+	struct model_opts o;
+	model_opts_default(&o);
+	o.estimator = ESTIMATOR_OWNER;
+	CHECK(path && analysis_run(&a, path, &o, false) == 0 && !a.damaged);
+	const struct mx_totals *t = matrices_totals(a.mx);
+	CHECK_EQ_U(t->events[COMM_VIA_SAMPLE][0] + t->events[COMM_VIA_SAMPLE][1], 3);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 10, 1e-12);     /* [1]: true sharing */
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0], 5, 1e-12);
+	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][0] + t->var[COMM_VIA_SAMPLE][1], 101.25, 1e-9);
+	analysis_free(&a);
+	o.model = "window";
+	CHECK(analysis_run(&a, path, &o, false) != 0);
+	tb_free(&b);
+
+	tb_init(&b, 2);
+	tb_config(&b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\n");
+	tb_sample(&b, 0, 10, A, 8, ST, 10);
+	path = tb_write(&b);
+	o.model = NULL;
+	CHECK(path && analysis_run(&a, path, &o, false) != 0);
+	tb_free(&b);
+}
+
 /* The comdetective estimator's variance part: an event of weight w stands
  * alone, w (w - 1).  A sampled trace (period 1000): T0 stores A (publishes),
  * T1 loads A: one detection, weight 1000, var 999000; n = 1000^2 / 999000
@@ -434,5 +492,6 @@ int main(void)
 	RUN(test_estimator_option);
 	RUN(test_emulate_owner_period1);
 	RUN(test_comdetective_var);
+	RUN(test_owner_monitor_trace);
 	return check_summary();
 }
