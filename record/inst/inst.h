@@ -122,15 +122,17 @@ void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);
 /* t's sampled access (after its SAMPLE record): a store opens a window. */
 struct rt_thread;
 void inst_owner_sampled(struct rt_thread *t, uintptr_t addr, unsigned len, unsigned kind);
-static inline bool inst_owned_line(uintptr_t a)
+/* [a, a + len) may touch a monitored line: its first byte's line is one,
+ * or it ends on another line (rare; inst_owner_access looks at each). */
+static inline bool inst_owned_line(uintptr_t a, unsigned len)
 {
 	uint64_t ln = (uint64_t)a >> inst_own_shift;
-	return __atomic_load_n(&inst_own_key[ln & (INST_OWN_SLOTS - 1)], __ATOMIC_RELAXED) == ln + 1;
+	return __atomic_load_n(&inst_own_key[ln & (INST_OWN_SLOTS - 1)], __ATOMIC_RELAXED) == ln + 1 ||
+	       ((uint64_t)a + len - 1) >> inst_own_shift != ln;
 }
-/* [a, a + len) touches a monitored line (len <= a line: its first or last byte) */
 #define INST_OWNED(a, len)                                                                   \
 	(__builtin_expect(__atomic_load_n(&inst_own_open, __ATOMIC_RELAXED) != 0, 0) &&         \
-	 (inst_owned_line((uintptr_t)(a)) || inst_owned_line((uintptr_t)(a) + (len) - 1)))
+	 inst_owned_line((uintptr_t)(a), len))
 #define INST_OWN(a, len, kind, ip)                                                           \
 	do {                                                                                   \
 		if (INST_OWNED(a, len))                                                        \

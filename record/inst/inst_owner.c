@@ -131,18 +131,25 @@ static void own_unlock(struct own_slot *s)
 	atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
 
+/* Bytes [off, off + len) of a line of at most 128 bytes, word w of its mask. */
+static inline uint64_t mask_word(unsigned off, unsigned len, unsigned w)
+{
+	unsigned lo = w * 64, hi = lo + 64, a = off > lo ? off : lo, b = off + len < hi ? off + len : hi;
+	if (a >= b)
+		return 0;
+	uint64_t m = b - a >= 64 ? ~0ull : (1ull << (b - a)) - 1;
+	return m << (a - lo);
+}
+
 static inline void mask_set(uint64_t m[2], unsigned off, unsigned len)
 {
-	for (unsigned b = off; b < off + len; b++)
-		m[b / 64] |= 1ull << (b % 64);
+	m[0] |= mask_word(off, len, 0);
+	m[1] |= mask_word(off, len, 1);
 }
 
 static inline bool mask_overlap(const uint64_t m[2], unsigned off, unsigned len)
 {
-	for (unsigned b = off; b < off + len; b++)
-		if (m[b / 64] >> (b % 64) & 1)
-			return true;
-	return false;
+	return (m[0] & mask_word(off, len, 0)) | (m[1] & mask_word(off, len, 1));
 }
 
 static void push_record(struct rt_thread *t, struct ct_record *r)
