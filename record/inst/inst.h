@@ -119,6 +119,10 @@ int64_t inst_owner_countdown(int idx);
 uint64_t inst_owner_left_out(void);
 /* An access (any thread) that may touch a monitored line. */
 void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);
+/* The same, then the access's watch check and countdown: the plain hooks'
+ * path while their line may be monitored (a tail call, as
+ * inst_watched_access). */
+void inst_owned_access(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip);
 /* t's sampled access (after its SAMPLE record): a store opens a window. */
 struct rt_thread;
 void inst_owner_sampled(struct rt_thread *t, uintptr_t addr, unsigned len, unsigned kind);

@@ -715,6 +715,18 @@ __attribute__((noinline)) void inst_watched_access(uintptr_t addr, unsigned len,
 		inst_hit(addr, len, kind, idx, ip);
 }
 
+/* The plain hooks' path for an access that may touch a monitored line
+ * (inst_owner.c), then the rest of the hook. */
+__attribute__((noinline)) void inst_owned_access(uintptr_t addr, unsigned len, unsigned kind,
+                                                 int idx, uintptr_t ip)
+{
+	inst_owner_access(addr, len, kind, ip);
+	if (INST_WATCHED(addr))
+		inst_watched_access(addr, len, kind, idx, ip);
+	else if (--inst_t.left[idx] <= 0)
+		inst_hit(addr, len, kind, idx, ip);
+}
+
 /* Atomics that read (loads, read-modify-writes): the record's time is taken
  * right after the operation, so that a load is never stamped before the
  * store it saw was made (the hook of a plain access runs before it).
@@ -836,8 +848,9 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	RT_EXPORT void name(void *a)                                                           \
 	{                                                                                      \
 		extra;                                                                         \
-		INST_OWN(a, len, kind, INST_RET() - 1);                                        \
-		if (INST_WATCHED(a))                                                           \
+		if (INST_OWNED(a, len))                                                        \
+			inst_owned_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);       \
+		else if (INST_WATCHED(a))                                                           \
 			inst_watched_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);     \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                \
@@ -845,8 +858,9 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 #define HOT_PC_(name, len, kind, idx)                                                        \
 	RT_EXPORT void name(void *a, void *pc)                                                 \
 	{                                                                                      \
-		INST_OWN(a, len, kind, (uintptr_t)pc);                                         \
-		if (INST_WATCHED(a))                                                           \
+		if (INST_OWNED(a, len))                                                        \
+			inst_owned_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);        \
+		else if (INST_WATCHED(a))                                                           \
 			inst_watched_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);      \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
