@@ -13,7 +13,9 @@
  *     interval's coverage against a binomial bound;
  *   - the intervals' values by hand; the option's parsing and where it runs;
  *     the emulate model with --estimator owner and period 1 equals exact;
- *     the comdetective estimator's variance part on a sampled trace. */
+ *     the comdetective estimator's variance part on a sampled trace;
+ *   - the owner estimator on the line monitor's records of a hand-built
+ *     inst-sampled trace (values by hand), and its refusals. */
 #include <math.h>
 
 #include "check.h"
