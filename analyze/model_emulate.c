@@ -39,8 +39,9 @@
  * --estimator owner replaces the ComDetective step and its weighting by
  * the owner estimator (model_exact.c, exact_owner_*): a sampled access
  * stands for the transfers of its line's next J accesses, which the full
- * trace shows exactly (what the inst runtime's line monitor records,
- * record/inst/inst_owner.c).  Its sampler takes each load and each store
+ * trace shows exactly (on a sampled recording the inst runtime's line
+ * monitor records them for windows of stores, record/inst/inst_owner.c,
+ * and the comdetective model weighs them).  Its sampler takes each load and each store
  * with probability 1/N, independently (the thread's generator), not every
  * Nth: then its expectation is exact's volume and split whatever the
  * program's loops (every Nth store aliased with false_sharing's loop: +33%
