@@ -48,6 +48,7 @@
 #include "rtconfig.h"
 
 #define OWN_WIN 64               /* open windows per line */
+#define OWN_SPINS 4096           /* lock attempts before yielding the cpu */
 #define OWN_NO_WRITER UINT32_MAX
 
 /* The access a monitor sees. */
@@ -111,18 +112,31 @@ uint64_t inst_owner_left_out(void)
 	return atomic_load_explicit(&own_left_out, memory_order_relaxed);
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 /* The slot's lock for thread index me; false if this thread holds it
- * already (a signal handler that interrupted it). */
+ * already (a signal handler that interrupted it).  It is held for one
+ * model step (~100 instructions): spin; yield the cpu only when the holder
+ * seems preempted (a yield at every contention descheduled the threads of
+ * a line under load, and they stopped communicating). */
 static bool own_lock(struct own_slot *s, uint32_t me)
 {
-	for (;;) {
+	for (unsigned spins = 0;; spins++) {
 		uint32_t cur = 0;
 		if (atomic_compare_exchange_weak_explicit(&s->lock, &cur, me + 1, memory_order_acquire,
 		                                          memory_order_relaxed))
 			return true;
 		if (cur == me + 1)
 			return false;
-		sched_yield();
+		if (spins < OWN_SPINS)
+			cpu_relax();
+		else
+			sched_yield();
 	}
 }
 
