@@ -173,7 +173,7 @@ const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner" };
 const char *const sync_names[3] = { "include", "exclude", "only" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
-	"a sampled access: P/J x the transfers of its line's next J accesses (unbiased)",
+	"a sampled access: P/J x its line's transfers over J accesses (emulate, monitor traces)",
 };
 
 bool model_opts_usable(const struct model_opts *o, const char *model, const struct ct_trace *t,
