@@ -98,15 +98,17 @@ enum sync_kind { SYNC_INCLUDE = 0, SYNC_EXCLUDE = 1, SYNC_ONLY = 2 };
 extern const char *const sync_names[3];
 /* How detected transfers are weighted (--estimator; doc/commanalyze.1):
  *   comdetective  each detected event weighs its sample's period
- *   owner         a sampled store weighs its period x the transfers it owns
- *                 (model_exact.c: exact_owner_*); needs every access after
- *                 the sample, so the emulate model only */
+ *   owner         a sampled access weighs its period / J x the transfers of
+ *                 its line's next J accesses (model_exact.c: exact_owner_*);
+ *                 needs every access after the sample: the emulate model,
+ *                 or the line monitor's records of an inst-sampled trace */
 enum estimator_kind { ESTIMATOR_COMDETECTIVE = 0, ESTIMATOR_OWNER = 1 };
-/* --owner-stores J: a sampled store stands for the transfers owned by itself
- * and the next J - 1 stores to its line, each weighed P / J (model_exact.c);
- * default (0): OWNER_STORES_PER_PERIOD x the emulate period */
-#define OWNER_STORES_MAX (1u << 30)
-#define OWNER_STORES_PER_PERIOD 64
+/* --owner-window J: a sampled access stands for the transfers of the next J
+ * accesses to its line (itself included), each weighed P / J
+ * (model_exact.c); default (0): OWNER_WINDOW_PER_PERIOD x the emulate
+ * period */
+#define OWNER_WINDOW_MAX (1u << 30)
+#define OWNER_WINDOW_PER_PERIOD 64
 #define ESTIMATORS 2
 extern const char *const estimator_names[ESTIMATORS];
 extern const char *const estimator_summaries[ESTIMATORS];
@@ -127,7 +129,7 @@ struct model_opts {
 	unsigned emulate_period;    /* emulate model: every Nth access */
 	enum estimator_kind estimator; /* comdetective, emulate: default comdetective */
 	unsigned seed;              /* emulate model: its random draws (default 0) */
-	unsigned owner_stores;      /* owner estimator: its window J (0: the default) */
+	unsigned owner_window;      /* owner estimator: its window J (0: the default) */
 	unsigned watch_lines;       /* emulate: software line watches per thread (0: registers) */
 	unsigned watch_life;        /* emulate: samples a line watch lives */
 	enum sync_kind sync;        /* exact model: default SYNC_INCLUDE */
@@ -310,9 +312,15 @@ bool model_opt_known(const char *name);
 /* Does option opt change what model computes? (for reports; unknown
  * models: true) */
 bool model_opt_relevant(const char *model, const char *opt);
-/* Can model run with the options o?  false with a one-line reason in why
- * (the owner estimator needs the emulate model). */
-bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap);
+/* Can model run with the options o on trace t?
+ * false with a one-line reason in why (the owner estimator needs the
+ * emulate model, or the comdetective model on a trace with line monitor
+ * records). */
+bool model_opts_usable(const struct model_opts *o, const char *model, const struct ct_trace *t,
+                       char *why, size_t cap);
+/* The line monitor of an inst-sampled trace (commrec --owner-window): its
+ * window J and the sampling period P; false when the trace has none. */
+bool owner_monitor_params(const struct ct_trace *t, uint64_t *window, uint64_t *period);
 /* Which value of option opt gives the finest sweep point: +1 the largest
  * (board-size, watchpoints), -1 the smallest (period-multiplier), 0 none. */
 int model_opt_finest(const char *opt);

@@ -209,6 +209,20 @@ static void dump_line(FILE *f, const struct dump_view *v, const struct ct_record
 		fprintf(f, " addr=0x%" PRIx64, r->u.func.addr);
 		put_sym_key(f, v, r->u.func.addr);
 		break;
+	case CT_REC_OWNER_XFER: {
+		const struct ct_owner_xfer *x = &r->u.oxfer;
+		fprintf(f, " ip=0x%" PRIx64 " addr=0x%" PRIx64 " len=%u kind=%s src=T%" PRIu32
+		        " windows=%" PRIu32 " prior=%" PRIu64 " %s", x->ip, x->addr, x->len,
+		        ct_access_kind_name(x->kind), x->src, x->windows, x->prior,
+		        x->flags & CT_OWNER_TRUE ? "true" : "false");
+		break;
+	}
+	case CT_REC_OWNER_WIN: {
+		static const char *const sn[] = { "opened", "dropped_table_full", "dropped_line_full" };
+		fprintf(f, " addr=0x%" PRIx64 " %s", r->u.owin.addr,
+		        r->u.owin.status <= CT_OWNER_OPEN_MAX ? sn[r->u.owin.status] : "unknown");
+		break;
+	}
 	default:
 		break;
 	}

@@ -82,7 +82,8 @@ static void print_cmdline(struct ct_trace *t)
 /* The name of feature bit i ("bitN" for one we do not know) into buf. */
 static const char *feature_name(unsigned i, char *buf, size_t cap)
 {
-	static const char *const n[] = { "samples", "watchpoints", "allocs", "full", "funcs", "symbols" };
+	static const char *const n[] = { "samples", "watchpoints", "allocs", "full", "funcs", "symbols",
+	                                 "owner" };
 	if (i < sizeof n / sizeof *n)
 		return n[i];
 	if (1ull << i == CT_FEAT_FILTERED)

@@ -39,7 +39,20 @@
  * carries the bytes the access touched: true sharing when they overlap the
  * published bytes; weight = period x K x L / (bytes watched) (1 x for a
  * whole line); with the comdetective expiry every recorded hit counts (the
- * recorder ended the old watches); --watchpoints 0 ignores them. */
+ * recorder ended the old watches); --watchpoints 0 ignores them.
+ *
+ * --estimator owner (a trace recorded with commrec --owner-window J: the
+ * inst runtime's line monitor, record/inst/inst_owner.c) replaces all of
+ * the above: every OWNER_XFER record is a transfer of the exact model seen
+ * in the windows of the sampled stores (each sampled with probability
+ * 1/P, every Pth store of its thread) among the J stores to its line
+ * before it, and weighs P / J per such window: windows x P / J.  Its
+ * variance part is that of model_exact.c's owner estimator with m = J:
+ * each window w's Z_w grows by 1/J, so sum P (P - 1) Z_w^2 grows by
+ * P (P - 1) (2 prior + windows) / J^2, prior = sum of the windows'
+ * earlier transfers (the record's).  m = J assumes the line had J stores
+ * before the transfer: on a line's first J stores the estimate is low
+ * (FORMAT.md, "Line monitor"). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,18 +90,38 @@ struct cd {
 	struct kfilter kf;
 	struct event_consumer *out;
 	size_t nout;
+	bool owner;                          /* --estimator owner: OWNER_XFER records only */
+	double owner_w, owner_v;             /* P / J, P (P - 1) / J^2 */
+	uint64_t windows[CT_OWNER_OPEN_MAX + 1]; /* OWNER_WIN records by status */
 };
 
 static void cd_destroy(void *self);
 
 /* An unsigned CONFIG value of the trace, or 0. */
-static unsigned config_uint(const struct ct_trace *t, const char *key)
+static uint64_t config_u64(const struct ct_trace *t, const char *key)
 {
 	char v[32];
 	if (!t || !ct_trace_meta(t, CT_SEC_CONFIG, key, v, sizeof v))
 		return 0;
-	unsigned long x = strtoul(v, NULL, 10);
+	return strtoull(v, NULL, 10);
+}
+
+/* The same, at most 1000000 (slots, lives). */
+static unsigned config_uint(const struct ct_trace *t, const char *key)
+{
+	uint64_t x = config_u64(t, key);
 	return x > 1000000 ? 1000000 : (unsigned)x;
+}
+
+bool owner_monitor_params(const struct ct_trace *t, uint64_t *window, uint64_t *period)
+{
+	const struct ct_header *h = ct_trace_header(t);
+	*window = *period = 0;
+	if (!h || !(h->features & CT_FEAT_OWNER))
+		return false;
+	*window = config_u64(t, "owner_window");
+	*period = config_u64(t, "period");
+	return *window && *period;
 }
 
 static void *cd_create(const struct model_setup *s)
@@ -139,6 +172,12 @@ static void *cd_create(const struct model_setup *s)
 	}
 	for (size_t i = 0; i < s->nthreads; i++)
 		cd->t[i].last_cpu = UINT32_MAX;
+	uint64_t j, p;
+	if (cd->o.estimator == ESTIMATOR_OWNER && s->trace && owner_monitor_params(s->trace, &j, &p)) {
+		cd->owner = true;
+		cd->owner_w = (double)p / (double)j;
+		cd->owner_v = (double)p * (double)(p - 1) / ((double)j * (double)j);
+	}
 	return cd;
 }
 
@@ -272,11 +311,36 @@ static void cd_hit(struct cd *cd, const struct ct_record *r)
 	th->hit_done = true;
 }
 
+/* A transfer the line monitor saw (--estimator owner). */
+static void cd_owner_xfer(struct cd *cd, const struct ct_record *r)
+{
+	const struct ct_owner_xfer *x = &r->u.oxfer;
+	if (x->src >= cd->nthreads || x->src == r->thread)
+		return;
+	struct comm_event ev = {
+		.time = r->time, .dst = r->thread, .src = x->src,
+		.dst_cpu = UINT32_MAX, .src_cpu = UINT32_MAX,
+		.line = board_line(&cd->board, x->addr), .addr = x->addr, .len = x->len,
+		.dst_kind = x->kind, .via = COMM_VIA_SAMPLE,
+		.true_sharing = (x->flags & CT_OWNER_TRUE) != 0, .ip = x->ip,
+		.weight = x->windows * cd->owner_w,
+		.var = (2 * (double)x->prior + x->windows) * cd->owner_v,
+	};
+	emit(cd->out, cd->nout, &ev);
+}
+
 static void cd_record(void *self, const struct ct_record *r)
 {
 	struct cd *cd = self;
 	if (r->thread >= cd->nthreads)
 		return;
+	if (cd->owner) {
+		if (r->type == CT_REC_OWNER_XFER)
+			cd_owner_xfer(cd, r);
+		else if (r->type == CT_REC_OWNER_WIN)
+			cd->windows[r->u.owin.status]++;
+		return;
+	}
 	switch (r->type) {
 	case CT_REC_SAMPLE:
 	case CT_REC_WP_ARM:
@@ -298,6 +362,20 @@ static void cd_record(void *self, const struct ct_record *r)
 		cd_hit(cd, r);
 }
 
+static void cd_finish(void *self)
+{
+	const struct cd *cd = self;
+	uint64_t drop = cd->windows[CT_OWNER_DROP_TABLE] + cd->windows[CT_OWNER_DROP_LINE];
+	uint64_t all = drop + cd->windows[CT_OWNER_OPENED];
+	if (cd->owner && drop)
+		ana_warn("line monitor: %llu of %llu sampled stores opened no window (%llu: the "
+		         "monitor table was full, %llu: their line had its most windows open); "
+		         "the owner estimate leaves out what those windows would have seen",
+		         (unsigned long long)drop, (unsigned long long)all,
+		         (unsigned long long)cd->windows[CT_OWNER_DROP_TABLE],
+		         (unsigned long long)cd->windows[CT_OWNER_DROP_LINE]);
+}
+
 static void cd_destroy(void *self)
 {
 	struct cd *cd = self;
@@ -316,5 +394,6 @@ const struct model_ops model_comdetective = {
 	.summary = "ComDetective's Algorithm 1 (bulletin board + recorded watchpoints), offline",
 	.create = cd_create,
 	.record = cd_record,
+	.finish = cd_finish,
 	.destroy = cd_destroy,
 };

@@ -29,10 +29,10 @@ static inline double sampled_var(double w)
 }
 
 /* The owner estimator (model_exact.c): the exact model's line states over
- * every access, where a transfer counts only when the store it follows
- * (the line's last store, its owner) was sampled, with that sample's
- * weight.  exact_owner_access: one access r, owner_weight its sampling
- * weight if it is a sampled store, else 0.  finish and destroy: model_exact's. */
+ * every access, where a transfer counts through the sampled accesses among
+ * the J before it on its line, each with its sample's weight / J.
+ * exact_owner_access: one access r, owner_weight its sampling weight if it
+ * was sampled, else 0.  finish and destroy: model_exact's. */
 void *exact_owner_create(const struct model_setup *s);
 void exact_owner_access(void *exact, const struct ct_record *r, double owner_weight);
 

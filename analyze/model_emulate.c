@@ -43,14 +43,15 @@
  * access touched in the line.
  *
  * --estimator owner replaces the ComDetective step and its weighting by
- * the owner estimator (model_exact.c, exact_owner_*): a sampled store
- * weighs its period x the transfers it owns, which the full trace shows
- * exactly (what software watchpoints on its line, from the sample to the
- * next store, would record).  Its sampler takes each store with
- * probability 1/N, independently (the thread's generator), not every Nth:
- * then its expectation is exact's volume and split whatever the program's
- * loops (every Nth store aliased with false_sharing's loop: +33% at N =
- * 100, +6% at N = 2, on one full trace).
+ * the owner estimator (model_exact.c, exact_owner_*): a sampled access
+ * stands for the transfers of its line's next J accesses, which the full
+ * trace shows exactly (on a sampled recording the inst runtime's line
+ * monitor records them for windows of stores, record/inst/inst_owner.c,
+ * and the comdetective model weighs them).  Its sampler takes each load and each store
+ * with probability 1/N, independently (the thread's generator), not every
+ * Nth: then its expectation is exact's volume and split whatever the
+ * program's loops (every Nth store aliased with false_sharing's loop: +33%
+ * at N = 100, +6% at N = 2, on one full trace).
  *
  * Randomness: one xorshift generator per thread, seeded from its index
  * and --seed: runs are reproducible, and --seed gives other draws. */
@@ -128,9 +129,9 @@ static void *emu_create(const struct model_setup *s)
 		if (!e->t[i].rnd)        /* xorshift's one forbidden state */
 			e->t[i].rnd = 0x9e3779b97f4a7c15ull;
 	}
-	if (!e->o.owner_stores) {
-		uint64_t j = (uint64_t)OWNER_STORES_PER_PERIOD * e->period;
-		e->o.owner_stores = j < OWNER_STORES_MAX ? (unsigned)j : OWNER_STORES_MAX;
+	if (!e->o.owner_window) {     /* the default window: OWNER_WINDOW_PER_PERIOD x N */
+		uint64_t j = (uint64_t)OWNER_WINDOW_PER_PERIOD * e->period;
+		e->o.owner_window = j < OWNER_WINDOW_MAX ? (unsigned)j : OWNER_WINDOW_MAX;
 	}
 	struct model_setup in = *s;
 	in.opts = &e->o;
@@ -222,7 +223,7 @@ static void emu_record(void *self, const struct ct_record *r)
 	uint64_t n = store ? ++th->nstore : ++th->nload;
 	uint64_t period = e->period * (s->period ? s->period : 1);
 	if (e->inner == &model_exact) {
-		bool sampled = store && board_random(&th->rnd) % e->period == 0;
+		bool sampled = board_random(&th->rnd) % e->period == 0;
 		exact_owner_access(e->in, r, sampled ? (double)period : 0);
 		return;
 	}

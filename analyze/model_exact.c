@@ -29,33 +29,37 @@
  *
  * The owner estimator (exact_owner_create, used by emulate --estimator
  * owner) runs the same states over every access but counts a transfer only
- * through the sampled stores that stand for it.  Every transfer x has
- * exactly one owner: the line's last store before it (the store that
- * invalidated the receiver's copy).  With the window J (--owner-stores,
- * 1..64), x is stood for by its owner and the J - 1 stores to the line
- * before it: A(x), m_x = |A(x)| = min(J, the line's stores so far).  Each
- * store s is sampled independently with probability 1/P_s and weighs P_s,
- * and x counts with weight sum over the sampled s in A(x) of P_s / m_x, so
+ * through the sampled accesses that stand for it.  With the window J
+ * (--owner-window), a transfer x is stood for by the J accesses to its line
+ * (loads and stores, by any thread) before the access that receives it:
+ * A(x), m_x = |A(x)| = min(J, the line's accesses so far).  (J = 1 and
+ * stores only would be x's owner, the store that invalidated the
+ * receiver's copy.)  Each access s is sampled independently with
+ * probability 1/P_s and weighs P_s, and x counts with weight sum over the
+ * sampled s in A(x) of P_s / m_x, so
  *   E[estimate] = sum_x sum_{s in A(x)} (1/P_s) P_s / m_x = sum_x 1
  * = exact's count, and its true/false split is exact's (the same bytes
- * decide each x).  J = 1 is "a sampled store weighs P x the transfers it
- * owns".  Per store, Z_s = sum of 1/m_x over the x whose A(x) holds s; the
- * estimate is sum_s I_s P_s Z_s with independent I_s, so its variance is
- * sum_s (P_s - 1) Z_s^2, estimated without bias by sum of P_s (P_s - 1) Z_s^2
- * over the sampled stores: a transfer adds to comm_event.var what it adds
- * to that sum (Z_s grows by 1/m for every sampled s in the window:
- * sum P (P - 1) (2 Z_s / m + 1 / m^2), Z_s = c - c(s), c the line's running
- * sum of 1/m).  Why a window: where a thread stores to a line many times
- * between two transfers (bursts), only the last store of a burst owns a
- * transfer, and J = 1 sees a transfer only when exactly that store is
- * sampled; the window lets any of the J stores before it stand for it, at
- * weight P / J: with a steady rate r of transfers per store, Z_s ~ r and
- * the variance is ~ (P - 1) r^2 per store instead of (P - 1) r, r times
- * less.  On the line's first J stores m_x = k grows and Z_s ~ r ln(J / s):
- * (P - 1) 2 r^2 per store there, at most twice J = 1's (r = 1: ping-pong).
+ * decide each x).  Per access, Z_s = sum of 1/m_x over the x whose A(x)
+ * holds s; the estimate is sum_s I_s P_s Z_s with independent I_s, so its
+ * variance is sum_s (P_s - 1) Z_s^2, estimated without bias by sum of
+ * P_s (P_s - 1) Z_s^2 over the sampled accesses: a transfer adds to
+ * comm_event.var what it adds to that sum (Z_s grows by 1/m for every
+ * sampled s in the window: sum P (P - 1) (2 Z_s / m + 1 / m^2), Z_s =
+ * c - c(s), c the line's running sum of 1/m).  Why a window: where a
+ * thread touches a line many times between two transfers (bursts), only
+ * the access just before a transfer would stand for it with J = 1; the
+ * window lets any of the J accesses before it stand for it, at weight
+ * P / J: with a steady rate r of transfers per access, Z_s ~ r and the
+ * variance is ~ (P - 1) r^2 per access instead of (P - 1) r, r times less.
+ * Why loads too: a line's loads are often far more than its stores (a
+ * vector read by every thread, written by one), and each sampled one is
+ * one more term of the sum: at most the line's sampled accesses stand for
+ * its transfers, so the variance is at least ~ P T^2 / (its accesses).
+ * On the line's first J accesses m_x = k grows and Z_s ~ r ln(J / s):
+ * (P - 1) 2 r^2 per access there, at most twice J = 1's (r = 1: ping-pong).
  * The emulate model's default J is 64 x its period (analysis.h).
- * Memory: 48 bytes per line, plus 32 bytes per sampled store while it is
- * among its line's last J stores.
+ * Memory: 48 bytes per line, plus 32 bytes per sampled access while it is
+ * among its line's last J accesses.
  *
  * Only SAMPLE records are used.  Allocation and free records do not reset
  * lines: memory reused by another thread after free() is a transfer, as it
@@ -87,18 +91,19 @@ struct xsrc {
 };
 
 /* ... and, for the owner estimator only, the window of the line's last J
- * stores: its sampled stores (a queue, oldest first), their weights' sums,
- * and the line's running sum of 1/m over its transfers (the top comment). */
+ * accesses: its sampled accesses (a queue, oldest first), their weights'
+ * sums, and the line's running sum of 1/m over its transfers (the top
+ * comment). */
 struct xown {
-	uint64_t nst;            /* the line's stores so far */
+	uint64_t nacc;           /* the line's accesses so far */
 	double a, b, d;          /* sums over the queue: P, P (P - 1), P (P - 1) c(store) */
 	double c;                /* sum of 1/m over the line's transfers so far */
 	uint32_t head, tail;     /* the queue: blocks of x->win, 0 none */
 };
 
-/* A sampled store in its line's window. */
+/* A sampled access in its line's window. */
 struct xwin {
-	uint64_t n;              /* its number among the line's stores */
+	uint64_t n;              /* its number among the line's accesses */
 	double p, c;             /* its weight, c when it was made */
 	uint32_t next;           /* the next younger one, 0 none */
 };
@@ -125,8 +130,8 @@ struct exact {
 	uint64_t *wide;          /* cap * mwords when mwords > 1 */
 	unsigned xwords;         /* words of an extension bitset (threads 64..) */
 	struct xpool ext;        /* extension bitsets */
-	struct xpool win;        /* sampled stores in their window (struct xwin) */
-	uint64_t owner_stores;   /* J: the owner estimator's window */
+	struct xpool win;        /* sampled accesses in their window (struct xwin) */
+	uint64_t owner_window;   /* J: the owner estimator's window */
 	struct xcache {          /* per thread: its last line */
 		uint64_t key;
 		size_t slot;
@@ -207,8 +212,8 @@ void *exact_owner_create(const struct model_setup *s)
 	struct exact *x = exact_create(s);
 	if (!x)
 		return NULL;
-	unsigned j = s->opts ? s->opts->owner_stores : 0;
-	x->owner_stores = j ? j : 1;     /* (the emulate model sets its default) */
+	unsigned j = s->opts ? s->opts->owner_window : 0;
+	x->owner_window = j ? j : 1;     /* (the emulate model sets its default) */
 	x->win.unit = sizeof(struct xwin);
 	if (!(x->own = big_calloc(x->cap, sizeof *x->own))) {
 		exact_destroy(x);
@@ -439,9 +444,9 @@ static bool transfer_weight(struct exact *x, size_t slot, double weight, struct 
 	struct xown *o = &x->own[slot];
 	if (!o->head)
 		return false;
-	/* each sampled store s of the window: Z_s += 1/m, so sum P (P - 1) Z_s^2
+	/* each sampled access s of the window: Z_s += 1/m, so sum P (P - 1) Z_s^2
 	 * grows by sum P (P - 1) (2 Z_s / m + 1 / m^2), Z_s = c - c(s) */
-	double m = (double)(o->nst < x->owner_stores ? o->nst : x->owner_stores);
+	double m = (double)(o->nacc < x->owner_window ? o->nacc : x->owner_window);
 	ev->weight = o->a / m;
 	ev->var = (2 * (o->b * o->c - o->d) / m + o->b / (m * m));
 	if (ev->var < 0)
@@ -451,15 +456,16 @@ static bool transfer_weight(struct exact *x, size_t slot, double weight, struct 
 	return true;
 }
 
-/* A store to the line in slot enters its owner window (weight p: sampled
- * with probability 1/p; 0 not sampled); the store J before it leaves. */
-static void owner_store(struct exact *x, size_t slot, double p)
+/* An access to the line in slot enters its owner window (weight p:
+ * sampled with probability 1/p; 0 not sampled); the access J before it
+ * leaves. */
+static void owner_enter(struct exact *x, size_t slot, double p)
 {
 	struct xown *o = &x->own[slot];
-	o->nst++;
-	while (o->head) {                     /* the store J before this one leaves */
+	o->nacc++;
+	while (o->head) {                     /* the access J before this one leaves */
 		struct xwin *w = pool_at(&x->win, o->head);
-		if (w->n + x->owner_stores > o->nst)
+		if (w->n + x->owner_window > o->nacc)
 			break;
 		double q = w->p * (w->p - 1);
 		o->a -= w->p;
@@ -481,7 +487,7 @@ static void owner_store(struct exact *x, size_t slot, double p)
 		return;
 	}
 	struct xwin *w = pool_at(&x->win, id);
-	*w = (struct xwin){ .n = o->nst, .p = p, .c = o->c };
+	*w = (struct xwin){ .n = o->nacc, .p = p, .c = o->c };
 	if (o->tail)
 		((struct xwin *)pool_at(&x->win, o->tail))->next = id;
 	else
@@ -494,7 +500,7 @@ static void owner_store(struct exact *x, size_t slot, double p)
 }
 
 /* One access of r to one line; weight: the receiver's (exact), owner_w:
- * this access's weight as an owner (the owner estimator). */
+ * this access's weight in its line's owner window (the owner estimator). */
 static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, unsigned len,
                   double weight, double owner_w)
 {
@@ -524,6 +530,8 @@ static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, uns
 		if (transfer_weight(x, slot, weight, &ev))
 			emit(x->out, x->nout, &ev);
 	}
+	if (x->own)
+		owner_enter(x, slot, owner_w);
 	if (s->kind == CT_ACCESS_LOAD) {
 		add_holder(x, l, t);
 		return;
@@ -540,8 +548,6 @@ static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, uns
 	l->writer = t;
 	x->src[slot] = (struct xsrc){ .waddr = addr, .wip = s->ip, .wcpu = s->cpu,
 	                              .wlen = (uint8_t)len };
-	if (x->own)
-		owner_store(x, slot, owner_w);
 	sole_holder(x, l, t);
 }
 

@@ -73,8 +73,8 @@ struct model_opt {
 	  "how detected transfers are weighted", " comdetective emulate ") \
 	X("seed", OPT_UINT, seed, 0, UINT32_MAX, NULL, NULL, 0, "N", \
 	  "emulate model: seed of its random draws", " emulate ") \
-	X("owner-stores", OPT_UINT, owner_stores, 1, OWNER_STORES_MAX, NULL, "default", 0, "J", \
-	  "owner estimator: a sampled store stands for\nthe transfers its line's next J stores own\n" \
+	X("owner-window", OPT_UINT, owner_window, 1, OWNER_WINDOW_MAX, NULL, "default", 0, "J", \
+	  "owner estimator: a sampled access stands for\nthe transfers of its line's next J accesses\n" \
 	  "(default 64 x the emulate period)", " emulate ") \
 	X("line-watches", OPT_UINT, watch_lines, 0, CD_LINES_MAX, NULL, "registers", 0, "S", \
 	  "emulate model: software watchpoints, S whole\nlines per thread (commrec --line-watches)", \
@@ -180,16 +180,22 @@ const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner" };
 const char *const sync_names[3] = { "include", "exclude", "only" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
-	"a sampled store: P/J x the transfers of its line's next J stores (unbiased)",
+	"a sampled access: P/J x its line's transfers over J accesses (emulate, monitor traces)",
 };
 
-bool model_opts_usable(const struct model_opts *o, const char *model, char *why, size_t cap)
+bool model_opts_usable(const struct model_opts *o, const char *model, const struct ct_trace *t,
+                       char *why, size_t cap)
 {
 	if (o->estimator != ESTIMATOR_OWNER || (model && !strcmp(model, "emulate")))
 		return true;
+	uint64_t j, p;
+	bool cd = !model || !strcmp(model, "comdetective");
+	if (cd && t && owner_monitor_params(t, &j, &p))
+		return true;
 	snprintf(why, cap, "--estimator owner needs every access after a sampled store: it runs "
-	         "with --model emulate on a full trace (not yet from the watchpoint records of a "
-	         "sampled trace)");
+	         "with --model emulate on a full trace, or with --model comdetective on a trace "
+	         "recorded with the line monitor (commrec --sampler inst --owner-window J)%s",
+	         cd ? "; this trace has no line monitor records" : "");
 	return false;
 }
 

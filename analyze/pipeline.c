@@ -53,7 +53,7 @@ static int point_create(struct analysis *a, struct analysis_point *p)
 		return EXIT_USAGE;
 	}
 	char why[256];
-	if (!model_opts_usable(o, p->model->name, why, sizeof why)) {
+	if (!model_opts_usable(o, p->model->name, a->trace, why, sizeof why)) {
 		ana_err("%s", why);
 		return EXIT_USAGE;
 	}

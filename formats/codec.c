@@ -419,6 +419,25 @@ size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *
 	case CT_REC_FUNC_EXIT:
 		o = put_v(o, r->u.func.addr);
 		break;
+	case CT_REC_OWNER_XFER: {
+		const struct ct_owner_xfer *x = &r->u.oxfer;
+		o = put_zz(o, x->ip, c->ip);
+		c->ip = x->ip;
+		o = put_zz(o, x->addr, c->addr);
+		c->addr = x->addr;
+		o = put_v(o, x->src);
+		o = put_v(o, x->windows);
+		o = put_v(o, x->prior);
+		*o++ = x->len;
+		*o++ = x->kind;
+		*o++ = x->flags;
+		break;
+	}
+	case CT_REC_OWNER_WIN:
+		o = put_zz(o, r->u.owin.addr, c->addr);
+		c->addr = r->u.owin.addr;
+		*o++ = r->u.owin.status;
+		break;
 	}
 	return (size_t)(o - out);
 }
@@ -619,6 +638,31 @@ static __attribute__((noinline)) size_t decode_other(struct ct_codec *c, const u
 		memset(&r->u.func, 0, sizeof r->u.func);
 		r->u.func.addr = get_v(&d);
 		break;
+	case CT_REC_OWNER_XFER: {
+		struct ct_owner_xfer *x = &r->u.oxfer;
+		memset(x, 0, sizeof *x);
+		x->ip = n.ip = get_zz(&d, n.ip);
+		x->addr = n.addr = get_zz(&d, n.addr);
+		x->src = get_v32(&d);
+		x->windows = get_v32(&d);
+		x->prior = get_v(&d);
+		x->len = get_u8(&d);
+		x->kind = get_u8(&d);
+		x->flags = get_u8(&d);
+		/* what no monitor writes: no window, an empty or over-long access,
+		 * an unknown kind or flag */
+		if (!x->windows || !x->len || x->len > 128 || x->kind > CT_ACCESS_ATOMIC ||
+		    (x->flags & ~CT_OWNER_TRUE))
+			return 0;
+		break;
+	}
+	case CT_REC_OWNER_WIN:
+		memset(&r->u.owin, 0, sizeof r->u.owin);
+		r->u.owin.addr = n.addr = get_zz(&d, n.addr);
+		r->u.owin.status = get_u8(&d);
+		if (r->u.owin.status > CT_OWNER_OPEN_MAX)
+			return 0;
+		break;
 	default:
 		return 0;
 	}
@@ -655,6 +699,7 @@ const uint8_t cti_packed_bytes[CT_REC_TYPE_MAX + 1] = {
 	[CT_REC_MARKER] = PACKED(marker), [CT_REC_LOST] = PACKED(lost),
 	[CT_REC_FUNC_ENTER] = PACKED(func), [CT_REC_FUNC_EXIT] = PACKED(func),
 	[CT_REC_SKIPPED] = PACKED(skipped),
+	[CT_REC_OWNER_XFER] = PACKED(oxfer), [CT_REC_OWNER_WIN] = PACKED(owin),
 };
 
 uint32_t cti_decode_packed(struct ct_codec *c, const uint8_t **pp, const uint8_t *end,

@@ -39,9 +39,10 @@ extern "C" {
 #define CT_FEAT_FULL         (1ull << 3)  /* every access recorded (inst --full) */
 #define CT_FEAT_FUNCS        (1ull << 4)  /* function entry/exit records */
 #define CT_FEAT_SYMBOLS      (1ull << 5)  /* embedded symbol sections */
+#define CT_FEAT_OWNER        (1ull << 6)  /* v4: line monitor records (OWNER_XFER, OWNER_WIN) */
 #define CT_FEAT_FILTERED     (1ull << 32) /* required: a filtered full trace (FORMAT.md) */
 #define CT_FEAT_LINE_WATCHES (1ull << 33) /* required: software line watches (FORMAT.md) */
-#define CT_FEATURES_KNOWN    (((1ull << 6) - 1) | CT_FEAT_FILTERED | CT_FEAT_LINE_WATCHES)
+#define CT_FEATURES_KNOWN    (((1ull << 7) - 1) | CT_FEAT_FILTERED | CT_FEAT_LINE_WATCHES)
 #define CT_FEATURES_REQUIRED_MASK 0xffffffff00000000ull
 
 /* ---- records ----------------------------------------------------------- */
@@ -60,7 +61,9 @@ enum ct_rec_type {
 	CT_REC_FUNC_ENTER = 11,  /* exact mode only */
 	CT_REC_FUNC_EXIT = 12,   /* exact mode only */
 	CT_REC_SKIPPED = 13,     /* samples taken but not usable, by reason */
-	CT_REC_TYPE_MAX = 13
+	CT_REC_OWNER_XFER = 14,  /* v4: a transfer a line monitor saw (inst --owner-window) */
+	CT_REC_OWNER_WIN = 15,   /* v4: a line monitor's window opened (or could not) */
+	CT_REC_TYPE_MAX = 15
 };
 
 enum ct_access_kind {
@@ -199,6 +202,36 @@ struct ct_func {
 	uint64_t addr;           /* function (entry) or return address (exit: 0) */
 };
 
+/* The line monitor (inst sampled mode, commrec --owner-window J; FORMAT.md
+ * "Line monitor"): a sampled store opens a window on its line for the line's
+ * next J stores by any thread, in which the runtime plays the exact model's
+ * coherence state of that line.  A transfer it sees is an OWNER_XFER in the
+ * receiving thread's stream. */
+#define CT_OWNER_TRUE 0x01       /* ct_owner_xfer.flags: true sharing */
+struct ct_owner_xfer {
+	uint64_t ip;             /* the receiving access's instruction */
+	uint64_t addr;           /* the receiving access */
+	uint64_t prior;          /* over the open windows: the transfers each saw before this one */
+	uint32_t src;            /* thread index of the line's last writer */
+	uint32_t windows;        /* the line's open windows (this transfer is in each), >= 1 */
+	uint8_t len;             /* the receiving access's bytes on the line, 1..128 */
+	uint8_t kind;            /* enum ct_access_kind */
+	uint8_t flags;           /* CT_OWNER_* */
+};
+
+enum ct_owner_open {
+	CT_OWNER_OPENED = 0,     /* the window opened */
+	CT_OWNER_DROP_TABLE = 1, /* not opened: every slot of the monitor table was in use */
+	CT_OWNER_DROP_LINE = 2,  /* not opened: the line had its most windows open */
+	CT_OWNER_OPEN_MAX = 2
+};
+
+/* In the sampling thread's stream, right after its SAMPLE (a store). */
+struct ct_owner_win {
+	uint64_t addr;           /* the sampled store's address */
+	uint8_t status;          /* enum ct_owner_open */
+};
+
 /* One record, decoded.  `thread` is the thread index (creation order, 0 is
  * the first thread recorded); it is implied by the stream and is filled in by
  * the reader; writers ignore it. */
@@ -219,6 +252,8 @@ struct ct_record {
 		struct ct_lost lost;
 		struct ct_skipped skipped;
 		struct ct_func func;
+		struct ct_owner_xfer oxfer;
+		struct ct_owner_win owin;
 	} u;
 };
 

@@ -21,6 +21,8 @@ static const char *const rec_names[CT_REC_TYPE_MAX + 1] = {
 	[CT_REC_FUNC_ENTER] = "func_enter",
 	[CT_REC_FUNC_EXIT] = "func_exit",
 	[CT_REC_SKIPPED] = "skipped",
+	[CT_REC_OWNER_XFER] = "owner_xfer",
+	[CT_REC_OWNER_WIN] = "owner_win",
 };
 
 const char *ct_rec_type_name(unsigned type)

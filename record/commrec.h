@@ -59,6 +59,7 @@ struct rec_opts {
 	bool no_alloc;               /* --no-alloc */
 	bool full;                   /* --full (inst) */
 	bool full_all;               /* --full=all: no filter (FORMAT.md) */
+	uint64_t owner_window;       /* --owner-window J (inst sampled), 0: none */
 	bool keep_spool;             /* --keep-spool */
 	const char *recover;         /* --recover SPOOL */
 	bool output_given;           /* -o */

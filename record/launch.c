@@ -202,6 +202,7 @@ static void forward(int sig, siginfo_t *si, void *uc)
 static const char *const contract_vars[] = {
 	CT_ENV_SPOOL, CT_ENV_SAMPLER, CT_ENV_PERIOD, CT_ENV_EVENTS, CT_ENV_PMU_ATTRS, CT_ENV_WATCHPOINTS,
 	CT_ENV_WP_SOFT, CT_ENV_WP_LINES, CT_ENV_WP_LIFE, CT_ENV_WP_SWITCH_NS, CT_ENV_THROTTLE, CT_ENV_BOARD, CT_ENV_LINE_SIZE, CT_ENV_NO_ALLOC, CT_ENV_FULL, CT_ENV_VERBOSE, CT_ENV_PID,
+	CT_ENV_OWNER_WINDOW,
 };
 
 static int setenv_int(const char *name, long long v)
@@ -232,6 +233,7 @@ static int child_env(const struct rec_opts *o, const char *spool, const char *ru
 	    setenv_int(CT_ENV_LINE_SIZE, o->line_size_used) ||
 	    (o->no_alloc && setenv(CT_ENV_NO_ALLOC, "1", 1)) ||
 	    (o->full && setenv(CT_ENV_FULL, o->full_all ? "all" : "1", 1)) ||
+	    (o->owner_window && setenv_int(CT_ENV_OWNER_WINDOW, (long long)o->owner_window)) ||
 	    setenv_int(CT_ENV_VERBOSE, verbose) ||
 	    setenv_int(CT_ENV_PID, getpid()))
 		return -1;

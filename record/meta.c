@@ -36,6 +36,8 @@ static uint64_t features(const struct rec_opts *o)
 		f |= CT_FEAT_FILTERED;
 	if (!strcmp(o->sampler_used, "inst"))
 		f |= CT_FEAT_FUNCS;
+	if (o->owner_window)
+		f |= CT_FEAT_OWNER;
 	return f;
 }
 
@@ -86,6 +88,7 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 	          o->line_size ? "option" : o->line_size_from_sysfs ? "sysfs" : "default");
 	ct_kv_add(kv, "alloc", "%d", !o->no_alloc);
 	ct_kv_add(kv, "full", "%d", o->full);
+	ct_kv_add(kv, "owner_window", "%llu", (unsigned long long)o->owner_window);
 	if (o->full && !o->full_all)
 		ct_kv_add(kv, "full_filter_line", "%d", o->line_size_used);
 	ct_kv_add(kv, "commrec_version", "%s", CT_VERSION);
@@ -111,7 +114,8 @@ int rec_write_meta(const struct rec_opts *o, const char *spool)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	struct ct_header h = {
 		.version = CT_FORMAT_VERSION,
-		.min_version = CT_FORMAT_MIN_READ,
+		/* a reader before version 4 does not know the line monitor's records */
+		.min_version = o->owner_window ? 4 : CT_FORMAT_MIN_READ,
 		.features = features(o),
 		.created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
 	};

@@ -104,6 +104,9 @@ static void usage(FILE *f)
 "                          other thread touched meanwhile (exact unchanged);\n"
 "                          pthread and libgomp synchronization calls add the\n"
 "                          accesses they imply (flagged sync, commrec(1))\n"
+"      --owner-window J    inst sampled: after each sampled store, follow its\n"
+"                          line for its next J stores by any thread (the line\n"
+"                          monitor: what commanalyze --estimator owner needs)\n"
 "      --keep-spool        keep FILE.spool/ after joining\n"
 "      --recover SPOOL     join what a recording that did not finish left in\n"
 "                          SPOOL (commrec or the program killed) into a trace\n"
@@ -149,7 +152,7 @@ static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 }
 
 enum {
-	OPT_LINE_SIZE = 256, OPT_NO_ALLOC, OPT_FULL, OPT_KEEP_SPOOL, OPT_LIST_SAMPLERS,
+	OPT_LINE_SIZE = 256, OPT_NO_ALLOC, OPT_FULL, OPT_OWNER_WINDOW, OPT_KEEP_SPOOL, OPT_LIST_SAMPLERS,
 	OPT_RECOVER, OPT_FORCE_WP, OPT_THROTTLE, OPT_WP_KIND, OPT_WATCH_LINES, OPT_WATCH_LIFE,
 };
 
@@ -169,6 +172,7 @@ static const struct option long_opts[] = {
 	{"line-size", required_argument, NULL, OPT_LINE_SIZE},
 	{"no-alloc", no_argument, NULL, OPT_NO_ALLOC},
 	{"full", optional_argument, NULL, OPT_FULL},
+	{"owner-window", required_argument, NULL, OPT_OWNER_WINDOW},
 	{"keep-spool", no_argument, NULL, OPT_KEEP_SPOOL},
 	{"recover", required_argument, NULL, OPT_RECOVER},
 	{"quiet", no_argument, NULL, 'q'},
@@ -303,6 +307,12 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 			o->full = true;
 			o->full_all = optarg != NULL;
 			break;
+		case OPT_OWNER_WINDOW:
+			if (!parse_u64(optarg, 1, CT_OWNER_WINDOW_MAX, &v))
+				return bad("invalid --owner-window '%s': expected 1..%u stores", optarg,
+				           CT_OWNER_WINDOW_MAX);
+			o->owner_window = v;
+			break;
 		case OPT_KEEP_SPOOL:
 			o->keep_spool = true;
 			break;
@@ -352,6 +362,9 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 	o->argc = argc - optind;
 	if (o->full && strcmp(o->sampler, "inst"))
 		return bad("--full records every access: it needs --sampler inst");
+	if (o->owner_window && (strcmp(o->sampler, "inst") || o->full))
+		return bad("--owner-window follows lines through every access of an instrumented "
+		           "program: it needs --sampler inst, sampled (not --full)");
 	if (o->wp_kind && !strcmp(o->wp_kind, "software") && strcmp(o->sampler, "inst"))
 		return bad("software watchpoints check every access of an instrumented program: "
 		           "they need --sampler inst");

@@ -9,7 +9,8 @@
 # read_write and objects with 2 threads, p2p with 4; full traces 4M
 # iterations per thread (10-20 MB each), inst-sampled 60M, soft the default
 # length; on each full trace emulate with --estimator comdetective and
-# owner, 10 seeds each.  ACCURACY_QUICK=1: soft half as long, and doc/accuracy.md is not
+# owner, 10 seeds each; the four kernels (tests/kernels) full, with exact and
+# emulate comdetective and owner, 10 seeds each.  ACCURACY_QUICK=1: soft half as long, and doc/accuracy.md is not
 # rewritten.
 #
 # Not part of `make check`: these are measurements of estimators, and some
@@ -152,7 +153,7 @@ within accuracy/inst/false_sharing/false_half false_sharing inst_false_frac 0.35
 within accuracy/inst/false_sharing_f0.9/false_share false_sharing_f0.9 inst_false_frac 0.7 1
 
 # ---- the owner estimator (emulate --estimator owner, SEEDS=10 draws) ----------
-# owner: --owner-stores 64 (the default), owner_j1: 1, owner_fine: N = 1000.
+# owner: --owner-window 64 N (the default), owner_j1: 1, owner_fine: N = 1000.
 # Its 90% interval holds exact's volume in a run with probability ~0.9
 # (the interval is approximate: a Poisson count of the effective events);
 # out of 10 independent draws, P(fewer than 5) = 1.5e-4 at 0.9, 0.05 at
@@ -169,6 +170,13 @@ for b in $ALL; do
 	for e in owner owner_j1 owner_fine; do
 		within "accuracy/$e/$b/unbiased" "$b" ${e}_mean_z -4.42 4.42
 	done
+done
+# The kernels (stencil, omp_reduce, alltoall, pipeline; owner at the
+# default window and comdetective, SEEDS draws each): the same two bounds,
+# derived the same way, for the owner estimator.
+for k in stencil omp_reduce alltoall pipeline; do
+	within "accuracy/owner/$k/coverage" "$k" owner_covered 5 10
+	within "accuracy/owner/$k/unbiased" "$k" owner_mean_z -4.42 4.42
 done
 
 done_tests

@@ -22,6 +22,8 @@ size_t recring_rec_bytes(unsigned type)
 	case CT_REC_FUNC_ENTER:
 	case CT_REC_FUNC_EXIT:    return END_OF(struct ct_func, addr);
 	case CT_REC_SKIPPED:      return END_OF(struct ct_skipped, count);
+	case CT_REC_OWNER_XFER:   return END_OF(struct ct_owner_xfer, flags);
+	case CT_REC_OWNER_WIN:    return END_OF(struct ct_owner_win, status);
 	default:                  return sizeof(struct ct_record);
 	}
 }

@@ -43,6 +43,8 @@
 #define CT_ENV_FLUSH_MS    "COMMTRACE_FLUSH_MS"     /* a record waits at most this long before it is in the spool file [1000] */
 #define CT_ENV_INST_CLOCK  "COMMTRACE_INST_CLOCK"   /* inst full mode: "mono" or "tsc" timestamps [tsc when usable] */
 #define CT_ENV_INST_FUNCS  "COMMTRACE_INST_FUNCS"   /* inst full mode: "0": no function entry/exit records */
+#define CT_ENV_OWNER_WINDOW "COMMTRACE_OWNER_WINDOW" /* inst sampled mode: the line monitor's window J, stores [0: off] */
+#define CT_OWNER_WINDOW_MAX (1u << 30)
 
 /* Read by the launcher only: path of libcommrec.so (else next to commrec, then ../lib/commtrace/). */
 #define CT_ENV_RUNTIME     "COMMTRACE_RUNTIME"

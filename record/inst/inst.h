@@ -111,6 +111,47 @@ static inline bool inst_thread_on(void)
 	return inst_t.on && !rt_guard;
 }
 
+/* The line monitor (inst_owner.c; sampled mode, COMMTRACE_OWNER_WINDOW):
+ * the lines with open windows, direct-mapped by line number.  Every access
+ * checks inst_own_open (0: nothing monitored) and then its line's key. */
+#define INST_OWN_SLOTS 256
+extern unsigned inst_own_open;          /* slots in use */
+extern unsigned inst_own_shift;         /* log2 of the line size */
+extern uint64_t inst_own_key[INST_OWN_SLOTS]; /* line number + 1, 0: free */
+extern uint64_t inst_own_window;        /* J, 0: no monitor */
+void inst_owner_init(void);
+/* The next sampling countdown of kind idx: inst_period, or for stores
+ * while the monitor is on uniform in 1..2 inst_period - 1 (mean
+ * inst_period), so that every store is sampled with probability
+ * 1/inst_period whatever the program's loops. */
+int64_t inst_owner_countdown(int idx);
+uint64_t inst_owner_left_out(void);
+/* An access (any thread) that may touch a monitored line. */
+void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);
+/* The same, then the access's watch check and countdown: the plain hooks'
+ * path while their line may be monitored (a tail call, as
+ * inst_watched_access). */
+void inst_owned_access(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip);
+/* t's sampled access (after its SAMPLE record): a store opens a window. */
+struct rt_thread;
+void inst_owner_sampled(struct rt_thread *t, uintptr_t addr, unsigned len, unsigned kind);
+/* [a, a + len) may touch a monitored line: its first byte's line is one,
+ * or it ends on another line (rare; inst_owner_access looks at each). */
+static inline bool inst_owned_line(uintptr_t a, unsigned len)
+{
+	uint64_t ln = (uint64_t)a >> inst_own_shift;
+	return __atomic_load_n(&inst_own_key[ln & (INST_OWN_SLOTS - 1)], __ATOMIC_RELAXED) == ln + 1 ||
+	       ((uint64_t)a + len - 1) >> inst_own_shift != ln;
+}
+#define INST_OWNED(a, len)                                                                   \
+	(__builtin_expect(__atomic_load_n(&inst_own_open, __ATOMIC_RELAXED) != 0, 0) &&         \
+	 inst_owned_line((uintptr_t)(a), len))
+#define INST_OWN(a, len, kind, ip)                                                           \
+	do {                                                                                   \
+		if (INST_OWNED(a, len))                                                        \
+			inst_owner_access((uintptr_t)(a), len, kind, ip);                      \
+	} while (0)
+
 /* inst_mem.c */
 void inst_mem_init(void);
 /* inst_sync.c: the wrappers of libc's synchronization functions. */

@@ -25,6 +25,7 @@ static inline void acc(const volatile void *a, unsigned len, unsigned kind, int 
                        int stat)
 {
 	inst_t.stat[stat]++;
+	INST_OWN(a, len, kind, ip);
 	INST_WATCH(a, len, kind, ip);
 	if (__builtin_expect(--inst_t.left[idx] <= 0, 0))
 		inst_hit((uintptr_t)a, len, kind, idx, ip);
@@ -35,6 +36,7 @@ static inline void acc(const volatile void *a, unsigned len, unsigned kind, int 
 #define READING(T, a, len, kind, idx, which, OP)                                              \
 	do {                                                                                   \
 		inst_t.stat[which]++;                                                          \
+		INST_OWN(a, len, kind, RET1);                                                  \
 		INST_WATCH(a, len, kind, RET1);                                                \
 		if (__builtin_expect(--inst_t.left[idx] > 0, 1))                               \
 			return OP;                                                             \

@@ -680,8 +680,9 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 		full_sample(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT);
 		return;
 	}
-	set_countdown(T, idx, (int64_t)inst_period);
+	set_countdown(T, idx, inst_owner_countdown(idx));
 	sample_one(t, addr, len, kind, ip);
+	inst_owner_sampled(t, addr, len, kind);
 }
 
 void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip)
@@ -759,6 +760,18 @@ __attribute__((noinline)) void inst_watched_access(uintptr_t addr, unsigned len,
 		inst_hit(addr, len, kind, idx, ip);
 }
 
+/* The plain hooks' path for an access that may touch a monitored line
+ * (inst_owner.c), then the rest of the hook. */
+__attribute__((noinline)) void inst_owned_access(uintptr_t addr, unsigned len, unsigned kind,
+                                                 int idx, uintptr_t ip)
+{
+	inst_owner_access(addr, len, kind, ip);
+	if (INST_WATCHED(addr))
+		inst_watched_access(addr, len, kind, idx, ip);
+	else if (--inst_t.left[idx] <= 0)
+		inst_hit(addr, len, kind, idx, ip);
+}
+
 /* Atomics that read (loads, read-modify-writes): the record's time is taken
  * right after the operation, so that a load is never stamped before the
  * store it saw was made (the hook of a plain access runs before it).
@@ -794,7 +807,7 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 		T->in_push = true;
 		return true;
 	}
-	set_countdown(T, idx, (int64_t)inst_period);
+	set_countdown(T, idx, inst_owner_countdown(idx));
 	p->r = NULL;
 	return true;
 }
@@ -806,6 +819,7 @@ void inst_post(struct inst_pend *p)
 		inst_t.in_push = p->nested;
 	} else {
 		sample_one(p->t, p->addr, p->len, p->kind, p->ip);
+		inst_owner_sampled(p->t, p->addr, p->len, p->kind);
 	}
 }
 
@@ -839,6 +853,8 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	if (!n)
 		return;
 	struct inst_tls *T = &inst_t;
+	if (__atomic_load_n(&inst_own_open, __ATOMIC_RELAXED))
+		inst_owner_access(addr, n, kind, ip);
 	if (T->w_any)
 		inst_watch_hit(addr, n, kind, ip);
 	struct rt_thread *t = rec_thread(T);
@@ -862,8 +878,9 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 		k += (size_t)T->left[idx];
 		T->left[idx] = 0;
 		chunk(addr, n, k - 1, &ca, &cl);
-		set_countdown(T, idx, (int64_t)inst_period);
+		set_countdown(T, idx, inst_owner_countdown(idx));
 		sample_one(t, ca, cl, kind, ip);
+		inst_owner_sampled(t, ca, cl, kind);
 	}
 	T->left[idx] -= (int64_t)(lines - k);
 }
@@ -876,7 +893,9 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	RT_EXPORT void name(void *a)                                                           \
 	{                                                                                      \
 		extra;                                                                         \
-		if (INST_WATCHED(a))                                                           \
+		if (INST_OWNED(a, len))                                                        \
+			inst_owned_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);       \
+		else if (INST_WATCHED(a))                                                           \
 			inst_watched_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);     \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                \
@@ -884,7 +903,9 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 #define HOT_PC_(name, len, kind, idx)                                                        \
 	RT_EXPORT void name(void *a, void *pc)                                                 \
 	{                                                                                      \
-		if (INST_WATCHED(a))                                                           \
+		if (INST_OWNED(a, len))                                                        \
+			inst_owned_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);        \
+		else if (INST_WATCHED(a))                                                           \
 			inst_watched_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);      \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
@@ -993,6 +1014,7 @@ RT_EXPORT void __tsan_vptr_update(void **p, void *new_val)
 {
 	(void)new_val;
 	inst_t.stat[IS_VPTR]++;
+	INST_OWN(p, sizeof *p, CT_ACCESS_STORE, INST_RET() - 1);
 	INST_WATCH(p, sizeof *p, CT_ACCESS_STORE, INST_RET() - 1);
 	if (__builtin_expect(--inst_t.left[INST_ST] <= 0, 0))
 		inst_hit((uintptr_t)p, sizeof *p, CT_ACCESS_STORE, INST_ST, INST_RET() - 1);
@@ -1001,6 +1023,7 @@ RT_EXPORT void __tsan_vptr_update(void **p, void *new_val)
 RT_EXPORT void __tsan_vptr_read(void **p)
 {
 	inst_t.stat[IS_VPTR]++;
+	INST_OWN(p, sizeof *p, CT_ACCESS_LOAD, INST_RET() - 1);
 	INST_WATCH(p, sizeof *p, CT_ACCESS_LOAD, INST_RET() - 1);
 	if (__builtin_expect(--inst_t.left[INST_LD] <= 0, 0))
 		inst_hit((uintptr_t)p, sizeof *p, CT_ACCESS_LOAD, INST_LD, INST_RET() - 1);
@@ -1066,6 +1089,8 @@ static int inst_process_init(void)
 		}
 		clock_init();
 		filt_init();
+	} else {
+		inst_owner_init();
 	}
 	inst_mem_init();
 	inst_sync_init();

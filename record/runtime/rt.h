@@ -19,6 +19,7 @@
 #include "rtstatus.h"
 
 #define RT_EXPORT __attribute__((visibility("default")))
+#define RT_HIDDEN __attribute__((visibility("hidden")))
 #define RT_TLS _Thread_local __attribute__((tls_model("initial-exec")))
 
 #define RT_RING_UNITS_DEFAULT 4096   /* 64-byte units: 260 KiB per thread */

@@ -3,17 +3,19 @@
  *
  *   - its value, true/false split and variance on a hand-built sequence,
  *     worked out by hand below;
- *   - every store sampled with weight 1: exactly exact's counts (each
- *     transfer has exactly one owner), on a random full trace;
- *   - unbiased: stores sampled with probability 1/P, R independent runs;
+ *   - every access sampled with weight 1: exactly exact's counts, on a
+ *     random full trace;
+ *   - unbiased: accesses sampled with probability 1/P, R independent runs;
  *     the mean is within z = 4.42 standard errors (two-sided 1e-5) of
- *     exact's count, the standard error sqrt((P-1) sum Y_s^2 / R) computed
+ *     exact's count, the standard error sqrt((P-1) sum Z_s^2 / R) computed
  *     from the trace itself, not fitted; the variance estimator's mean and
- *     the spread of the estimates against (P-1) sum Y_s^2, and the 90%
+ *     the spread of the estimates against (P-1) sum Z_s^2, and the 90%
  *     interval's coverage against a binomial bound;
  *   - the intervals' values by hand; the option's parsing and where it runs;
  *     the emulate model with --estimator owner and period 1 equals exact;
- *     the comdetective estimator's variance part on a sampled trace. */
+ *     the comdetective estimator's variance part on a sampled trace;
+ *   - the owner estimator on the line monitor's records of a hand-built
+ *     inst-sampled trace (values by hand), and its refusals. */
 #include <math.h>
 
 #include "check.h"
@@ -77,7 +79,7 @@ static struct model_setup setup_for(struct model_opts *o, size_t nthreads,
 }
 
 /* The owner estimator with window J over acc[0..n) with owner weights w[]
- * (0: that access is not a sampled store). */
+ * (0: that access was not sampled). */
 static void owner_run_j(const struct acc *acc, const double *w, size_t n, size_t nthreads,
                         unsigned j, struct sums *s)
 {
@@ -85,7 +87,7 @@ static void owner_run_j(const struct acc *acc, const double *w, size_t n, size_t
 	struct event_consumer ec = { s, sum_event };
 	struct model_opts o;
 	struct model_setup su = setup_for(&o, nthreads, &ec);
-	o.owner_stores = j;
+	o.owner_window = j;
 	void *x = exact_owner_create(&su);
 	CHECK(x != NULL);
 	if (!x)
@@ -97,7 +99,7 @@ static void owner_run_j(const struct acc *acc, const double *w, size_t n, size_t
 	model_exact.destroy(x);
 }
 
-/* J = 1: a sampled store counts the transfers it owns. */
+/* J = 1: a sampled access counts the transfers of the next access to its line. */
 static void owner_run(const struct acc *acc, const double *w, size_t n, size_t nthreads,
                       struct sums *s)
 {
@@ -122,22 +124,23 @@ static void exact_run(const struct acc *acc, size_t n, size_t nthreads, struct s
 	model_exact.destroy(x);
 }
 
-/* One line, three threads (worked out by hand):
- *   0 T0 ST A+0..7    sampled, P = 4: owns 1 and 3
+/* One line, three threads (worked out by hand), J = 1: a transfer is
+ * stood for by the access just before it:
+ *   0 T0 ST A+0..7    sampled, P = 4: stands for 1
  *   1 T1 LD A+0..7    transfer T0 -> T1, true (T0 wrote 0..7): 4, var 3*4*1 = 12
- *   2 T1 LD A+0..7    T1 holds a copy: nothing
- *   3 T2 LD A+8..15   transfer T0 -> T2, false: 4, var 3*4*3 = 36
- *   4 T1 ST A+16..23  an upgrade (T1 holds a copy); not sampled: owns 5 and 6
- *   5 T0 LD A+0..7    transfer T1 -> T0 (false): owner 4 not sampled, no event
- *   6 T2 ST A+8..15   transfer T1 -> T2 (false, no event); sampled, P = 2: owns 7
+ *   2 T1 LD A+0..7    T1 holds a copy: nothing; sampled, P = 4: stands for 3
+ *   3 T2 LD A+8..15   transfer T0 -> T2, false: 4, var 12
+ *   4 T1 ST A+16..23  an upgrade (T1 holds a copy); not sampled
+ *   5 T0 LD A+0..7    transfer T1 -> T0 (false): 4 not sampled, no event
+ *   6 T2 ST A+8..15   transfer T1 -> T2 (false, no event); sampled, P = 2: stands for 7
  *   7 T0 LD A+8..15   transfer T2 -> T0, true (T2 wrote 8..15): 2, var 1*2*1 = 2
- * Estimate 4 + 4 + 2 = 10, true 6, false 4; variance sum (P-1) P Y_s^2 =
- * 3*4*2^2 + 1*2*1^2 = 50 (= 12 + 36 + 2).  exact: 5 transfers. */
+ * Estimate 4 + 4 + 2 = 10, true 6, false 4; variance sum (P-1) P Z_s^2 =
+ * 12 + 12 + 2 = 26.  exact: 5 transfers. */
 static const struct acc by_hand[] = {
 	{ 0, A, 8, ST }, { 1, A, 8, LD }, { 1, A, 8, LD }, { 2, A + 8, 8, LD },
 	{ 1, A + 16, 8, ST }, { 0, A, 8, LD }, { 2, A + 8, 8, ST }, { 0, A + 8, 8, LD },
 };
-static const double by_hand_w[] = { 4, 0, 0, 0, 0, 0, 2, 0 };
+static const double by_hand_w[] = { 4, 0, 4, 0, 0, 0, 2, 0 };
 
 static void test_owner_by_hand(void)
 {
@@ -146,11 +149,11 @@ static void test_owner_by_hand(void)
 	CHECK_NEAR(s.all, 10, 1e-12);
 	CHECK_NEAR(s.tr, 6, 1e-12);
 	CHECK_NEAR(s.fa, 4, 1e-12);
-	CHECK_NEAR(s.var, 50, 1e-12);
+	CHECK_NEAR(s.var, 26, 1e-12);
 	CHECK_EQ_U(s.n, 3);
 	CHECK(s.ev[0].dst == 1 && s.ev[0].src == 0 && s.ev[0].true_sharing && s.ev[0].var == 12 &&
 	      s.ev[0].via == COMM_VIA_SAMPLE && s.ev[0].time == 20);
-	CHECK(s.ev[1].dst == 2 && s.ev[1].src == 0 && !s.ev[1].true_sharing && s.ev[1].var == 36);
+	CHECK(s.ev[1].dst == 2 && s.ev[1].src == 0 && !s.ev[1].true_sharing && s.ev[1].var == 12);
 	CHECK(s.ev[2].dst == 0 && s.ev[2].src == 2 && s.ev[2].true_sharing && s.ev[2].weight == 2 &&
 	      s.ev[2].var == 2 && s.ev[2].time == 80);
 	exact_run(by_hand, 8, 3, &x);
@@ -158,29 +161,29 @@ static void test_owner_by_hand(void)
 	CHECK_NEAR(x.var, 0, 1e-12);
 }
 
-/* The same with J = 2: stores s0 (0, P = 4), s1 (4, not sampled), s2 (6,
- * P = 2); transfers x1, x3 (owner s0), x5, x6 (owner s1: access 6's own
- * transfer comes before it enters), x7 (owner s2).
- *   A(x1) = A(x3) = {s0}, m = 1 (the line's first store): 4 each;
- *   A(x5) = A(x6) = {s0, s1}, m = 2: s0 sampled: 4 / 2 = 2 each (false);
- *   A(x7) = {s1, s2}, m = 2: s2 sampled: 2 / 2 = 1 (true).
- * Estimate 13, true 5, false 8.  Z_s0 = 1 + 1 + 1/2 + 1/2 = 3, Z_s2 = 1/2:
- * variance estimate 3*4*9 + 1*2/4 = 108.5, per event 12, 36, 27, 33, 0.5. */
+/* The same with J = 2: sampled s0 (P = 4), s2 (P = 4), s6 (P = 2);
+ * transfers x1, x3, x5, x6, x7 (at the access that receives them).
+ *   A(x1) = {0}, m = 1 (the line's first access): s0: 4 (true);
+ *   A(x3) = {1, 2}, m = 2: s2: 4 / 2 = 2 (false);
+ *   A(x5) = {3, 4}, A(x6) = {4, 5}: none sampled, no event;
+ *   A(x7) = {5, 6}, m = 2: s6: 2 / 2 = 1 (true).
+ * Estimate 7, true 5, false 2.  Z_s0 = 1, Z_s2 = 1/2, Z_s6 = 1/2: variance
+ * estimate 3*4*1 + 3*4/4 + 1*2/4 = 15.5, per event 12, 3, 0.5. */
 static void test_owner_window_by_hand(void)
 {
 	struct sums s;
 	owner_run_j(by_hand, by_hand_w, 8, 3, 2, &s);
-	CHECK_NEAR(s.all, 13, 1e-12);
+	CHECK_NEAR(s.all, 7, 1e-12);
 	CHECK_NEAR(s.tr, 5, 1e-12);
-	CHECK_NEAR(s.fa, 8, 1e-12);
-	CHECK_NEAR(s.var, 108.5, 1e-9);
-	CHECK_EQ_U(s.n, 5);
-	static const double w[5] = { 4, 4, 2, 2, 1 }, v[5] = { 12, 36, 27, 33, 0.5 };
-	for (int i = 0; i < 5 && i < (int)s.n; i++) {
+	CHECK_NEAR(s.fa, 2, 1e-12);
+	CHECK_NEAR(s.var, 15.5, 1e-9);
+	CHECK_EQ_U(s.n, 3);
+	static const double w[3] = { 4, 2, 1 }, v[3] = { 12, 3, 0.5 };
+	for (int i = 0; i < 3 && i < (int)s.n; i++) {
 		CHECK_NEAR(s.ev[i].weight, w[i], 1e-12);
 		CHECK_NEAR(s.ev[i].var, v[i], 1e-9);
 	}
-	CHECK(s.ev[3].dst == 2 && s.ev[3].src == 1 && !s.ev[3].true_sharing);
+	CHECK(s.ev[1].dst == 2 && s.ev[1].src == 0 && !s.ev[1].true_sharing);
 }
 
 /* Bursts: two threads take turns storing B times each to one word.  Only
@@ -233,14 +236,14 @@ static void random_trace(struct acc *acc, size_t n)
 	}
 }
 
-/* Every store sampled with weight 1: exactly exact's volume and split. */
+/* Every access sampled with weight 1: exactly exact's volume and split. */
 static void test_owner_all_sampled_is_exact(void)
 {
 	static struct acc acc[RT_N];
 	static double w[RT_N];
 	random_trace(acc, RT_N);
 	for (size_t i = 0; i < RT_N; i++)
-		w[i] = acc[i].kind == ST ? 1 : 0;
+		w[i] = 1;
 	struct sums s, x;
 	owner_run(acc, w, RT_N, RT_THREADS, &s);
 	exact_run(acc, RT_N, RT_THREADS, &x);
@@ -255,7 +258,7 @@ static void test_owner_all_sampled_is_exact(void)
 	CHECK_NEAR(s.var, 0, 1e-9);
 }
 
-/* Stores sampled with probability 1/P, R runs, window J. */
+/* Accesses sampled with probability 1/P, R runs, window J. */
 static void owner_unbiased(unsigned j)
 {
 	enum { R = 400 };
@@ -265,9 +268,9 @@ static void owner_unbiased(unsigned j)
 	random_trace(acc, RT_N);
 	struct sums x, s;
 	exact_run(acc, RT_N, RT_THREADS, &x);
-	/* sum Y_s^2: every store as an owner of weight 2 adds (2-1) 2 Y_s^2 */
+	/* sum Z_s^2: every access of weight 2 adds (2-1) 2 Z_s^2 */
 	for (size_t i = 0; i < RT_N; i++)
-		w[i] = acc[i].kind == ST ? 2 : 0;
+		w[i] = 2;
 	owner_run_j(acc, w, RT_N, RT_THREADS, j, &s);
 	double sumy2 = s.var / 2, var_true = (P - 1) * sumy2;
 	double mean = 0, mean_tr = 0, m2 = 0, mean_vhat = 0;
@@ -276,7 +279,7 @@ static void owner_unbiased(unsigned j)
 	double est[R];
 	for (int k = 0; k < R; k++) {
 		for (size_t i = 0; i < RT_N; i++)
-			w[i] = acc[i].kind == ST && check_xorshift(&st) % (uint64_t)P == 0 ? P : 0;
+			w[i] = check_xorshift(&st) % (uint64_t)P == 0 ? P : 0;
 		owner_run_j(acc, w, RT_N, RT_THREADS, j, &s);
 		est[k] = s.all;
 		mean += s.all / R;
@@ -292,21 +295,22 @@ static void owner_unbiased(unsigned j)
 	       "mean estimate %.0f, spread %.0f; 90%% coverage %u/%d\n", j, x.all, x.tr, mean, mean_tr,
 	       se, var_true, mean_vhat, m2, covered, R);
 	CHECK(fabs(mean - x.all) <= Z5 * se);
-	/* the true part: its variance is at most the volume's (Y_s counts its
+	/* the true part: its variance is at most the volume's (Z_s counts its
 	 * true transfers among all) */
 	CHECK(fabs(mean_tr - x.tr) <= Z5 * se);
 	/* the variance estimator is unbiased too: its own spread is at most
-	 * (P-1) P sum over sampled Y_s^4, whose mean is (P-1)^2 P sum Y_s^4 <=
-	 * (P-1)^2 P max(Z)^2 sum Z_s^2: a store's J transfers-owning stores own
-	 * at most 3 each (three other threads), each x counting 1/m_x, m_x = k
-	 * for the line's k-th store (k < J): max(Z) <= 3 (1 + 1/2 + ... + 1/J) */
+	 * (P-1) P sum over sampled Z_s^4, whose mean is (P-1)^2 P sum Z_s^4 <=
+	 * (P-1)^2 P max(Z)^2 sum Z_s^2: each of the J accesses of an access's
+	 * window receives at most one transfer on the line, x counting 1/m_x,
+	 * m_x = k for the line's k-th access (k < J), and an access spans at
+	 * most two lines: max(Z) <= 2 (1 + 1/2 + ... + 1/J) */
 	double zmax = 0;
 	for (unsigned k = 1; k <= j; k++)
-		zmax += 3.0 / k;
+		zmax += 2.0 / k;
 	double se_vhat = sqrt((P - 1) * (P - 1) * P * zmax * zmax * sumy2 / R);
 	CHECK(fabs(mean_vhat - var_true) <= Z5 * se_vhat);
 	/* the estimates' spread: sample variance / variance ~ chi2(R-1)/(R-1),
-	 * standard deviation sqrt(2/(R-1)) (a sum of many sampled stores: near
+	 * standard deviation sqrt(2/(R-1)) (a sum of many sampled accesses: near
 	 * normal) */
 	CHECK(fabs(m2 / var_true - 1) <= Z5 * sqrt(2.0 / (R - 1)));
 	/* coverage of the 90% interval: binomial(R, 0.9), lower bound at z */
@@ -317,7 +321,7 @@ static void test_owner_unbiased(void)
 {
 	owner_unbiased(1);
 	owner_unbiased(64);
-	owner_unbiased(OWNER_STORES_PER_PERIOD * 10);   /* the emulate default at P = 10 */
+	owner_unbiased(OWNER_WINDOW_PER_PERIOD * 10);   /* the emulate default at P = 10 */
 }
 
 /* ---- intervals -------------------------------------------------------------- */
@@ -362,15 +366,15 @@ static void test_estimator_option(void)
 	CHECK_STR(model_opts_format(&o, "estimator", buf, sizeof buf), "owner");
 	CHECK(model_opts_parse(&o, "estimator", "fair", err, sizeof err) == -1);
 	CHECK(strstr(err, "--estimator: 'fair' is not comdetective or owner") != NULL);
-	CHECK(model_opts_usable(&o, "emulate", err, sizeof err));
-	CHECK(!model_opts_usable(&o, "comdetective", err, sizeof err));
+	CHECK(model_opts_usable(&o, "emulate", NULL, err, sizeof err));
+	CHECK(!model_opts_usable(&o, "comdetective", NULL, err, sizeof err));
 	CHECK(strstr(err, "--model emulate") != NULL);
 	CHECK(model_opt_relevant("emulate", "estimator") && model_opt_relevant("comdetective", "estimator"));
 	CHECK(!model_opt_relevant("exact", "estimator"));
 	CHECK(model_opts_parse(&o, "seed", "7", err, sizeof err) == 0 && o.seed == 7);
 }
 
-/* emulate --estimator owner --emulate-period 1 (every store sampled, with
+/* emulate --estimator owner --emulate-period 1 (every access sampled, with
  * weight 1) on the hand-built sequence as a full trace: exact's 5. */
 static void test_emulate_owner_period1(void)
 {
@@ -393,6 +397,64 @@ static void test_emulate_owner_period1(void)
 	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0] + t->weight[COMM_VIA_SAMPLE][1], 5, 1e-12);
 	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][0] + t->var[COMM_VIA_SAMPLE][1], 0, 1e-12);
 	analysis_free(&a);
+	tb_free(&b);
+}
+
+/* The owner estimator on a trace recorded with the line monitor (inst,
+ * --owner-window J = 4, period P = 10): each OWNER_XFER weighs
+ * windows x P / J, variance P (P - 1) (2 prior + windows) / J^2 =
+ * 90 (2 prior + windows) / 16.  By hand:
+ *   T1 <- T0, true,  windows 1, prior 0: 2.5,  var 90 x 1 / 16 = 5.625
+ *   T2 <- T0, false, windows 2, prior 1: 5,    var 90 x 4 / 16 = 22.5
+ *   T0 <- T2, true,  windows 3, prior 5: 7.5,  var 90 x 13 / 16 = 73.125
+ * Total 15 (true 10, false 5), variance 101.25; the SAMPLE, the OWNER_WIN
+ * records and a transfer from a thread to itself (not possible: ignored)
+ * add nothing.  The same trace refuses --model window, and a trace without
+ * monitor records refuses --estimator owner with the comdetective model. */
+static void owner_xfer(struct tb *b, uint32_t t, uint64_t time, uint32_t src, uint32_t win,
+                       uint64_t prior, bool tr)
+{
+	struct ct_record *r = tb_add(b, t, CT_REC_OWNER_XFER, time);
+	r->u.oxfer = (struct ct_owner_xfer){ .ip = 0x401000, .addr = A + 8, .src = src,
+		.windows = win, .prior = prior, .len = 8, .kind = LD,
+		.flags = tr ? CT_OWNER_TRUE : 0 };
+}
+
+static void test_owner_monitor_trace(void)
+{
+	struct tb b;
+	tb_init(&b, 3);
+	b.features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
+	tb_config(&b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
+	tb_sample(&b, 0, 10, A, 8, ST, 10);
+	tb_add(&b, 0, CT_REC_OWNER_WIN, 11)->u.owin = (struct ct_owner_win){ A, CT_OWNER_OPENED };
+	owner_xfer(&b, 1, 20, 0, 1, 0, true);
+	tb_add(&b, 1, CT_REC_OWNER_WIN, 21)->u.owin = (struct ct_owner_win){ A, CT_OWNER_DROP_LINE };
+	owner_xfer(&b, 2, 30, 0, 2, 1, false);
+	owner_xfer(&b, 0, 40, 2, 3, 5, true);
+	owner_xfer(&b, 1, 50, 1, 1, 0, true);    /* from itself */
+	const char *path = tb_write(&b);
+	struct analysis a;
+	struct model_opts o;
+	model_opts_default(&o);
+	o.estimator = ESTIMATOR_OWNER;
+	CHECK(path && analysis_run(&a, path, &o, false) == 0 && !a.damaged);
+	const struct mx_totals *t = matrices_totals(a.mx);
+	CHECK_EQ_U(t->events[COMM_VIA_SAMPLE][0] + t->events[COMM_VIA_SAMPLE][1], 3);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 10, 1e-12);     /* [1]: true sharing */
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0], 5, 1e-12);
+	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][0] + t->var[COMM_VIA_SAMPLE][1], 101.25, 1e-9);
+	analysis_free(&a);
+	o.model = "window";
+	CHECK(analysis_run(&a, path, &o, false) != 0);
+	tb_free(&b);
+
+	tb_init(&b, 2);
+	tb_config(&b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\n");
+	tb_sample(&b, 0, 10, A, 8, ST, 10);
+	path = tb_write(&b);
+	o.model = NULL;
+	CHECK(path && analysis_run(&a, path, &o, false) != 0);
 	tb_free(&b);
 }
 
@@ -432,5 +494,6 @@ int main(void)
 	RUN(test_estimator_option);
 	RUN(test_emulate_owner_period1);
 	RUN(test_comdetective_var);
+	RUN(test_owner_monitor_trace);
 	return check_summary();
 }

@@ -99,6 +99,17 @@ static void build(void)
 	r->u.func.addr = 0;
 	r = add(CT_REC_FUNC_EXIT, 21);
 	r->u.func.addr = UINT64_MAX;
+	r = add(CT_REC_OWNER_WIN, 22);
+	r->u.owin = (struct ct_owner_win){ .addr = 0x601040, .status = CT_OWNER_OPENED };
+	r = add(CT_REC_OWNER_XFER, 23);
+	r->u.oxfer = (struct ct_owner_xfer){ .ip = 0x401000, .addr = 0x601048, .prior = UINT64_MAX,
+		.src = UINT32_MAX, .windows = UINT32_MAX, .len = 128, .kind = CT_ACCESS_ATOMIC,
+		.flags = CT_OWNER_TRUE };
+	r = add(CT_REC_OWNER_XFER, 23);
+	r->u.oxfer = (struct ct_owner_xfer){ .ip = 0, .addr = UINT64_MAX, .prior = 0, .src = 0,
+		.windows = 1, .len = 1, .kind = CT_ACCESS_LOAD };
+	r = add(CT_REC_OWNER_WIN, 24);
+	r->u.owin = (struct ct_owner_win){ .addr = 0, .status = CT_OWNER_OPEN_MAX };
 	r = add(CT_REC_SAMPLE, 0);                       /* after everything: state reused */
 	r->u.sample = (struct ct_sample){ .ip = 0x401000, .addr = 0x7fff0000, .period = 10007,
 		.cpu = 3, .len = 8, .kind = CT_ACCESS_STORE, .flags = CT_SAMPLE_EXACT, .weight = 77 };
@@ -227,6 +238,19 @@ static void test_malformed_records(void)
 	/* sample extension byte with reserved bits */
 	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x01, 0, 0, 0x20 }, 6), 0);
 	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x01, 0, 0, 0x00 }, 6), 6);
+	/* line monitor records (v4): no window, an empty or over-long access,
+	 * an unknown kind or flag, an unknown window status; then valid ones
+	 * (type, time, ip, addr, src, windows, prior, len, kind, flags) */
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_XFER, 0, 0, 0, 1, 0, 0, 8, 0, 1 }, 10), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_XFER, 0, 0, 0, 1, 1, 0, 0, 0, 1 }, 10), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_XFER, 0, 0, 0, 1, 1, 0, 129, 0, 1 }, 10), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_XFER, 0, 0, 0, 1, 1, 0, 8, 3, 1 }, 10), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_XFER, 0, 0, 0, 1, 1, 0, 8, 0, 2 }, 10), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_XFER, 0, 0, 0, 1, 1, 0, 8, 0, 1 }, 10), 10);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_XFER, 0, 0, 0, 1, 1, 0, 128, 2, 0 }, 10), 10);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_XFER, 0, 0, 0, 1, 1, 0, 8, 0 }, 9), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_WIN, 0, 0, CT_OWNER_OPEN_MAX + 1 }, 4), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_OWNER_WIN, 0, 0, CT_OWNER_OPEN_MAX }, 4), 4);
 	/* nwp > CT_WP_MAX */
 	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_WP_ARM, 0, 0, 0, 0, 8, CT_WP_MAX + 1, 0, 8, 0, 8, 0, 8,
 	                                   0, 8, 0, 8 }, 17), 0);
@@ -319,6 +343,14 @@ static void random_record(struct ct_record *r)
 		break;
 	case CT_REC_SKIPPED:
 		r->u.skipped = (struct ct_skipped){ (uint8_t)rnd(), rval() };
+		break;
+	case CT_REC_OWNER_XFER:                     /* the values a decoder accepts */
+		r->u.oxfer = (struct ct_owner_xfer){ rval(), rval(), rval(), (uint32_t)rval(),
+			1 + (uint32_t)(rnd() % UINT32_MAX), (uint8_t)(1 + rnd() % 128),
+			(uint8_t)(rnd() % 3), (uint8_t)(rnd() & CT_OWNER_TRUE) };
+		break;
+	case CT_REC_OWNER_WIN:
+		r->u.owin = (struct ct_owner_win){ rval(), (uint8_t)(rnd() % (CT_OWNER_OPEN_MAX + 1)) };
 		break;
 	default:
 		r->u.func.addr = rval();
@@ -454,6 +486,8 @@ static void test_names(void)
 {
 	CHECK_STR(ct_rec_type_name(CT_REC_SAMPLE), "sample");
 	CHECK_STR(ct_rec_type_name(CT_REC_SKIPPED), "skipped");
+	CHECK_STR(ct_rec_type_name(CT_REC_OWNER_XFER), "owner_xfer");
+	CHECK_STR(ct_rec_type_name(CT_REC_OWNER_WIN), "owner_win");
 	CHECK(ct_rec_type_name(0) == NULL);
 	CHECK(ct_rec_type_name(CT_REC_TYPE_MAX + 1) == NULL);
 	for (int t = 1; t <= CT_REC_TYPE_MAX; t++)

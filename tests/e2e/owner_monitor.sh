@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The line monitor (commrec --sampler inst --owner-window J) and the owner
+# estimator on its records (commanalyze --estimator owner), on the pipeline
+# kernel (tests/kernels/README.md): every buffer line travels from each
+# stage to the next, ITEMS x THREADS x LEN*8/64 line transfers whatever the
+# schedule (D below), plus the mailboxes' own (a few per item, which the
+# schedule decides).
+#   owner/records      the trace says format 4 with the monitor's records:
+#                      windows opened, transfers seen
+#   owner/refuse       --estimator owner on a trace without them, or with a
+#                      model that cannot read them: refused, with the reason
+#   owner/volume       the estimate E against exact's X on a full recording
+#                      of the same arguments (another execution):
+#                      |E - X| <= 4.42 sd + 2 |X - D| + B L ceil(J / 8):
+#                      4.42 sd its sampling error at two-sided 1e-5 (sd from
+#                      the report's own variance, i.e. from the number and
+#                      weights of the windows' transfers), |X - D| exact's
+#                      schedule-dependent part (mailboxes), allowed twice for
+#                      the other execution, and the most the estimate can
+#                      miss on the lines' first J stores (it assumes J stores
+#                      before each transfer: B buffers x L lines, 8 stores a
+#                      visit)
+. "$(dirname "$0")/../lib.sh"
+
+K="$CT_BUILD/kernels"
+require owner "$COMMREC" "$COMMANALYZE" "$K/pipeline-inst" python3
+printf 'int ct_owner_empty;\n' >"$WORK/empty.c"
+gcc -shared -fPIC -o "$WORK/empty.so" "$WORK/empty.c" || { fail owner_setup "empty.so"; done_tests; }
+export COMMTRACE_RUNTIME="$WORK/empty.so"
+unset COMMTRACE_SPOOL COMMTRACE_PID
+
+T=4 ITEMS=300 LEN=256 BUFS=4 J=16
+ARGS=(-t $T -i $ITEMS -l $LEN -b $BUFS)
+rec() {
+	local name=$1; shift
+	"$COMMREC" -q -f -o "$WORK/$name.zst" "$@" -- "$K/pipeline-inst" "${ARGS[@]}" \
+		>"$WORK/$name.out" 2>"$WORK/$name.err" ||
+		{ fail "owner/$name" "commrec: $(head -c 300 "$WORK/$name.err")"; done_tests; }
+}
+rec full --sampler inst --full
+rec mon --sampler inst -c 100 --owner-window $J
+rec plain --sampler inst -c 100
+
+"$COMMANALYZE" info "$WORK/mon.zst" >"$WORK/mon.info" 2>&1
+opened=$("$COMMANALYZE" dump --raw "$WORK/mon.zst" --type owner_win | grep -c ' opened$')
+xfers=$("$COMMANALYZE" dump --raw "$WORK/mon.zst" --type owner_xfer | grep -c owner_xfer)
+echo "INFO owner: $opened windows opened, $xfers transfers seen"
+if grep -q 'version 4' "$WORK/mon.info" && [ "$opened" -gt 0 ] && [ "$xfers" -gt 0 ]; then
+	pass owner/records
+else
+	fail owner/records "$(head -3 "$WORK/mon.info"); $opened windows, $xfers transfers"
+fi
+
+# refused: no monitor records; a model that does not read them
+if ! "$COMMANALYZE" "$WORK/plain.zst" --estimator owner >"$WORK/r1" 2>&1 &&
+	grep -q 'owner-window' "$WORK/r1" &&
+	! "$COMMANALYZE" "$WORK/mon.zst" --estimator owner --model window >"$WORK/r2" 2>&1 &&
+	grep -q 'owner-window' "$WORK/r2"; then
+	pass owner/refuse
+else
+	fail owner/refuse "$(head -c 300 "$WORK/r1") | $(head -c 300 "$WORK/r2")"
+fi
+
+# the volume: exact without the accesses that libc's synchronization calls
+# imply (the sampled recording's monitor does not see them)
+"$COMMANALYZE" report "$WORK/full.zst" --model exact --sync exclude --format json >"$WORK/x.json" &&
+	"$COMMANALYZE" report "$WORK/mon.zst" --estimator owner --format json >"$WORK/e.json" ||
+	{ fail owner/volume "commanalyze report failed"; done_tests; }
+out=$(python3 - "$WORK/x.json" "$WORK/e.json" $T $ITEMS $LEN $BUFS $J <<'PY'
+import json, math, sys
+x = json.load(open(sys.argv[1]))['totals']['transfers']
+t = json.load(open(sys.argv[2]))['totals']
+T, items, length, bufs, j = map(int, sys.argv[3:8])
+lines = length * 8 // 64
+d = items * T * lines
+e, sd = t['transfers'], math.sqrt(t['variance'])
+bound = 4.42 * sd + 2 * abs(x - d) + bufs * lines * math.ceil(j / 8)
+print(f"INFO owner: estimate {e:.0f} (sd {sd:.0f}), exact {x:.0f}, data flow {d}, bound {bound:.0f}")
+print("PASS owner/volume" if abs(e - x) <= bound else
+      f"FAIL owner/volume: |{e:.0f} - {x:.0f}| > {bound:.0f}")
+PY
+)
+echo "$out"
+grep -q '^PASS owner/volume' <<<"$out" || ct_failed=1
+done_tests
