@@ -99,7 +99,6 @@ struct rt_thread {
 	uint64_t wp_dummy;         /* disabled breakpoints point here */
 	uint64_t wp_setup_fail;
 	struct cd_lines wlines;    /* software line watches (rt_cfg.wp_lines) */
-	bool wp_pending;           /* registers to be opened after rt_wp_check_cost's judgement */
 	uint64_t wp_closed_cpu;    /* rt_wp_check_cost closed the registers: thread CPU ns then */
 	uint64_t wp_closed_switches; /* and its context switches then */
 

@@ -540,8 +540,12 @@ void rt_thread_stop_sampling(struct rt_thread *t, int self)
 	atomic_store(&t->stopped, 1);
 	if (t->sampler)
 		t->sampler->thread_stop(t, self);
-	rt_wp_thread_stop(t, self);
-	if (!self && wait_out_of_handler(t))
+	/* another thread's handler may be closing its registers
+	 * (rt_wp_check_cost): after it, or never */
+	bool out = self || wait_out_of_handler(t);
+	if (out)
+		rt_wp_thread_stop(t, self);
+	if (!self && out)
 		rt_flush_skips(t, rt_now());
 }
 
@@ -556,7 +560,7 @@ void rt_thread_finish(struct rt_thread *t, int status)
 	uint64_t now = rt_now();
 	rt_thread_stats(t);
 	if (t->wp_closed_cpu)
-		rt_log(2, "thread %u: no watchpoints after %.1f ms of CPU time: its %llu context "
+		rt_log(2, "thread %u: watchpoints closed after %.1f ms of CPU time: its %llu context "
 		       "switches would have cost %.0f%% of it with the registers armed (%.2f us "
 		       "each; limit %u%%, " CT_ENV_WP_BUDGET ")",
 		       t->index, (double)t->wp_closed_cpu / 1e6,

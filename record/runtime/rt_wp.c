@@ -87,7 +87,7 @@ static void close_all(struct rt_thread *t)
 	t->nwp = 0;
 	for (int i = 0; i < CT_WP_MAX; i++) {
 		int fd = t->wp_fd[i];
-		t->wp_fd[i] = -1;      /* first: the writer may look at them */
+		t->wp_fd[i] = -1;
 		rt_perf_close(fd);
 	}
 }
@@ -135,16 +135,10 @@ static void soft_tell(struct rt_thread *t)
 		t->sampler->watch(t);
 }
 
-/* The registers are opened at the thread's first sample when their cost at
- * context switches is to be judged (rt_wp_check_cost), else now. */
-static bool judged(void)
+int rt_wp_thread_start(struct rt_thread *t)
 {
-	return !rt_cfg.wp_soft && rt_cfg.wp_switch_ns && rt_cfg.wp_budget;
-}
-
-/* Open the registers; rc < 0 when one did not open (t->nwp did). */
-static int regs_open(struct rt_thread *t)
-{
+	if (rt_cfg.wp_soft)
+		return soft_start(t);
 	int want = rt_cfg.watchpoints;
 	/* A group costs one ioctl to switch all registers on or off (measured
 	 * here: an arm+disarm cycle of 4 registers 10-12 us grouped, 19-20 us
@@ -156,22 +150,10 @@ static int regs_open(struct rt_thread *t)
 		t->wp_group = false;
 		rc = open_all(t, want, false);
 	}
-	rt_wp_sigtrap = !rt_cfg.wp_async && !atomic_load(&sigtrap_refused);
-	return rc;
-}
-
-int rt_wp_thread_start(struct rt_thread *t)
-{
-	if (rt_cfg.wp_soft)
-		return soft_start(t);
-	if (judged()) {
-		t->wp_pending = true;
-		return 0;
-	}
-	int rc = regs_open(t);
 	if (rc < 0 && !atomic_exchange(&setup_logged, 1))
 		rt_log(1, "thread %u: watchpoint %d not available (%s)%s", t->index, t->nwp,
 		       strerror(-rc), t->nwp ? "" : ": recording without watchpoints");
+	rt_wp_sigtrap = !rt_cfg.wp_async && !atomic_load(&sigtrap_refused);
 	return t->nwp;
 }
 
@@ -201,17 +183,19 @@ void rt_wp_disarm(struct rt_thread *t)
  * disabled (a part of it): a hypervisor that traps their writes makes that
  * microseconds (rt_cfg.wp_switch_ns, measured by commrec with all of them
  * armed), and a thread that waits at barriers switches tens of thousands
- * of times a second.  So they are opened only at a sample of the thread
- * after RT_WP_JUDGE_NS of its CPU time, if its context switches so far, at
- * that cost, come to at most rt_cfg.wp_budget % of its CPU time; and
- * closed for good at a later sample where they come to more (reopening
- * and closing again could go on forever).  On the thread, in its sample's
- * handler, before the arming. */
+ * of times a second.  So at each sample after RT_WP_JUDGE_NS of the
+ * thread's CPU time, if its context switches so far, at that cost, come to
+ * more than rt_cfg.wp_budget % of its CPU time, its registers are closed
+ * for good (reopening them here would take the runtime's descriptor lock
+ * in a signal handler).  On the thread, in its sample's handler, before
+ * the arming; not once the thread is stopped (the writer then disables
+ * its registers: rt_thread_stop_sampling waits for this handler first). */
 #define RT_WP_JUDGE_NS 5000000ull
 
 void rt_wp_check_cost(struct rt_thread *t)
 {
-	if (!judged() || (!t->nwp && !t->wp_pending))
+	if (rt_cfg.wp_soft || !rt_cfg.wp_switch_ns || !rt_cfg.wp_budget || !t->nwp ||
+	    atomic_load(&t->stopped))
 		return;
 	struct timespec ts;
 	struct rusage ru;
@@ -221,14 +205,8 @@ void rt_wp_check_cost(struct rt_thread *t)
 	if (cpu < RT_WP_JUDGE_NS || getrusage(RUSAGE_THREAD, &ru) != 0)
 		return;
 	uint64_t sw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
-	bool affordable = sw * rt_cfg.wp_switch_ns * 100 <= cpu * rt_cfg.wp_budget;
-	bool pending = t->wp_pending;
-	t->wp_pending = false;
-	if (affordable) {
-		if (pending)
-			regs_open(t);
+	if (sw * rt_cfg.wp_switch_ns * 100 <= cpu * rt_cfg.wp_budget)
 		return;
-	}
 	if (t->wp_armed)
 		rt_wp_disarm(t);
 	close_all(t);

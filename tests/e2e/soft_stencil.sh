@@ -134,9 +134,9 @@ fi
 rc=0
 "$COMMREC" -v -f -o "$WORK/wb.zst" -s soft -- "$K/stencil" -t 4 -s 20000 >"$WORK/wb.out" 2>"$WORK/wb.err" || rc=$?
 cost=$("$COMMANALYZE" info "$WORK/wb.zst" 2>/dev/null | sed -n 's/^  watchpoint_switch_ns=//p')
-bad=$(awk '/no watchpoints after/ { c = $0; sub(/.*have cost /, "", c); sub(/%.*/, "", c);
+bad=$(awk '/watchpoints closed after/ { c = $0; sub(/.*have cost /, "", c); sub(/%.*/, "", c);
 	l = $0; sub(/.*limit /, "", l); sub(/%.*/, "", l); if (c + 0 <= l + 0) print }' "$WORK/wb.err")
-n=$(grep -c 'no watchpoints after' "$WORK/wb.err")
+n=$(grep -c 'watchpoints closed after' "$WORK/wb.err")
 echo "INFO soft_stencil/wp_budget: switch cost ${cost:-?} ns, $n of 4 workers without watchpoints"
 if [ "$rc" -ne 0 ] || [ -z "$cost" ]; then
 	fail soft_stencil/wp_budget "commrec exited $rc, watchpoint_switch_ns '${cost}': $(tail -n 2 "$WORK/wb.err" | tr '\n' '|')"
