@@ -886,10 +886,13 @@ static void on_event(void *self, const struct comm_event *ev)
 		  ev->dst, ev->dst_kind != CT_ACCESS_LOAD },
 		{ ev->src_addr, attrib_code_ip(a, ev->src_ip, false), ev->src_len, ev->src, true },
 	};
-	struct where wh[2];
-	for (int k = 0; k < 2; k++)
+	/* a source access of unknown address and size (the line monitor's
+	 * transfers name only the receiver's) is in no object */
+	int nacc = ev->src_addr || ev->src_len ? 2 : 1;
+	struct where wh[2] = { [1] = { .obj = UINT32_MAX } };
+	for (int k = 0; k < nacc; k++)
 		attribute(a, acc[k].addr, &wh[k]);
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < nacc; k++) {
 		if (wh[k].obj == UINT32_MAX)
 			continue;
 		struct aobj *o = &a->objs[wh[k].obj];
@@ -911,7 +914,7 @@ static void on_event(void *self, const struct comm_event *ev)
 	if (!l)
 		return;
 	add_w(l->w, l->ev, ev->true_sharing, ev->weight);
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < nacc; k++) {
 		uint64_t addr = acc[k].addr;
 		if (addr < ev->line || addr - ev->line >= a->line_size)
 			continue;   /* src on another line (should not happen) */

@@ -135,6 +135,13 @@ static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, stru
 					addr_add(a, fn);
 				break;
 			}
+			case CT_REC_OWNER_XFER:
+				addr_add(d, r.u.oxfer.addr);
+				addr_add(a, r.u.oxfer.ip);
+				break;
+			case CT_REC_OWNER_WIN:
+				addr_add(d, r.u.owin.addr);
+				break;
 			case CT_REC_CALLSITE:
 				for (unsigned k = 0; k < r.u.callsite.depth && k < CT_CALLSITE_MAX_DEPTH; k++) {
 					addr_add(a, r.u.callsite.pc[k]);

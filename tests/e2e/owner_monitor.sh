@@ -9,6 +9,10 @@
 #                      windows opened, transfers seen
 #   owner/refuse       --estimator owner on a trace without them, or with a
 #                      model that cannot read them: refused, with the reason
+#   owner/attributed   the transfers the monitor saw are attributed like
+#                      samples: the top object is the buffers' heap block
+#                      (allocated in main), its accesses named by source line
+#                      (the join keeps the symbols of the monitor's records)
 #   owner/volume       the estimate E against exact's X on a full recording
 #                      of the same arguments (another execution):
 #                      |E - X| <= 4.42 sd + 2 |X - D| + B L ceil(J / 8):
@@ -59,6 +63,14 @@ if ! "$COMMANALYZE" "$WORK/plain.zst" --estimator owner >"$WORK/r1" 2>&1 &&
 	pass owner/refuse
 else
 	fail owner/refuse "$(head -c 300 "$WORK/r1") | $(head -c 300 "$WORK/r2")"
+fi
+
+top=$("$COMMANALYZE" objects "$WORK/mon.zst" --estimator owner 2>/dev/null | awk '$1 == 1 { print $2; exit }')
+if [[ "$top" == heap:main* ]] &&
+	"$COMMANALYZE" lines "$WORK/mon.zst" --estimator owner 2>/dev/null | grep -q 'stage (pipeline\.c:[0-9]*)'; then
+	pass owner/attributed
+else
+	fail owner/attributed "top object '$top' (want heap:main...), or no stage (pipeline.c:N) in the lines"
 fi
 
 # the volume: exact without the accesses that libc's synchronization calls
