@@ -564,7 +564,9 @@ static void walk(struct dw *d, Dwarf_Die parent, int depth)
 
 /* The variables at fixed addresses of a CU that is not read in full: its
  * top level and its namespaces (C++ static members are defined there too),
- * not the functions' own static variables. */
+ * not the functions' own static variables; and, where there are allocation
+ * sites, its functions' ranges (a site's `new T` calls T's constructor,
+ * which may be in any unit: ctor_class looks it up among them). */
 static void walk_variables(struct dw *d, Dwarf_Die parent, int depth)
 {
 	if (depth > DIE_DEPTH_MAX || d->oom)
@@ -578,6 +580,8 @@ static void walk_variables(struct dw *d, Dwarf_Die parent, int depth)
 		if (dwarf_tag(c, &tag, &e) == DW_DLV_OK) {
 			if (tag == DW_TAG_variable)
 				do_variable(d, c);
+			else if (tag == DW_TAG_subprogram && d->si)
+				do_subprogram(d, c);
 			else if (tag == DW_TAG_namespace)
 				walk_variables(d, c, depth + 1);
 		}
@@ -1286,8 +1290,14 @@ static struct cu_pick *cu_pick_make(const struct dw *d)
 		Dwarf_Unsigned seg = 0, segsz = 0, len = 0;
 		Dwarf_Addr start = 0;
 		Dwarf_Off cu = 0;
-		if (p && p->full && p->listed &&
-		    dwarf_get_arange_info_b(ar[i], &seg, &segsz, &start, &len, &cu, &e) == DW_DLV_OK) {
+		int rc = p && p->full && p->listed
+		         ? dwarf_get_arange_info_b(ar[i], &seg, &segsz, &start, &len, &cu, &e)
+		         : DW_DLV_NO_ENTRY;
+		if (rc == DW_DLV_ERROR && e) {
+			dwarf_dealloc_error(d->dbg, e);
+			e = NULL;
+		}
+		if (rc == DW_DLV_OK) {
 			p->listed[p->nlisted++] = cu;
 			if (set_hits(d->ips, d->m->bias, start, start + len) ||
 			    set_hits(d->ips->sites, d->m->bias, start, start + len))

@@ -13,6 +13,12 @@
 #   heap_types/cxx_O*    tests/heaptypes/heap_types.cpp: `new Cell()` is a
 #                        struct Cell (.y at 8), through the constructor call
 #                        (-O0) or the inlined constructor's `this` (-O2)
+#   heap_types/cxx_ctor_elsewhere  the same with Cell's constructor in a unit
+#                        of its own built without instrumentation
+#                        (heap_types_ctor.cpp, -O0): nothing of that unit is
+#                        recorded, so the join reads it only for its
+#                        variables and functions, and the site is typed all
+#                        the same
 #   heap_types/c_clang_O0  the C program built by clang -O0: c[3].y and the
 #                        untyped wrapper's block
 #   heap_types/binaries  --symbols-from-binaries types the same blocks
@@ -84,6 +90,15 @@ for level in 0 2; do
 	run "c_O$level" cc "$CT_ROOT/tests/heaptypes/heap_types.c" "$level" "${C_WANT[@]}"
 	run "cxx_O$level" g++ "$CT_ROOT/tests/heaptypes/heap_types.cpp" "$level" "${CXX_WANT[@]}"
 done
+# the constructor in an uninstrumented unit of its own
+H="$CT_ROOT/tests/heaptypes"
+if g++ -g -O0 -c "$H/heap_types_ctor.cpp" -o "$WORK/ctor.o" 2>"$WORK/ctor.err" &&
+   CC=g++ "$CC_WRAP" -g -O0 -DCTOR_ELSEWHERE -c "$H/heap_types.cpp" -o "$WORK/ht.o" 2>>"$WORK/ctor.err"; then
+	printf '%s\n' "$WORK/ht.o" "$WORK/ctor.o" >"$WORK/objs"
+	run cxx_ctor_elsewhere g++ "@$WORK/objs" 0 "${CXX_WANT[@]}"
+else
+	fail heap_types/cxx_ctor_elsewhere "cannot build: $(head -c 300 "$WORK/ctor.err")"
+fi
 # clang -O0: a frame base of DW_OP_reg6 (rbp).  Its global is left out: clang
 # spills the result to a temporary slot before storing it, and its DWARF 5
 # globals (DW_OP_addrx) are not read (formats/FORMAT.md)
