@@ -107,6 +107,7 @@ struct rt_thread {
 	struct { uint64_t key; uint32_t id; } cs_cache[RT_CS_CACHE];
 	uint64_t cs_hits, cs_misses;
 	uint64_t ring_waits;       /* rt_wait_room found the ring full */
+	uint64_t ring_stalled_at;  /* 1 + the ring's tail when a wait gave up, else 0 */
 
 	/* signal stack */
 	void *altstack;

@@ -180,15 +180,18 @@ int rt_push(struct rt_thread *t, const struct ct_record *r)
 }
 
 /* Wait until a record of `type` fits in t's ring, poking the writer; false
- * if the writer made no progress for ~0.5 s (it may be gone).  On a loaded
- * machine the writer thread may not run for longer than a ring takes to
- * fill. */
+ * if the writer made no progress for ~0.5 s (it may be gone, or stuck in a
+ * write): then no more waits until it frees something of this ring.  On a
+ * loaded machine the writer thread may not run for longer than a ring
+ * takes to fill. */
 static bool wait_room(struct rt_thread *t, unsigned type)
 {
 	if (recring_has_room(&t->ring, type))
 		return true;
-	t->ring_waits++;
 	uint64_t seen = atomic_load_explicit(&t->ring.tail, memory_order_acquire);
+	if (t->ring_stalled_at == seen + 1)
+		return false;
+	t->ring_waits++;
 	for (int idle = 0; idle < 500; idle++) {
 		rt_writer_poke();
 		struct timespec ts = { 0, 1000000 };
@@ -201,6 +204,7 @@ static bool wait_room(struct rt_thread *t, unsigned type)
 			idle = 0;
 		}
 	}
+	t->ring_stalled_at = seen + 1;
 	return false;
 }
 
