@@ -45,6 +45,7 @@
 #define CT_ENV_INST_FUNCS  "COMMTRACE_INST_FUNCS"   /* inst full mode: "0": no function entry/exit records */
 #define CT_ENV_OWNER_WINDOW "COMMTRACE_OWNER_WINDOW" /* inst sampled mode: the line monitor's window J, stores [0: off] */
 #define CT_OWNER_WINDOW_MAX (1u << 30)
+#define CT_OWNER_LINE_MAX 128       /* --owner-window: the longest line the monitor follows (bytes) */
 
 /* Read by the launcher only: path of libcommrec.so (else next to commrec, then ../lib/commtrace/). */
 #define CT_ENV_RUNTIME     "COMMTRACE_RUNTIME"

@@ -102,8 +102,8 @@ void inst_owner_init(void)
 	uint64_t j = v ? strtoull(v, NULL, 10) : 0;
 	inst_own_window = j > CT_OWNER_WINDOW_MAX ? CT_OWNER_WINDOW_MAX : j;
 	unsigned line = rt_cfg.line_size ? rt_cfg.line_size : 64;
-	if (line > 128)
-		inst_own_window = 0;     /* the written mask holds 128 bytes */
+	if (line > CT_OWNER_LINE_MAX)
+		inst_own_window = 0;     /* the written mask holds 128 bytes (commrec refuses) */
 	inst_own_shift = (unsigned)__builtin_ctz(line);
 }
 

@@ -84,6 +84,7 @@ opt_error bad_line_size "invalid line size" --line-size 48 /bin/true
 opt_error full_needs_inst "needs --sampler inst" --full /bin/true
 opt_error event_needs_pebs "pebs sampler" -s soft -e MEM_INST_RETIRED.ALL_LOADS /bin/true
 opt_error bad_event "invalid event" -s pebs -e 'a,b' /bin/true
+opt_error owner_line_size "lines of at most 128 bytes" -s inst --owner-window 16 --line-size 256 /bin/true
 
 # options after the program name belong to the program
 run after_program -o after.zst /bin/true --no-such-option
