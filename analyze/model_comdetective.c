@@ -93,23 +93,24 @@ struct cd {
 	bool owner;                          /* --estimator owner: OWNER_XFER records only */
 	double owner_w, owner_v;             /* P / J, P (P - 1) / J^2 */
 	uint64_t windows[CT_OWNER_OPEN_MAX + 1]; /* OWNER_WIN records by status */
+	uint64_t owner_left_out;    /* accesses the monitor could not follow (SUMMARY) */
 };
 
 static void cd_destroy(void *self);
 
-/* An unsigned CONFIG value of the trace, or 0. */
-static uint64_t config_u64(const struct ct_trace *t, const char *key)
+/* An unsigned value of the trace's CONFIG or SUMMARY, or 0. */
+static uint64_t meta_u64(const struct ct_trace *t, enum ct_section sec, const char *key)
 {
 	char v[32];
-	if (!t || !ct_trace_meta(t, CT_SEC_CONFIG, key, v, sizeof v))
+	if (!t || !ct_trace_meta(t, sec, key, v, sizeof v))
 		return 0;
 	return strtoull(v, NULL, 10);
 }
 
-/* The same, at most 1000000 (slots, lives). */
+/* A CONFIG value, at most 1000000 (slots, lives). */
 static unsigned config_uint(const struct ct_trace *t, const char *key)
 {
-	uint64_t x = config_u64(t, key);
+	uint64_t x = meta_u64(t, CT_SEC_CONFIG, key);
 	return x > 1000000 ? 1000000 : (unsigned)x;
 }
 
@@ -119,8 +120,8 @@ bool owner_monitor_params(const struct ct_trace *t, uint64_t *window, uint64_t *
 	*window = *period = 0;
 	if (!h || !(h->features & CT_FEAT_OWNER))
 		return false;
-	*window = config_u64(t, "owner_window");
-	*period = config_u64(t, "period");
+	*window = meta_u64(t, CT_SEC_CONFIG, "owner_window");
+	*period = meta_u64(t, CT_SEC_CONFIG, "period");
 	return *window && *period;
 }
 
@@ -175,6 +176,7 @@ static void *cd_create(const struct model_setup *s)
 	uint64_t j, p;
 	if (cd->o.estimator == ESTIMATOR_OWNER && s->trace && owner_monitor_params(s->trace, &j, &p)) {
 		cd->owner = true;
+		cd->owner_left_out = meta_u64(s->trace, CT_SEC_SUMMARY, "inst.owner_left_out");
 		cd->owner_w = (double)p / (double)j;
 		cd->owner_v = (double)p * (double)(p - 1) / ((double)j * (double)j);
 	}
@@ -374,6 +376,11 @@ static void cd_finish(void *self)
 		         (unsigned long long)drop, (unsigned long long)all,
 		         (unsigned long long)cd->windows[CT_OWNER_DROP_TABLE],
 		         (unsigned long long)cd->windows[CT_OWNER_DROP_LINE]);
+	if (cd->owner && cd->owner_left_out)
+		ana_warn("line monitor: %llu accesses to monitored lines were not followed (threads "
+		         "from the 65th on, or a signal handler that interrupted its thread inside "
+		         "the monitor): the owner estimate leaves out the transfers they made",
+		         (unsigned long long)cd->owner_left_out);
 }
 
 static void cd_destroy(void *self)

@@ -38,7 +38,7 @@
  * the program holds).  An access from a signal handler that interrupted
  * its own thread inside the slot's lock is left out (counted).  Threads
  * from index 64 on are not tracked as holders (their accesses are left
- * out, counted). */
+ * out, counted: SUMMARY inst.owner_left_out). */
 #include "inst.h"
 
 #include <sched.h>
@@ -81,6 +81,7 @@ static struct own_slot own_slot[INST_OWN_SLOTS];
 static _Atomic uint64_t own_left_out;        /* accesses left out (see above) */
 
 static RT_TLS uint64_t own_rng;          /* this thread's draws (xorshift64) */
+static RT_TLS unsigned own_depth;        /* this thread is taking or holds a slot's lock */
 
 int64_t inst_owner_countdown(int idx)
 {
@@ -120,19 +121,24 @@ static inline void cpu_relax(void)
 }
 
 /* The slot's lock for thread index me; false if this thread holds it
- * already (a signal handler that interrupted it).  It is held for one
- * model step (~100 instructions): spin; yield the cpu only when the holder
- * seems preempted (a yield at every contention descheduled the threads of
- * a line under load, and they stopped communicating). */
+ * already, or is nested in a signal handler that interrupted it while it
+ * took or held some slot's lock and the lock is not free at once (two
+ * threads doing so on each other's slots would wait forever).  It is held
+ * for one model step (~100 instructions): spin; yield the cpu only when the
+ * holder seems preempted (a yield at every contention descheduled the
+ * threads of a line under load, and they stopped communicating). */
 static bool own_lock(struct own_slot *s, uint32_t me)
 {
+	bool nested = own_depth++ > 0;
 	for (unsigned spins = 0;; spins++) {
 		uint32_t cur = 0;
 		if (atomic_compare_exchange_weak_explicit(&s->lock, &cur, me + 1, memory_order_acquire,
 		                                          memory_order_relaxed))
 			return true;
-		if (cur == me + 1)
+		if (cur == me + 1 || (nested && cur != 0)) {
+			own_depth--;
 			return false;
+		}
 		if (spins < OWN_SPINS)
 			cpu_relax();
 		else
@@ -143,6 +149,7 @@ static bool own_lock(struct own_slot *s, uint32_t me)
 static void own_unlock(struct own_slot *s)
 {
 	atomic_store_explicit(&s->lock, 0, memory_order_release);
+	own_depth--;
 }
 
 /* Bytes [off, off + len) of a line of at most 128 bytes, word w of its mask. */

@@ -13,6 +13,10 @@
 #                      samples: the top object is the buffers' heap block
 #                      (allocated in main), its accesses named by source line
 #                      (the join keeps the symbols of the monitor's records)
+#   owner/left_out     64 stages (65 threads): the 65th thread's accesses to
+#                      monitored lines are not followed; the trace counts
+#                      them (SUMMARY inst.owner_left_out) and the estimate
+#                      warns
 #   owner/volume       the estimate E against exact's X on a full recording
 #                      of the same arguments (another execution):
 #                      |E - X| <= 4.42 sd + 2 |X - D| + B L ceil(J / 8):
@@ -71,6 +75,16 @@ if [[ "$top" == heap:main* ]] &&
 	pass owner/attributed
 else
 	fail owner/attributed "top object '$top' (want heap:main...), or no stage (pipeline.c:N) in the lines"
+fi
+
+"$COMMREC" -q -f -o "$WORK/m64.zst" --sampler inst -c 100 --owner-window $J -- "$K/pipeline-inst" \
+	-t 64 -i 50 -l 64 >"$WORK/m64.out" 2>"$WORK/m64.err"
+left=$("$COMMANALYZE" info "$WORK/m64.zst" 2>/dev/null | sed -n 's/^  inst.owner_left_out=//p')
+if [ "${left:-0}" -gt 0 ] &&
+	"$COMMANALYZE" report "$WORK/m64.zst" --estimator owner 2>&1 >/dev/null | grep -q "$left accesses to monitored lines were not followed"; then
+	pass owner/left_out
+else
+	fail owner/left_out "inst.owner_left_out '${left}', or no warning: $(head -c 300 "$WORK/m64.err")"
 fi
 
 # the volume: exact without the accesses that libc's synchronization calls
