@@ -172,12 +172,22 @@ static inline void inst_sync_acc(const void *obj, unsigned kind, uintptr_t ip)
 }
 /* The wrapped library's function `name`, looked up once (RTLD_NEXT: the
  * next definition after this runtime's): get_name() returns it. */
+/* The function the wrapper `name` stands in front of (rt_real):
+ * resolve_NAME looks it up (load time), get_NAME is the wrapper's. */
 #define INST_REAL(ret, name, ...)                                                            \
 	static ret (*real_##name)(__VA_ARGS__);                                                \
+	static void resolve_##name(void)                                                       \
+	{                                                                                      \
+		if (!real_##name)                                                              \
+			real_##name = (ret(*)(__VA_ARGS__))rt_real(#name);                     \
+	}                                                                                      \
 	static ret (*get_##name(void))(__VA_ARGS__)                                            \
 	{                                                                                      \
-		if (__builtin_expect(!real_##name, 0))                                         \
-			real_##name = (ret(*)(__VA_ARGS__))dlsym(RTLD_NEXT, #name);            \
+		if (__builtin_expect(!real_##name, 0)) {                                       \
+			resolve_##name();                                                      \
+			if (!real_##name)                                                      \
+				rt_no_real(#name);                                             \
+		}                                                                              \
 		return real_##name;                                                            \
 	}
 

@@ -67,24 +67,24 @@ INST_REAL(void, GOMP_atomic_end, void)
  * without libgomp, whose code never calls these. */
 __attribute__((constructor)) static void omp_resolve(void)
 {
-	get_GOMP_barrier();
-	get_GOMP_barrier_cancel();
-	get_GOMP_loop_end();
-	get_GOMP_loop_end_cancel();
-	get_GOMP_sections_end();
-	get_GOMP_sections_end_cancel();
-	get_omp_set_lock();
-	get_omp_unset_lock();
-	get_omp_test_lock();
-	get_omp_set_nest_lock();
-	get_omp_unset_nest_lock();
-	get_omp_test_nest_lock();
-	get_GOMP_critical_start();
-	get_GOMP_critical_end();
-	get_GOMP_critical_name_start();
-	get_GOMP_critical_name_end();
-	get_GOMP_atomic_start();
-	get_GOMP_atomic_end();
+	resolve_GOMP_barrier();
+	resolve_GOMP_barrier_cancel();
+	resolve_GOMP_loop_end();
+	resolve_GOMP_loop_end_cancel();
+	resolve_GOMP_sections_end();
+	resolve_GOMP_sections_end_cancel();
+	resolve_omp_set_lock();
+	resolve_omp_unset_lock();
+	resolve_omp_test_lock();
+	resolve_omp_set_nest_lock();
+	resolve_omp_unset_nest_lock();
+	resolve_omp_test_nest_lock();
+	resolve_GOMP_critical_start();
+	resolve_GOMP_critical_end();
+	resolve_GOMP_critical_name_start();
+	resolve_GOMP_critical_name_end();
+	resolve_GOMP_atomic_start();
+	resolve_GOMP_atomic_end();
 }
 
 /* ---- barriers --------------------------------------------------------------------- */

@@ -50,21 +50,21 @@ INST_REAL(int, sem_post, sem_t *)
  * handler that interrupted the dynamic linker (dlsym takes its lock). */
 __attribute__((constructor)) static void sync_resolve(void)
 {
-	get_pthread_mutex_lock();
-	get_pthread_mutex_trylock();
-	get_pthread_mutex_unlock();
-	get_pthread_spin_lock();
-	get_pthread_spin_trylock();
-	get_pthread_spin_unlock();
-	get_pthread_barrier_wait();
-	get_pthread_cond_wait();
-	get_pthread_cond_timedwait();
-	get_pthread_cond_signal();
-	get_pthread_cond_broadcast();
-	get_sem_wait();
-	get_sem_trywait();
-	get_sem_timedwait();
-	get_sem_post();
+	resolve_pthread_mutex_lock();
+	resolve_pthread_mutex_trylock();
+	resolve_pthread_mutex_unlock();
+	resolve_pthread_spin_lock();
+	resolve_pthread_spin_trylock();
+	resolve_pthread_spin_unlock();
+	resolve_pthread_barrier_wait();
+	resolve_pthread_cond_wait();
+	resolve_pthread_cond_timedwait();
+	resolve_pthread_cond_signal();
+	resolve_pthread_cond_broadcast();
+	resolve_sem_wait();
+	resolve_sem_trywait();
+	resolve_sem_timedwait();
+	resolve_sem_post();
 }
 
 /* Called from inst_process_init (full mode). */

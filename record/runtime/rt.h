@@ -174,6 +174,12 @@ static inline uint64_t rt_now(void)
 enum rt_omp_phase { RT_OMP_FORK, RT_OMP_BEGIN, RT_OMP_END, RT_OMP_JOIN };
 extern void (*rt_omp_sync)(enum rt_omp_phase phase, uintptr_t ip);
 
+/* rt_real.c: the next definition of a wrapped function (also in a library
+ * opened with RTLD_LOCAL), or NULL; rt_no_real stops the program with the
+ * reason (a wrapper called with nowhere to go). */
+void *rt_real(const char *name);
+_Noreturn void rt_no_real(const char *name);
+
 /* rt_main.c */
 void rt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rt_push(struct rt_thread *t, const struct ct_record *r);

@@ -108,7 +108,9 @@ static void *omp_real(void *_Atomic *cache, const char *name)
 {
 	void *f = atomic_load_explicit(cache, memory_order_relaxed);
 	if (!f) {
-		f = dlsym(RTLD_NEXT, name);
+		f = rt_real(name);
+		if (!f)
+			rt_no_real(name);
 		atomic_store_explicit(cache, f, memory_order_relaxed);
 	}
 	return f;
