@@ -181,15 +181,13 @@ static void check_line_hit(struct emu *e, struct emu_thread *th, const struct ct
 {
 	const struct ct_sample *s = &r->u.sample;
 	uint64_t len = s->len ? s->len : 1;
-	int slot = cd_lines_find(&th->lines, e->rules.line_size, s->addr, len);
+	uint64_t lo;
+	unsigned n;
+	int slot = cd_lines_find(&th->lines, e->rules.line_size, s->addr, len, &lo, &n);
 	if (slot < 0)
 		return;
-	uint64_t line = th->lines.line[slot];
-	uint64_t lo = s->addr > line ? s->addr : line;
-	uint64_t end = line + e->rules.line_size;
-	uint64_t hi = s->addr + len < end ? s->addr + len : end;
 	cd_lines_drop(&th->lines, (unsigned)slot);
-	hit_record(e, r, lo, hi - lo < 255 ? (unsigned)(hi - lo) : 255, (unsigned)slot);
+	hit_record(e, r, lo, n, (unsigned)slot);
 }
 
 /* The watcher's access [addr, addr+len): a trap on the first watched word

@@ -213,12 +213,20 @@ unsigned cd_lines_add(const struct cd_rules *c, const struct cd_history *h, stru
 	return slot;
 }
 
-int cd_lines_find(const struct cd_lines *l, unsigned line_size, uint64_t addr, uint64_t len)
+int cd_lines_find(const struct cd_lines *l, unsigned line_size, uint64_t addr, uint64_t len,
+                  uint64_t *lo, unsigned *n)
 {
 	for (uint64_t m = l->live; m; m &= m - 1) {
 		unsigned i = (unsigned)__builtin_ctzll(m);
-		if (addr < l->line[i] + line_size && addr + len > l->line[i])
-			return (int)i;
+		uint64_t line = l->line[i], end = line + line_size;
+		if (addr >= end || addr + len <= line)
+			continue;
+		uint64_t a = addr > line ? addr : line, b = addr + len < end ? addr + len : end;
+		if (lo)
+			*lo = a;
+		if (n)
+			*n = b - a < 255 ? (unsigned)(b - a) : 255;
+		return (int)i;
 	}
 	return -1;
 }

@@ -158,12 +158,15 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
  *                  true if one ended;
  * cd_lines_add     a watch on the line at `line` armed now: its slot;
  * cd_lines_find    the slot of a live watch (of lines of line_size bytes)
- *                  that [addr, addr+len) touches, or -1;
+ *                  that [addr, addr+len) touches, or -1; with lo and n
+ *                  (may be NULL) the bytes of the access on that line, as a
+ *                  WP_HIT holds them (n at most 255);
  * cd_lines_drop    end slot's watch (its hit). */
 bool cd_lines_expire(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l);
 unsigned cd_lines_add(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l,
                       uint64_t line);
-int cd_lines_find(const struct cd_lines *l, unsigned line_size, uint64_t addr, uint64_t len);
+int cd_lines_find(const struct cd_lines *l, unsigned line_size, uint64_t addr, uint64_t len,
+                  uint64_t *lo, unsigned *n);
 static inline void cd_lines_drop(struct cd_lines *l, unsigned slot)
 {
 	l->live &= ~(1ull << slot);

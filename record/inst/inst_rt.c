@@ -719,13 +719,11 @@ static void watch_check(struct rt_thread *t, uintptr_t addr, size_t len, unsigne
                         uintptr_t ip)
 {
 	if (rt_cfg.wp_lines) {
-		int slot = cd_lines_find(&t->wlines, rt_cfg.line_size, addr, len);
+		uint64_t lo;
+		unsigned n;
+		int slot = cd_lines_find(&t->wlines, rt_cfg.line_size, addr, len, &lo, &n);
 		if (slot < 0)
 			return;
-		uintptr_t line = (uintptr_t)t->wlines.line[slot];
-		uintptr_t lo = addr > line ? addr : line;
-		uintptr_t hi = addr + len < line + rt_cfg.line_size ? addr + len : line + rt_cfg.line_size;
-		unsigned n = hi - lo < 255 ? (unsigned)(hi - lo) : 255;   /* a record's u8 */
 		rt_wp_line_hit(t, (unsigned)slot, lo, n, ip, kind);
 		return;
 	}

@@ -375,13 +375,24 @@ static void test_line_slots(void)
 	CHECK_EQ_U(l.line[1], C);
 	CHECK_EQ_U(l.live, 3);
 	/* find: an access that touches the line, from before it too */
-	CHECK_EQ_U(cd_lines_find(&l, 64, A + 63, 1), 0);
-	CHECK_EQ_U(cd_lines_find(&l, 64, A - 4, 8), 0);
-	CHECK(cd_lines_find(&l, 64, A - 8, 8) == -1);
-	CHECK(cd_lines_find(&l, 64, A + 64, 8) == -1);
+	uint64_t lo = 0;
+	unsigned n = 0;
+	CHECK_EQ_U(cd_lines_find(&l, 64, A + 63, 1, &lo, &n), 0);
+	CHECK_EQ_U(lo, A + 63);
+	CHECK_EQ_U(n, 1);
+	/* the bytes on the line: from before it, past its end, longer than a u8 */
+	CHECK_EQ_U(cd_lines_find(&l, 64, A - 4, 8, &lo, &n), 0);
+	CHECK_EQ_U(lo, A);
+	CHECK_EQ_U(n, 4);
+	CHECK_EQ_U(cd_lines_find(&l, 64, A + 60, 16, &lo, &n), 0);
+	CHECK_EQ_U(n, 4);
+	CHECK_EQ_U(cd_lines_find(&l, 512, A, 400, &lo, &n), 0);
+	CHECK_EQ_U(n, 255);
+	CHECK(cd_lines_find(&l, 64, A - 8, 8, NULL, NULL) == -1);
+	CHECK(cd_lines_find(&l, 64, A + 64, 8, NULL, NULL) == -1);
 	cd_lines_drop(&l, 0);
-	CHECK(cd_lines_find(&l, 64, A, 8) == -1);
-	CHECK_EQ_U(cd_lines_find(&l, 64, C + 8, 8), 1);
+	CHECK(cd_lines_find(&l, 64, A, 8, NULL, NULL) == -1);
+	CHECK_EQ_U(cd_lines_find(&l, 64, C + 8, 8, NULL, NULL), 1);
 	/* three candidates, two slots: the two newest */
 	struct cd_lines l0;
 	memset(&l0, 0, sizeof l0);
