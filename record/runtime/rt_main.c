@@ -551,6 +551,14 @@ void rt_thread_stop_sampling(struct rt_thread *t, int self)
 		rt_wp_thread_stop(t, self);
 	if (!self && out)
 		rt_flush_skips(t, rt_now());
+	if (out && t->wp_closed_cpu)
+		rt_log(2, "thread %u: watchpoints closed after %.1f ms of CPU time: its %llu context "
+		       "switches would have cost %.0f%% of it with the registers armed (%.2f us "
+		       "each; limit %u%%, " CT_ENV_WP_BUDGET ")",
+		       t->index, (double)t->wp_closed_cpu / 1e6,
+		       (unsigned long long)t->wp_closed_switches,
+		       100.0 * (double)(t->wp_closed_switches * rt_cfg.wp_switch_ns) / (double)t->wp_closed_cpu,
+		       (double)rt_cfg.wp_switch_ns / 1e3, rt_cfg.wp_budget);
 }
 
 void rt_thread_finish(struct rt_thread *t, int status)
@@ -563,14 +571,6 @@ void rt_thread_finish(struct rt_thread *t, int status)
 	rt_thread_stop_sampling(t, 1);
 	uint64_t now = rt_now();
 	rt_thread_stats(t);
-	if (t->wp_closed_cpu)
-		rt_log(2, "thread %u: watchpoints closed after %.1f ms of CPU time: its %llu context "
-		       "switches would have cost %.0f%% of it with the registers armed (%.2f us "
-		       "each; limit %u%%, " CT_ENV_WP_BUDGET ")",
-		       t->index, (double)t->wp_closed_cpu / 1e6,
-		       (unsigned long long)t->wp_closed_switches,
-		       100.0 * (double)(t->wp_closed_switches * rt_cfg.wp_switch_ns) / (double)t->wp_closed_cpu,
-		       (double)rt_cfg.wp_switch_ns / 1e3, rt_cfg.wp_budget);
 	rt_flush_skips(t, now);
 	int expect = 0;
 	t->end_ns = now;     /* before end_pushed: the writer's attribution reads it */

@@ -187,15 +187,17 @@ void rt_wp_disarm(struct rt_thread *t)
  * thread's CPU time, if its context switches so far, at that cost, come to
  * more than rt_cfg.wp_budget % of its CPU time, its registers are closed
  * for good (reopening them here would take the runtime's descriptor lock
- * in a signal handler).  On the thread, in its sample's handler, before
- * the arming; not once the thread is stopped (the writer then disables
+ * in a signal handler).  On the thread, in its sample's handler (skipped
+ * samples too: a thread that waits in the kernel or spins in an OpenMP
+ * runtime has few usable ones), before the arming; not once the thread is
+ * stopped (the writer then disables
  * its registers: rt_thread_stop_sampling waits for this handler first). */
 #define RT_WP_JUDGE_NS 5000000ull
 
 void rt_wp_check_cost(struct rt_thread *t)
 {
 	if (rt_cfg.wp_soft || !rt_cfg.wp_switch_ns || !rt_cfg.wp_budget || !t->nwp ||
-	    atomic_load(&t->stopped))
+	    t != rt_self || atomic_load(&t->stopped))
 		return;
 	struct timespec ts;
 	struct rusage ru;
