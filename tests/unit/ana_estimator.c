@@ -447,6 +447,7 @@ static void test_owner_monitor_trace(void)
 	analysis_free(&a);
 	o.model = "window";
 	CHECK(analysis_run(&a, path, &o, false) != 0);
+	analysis_free(&a);     /* (a refused run keeps what it opened: the caller frees) */
 	tb_free(&b);
 
 	tb_init(&b, 2);
@@ -455,6 +456,7 @@ static void test_owner_monitor_trace(void)
 	path = tb_write(&b);
 	o.model = NULL;
 	CHECK(path && analysis_run(&a, path, &o, false) != 0);
+	analysis_free(&a);
 	tb_free(&b);
 }
 
