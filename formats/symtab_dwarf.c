@@ -527,7 +527,14 @@ static void do_subprogram(struct dw *d, Dwarf_Die die)
 		d->oom = 1;
 }
 
-static void walk(struct dw *d, Dwarf_Die parent, int depth)
+/* The variables at fixed addresses and the functions under parent.  In
+ * full (a CU read in full): every function and its nested scopes.  Else
+ * (a CU whose code holds nothing recorded): its top level and namespaces
+ * only (C++ static members are defined there too), not the functions' own
+ * static variables; and the functions' ranges only where there are
+ * allocation sites (a site's `new T` calls T's constructor, which may be in
+ * any unit: ctor_class looks it up among them). */
+static void walk(struct dw *d, Dwarf_Die parent, int depth, bool full)
 {
 	if (depth > DIE_DEPTH_MAX || d->oom)
 		return;
@@ -543,47 +550,22 @@ static void walk(struct dw *d, Dwarf_Die parent, int depth)
 				do_variable(d, c);
 				break;
 			case DW_TAG_subprogram:
-				do_subprogram(d, c);
-				walk(d, c, depth + 1);
+				if (full || d->si)
+					do_subprogram(d, c);
+				if (full)
+					walk(d, c, depth + 1, full);
 				break;
 			case DW_TAG_lexical_block:
-			case DW_TAG_namespace:
 			case DW_TAG_inlined_subroutine:
-				walk(d, c, depth + 1);
+				if (full)
+					walk(d, c, depth + 1, full);
+				break;
+			case DW_TAG_namespace:
+				walk(d, c, depth + 1, full);
 				break;
 			default:
 				break;
 			}
-		}
-		next = NULL;
-		if (dwarf_siblingof_b(d->dbg, c, 1, &next, &e) != DW_DLV_OK)
-			next = NULL;
-		dwarf_dealloc_die(c);
-	}
-}
-
-/* The variables at fixed addresses of a CU that is not read in full: its
- * top level and its namespaces (C++ static members are defined there too),
- * not the functions' own static variables; and, where there are allocation
- * sites, its functions' ranges (a site's `new T` calls T's constructor,
- * which may be in any unit: ctor_class looks it up among them). */
-static void walk_variables(struct dw *d, Dwarf_Die parent, int depth)
-{
-	if (depth > DIE_DEPTH_MAX || d->oom)
-		return;
-	Dwarf_Die c = NULL, next;
-	Dwarf_Error e = NULL;
-	if (dwarf_child(parent, &c, &e) != DW_DLV_OK)
-		return;
-	for (; c; c = next) {
-		Dwarf_Half tag = 0;
-		if (dwarf_tag(c, &tag, &e) == DW_DLV_OK) {
-			if (tag == DW_TAG_variable)
-				do_variable(d, c);
-			else if (tag == DW_TAG_subprogram && d->si)
-				do_subprogram(d, c);
-			else if (tag == DW_TAG_namespace)
-				walk_variables(d, c, depth + 1);
 		}
 		next = NULL;
 		if (dwarf_siblingof_b(d->dbg, c, 1, &next, &e) != DW_DLV_OK)
@@ -1238,7 +1220,7 @@ static void sites_free(struct site_info *si)
  * A CU's line program and the walk of its functions are most of what a join
  * spends on DWARF (libc's debug file has some 1,500 CUs), and only the CUs
  * whose code holds a recorded instruction or allocation site need them: the
- * others are read for their variables only (walk_variables).  The CUs' code
+ * others are read for their variables only (walk, not in full).  The CUs' code
  * ranges come from .debug_aranges; a CU it does not list is read in full,
  * and so is every CU when the section is missing or no addresses were given. */
 struct cu_pick {
@@ -1371,12 +1353,10 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 		if (dwarf_siblingof_b(d.dbg, NULL, 1, &cu, &e) != DW_DLV_OK)
 			continue;
 		ncu++;
-		if (cu_in_full(&d, cu)) {
+		bool full = cu_in_full(&d, cu);
+		if (full)
 			do_lines(&d, cu);
-			walk(&d, cu, 0);
-		} else {
-			walk_variables(&d, cu, 0);
-		}
+		walk(&d, cu, 0, full);
 		dwarf_dealloc_die(cu);
 		if (d.oom)
 			break;
