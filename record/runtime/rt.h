@@ -167,6 +167,14 @@ static inline uint64_t rt_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's CPU time, ns (async-signal-safe). */
+static inline uint64_t rt_thread_cpu_ns(void)
+{
+	struct timespec ts = { 0, 0 };   /* 0 if the clock fails */
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* rt_marker.c: a libgomp parallel region, told to rt_omp_sync when it is
  * set (the inst sampler's full mode, record/inst/inst_omp.c): the fork and
  * the join on the thread that starts the region (before and after it), the

@@ -232,13 +232,6 @@ static bool handle_ours(int sig, siginfo_t *si, void *uc, struct rt_thread *t)
 	return fd >= 0 && fd < 65536 && atomic_load(&rt_fd_ours[fd]);
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Lengthen t's period (in its signal handler): a MARKER record, and one
  * line on stderr for the whole process.  share: the runtime's share of the
  * thread's CPU time, percent; 0 when the queue was full. */
@@ -275,7 +268,7 @@ static void account(struct rt_thread *t, uint64_t c0)
 	t->cost_runs++;
 	if (!c0)
 		return;
-	uint64_t c1 = thread_cpu_ns();
+	uint64_t c1 = rt_thread_cpu_ns();
 	if (!t->cost_cpu0 || c0 < t->cost_cpu0) {
 		t->cost_cpu0 = c0;
 		t->cost_runs = 1;
@@ -323,7 +316,7 @@ static void rt_handler(int sig, siginfo_t *si, void *uc)
 	struct rt_thread *t = rt_self;
 	if (t)
 		atomic_store(&t->in_handler, 1);
-	uint64_t c0 = t && (t->cost_runs % RT_COST_EVERY) == 0 ? thread_cpu_ns() : 0;
+	uint64_t c0 = t && (t->cost_runs % RT_COST_EVERY) == 0 ? rt_thread_cpu_ns() : 0;
 	bool ours = false, fallback = false;
 	if (sig == SIGIO)
 		fallback = sigio_fallback(si, uc, t);

@@ -32,7 +32,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -199,11 +198,8 @@ void rt_wp_check_cost(struct rt_thread *t)
 	if (rt_cfg.wp_soft || !rt_cfg.wp_switch_ns || !rt_cfg.wp_budget || !t->nwp ||
 	    t != rt_self || atomic_load(&t->stopped))
 		return;
-	struct timespec ts;
 	struct rusage ru;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-		return;
-	uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	uint64_t cpu = rt_thread_cpu_ns();
 	if (cpu < RT_WP_JUDGE_NS || getrusage(RUSAGE_THREAD, &ru) != 0)
 		return;
 	uint64_t sw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;

@@ -67,13 +67,6 @@ static void soft_convert(struct rt_thread *t, const struct perf_rec *r, struct r
 	                             atomic_load(&t->samp_by_writer), &s->acc);
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int timer_set(struct rt_thread *t)
 {
 	struct itimerspec its;
@@ -94,7 +87,7 @@ static int timer_start(struct rt_thread *t, int why_errno)
 	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) < 0)
 		return -errno;
 	/* the handler reads timer_cpu_prev once it sees timer_ok: set before */
-	t->timer_cpu_prev = thread_cpu_ns();
+	t->timer_cpu_prev = rt_thread_cpu_ns();
 	atomic_signal_fence(memory_order_release);
 	if (timer_set(t) < 0) {
 		int e = errno;
@@ -185,7 +178,7 @@ static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 	/* The timer fires at the scheduler tick, not every period (seen: one
 	 * expiration per 5.8 ms for 1 ms asked, overruns undercounted): the
 	 * sample stands for the CPU time measured since the last one. */
-	uint64_t cpu = thread_cpu_ns();
+	uint64_t cpu = rt_thread_cpu_ns();
 	s.period = cpu - t->timer_cpu_prev;
 	t->timer_cpu_prev = cpu;
 	rt_status_timer_sample(s.period);
