@@ -192,7 +192,7 @@ _Noreturn void rt_no_real(const char *name);
 void rt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int rt_push(struct rt_thread *t, const struct ct_record *r);
 int rt_push_wait(struct rt_thread *t, const struct ct_record *r);
-bool rt_wait_room(struct rt_thread *t, unsigned type);
+void rt_wait_room(struct rt_thread *t, unsigned type);
 struct rt_thread *rt_thread_begin(uint32_t parent, uint32_t index);
 void rt_thread_finish(struct rt_thread *t, int status);
 void rt_thread_stop_sampling(struct rt_thread *t, int self);

@@ -179,25 +179,25 @@ int rt_push(struct rt_thread *t, const struct ct_record *r)
 	return rc;
 }
 
-/* Wait until a record of `type` fits in t's ring, poking the writer; false
- * if the writer made no progress for ~0.5 s (it may be gone, or stuck in a
+/* Wait until a record of `type` fits in t's ring, poking the writer; give up
+ * when the writer made no progress for ~0.5 s (it may be gone, or stuck in a
  * write): then no more waits until it frees something of this ring.  On a
  * loaded machine the writer thread may not run for longer than a ring
  * takes to fill. */
-static bool wait_room(struct rt_thread *t, unsigned type)
+static void wait_room(struct rt_thread *t, unsigned type)
 {
 	if (recring_has_room(&t->ring, type))
-		return true;
+		return;
 	uint64_t seen = atomic_load_explicit(&t->ring.tail, memory_order_acquire);
 	if (t->ring_stalled_at == seen + 1)
-		return false;
+		return;
 	t->ring_waits++;
 	for (int idle = 0; idle < 500; idle++) {
 		rt_writer_poke();
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 		if (recring_has_room(&t->ring, type))
-			return true;
+			return;
 		uint64_t now = atomic_load_explicit(&t->ring.tail, memory_order_acquire);
 		if (now != seen) {
 			seen = now;
@@ -205,7 +205,6 @@ static bool wait_room(struct rt_thread *t, unsigned type)
 		}
 	}
 	t->ring_stalled_at = seen + 1;
-	return false;
 }
 
 /* Records that describe the program instead of sampling it (allocations,
@@ -213,9 +212,10 @@ static bool wait_room(struct rt_thread *t, unsigned type)
  * ALLOC misattributes every later access to its block.  Not once the
  * process exits (the writer is stopping).  Normal context or the program's
  * own signal handlers (nanosleep is async-signal-safe). */
-bool rt_wait_room(struct rt_thread *t, unsigned type)
+void rt_wait_room(struct rt_thread *t, unsigned type)
 {
-	return atomic_load(&rt_exiting) ? recring_has_room(&t->ring, type) : wait_room(t, type);
+	if (!atomic_load(&rt_exiting))
+		wait_room(t, type);
 }
 
 /* For the records that must not be lost (THREAD_END): wait for the writer
