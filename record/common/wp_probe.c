@@ -131,6 +131,7 @@ void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap)
 
 #define SWITCH_TURNS 1000     /* sched_yield turns per measurement */
 #define SWITCH_ROUNDS 3       /* measurements with and without registers */
+#define SWITCH_WALL_NS 20000000ull /* the longest a measurement takes */
 
 struct turn_arg {
 	int cpu, nregs;
@@ -166,10 +167,15 @@ static void *take_turns(void *arg)
 			on++;
 		}
 		if (on == a->nregs) {
-			uint64_t t0 = thread_cpu_ns();
-			for (int i = 0; i < SWITCH_TURNS; i++)
+			/* at most SWITCH_WALL_NS of wall time: on a loaded cpu each
+			 * turn may hand the cpu to other work for a whole slice */
+			uint64_t t0 = thread_cpu_ns(), w0 = now_ns();
+			int turns = 0;
+			while (turns < SWITCH_TURNS && now_ns() - w0 < SWITCH_WALL_NS) {
 				sched_yield();
-			a->ns = (thread_cpu_ns() - t0) / SWITCH_TURNS;
+				turns++;
+			}
+			a->ns = turns ? (thread_cpu_ns() - t0) / (uint64_t)turns : 0;
 		}
 	}
 	for (int i = 0; i < n; i++)

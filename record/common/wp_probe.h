@@ -51,7 +51,7 @@ void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap);
 /* What nregs armed registers add to each context switch of a thread, in ns
  * of its CPU time: two threads on the calling thread's cpu take turns
  * (sched_yield) with and without registers enabled; the least of 3 rounds
- * of 1000 turns each (tens of ms).  A hypervisor that traps every write of
+ * of up to 1000 turns or 20 ms each (at most 120 ms).  A hypervisor that traps every write of
  * the debug registers makes it microseconds.  0 when it cannot be measured
  * (no perf breakpoints, the cpu cannot be pinned). */
 uint64_t wp_switch_cost_ns(int nregs);
