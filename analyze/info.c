@@ -90,6 +90,8 @@ static const char *feature_name(unsigned i, char *buf, size_t cap)
 		return "filtered";
 	if (1ull << i == CT_FEAT_LINE_WATCHES)
 		return "line-watches";
+	if (1ull << i == CT_FEAT_LINE_WRITERS)
+		return "line-writers";
 	snprintf(buf, cap, "bit%u", i);
 	return buf;
 }

@@ -39,7 +39,16 @@
  * carries the bytes the access touched: true sharing when they overlap the
  * published bytes; weight = period x K x L / (bytes watched) (1 x for a
  * whole line); with the comdetective expiry every recorded hit counts (the
- * recorder ended the old watches); --watchpoints 0 ignores them.
+ * recorder ended the old watches); --watchpoints 0 ignores them.  A watch
+ * lives on after its first hit until the watcher overwrites the bytes of
+ * its publication, reported as a hit too (format 5, header bit
+ * CT_FEAT_LINE_WRITERS; before, every hit ended its watch): an overwrite
+ * makes the watcher the line's latest known writer, and a second hit is no
+ * event.  Each detection and each first hit is credited to its line's
+ * latest known writer (the newest store sample or overwrite on the line,
+ * cd_writer_note; formats/comdetective.h says why) when that came after the
+ * publication (cd_credit), and counts nothing when that writer is the
+ * watcher itself.
  *
  * --estimator owner (a trace recorded with commrec --owner-window J: the
  * inst runtime's line monitor, record/inst/inst_owner.c) replaces all of
@@ -87,6 +96,8 @@ struct cd {
 	struct cd_history *hist;             /* Algorithm 1's state of each thread */
 	struct cd_thread *t;
 	struct cd_lwatch *lw;                /* rules.wp_lines: each thread's line watches */
+	struct board writers;                /* rules.wp_lines: the lines' latest known writers */
+	void *writers_mem;
 	struct kfilter kf;
 	struct event_consumer *out;
 	size_t nout;
@@ -95,6 +106,10 @@ struct cd {
 	uint64_t windows[CT_OWNER_OPEN_MAX + 1]; /* OWNER_WIN records by status */
 	uint64_t owner_left_out;    /* accesses the monitor could not follow (SUMMARY) */
 };
+
+/* Lines whose latest known writer is kept (line watches): a slot is about
+ * 56 bytes. */
+#define CD_WRITERS 4096u
 
 static void cd_destroy(void *self);
 
@@ -161,15 +176,21 @@ static void *cd_create(const struct model_setup *s)
 		life = cd->o.watch_life;
 	}
 	if (lines) {
+		const struct ct_header *h = s->trace ? ct_trace_header(s->trace) : NULL;
 		cd->rules.wp_lines = lines < CD_LINES_MAX ? lines : CD_LINES_MAX;
 		cd->rules.wp_life = life;
 		if (!cd->rules.wp_life)
 			cd->rules.wp_life = 1;
+		cd->rules.wp_one_hit = h && (h->features & CT_FEAT_LINE_WATCHES) &&
+		                       !(h->features & CT_FEAT_LINE_WRITERS);
 		cd->lw = calloc(nt, sizeof *cd->lw);
-		if (!cd->lw) {
+		cd->writers_mem = calloc(1, board_bytes(CD_WRITERS));
+		if (!cd->lw || !cd->writers_mem) {
 			cd_destroy(cd);
 			return NULL;
 		}
+		board_init(&cd->writers, cd->writers_mem, CD_WRITERS, cd->line_size);
+		cd->writers.hash = BOARD_HASH_MURMUR;
 	}
 	for (size_t i = 0; i < s->nthreads; i++)
 		cd->t[i].last_cpu = UINT32_MAX;
@@ -181,6 +202,17 @@ static void *cd_create(const struct model_setup *s)
 		cd->owner_v = (double)p * (double)(p - 1) / ((double)j * (double)j);
 	}
 	return cd;
+}
+
+/* A store of thread `self` (a store sample, a store's hit): the latest
+ * known writer of its line. */
+static void note_writer(struct cd *cd, uint32_t self, uint64_t time, uint64_t addr, unsigned len,
+                        uint32_t cpu, uint64_t ip)
+{
+	struct board_view v = {
+		.addr = addr, .time = time, .ip = ip, .thread = self, .cpu = cpu, .len = (uint8_t)len,
+	};
+	cd_writer_note(&cd->writers, &v);
 }
 
 static void cd_sample(struct cd *cd, const struct ct_record *r)
@@ -196,9 +228,14 @@ static void cd_sample(struct cd *cd, const struct ct_record *r)
 	};
 	struct cd_step st;
 	cd_step(&cd->rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
-	if (cd->lw)
+	bool counted = st.detected;
+	if (cd->lw) {
 		cd_lines_expire(&cd->rules, &cd->hist[r->thread], &cd->lw[r->thread].lines);
-	if (!st.detected)
+		counted = counted && cd_credit(&cd->writers, r->thread, r->time, &st.src);
+		if (a.store)
+			note_writer(cd, r->thread, r->time, s->addr, s->len, s->cpu, s->ip);
+	}
+	if (!counted)
 		return;
 	const struct board_view *e = &st.src;
 	struct comm_event ev = {
@@ -216,8 +253,7 @@ static void cd_sample(struct cd *cd, const struct ct_record *r)
 static void line_arm(struct cd *cd, const struct ct_record *r)
 {
 	struct cd_lwatch *lw = &cd->lw[r->thread];
-	unsigned slot = cd_lines_add(&cd->rules, &cd->hist[r->thread], &lw->lines,
-	                             r->u.arm.wp_addr[0]);
+	unsigned slot = cd_lines_add(&cd->rules, &cd->hist[r->thread], &lw->lines, &r->u.arm);
 	lw->arm[slot] = r->u.arm;
 	lw->period[slot] = cd->t[r->thread].last_period;
 	cd_arm_noted(&cd->hist[r->thread], r->u.arm.pub_time, &lw->note[slot]);
@@ -243,9 +279,18 @@ static void cd_arm(struct cd *cd, const struct ct_record *r)
 	cd_arm_noted(h, a->pub_time, &th->note);
 }
 
-/* The event of hit r on arm a, armed by a sample of weight `period`;
- * watched: the bytes of the line it watched. */
-static void hit_event(struct cd *cd, const struct ct_record *r, const struct ct_wp_arm *a,
+/* The publication arm a watches (its publisher's last cpu). */
+static struct board_view arm_source(const struct cd *cd, const struct ct_wp_arm *a)
+{
+	return (struct board_view){
+		.addr = a->pub_addr, .time = a->pub_time, .thread = a->publisher,
+		.cpu = cd->t[a->publisher].last_cpu, .len = a->pub_len,
+	};
+}
+
+/* The event of hit r on a watch of the store src, armed by a sample of
+ * weight `period`; watched: the bytes of the line it watched. */
+static void hit_event(struct cd *cd, const struct ct_record *r, const struct board_view *src,
                       uint64_t period, unsigned watched)
 {
 	const struct ct_wp_hit *h = &r->u.hit;
@@ -253,13 +298,13 @@ static void hit_event(struct cd *cd, const struct ct_record *r, const struct ct_
 	if (scale < 1)
 		scale = 1;
 	struct comm_event ev = {
-		.time = r->time, .dst = r->thread, .src = a->publisher,
-		.dst_cpu = h->cpu, .src_cpu = cd->t[a->publisher].last_cpu,
+		.time = r->time, .dst = r->thread, .src = src->thread,
+		.dst_cpu = h->cpu, .src_cpu = src->cpu,
 		.line = board_line(&cd->board, h->addr),
-		.addr = h->addr, .src_addr = a->pub_addr, .len = h->len, .src_len = a->pub_len,
+		.addr = h->addr, .src_addr = src->addr, .len = h->len, .src_len = src->len,
 		.dst_kind = h->kind, .via = COMM_VIA_WATCHPOINT,
-		.true_sharing = ranges_overlap(h->addr, h->len, a->pub_addr, a->pub_len),
-		.ip = h->ip, .src_ip = 0, .weight = (double)period * scale,
+		.true_sharing = ranges_overlap(h->addr, h->len, src->addr, src->len),
+		.ip = h->ip, .src_ip = src->ip, .weight = (double)period * scale,
 		.var = sampled_var((double)period * scale),
 	};
 	emit(cd->out, cd->nout, &ev);
@@ -279,13 +324,19 @@ static void line_hit(struct cd *cd, const struct ct_record *r)
 		watched += a->wp_len[i];
 	if (h->addr < a->wp_addr[0] || h->addr >= a->wp_addr[0] + watched)
 		return;
-	cd_lines_drop(&lw->lines, slot);
-	if (cd->o.watchpoints == MODEL_WP_NONE)
+	bool first = !cd_lines_was_hit(&lw->lines, slot), store = h->kind != CT_ACCESS_LOAD;
+	bool overwrite = cd_lines_overwrite(&lw->lines, slot, h->addr, h->len, store);
+	if (!cd_lines_hit(&lw->lines, slot, h->addr, h->len, store, cd->rules.wp_one_hit) ||
+	    cd->o.watchpoints == MODEL_WP_NONE)
 		return;
-	if (h->addr + h->len > a->wp_addr[0] + watched || !h->len ||
-	    !cd_hit_recent(&cd->rules, &cd->hist[r->thread], &lw->note[slot], r->time))
-		return;
-	hit_event(cd, r, a, lw->period[slot], watched);
+	struct board_view src = arm_source(cd, a);
+	bool counted = first && h->len && h->addr + h->len <= a->wp_addr[0] + watched &&
+	               cd_hit_recent(&cd->rules, &cd->hist[r->thread], &lw->note[slot], r->time) &&
+	               cd_credit(&cd->writers, r->thread, r->time, &src);
+	if (overwrite)
+		note_writer(cd, r->thread, r->time, h->addr, h->len, h->cpu, h->ip);
+	if (counted)
+		hit_event(cd, r, &src, lw->period[slot], watched);
 }
 
 static void cd_hit(struct cd *cd, const struct ct_record *r)
@@ -309,7 +360,8 @@ static void cd_hit(struct cd *cd, const struct ct_record *r)
 	}
 	if (!cd_hit_recent(&cd->rules, &cd->hist[r->thread], &th->note, r->time))
 		return;
-	hit_event(cd, r, &th->arm, th->arm_period, d * CD_WORD_BYTES);
+	struct board_view src = arm_source(cd, &th->arm);
+	hit_event(cd, r, &src, th->arm_period, d * CD_WORD_BYTES);
 	th->hit_done = true;
 }
 
@@ -393,6 +445,7 @@ static void cd_destroy(void *self)
 	free(cd->hist);
 	free(cd->t);
 	free(cd->lw);
+	free(cd->writers_mem);
 	free(cd);
 }
 

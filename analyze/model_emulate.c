@@ -39,8 +39,9 @@
  * (commrec --line-watches, --line-watch-life; the same cd_step): at every sample
  * the thread watches the whole lines of the store samples that other
  * threads took since its previous one, in S slots, each until its first
- * hit or --line-watch-life samples; a hit carries the slot and the bytes the
- * access touched in the line.
+ * hit (reported) and the thread's store to the bytes of the watched
+ * publication (reported too: an overwrite), or --line-watch-life samples;
+ * a hit carries the slot and the bytes the access touched in the line.
  *
  * --estimator owner replaces the ComDetective step and its weighting by
  * the owner estimator (model_exact.c, exact_owner_*): a sampled access
@@ -176,7 +177,8 @@ static void hit_record(struct emu *e, const struct ct_record *r, uint64_t addr, 
 }
 
 /* Line watches: the watch the access touches, if any, hit with the
- * access's bytes in its line (as the inst runtime). */
+ * access's bytes in its line when cd_lines_hit reports it (as the inst
+ * runtime). */
 static void check_line_hit(struct emu *e, struct emu_thread *th, const struct ct_record *r)
 {
 	const struct ct_sample *s = &r->u.sample;
@@ -184,10 +186,9 @@ static void check_line_hit(struct emu *e, struct emu_thread *th, const struct ct
 	uint64_t lo;
 	unsigned n;
 	int slot = cd_lines_find(&th->lines, e->rules.line_size, s->addr, len, &lo, &n);
-	if (slot < 0)
-		return;
-	cd_lines_drop(&th->lines, (unsigned)slot);
-	hit_record(e, r, lo, n, (unsigned)slot);
+	if (slot >= 0 &&
+	    cd_lines_hit(&th->lines, (unsigned)slot, lo, n, s->kind != CT_ACCESS_LOAD, false))
+		hit_record(e, r, lo, n, (unsigned)slot);
 }
 
 /* The watcher's access [addr, addr+len): a trap on the first watched word

@@ -116,12 +116,12 @@ static void arm_lines(const struct cd_rules *c, uint32_t self, struct cd_history
 			continue;           /* the board's lookup decides about the sampled line;
 			                       a line logged twice: its newest sample */
 		struct cd_line_arm *la = &out->arms[out->narms++];
-		la->slot = cd_lines_add(c, h, l, line);
 		la->arm.pub_time = v[i].time;
 		la->arm.pub_addr = v[i].addr;
 		la->arm.pub_len = v[i].len;
 		la->arm.publisher = v[i].thread;
 		cd_line_registers(&la->arm, line, c->line_size);
+		la->slot = cd_lines_add(c, h, l, &la->arm);
 	}
 }
 
@@ -184,14 +184,27 @@ bool cd_lines_expire(const struct cd_rules *c, const struct cd_history *h, struc
 	for (uint64_t m = l->live; m; m &= m - 1) {
 		unsigned i = (unsigned)__builtin_ctzll(m);
 		if (h->nsamples - l->born[i] >= c->wp_life)
-			l->live &= ~(1ull << i);
+			cd_lines_drop(l, i);
 	}
 	return l->live != before;
 }
 
-unsigned cd_lines_add(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l,
-                      uint64_t line)
+bool cd_lines_hit(struct cd_lines *l, unsigned slot, uint64_t lo, unsigned n, bool store,
+                  bool one_hit)
 {
+	bool first = !cd_lines_was_hit(l, slot);
+	bool overwrite = cd_lines_overwrite(l, slot, lo, n, store);
+	if (overwrite || one_hit)
+		cd_lines_drop(l, slot);
+	else
+		l->hit |= 1ull << slot;
+	return first || overwrite;
+}
+
+unsigned cd_lines_add(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l,
+                      const struct ct_wp_arm *arm)
+{
+	uint64_t line = arm->wp_addr[0];
 	unsigned cap = c->wp_lines < CD_LINES_MAX ? c->wp_lines : CD_LINES_MAX;
 	unsigned slot = cap, oldest = cap;
 	for (unsigned i = 0; i < cap; i++) {
@@ -202,13 +215,19 @@ unsigned cd_lines_add(const struct cd_rules *c, const struct cd_history *h, stru
 		}
 		if (!live && slot == cap)
 			slot = i;
-		if (live && (oldest == cap || l->born[i] < l->born[oldest]))
+		/* the oldest gives way, one that waits for its overwrite first */
+		bool hit = cd_lines_was_hit(l, i);
+		if (live && (oldest == cap || hit > cd_lines_was_hit(l, oldest) ||
+		             (hit == cd_lines_was_hit(l, oldest) && l->born[i] < l->born[oldest])))
 			oldest = i;
 	}
 	if (slot == cap)
 		slot = oldest < cap ? oldest : 0;
 	l->live |= 1ull << slot;
+	l->hit &= ~(1ull << slot);      /* a new watch: its first hit is to come */
 	l->line[slot] = line;
+	l->pub[slot] = arm->pub_addr;
+	l->pub_len[slot] = arm->pub_len;
 	l->born[slot] = h->nsamples;
 	return slot;
 }
@@ -240,4 +259,24 @@ void cd_line_registers(struct ct_wp_arm *arm, uint64_t line, unsigned line_size)
 		arm->wp_len[n] = (uint8_t)(left < CD_REG_BYTES ? left : CD_REG_BYTES);
 	}
 	arm->nwp = (uint8_t)n;
+}
+
+void cd_writer_note(struct board *w, const struct board_view *v)
+{
+	struct board_view old;
+	struct board_slot slot;
+	board_lookup(w, v->addr, &old, &slot);
+	board_replace(w, &slot, v);
+}
+
+bool cd_credit(const struct board *w, uint32_t self, uint64_t now, struct board_view *src)
+{
+	struct board_view x;
+	if (!board_get(w, src->addr, &x) || board_line(w, x.addr) != board_line(w, src->addr) ||
+	    x.time <= src->time || x.time > now)
+		return true;            /* nothing known since the publication */
+	if (x.thread == self)
+		return false;
+	*src = x;
+	return true;
 }

@@ -32,9 +32,24 @@
  * board_log; at most the last BOARD_RECENT), from another thread and not
  * on the sampled line, is watched (a WP_ARM each, one
  * register covering its line; a line already watched takes the newer
- * sample; when the slots are full the oldest watch gives way).  A watch
- * ends at its first hit, which carries the bytes the access touched (true
- * or false sharing from the two accesses' bytes, as the exact model).
+ * sample; when the slots are full the oldest watch gives way).  A hit
+ * carries the bytes the access touched (true or false sharing from the two
+ * accesses' bytes, as the exact model).  A watch ends when the watcher
+ * stores to the bytes of the publication it watches (an overwrite); until
+ * then its first hit is reported, and the overwrite too, as a second hit
+ * (cd_lines_hit).  Offline, each detection and each first hit is credited
+ * to its line's latest known writer since the publication it came from
+ * (cd_credit), not to a publisher whose data another thread has replaced
+ * since: the event's weight (one sample's period) stays, only its source
+ * moves.  Known writers are store samples (every thread's stores, sampled
+ * alike) and overwrites: a store to the bytes another thread's store wrote
+ * comes after it (in a program without data races, synchronization orders
+ * the two), so the overwriter is that data's newer writer (a pipeline's
+ * stages).  Any store of a watcher would not do: a falsely shared line has
+ * concurrent writers of their own bytes (a radix sort's scatter), and a
+ * watcher's first store to it says nothing of who writes last, while the
+ * publisher's later stores go unseen (crediting those took the emulate
+ * model's r on tests/kernels/alltoall from 0.97 to 0.76).
  *
  * Expiry rules (enum cd_expiry), for an entry E published by thread P:
  *   CD_EXPIRY_RECORDER  the recorder's: any E is a detection; T replaces E
@@ -101,14 +116,19 @@ struct cd_rules {
 	unsigned wp_lines;          /* slots per thread, at most CD_LINES_MAX */
 	unsigned wp_life;           /* a watch ends when its watcher has taken this many
 	                               samples since it armed (at least 1) */
+	bool wp_one_hit;            /* every hit ends its watch (traces before format 5) */
 };
 
 /* One thread's line watches: slot i (bit i of live) watches the line at
- * line[i], armed when the watcher had taken born[i] samples. */
+ * line[i] for the publication of the bytes [pub[i], pub[i] + pub_len[i]),
+ * armed when the watcher had taken born[i] samples; bit i of hit: its first
+ * hit is reported, it waits for the overwrite. */
 struct cd_lines {
-	uint64_t live;
+	uint64_t live, hit;
 	uint64_t line[CD_LINES_MAX];
 	uint64_t born[CD_LINES_MAX];
+	uint64_t pub[CD_LINES_MAX];
+	uint8_t pub_len[CD_LINES_MAX];
 };
 
 struct cd_access {              /* the sampled access */
@@ -156,24 +176,56 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
  * cd_lines_expire  at each sample, after cd_step: end the watches armed
  *                  wp_life or more samples ago (h: the watcher's history);
  *                  true if one ended;
- * cd_lines_add     a watch on the line at `line` armed now: its slot;
+ * cd_lines_add     a watch armed now (the WP_ARM's fields: the line at
+ *                  wp_addr[0], the publication pub_addr, pub_len): its slot;
  * cd_lines_find    the slot of a live watch (of lines of line_size bytes)
  *                  that [addr, addr+len) touches, or -1; with lo and n
  *                  (may be NULL) the bytes of the access on that line, as a
  *                  WP_HIT holds them (n at most 255);
- * cd_lines_drop    end slot's watch (its hit). */
+ * cd_lines_hit     an access of the bytes [lo, lo+n) of slot's line (store:
+ *                  a store or an atomic) touched its watch: true if it is a
+ *                  hit to report (a WP_HIT): the watch's first, or an
+ *                  overwrite (cd_lines_overwrite), which ends the watch
+ *                  (any hit with one_hit: rules.wp_one_hit);
+ * cd_lines_drop    end slot's watch. */
 bool cd_lines_expire(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l);
 unsigned cd_lines_add(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l,
-                      uint64_t line);
+                      const struct ct_wp_arm *arm);
 int cd_lines_find(const struct cd_lines *l, unsigned line_size, uint64_t addr, uint64_t len,
                   uint64_t *lo, unsigned *n);
+bool cd_lines_hit(struct cd_lines *l, unsigned slot, uint64_t lo, unsigned n, bool store,
+                  bool one_hit);
 static inline void cd_lines_drop(struct cd_lines *l, unsigned slot)
 {
 	l->live &= ~(1ull << slot);
+	l->hit &= ~(1ull << slot);
+}
+/* Has slot's watch reported its first hit (the next is an overwrite)? */
+static inline bool cd_lines_was_hit(const struct cd_lines *l, unsigned slot)
+{
+	return l->hit >> slot & 1;
+}
+/* Does a store of the bytes [lo, lo+n) overwrite slot's publication? */
+static inline bool cd_lines_overwrite(const struct cd_lines *l, unsigned slot, uint64_t lo,
+                                      unsigned n, bool store)
+{
+	return store && lo < l->pub[slot] + l->pub_len[slot] && l->pub[slot] < lo + n;
 }
 /* A WP_ARM's registers for a watch of the whole line at `line` (size
  * line_size): consecutive ranges of at most CD_REG_BYTES. */
 void cd_line_registers(struct ct_wp_arm *arm, uint64_t line, unsigned line_size);
+
+/* The lines' latest known writers, for crediting (offline: the
+ * comdetective model with line watches): a board (board.h) whose slot of a
+ * line holds the newest known writer's store noted (see above).
+ * cd_writer_note  note store v (any thread's);
+ * cd_credit       a communication to `self` seen at `now` on the line of
+ *                 *src, the publication it came from: when a later store to
+ *                 the line is known (at or before now), it replaces *src;
+ *                 false when that store is self's own (what self saw is its
+ *                 own write: no communication). */
+void cd_writer_note(struct board *w, const struct board_view *v);
+bool cd_credit(const struct board *w, uint32_t self, uint64_t now, struct board_view *src);
 
 /* What the watchpoint expiry needs of an arm, noted when the watcher
  * (history h, right after the sample that armed) arms. */

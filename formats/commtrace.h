@@ -27,7 +27,7 @@ extern "C" {
 
 /* ---- versions ---------------------------------------------------------- */
 
-#define CT_FORMAT_VERSION 4     /* written by this library (FORMAT.md, Changelog) */
+#define CT_FORMAT_VERSION 5     /* written by this library (FORMAT.md, Changelog) */
 #define CT_FORMAT_MIN_READ 1    /* oldest version this library reads */
 
 /* Feature bits in the header: what kinds of content a trace may hold.  A
@@ -42,7 +42,10 @@ extern "C" {
 #define CT_FEAT_OWNER        (1ull << 6)  /* v4: line monitor records (OWNER_XFER, OWNER_WIN) */
 #define CT_FEAT_FILTERED     (1ull << 32) /* required: a filtered full trace (FORMAT.md) */
 #define CT_FEAT_LINE_WATCHES (1ull << 33) /* required: software line watches (FORMAT.md) */
-#define CT_FEATURES_KNOWN    (((1ull << 7) - 1) | CT_FEAT_FILTERED | CT_FEAT_LINE_WATCHES)
+#define CT_FEAT_LINE_WRITERS (1ull << 34) /* required: a load's hit leaves its line watch
+                                             for the watcher's store (FORMAT.md) */
+#define CT_FEATURES_KNOWN    (((1ull << 7) - 1) | CT_FEAT_FILTERED | CT_FEAT_LINE_WATCHES | \
+                              CT_FEAT_LINE_WRITERS)
 #define CT_FEATURES_REQUIRED_MASK 0xffffffff00000000ull
 
 /* ---- records ----------------------------------------------------------- */

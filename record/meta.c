@@ -27,7 +27,7 @@ static uint64_t features(const struct rec_opts *o)
 	if (o->wp_used > 0)
 		f |= CT_FEAT_WATCHPOINTS;
 	if (o->wp_used > 0 && o->wp_soft && o->watch_lines > 0 && !o->full)
-		f |= CT_FEAT_LINE_WATCHES;
+		f |= CT_FEAT_LINE_WATCHES | CT_FEAT_LINE_WRITERS;
 	if (!o->no_alloc)
 		f |= CT_FEAT_ALLOCS;
 	if (o->full)

@@ -714,7 +714,8 @@ static void inst_watch(struct rt_thread *t)
 			map_set(T, (uintptr_t)t->wp_addr[i], (uintptr_t)t->wp_addr[i] + CD_WORD_BYTES);
 }
 
-/* The watch [addr, addr+len) touches, if any: a hit (which disarms it). */
+/* The watch [addr, addr+len) touches, if any: a hit (which disarms it; a
+ * line watch waits for the overwrite of its publication: cd_lines_hit). */
 static void watch_check(struct rt_thread *t, uintptr_t addr, size_t len, unsigned kind,
                         uintptr_t ip)
 {
@@ -722,9 +723,9 @@ static void watch_check(struct rt_thread *t, uintptr_t addr, size_t len, unsigne
 		uint64_t lo;
 		unsigned n;
 		int slot = cd_lines_find(&t->wlines, rt_cfg.line_size, addr, len, &lo, &n);
-		if (slot < 0)
-			return;
-		rt_wp_line_hit(t, (unsigned)slot, lo, n, ip, kind);
+		if (slot >= 0 &&
+		    cd_lines_hit(&t->wlines, (unsigned)slot, lo, n, kind != CT_ACCESS_LOAD, false))
+			rt_wp_line_hit(t, (unsigned)slot, lo, n, ip, kind);
 		return;
 	}
 	for (int i = 0; t->wp_armed && i < t->nwp; i++) {

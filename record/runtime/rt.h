@@ -265,7 +265,8 @@ int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc);
 void rt_wp_soft_hit(struct rt_thread *t, int i, uint64_t ip, unsigned kind);
 /* Software line watches: the WP_ARM records of the watches cd_step armed
  * (and the sampler told of every change); a hit of watch `slot` by the
- * access's bytes [addr, addr+len) in that line. */
+ * access's bytes [addr, addr+len) in that line (the sampler has updated
+ * the slots: cd_lines_hit). */
 void rt_wp_lines_step(struct rt_thread *t, const struct cd_step *st, uint64_t now);
 void rt_wp_line_hit(struct rt_thread *t, unsigned slot, uint64_t addr, unsigned len, uint64_t ip,
                     unsigned kind);

@@ -376,7 +376,6 @@ void rt_wp_line_hit(struct rt_thread *t, unsigned slot, uint64_t addr, unsigned 
 	h->reg = (uint8_t)slot;
 	h->cpu = (uint32_t)sched_getcpu();
 	h->kind = (uint8_t)kind;
-	cd_lines_drop(&t->wlines, slot);
 	rt_push(t, &r);
 	soft_tell(t);
 }

@@ -55,7 +55,7 @@ struct sampler_ops {
 	 * t->wp_armed == 0, or register i watches the 8 bytes at t->wp_addr[i]
 	 * where t->wp_slot[i] >= 0, and the sampler calls rt_wp_soft_hit on the
 	 * thread's first access to one of them; lines: the live slots of
-	 * t->wlines, and rt_wp_line_hit on the first access to each. */
+	 * t->wlines, and rt_wp_line_hit on each hit cd_lines_hit reports. */
 	void (*watch)(struct rt_thread *t);
 
 	/* Once per process, after the writer thread exists and before the main

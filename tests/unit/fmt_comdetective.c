@@ -355,6 +355,15 @@ static void test_line_detection_and_log(void)
 	free(f.mem);
 }
 
+/* A watch of `line` for a publication of its bytes 8..15, armed now. */
+static unsigned add(const struct fix *f, const struct cd_history *h, struct cd_lines *l,
+                    uint64_t line)
+{
+	struct ct_wp_arm a = { .pub_addr = line + 8, .pub_len = 8 };
+	cd_line_registers(&a, line, 64);
+	return cd_lines_add(&f->r, h, l, &a);
+}
+
 /* The slots: a line already watched takes the newer arm in its slot; when
  * full, the oldest watch gives way (the lowest slot among equals); a step
  * arms at most wp_lines lines (the newest samples). */
@@ -365,13 +374,13 @@ static void test_line_slots(void)
 	memset(&l, 0, sizeof l);
 	line_rules(&f, 2, 100);
 	struct cd_history h = { .nsamples = 5 };
-	CHECK_EQ_U(cd_lines_add(&f.r, &h, &l, A), 0);
+	CHECK_EQ_U(add(&f, &h, &l, A), 0);
 	h.nsamples = 6;
-	CHECK_EQ_U(cd_lines_add(&f.r, &h, &l, B), 1);
+	CHECK_EQ_U(add(&f, &h, &l, B), 1);
 	h.nsamples = 7;
-	CHECK_EQ_U(cd_lines_add(&f.r, &h, &l, A), 0);   /* same line: its slot, born again */
+	CHECK_EQ_U(add(&f, &h, &l, A), 0);   /* same line: its slot, born again */
 	CHECK_EQ_U(l.born[0], 7);
-	CHECK_EQ_U(cd_lines_add(&f.r, &h, &l, C), 1);   /* full: B (born 6) gives way */
+	CHECK_EQ_U(add(&f, &h, &l, C), 1);   /* full: B (born 6) gives way */
 	CHECK_EQ_U(l.line[1], C);
 	CHECK_EQ_U(l.live, 3);
 	/* find: an access that touches the line, from before it too */
@@ -407,6 +416,73 @@ static void test_line_slots(void)
 	free(f.mem);
 }
 
+/* Hits (format 5): the first is reported, then only the overwrite of the
+ * publication's bytes (8..15), which ends the watch; a store elsewhere on
+ * the line and later loads are not; a first hit that overwrites ends it at
+ * once; with one_hit (older traces) every hit ends it. */
+static void test_line_hits(void)
+{
+	struct fix f;
+	struct cd_lines l;
+	memset(&l, 0, sizeof l);
+	line_rules(&f, 4, 100);
+	struct cd_history h = { .nsamples = 1 };
+	unsigned s = add(&f, &h, &l, A);
+	CHECK(cd_lines_hit(&l, s, A, 8, false, false));         /* first: a load */
+	CHECK(cd_lines_was_hit(&l, s));
+	CHECK(!cd_lines_hit(&l, s, A + 8, 8, false, false));    /* a load of the bytes */
+	CHECK(!cd_lines_hit(&l, s, A + 16, 8, true, false));    /* a store beside them */
+	CHECK(l.live >> s & 1);
+	CHECK(cd_lines_hit(&l, s, A + 12, 8, true, false));     /* the overwrite */
+	CHECK(!(l.live >> s & 1) && !cd_lines_was_hit(&l, s));
+	s = add(&f, &h, &l, B);
+	CHECK(cd_lines_hit(&l, s, B + 15, 1, true, false));     /* first and overwrite */
+	CHECK(!(l.live >> s & 1));
+	s = add(&f, &h, &l, B);
+	CHECK(cd_lines_hit(&l, s, B, 8, true, false));          /* first, not an overwrite */
+	CHECK(l.live >> s & 1);
+	s = add(&f, &h, &l, B);                                 /* re-armed: a new first hit */
+	CHECK(!cd_lines_was_hit(&l, s));
+	CHECK(cd_lines_hit(&l, s, B, 8, false, true));          /* one_hit */
+	CHECK(!(l.live >> s & 1));
+	/* full slots: one waiting for its overwrite gives way before an older unhit one */
+	struct cd_lines m;
+	memset(&m, 0, sizeof m);
+	line_rules(&f, 2, 100);
+	h.nsamples = 1;
+	CHECK_EQ_U(add(&f, &h, &m, A), 0);
+	h.nsamples = 2;
+	CHECK_EQ_U(add(&f, &h, &m, B), 1);
+	CHECK(cd_lines_hit(&m, 1, B, 8, false, false));
+	CHECK_EQ_U(add(&f, &h, &m, C), 1);
+	CHECK_EQ_U(m.line[0], A);
+	free(f.mem);
+}
+
+/* The latest known writers: a later store on the line replaces the
+ * publication, the watcher's own one cancels the event, an older one, one
+ * after `now` and one of another line on the same slot change nothing. */
+static void test_credit(void)
+{
+	struct board w;
+	void *mem = calloc(1, board_bytes(16));
+	board_init(&w, mem, 16, 64);
+	struct board_view pub = { .addr = A + 8, .time = 100, .thread = 1, .len = 8 };
+	struct board_view src = pub;
+	CHECK(cd_credit(&w, 0, 200, &src) && src.thread == 1);   /* nothing known */
+	cd_writer_note(&w, &(struct board_view){ .addr = A + 16, .time = 90, .thread = 2 });
+	CHECK(cd_credit(&w, 0, 200, &src) && src.thread == 1);   /* older */
+	cd_writer_note(&w, &(struct board_view){ .addr = A + 16, .time = 150, .thread = 2, .len = 8 });
+	CHECK(cd_credit(&w, 0, 140, &src) && src.thread == 1);   /* after now */
+	CHECK(cd_credit(&w, 0, 200, &src) && src.thread == 2 && src.addr == A + 16);
+	src = pub;
+	CHECK(!cd_credit(&w, 2, 200, &src));                     /* the watcher's own */
+	cd_writer_note(&w, &(struct board_view){ .addr = A2, .time = 160, .thread = 3 });
+	src = pub;
+	CHECK(cd_credit(&w, 0, 200, &src) && src.thread == 1);   /* A2 took A's slot */
+	free(mem);
+}
+
 /* A line longer than a register's u8 length: consecutive 128-byte ranges. */
 static void test_line_registers(void)
 {
@@ -436,6 +512,8 @@ int main(void)
 	RUN(test_line_arming);
 	RUN(test_line_detection_and_log);
 	RUN(test_line_slots);
+	RUN(test_line_hits);
+	RUN(test_credit);
 	RUN(test_line_registers);
 	return check_summary();
 }
