@@ -11,8 +11,10 @@
 #                          says its watchpoints were software ones, and they
 #                          hit on this machine (debug registers need not fire)
 #   kernels/soft_wp_rules_*  every hit is on a word its register watches in
-#                          the thread's last arm, one hit per arm, never on
-#                          the thread's own publication (pattern.py --wp-check)
+#                          the thread's last arm, one hit per arm (line
+#                          watches: a first hit and the overwrite of the
+#                          publication's bytes), never on the thread's own
+#                          publication (pattern.py --wp-check)
 #   kernels/stencil_r      the sampled stencil at its default size (-t 4 -c 4096
 #                          -s 2000: 128 lines per worker, one exchanged at each
 #                          chunk edge per sweep) has events, all on neighbour
@@ -22,11 +24,20 @@
 #                          counts on the three neighbour pairs (pattern.py
 #                          r_min; above 0.9 from 126 events)
 #   kernels/alltoall_pairs the sampled all-to-all reaches every pair of workers,
-#                          each with at least mean - 5 sqrt(mean) of the events
-#                          per pair (a Poisson count falls that low with
+#                          each with mean +- 5 sqrt(mean) of the events per
+#                          pair (a Poisson count falls outside with
 #                          probability below 1e-6)
 #   kernels/omp_master     the sampled OpenMP reduction puts most of its
 #                          volume (> 1/2; exact: > 99%) on the master's pairs
+#   kernels/omp_r          and its r against exact is at least the 99.9% bound
+#                          of r when its events fall as Poisson counts on the
+#                          pairs in proportion to exact's volumes (pattern.py
+#                          --r-min-of, derived from the event count)
+#   kernels/pipeline_ring  the sampled pipeline's directed matrix is the ring:
+#                          off the ring (stages two apart, backwards) no more
+#                          events than the 1e-6 Poisson tail of 1% of them
+#                          (exact's own allowance), and no ring step without
+#                          events (pattern.py --ring)
 #   kernels/omp_objects    its top object is the program's own vector (the heap
 #                          block main allocates in omp_reduce.c), not the
 #                          OpenMP runtime's
@@ -155,9 +166,9 @@ m = p.matrix(sys.argv[2], sys.argv[3])
 # a sample's period, 1000 accesses)
 n = [m[i][j] / 1000 for i, j in p.pairs(m)]
 mean = sum(n) / len(n)
-low = mean - 5 * math.sqrt(mean)
-print("pairs", n, "bound", low)
-sys.exit(0 if mean > 0 and min(n) >= low else 1)
+low, high = mean - 5 * math.sqrt(mean), mean + 5 * math.sqrt(mean)
+print("pairs", n, "bounds", low, high)
+sys.exit(0 if mean > 0 and low <= min(n) and max(n) <= high else 1)
 PY
 		;;
 	omp_reduce)
@@ -172,9 +183,25 @@ print("%.4f" % (sum(m[0][j] for j in range(1, len(m))) / tot if tot else 0))
 PY
 )
 		check "kernels/omp_master" python3 -c "import sys; sys.exit(0 if $share > 0.5 else 1)"
+		e=$(events "s-$k")
+		rmin=$(python3 "$PAT" --r-min-of "${e:-0}" "$WORK/ex-$k.out" "$WORK/ex-$k.csv")
+		if python3 -c "import sys; sys.exit(0 if $r >= $rmin and ${e:-0} > 0 else 1)"; then
+			pass "kernels/omp_r"
+		else
+			fail "kernels/omp_r" "r=$r (at least $rmin: the 99.9% bound for $e events)"
+		fi
 		"$COMMANALYZE" objects "$WORK/s-$k.zst" --top 1 >"$WORK/s-$k.objects" 2>&1
 		check "kernels/omp_objects" grep -q "allocated at: main (omp_reduce.c:[0-9]*)" "$WORK/s-$k.objects"
 		echo "INFO kernels/omp_reduce: master pairs' share of the sampled volume $share" ;;
+	pipeline)
+		cp "$WORK/s-$k.zst" "$WORK/s-$k-dir.zst"
+		if csv "s-$k-dir" --directed; then
+			if out=$(python3 "$PAT" --ring "$(events "s-$k")" "$WORK/s-$k.out" "$WORK/s-$k-dir.csv"); then
+				pass "kernels/pipeline_ring"
+			else
+				fail "kernels/pipeline_ring" "$out"
+			fi
+		fi ;;
 	esac
 done
 done_tests

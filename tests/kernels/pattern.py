@@ -18,11 +18,18 @@ The main thread (T0) is left out: the kernels' workers carry the pattern.
   pattern.py --wp-check DUMP        the watchpoint records of a `commanalyze
       dump --raw --type wp_arm,wp_hit`: every hit is on the word its register
       watches in the thread's last arm (line watches: inside the line of
-      the thread's newest arm of it), at most one hit per arm, the watcher
-      is not the publisher; prints the hits, exits 1 on a violation
+      the thread's newest arm of it), at most one hit per arm (line
+      watches: a first hit and the overwrite of the publication's bytes),
+      the watcher is not the publisher; prints the hits, exits 1 on a
+      violation
   pattern.py --r-min EVENTS PAIRS      the lowest r (at 99.9% confidence) of an
       estimate against a pattern of PAIRS equal pairs and zeros elsewhere,
       when EVENTS Poisson events fall on those pairs (see r_min)
+  pattern.py --ring EVENTS OUT CSV  a sampled --directed matrix with EVENTS
+      events is a ring (pipeline): bounds in ring_check; exits 1 if not
+  pattern.py --r-min-of EVENTS OUT CSV  the same against the pattern of an
+      exact matrix, when EVENTS Poisson events fall on its pairs in
+      proportion to their volumes (see r_min_pattern)
 """
 import csv
 import math
@@ -91,6 +98,70 @@ def r_min(events, npairs, alpha=1e-3):
     return 1.0 / math.sqrt(1.0 + 2.0 * q / (3.0 * lam))
 
 
+def poisson(rng, lam):
+    """A Poisson(lam) draw: Knuth's product below 30, else the normal
+    approximation rounded (its error there is far below the bound's)."""
+    if lam < 30:
+        k, t, lim = 0, rng.random(), math.exp(-lam)
+        while t > lim:
+            k += 1
+            t *= rng.random()
+        return k
+    return max(0, int(round(rng.gauss(lam, math.sqrt(lam)))))
+
+
+def r_min_pattern(events, pattern, alpha=1e-3, trials=20000):
+    """The lowest r (at confidence 1 - alpha) against `pattern` (the exact
+    matrix's pair values) of an estimate that puts Poisson events on each
+    pair in proportion to the pattern, `events` of them in all: the
+    alpha-quantile of r over `trials` draws (a fixed seed: the same bound
+    every run).  r_min is its closed form for 3 equal pairs and zeros."""
+    import random
+    rng = random.Random(12345)
+    tot = sum(pattern)
+    if events <= 0 or tot <= 0:
+        return 0.0
+    lams = [events * v / tot for v in pattern]
+    rs = sorted(pearson([poisson(rng, l) for l in lams], pattern) for _ in range(trials))
+    return rs[int(alpha * trials)]
+
+
+def poisson_tail(lam, k):
+    """P(X >= k) for X ~ Poisson(lam)."""
+    term, cdf = math.exp(-lam), 0.0
+    for i in range(int(k)):
+        cdf += term
+        term *= lam / (i + 1)
+    return max(0.0, 1.0 - cdf)
+
+
+def ring_check(m, events, share=0.01, alpha=1e-6):
+    """A sampled directed matrix m (row receives from column) of a ring
+    (pipeline) with `events` events: what fails.  Off the ring (stages two
+    apart, backwards) exact has at most `share` of the volume (check), so
+    the events there are Poisson of mean at most events x share: more than
+    its 1 - alpha quantile fail.  A ring step with no event fails: with at
+    least half its equal share (events / 2w), 0 has probability
+    exp(-events / 2w) (below alpha from 14 w events)."""
+    w = len(m)
+    tot = sum(map(sum, m))
+    if tot <= 0 or events <= 0:
+        return ["no events"]
+    ring = [m[(s + 1) % w][s] for s in range(w)]
+    off = sum(m[i][j] for i in range(w) for j in range(w)
+              if i != j and (i - j) % w != 1) * events / tot
+    lam, k = events * share, 0
+    while poisson_tail(lam, k + 1) > alpha:
+        k += 1
+    bad = []
+    if off > k:
+        bad.append("%.0f events off the ring (at most %d: the 1e-6 tail of Poisson(%.1f))"
+                   % (off, k, lam))
+    if min(ring) <= 0 and math.exp(-events / (2.0 * w)) < alpha:
+        bad.append("a ring step without events: %s" % ring)
+    return bad
+
+
 def check(kernel, m, n):
     """The ground-truth pattern of each kernel (tests/kernels/README.md) in
     an exact matrix m (workers); returns the list of what fails."""
@@ -137,11 +208,15 @@ def check(kernel, m, n):
 def wp_check(dump_path):
     """(hits, violations) of the arm/hit rules in a dump (see the usage).
     Debug-register arms (8-byte words): a hit is on the word its register
-    watches in the thread's last arm.  Line watches (an arm of one register
-    longer than a word: software watchpoints): a hit lies inside the line
-    of the thread's newest arm of that line, its bytes in that line."""
-    last = {}       # thread -> [words, publisher, hit already]
-    lines = {}      # (thread, line start) -> [line end, publisher, hit already]
+    watches in the thread's last arm, one hit per arm.  Line watches (an arm
+    of one register longer than a word: software watchpoints): a hit lies
+    inside the line of the thread's newest arm of that line, its bytes in
+    that line; an arm's first hit may be followed by one more, its
+    overwrite: a store (or atomic) to the bytes of the arm's publication,
+    which ends it (format 5; a first hit that is an overwrite ends it
+    too)."""
+    last = {}       # thread -> [words, publisher, hits]
+    lines = {}      # (thread, line start) -> [line end, publisher, hits, pub lo, pub hi, ended]
     hits, bad = 0, []
     with open(dump_path) as f:
         for line in f:
@@ -152,15 +227,18 @@ def wp_check(dump_path):
             kv = dict(x.split("=", 1) for x in p[3:] if "=" in x)
             if kind == "wp_arm":
                 regs = [(int(w.split(":")[0], 16), int(w.split(":")[1])) for w in kv["wp"].split(",")]
+                pub = int(kv.get("pub_addr", "0"), 16)
                 if regs[0][1] > 8:
                     end = regs[-1][0] + regs[-1][1]
-                    lines[(th, regs[0][0])] = [end, "T" + kv["publisher"], False]
+                    lines[(th, regs[0][0])] = [end, "T" + kv["publisher"], 0, pub,
+                                               pub + int(kv.get("pub_len", "1")), False]
                 else:
-                    last[th] = [[w for w, _ in regs], "T" + kv["publisher"], False]
+                    last[th] = [[w for w, _ in regs], "T" + kv["publisher"], 0]
             elif kind == "wp_hit":
                 hits += 1
                 reg, addr = int(kv["reg"]), int(kv["addr"], 16)
                 hlen = int(kv.get("len", "1"))
+                store = kv.get("kind") in ("store", "atomic")
                 a = None
                 for (t, lo), v in lines.items():
                     if t == th and lo <= addr < v[0]:
@@ -172,16 +250,22 @@ def wp_check(dump_path):
                     a = last.get(th)
                     if a is not None and not a[2] and (reg >= len(a[0]) or a[0][reg] != addr):
                         bad.append("hit not on its register's word: " + line.strip())
+                    if a is not None and a[2]:
+                        bad.append("second hit of one arm: " + line.strip())
                 if a is None:
                     bad.append("hit without an arm: " + line.strip())
-                elif a[2]:
-                    bad.append("second hit of one arm: " + line.strip())
+                elif len(a) > 3 and a[5]:
+                    bad.append("hit after its watch's overwrite: " + line.strip())
+                elif len(a) > 3 and a[2] and not (store and addr < a[4] and a[3] < addr + hlen):
+                    bad.append("second hit not an overwrite: " + line.strip())
                 elif a[1] == th:
                     bad.append("the publisher watched itself: " + line.strip())
                 elif kv.get("kind") not in ("load", "store", "atomic"):
                     bad.append("hit without a kind: " + line.strip())
                 if a is not None:
-                    a[2] = True
+                    a[2] += 1
+                    if len(a) > 3 and store and addr < a[4] and a[3] < addr + hlen:
+                        a[5] = True
     return hits, bad
 
 
@@ -201,6 +285,15 @@ def main(argv):
     if len(argv) == 3 and argv[0] == "--r-min":
         print("%.4f" % r_min(float(argv[1]), int(argv[2])))
         return
+    if len(argv) == 4 and argv[0] == "--r-min-of":
+        m = matrix(argv[2], argv[3])
+        print("%.4f" % r_min_pattern(float(argv[1]), [m[i][j] for i, j in pairs(m)]))
+        return
+    if len(argv) == 4 and argv[0] == "--ring":
+        bad = ring_check(matrix(argv[2], argv[3]), float(argv[1]))
+        for b in bad:
+            print(b)
+        sys.exit(1 if bad else 0)
     if len(argv) == 5 and argv[0] == "--r":
         a, b = matrix(argv[1], argv[2]), matrix(argv[3], argv[4])
         if len(a) != len(b):
