@@ -564,13 +564,15 @@ static void line_arm(struct tb *b, uint32_t t, uint64_t time, uint32_t publisher
  *   the hit at 610 names a slot no longer watched: nothing
  *   a hit of a live slot outside its line (B at 320 on slot 1's D line):
  *   nothing
- * [1][0] = 2000 (true 1000, false 1000), two watchpoint events. */
+ * [1][0] = 2000 (true 1000, false 1000), two watchpoint events.  A version 4
+ * trace (header bit 33 without 34): every hit ends its watch. */
 static void build_lines(struct tb *b)
 {
 	tb_init(b, 2);
 	tb_config(b, "sampler=inst\nperiod=1000\nperiod_unit=accesses\nwatchpoints=4\n"
 	          "watchpoint_kind=software\nline_watches=4\nline_watch_life=3\nboard_size=127\n"
 	          "line_size=64\n");
+	b->features |= CT_FEAT_LINE_WATCHES;
 	tb_sample(b, 0, 120, A + 8, 8, ST, 1000);
 	tb_sample(b, 1, 150, FAR, 8, LD, 1000);
 	line_arm(b, 1, 150, 0, 120, A + 8);
@@ -612,6 +614,51 @@ static void test_line_watches(void)
 	tb_free(&b);
 }
 
+/* Version 5 (bits 33 and 34): a pipeline.  T0 stores A+8 at 100; T1 (110)
+ * and T2 (115) watch A's line in their slot 0; T1 loads A+8 at 120 (its
+ * first hit: T0 -> T1, true) and overwrites it at 130 (a second hit: no
+ * event, T1 is the line's newer writer); T2 loads A+16 at 140: T1 -> T2
+ * (false: T1 wrote A+8), not T0 -> T2.  Read as version 4 (without bit
+ * 34), T1's store ends nothing (its watch ended at 120) and T2's hit is
+ * T0's. */
+static void build_writers(struct tb *b, bool v5)
+{
+	tb_init(b, 3);
+	tb_config(b, "sampler=inst\nperiod=1000\nperiod_unit=accesses\nwatchpoints=4\n"
+	          "watchpoint_kind=software\nline_watches=4\nline_watch_life=16\nboard_size=127\n"
+	          "line_size=64\n");
+	b->features |= CT_FEAT_LINE_WATCHES | (v5 ? CT_FEAT_LINE_WRITERS : 0);
+	tb_sample(b, 0, 100, A + 8, 8, ST, 1000);
+	tb_sample(b, 1, 110, FAR, 8, LD, 1000);
+	line_arm(b, 1, 110, 0, 100, A + 8);
+	tb_sample(b, 2, 115, FAR + 128, 8, LD, 1000);
+	line_arm(b, 2, 115, 0, 100, A + 8);
+	tb_hit(b, 1, 120, A + 8, 8, 0);
+	tb_hit(b, 1, 130, A + 8, 8, 0)->u.hit.kind = CT_ACCESS_STORE;
+	tb_hit(b, 2, 140, A + 16, 8, 0);
+}
+
+static void test_line_writers(void)
+{
+	struct tb b;
+	struct analysis a;
+	build_writers(&b, true);
+	CHECK(run(&b, &a, NULL) == 0);
+	CHECK_NEAR(cell(&a, MX_THREAD, MX_TRUE, 1, 0), 1000, 1e-9);
+	CHECK_NEAR(cell(&a, MX_THREAD, MX_FALSE, 2, 1), 1000, 1e-9);
+	CHECK_NEAR(cell(&a, MX_THREAD, MX_ALL, 2, 0), 0, 1e-9);
+	CHECK_EQ_U(nevents(&a, COMM_VIA_WATCHPOINT), 2);
+	analysis_free(&a);
+	tb_free(&b);
+	build_writers(&b, false);
+	CHECK(run(&b, &a, NULL) == 0);
+	CHECK_NEAR(cell(&a, MX_THREAD, MX_ALL, 2, 0), 1000, 1e-9);
+	CHECK_NEAR(cell(&a, MX_THREAD, MX_ALL, 2, 1), 0, 1e-9);
+	CHECK_EQ_U(nevents(&a, COMM_VIA_WATCHPOINT), 2);
+	analysis_free(&a);
+	tb_free(&b);
+}
+
 int main(void)
 {
 	RUN(test_publication);
@@ -628,6 +675,7 @@ int main(void)
 	RUN(test_watchpoint_true);
 	RUN(test_watchpoint_expiry);
 	RUN(test_line_watches);
+	RUN(test_line_writers);
 	RUN(test_period_multiplier);
 	RUN(test_period_multiplier_kinds);
 	RUN(test_topology);

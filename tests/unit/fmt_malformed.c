@@ -250,7 +250,7 @@ static void test_unknown_required_feature(void)
 {
 	uint8_t *b = malloc(good_len);
 	memcpy(b, good, good_len);
-	b[24 + 4] |= 0x04;                               /* bit 34 (32, 33 are known) */
+	b[24 + 4] |= 0x08;                               /* bit 35 (32 to 34 are known) */
 	named = "unknown-required-feature";
 	CHECK_EQ_U(try_bytes(b, good_len, true), REFUSED);
 	memcpy(b, good, good_len);
