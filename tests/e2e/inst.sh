@@ -11,6 +11,7 @@
 #     period N, flags exact; memcpy lines are sampled too
 #   - --static-runtime gives the same full trace counts
 #   - inst-PID.txt (the runtime's counts) agrees with the full trace
+#   - CC=commrec-cc in the environment (make CC=commrec-cc) compiles with cc
 # Prints the bytes per access of full traces (INFO lines).
 . "$(dirname "$0")/../lib.sh"
 
@@ -275,5 +276,16 @@ for cc in "${compilers[@]}"; do
 		fi
 	fi
 done
+
+# make CC=commrec-cc: make exports CC=commrec-cc to the commands it runs, so
+# the wrapper finds itself as $CC and must not run itself again (it did,
+# without end).  The timeout and the process limit only stop a regression.
+printf 'int main(void) { return 0; }\n' >"$WORK/self.c"
+if (ulimit -u 4096; CC="$CC_WRAP" timeout 120 "$CC_WRAP" -O2 "$WORK/self.c" -o "$WORK/self") \
+	>"$WORK/self.err" 2>&1 && "$WORK/self"; then
+	pass inst_cc_is_self
+else
+	fail inst_cc_is_self "CC=commrec-cc commrec-cc ...: $(head -c 300 "$WORK/self.err")"
+fi
 
 done_tests
