@@ -169,6 +169,8 @@ struct trace_stats {
 int trace_stats_init(struct trace_stats *s, size_t nthreads);
 void trace_stats_free(struct trace_stats *s);
 struct record_consumer trace_stats_consumer(struct trace_stats *s);
+/* its record() on each of a block (struct replay_set) */
+void trace_stats_records(void *self, const struct ct_record *r, size_t n);
 /* "lost_records":{"total":N,"by_reason":{...}},"skipped_samples":{...}
  * (report and info --format json). */
 void trace_stats_json(FILE *f, const struct trace_stats *s);

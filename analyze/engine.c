@@ -54,7 +54,11 @@ static void run_batch(const struct replay_set *sets, const size_t *idx, size_t n
 		size_t hi = lo + REPLAY_SUB < b->n ? lo + REPLAY_SUB : b->n;
 		for (size_t k = 0; k < n; k++) {
 			const struct replay_set *s = &sets[idx[k]];
-			if (s->n == 1) {        /* the usual set: its one consumer's loop */
+			if (s->n == 1 && s->records) {   /* the usual set: one call */
+				s->records(s->c[0].self, &b->r[lo], hi - lo);
+				continue;
+			}
+			if (s->n == 1) {
 				void (*record)(void *, const struct ct_record *) = s->c[0].record;
 				void *self = s->c[0].self;
 				for (size_t i = lo; i < hi; i++)
@@ -256,6 +260,6 @@ int replay_sets(struct ct_trace *t, const struct replay_set *sets, size_t nsets,
 int replay(struct ct_trace *t, struct record_consumer *consumers, size_t n,
            bool show_progress, struct ct_error *err)
 {
-	struct replay_set one = { consumers, n };
+	struct replay_set one = { .c = consumers, .n = n };
 	return replay_sets(t, &one, 1, 1, show_progress, NULL, err);
 }

@@ -396,11 +396,14 @@ static void cd_destroy(void *self)
 	free(cd);
 }
 
+MODEL_RECORDS(cd_records, cd_record)
+
 const struct model_ops model_comdetective = {
 	.name = "comdetective",
 	.summary = "ComDetective's Algorithm 1 (bulletin board + recorded watchpoints), offline",
 	.create = cd_create,
 	.record = cd_record,
+	.records = cd_records,
 	.finish = cd_finish,
 	.destroy = cd_destroy,
 };

@@ -26,7 +26,7 @@ void trace_stats_free(struct trace_stats *s)
 	s->th = NULL;
 }
 
-static void stats_record(void *self, const struct ct_record *r)
+static inline void stats_record(void *self, const struct ct_record *r)
 {
 	struct trace_stats *s = self;
 	s->records++;
@@ -78,6 +78,12 @@ static void stats_record(void *self, const struct ct_record *r)
 	default:
 		break;
 	}
+}
+
+void trace_stats_records(void *self, const struct ct_record *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		stats_record(self, &r[i]);
 }
 
 struct record_consumer trace_stats_consumer(struct trace_stats *s)
