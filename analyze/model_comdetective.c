@@ -183,7 +183,24 @@ static void *cd_create(const struct model_setup *s)
 	return cd;
 }
 
-static void cd_sample(struct cd *cd, const struct ct_record *r)
+/* The event of sample r (weight w) that found e on the board. */
+static void sample_event(struct cd *cd, const struct ct_record *r, const struct board_view *e,
+                         uint64_t w)
+{
+	const struct ct_sample *s = &r->u.sample;
+	struct comm_event ev = {
+		.time = r->time, .dst = r->thread, .src = e->thread,
+		.dst_cpu = s->cpu, .src_cpu = e->cpu, .line = board_line(&cd->board, s->addr),
+		.addr = s->addr, .src_addr = e->addr, .len = s->len, .src_len = e->len,
+		.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
+		.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
+		.ip = s->ip, .src_ip = e->ip, .weight = (double)w, .var = sampled_var((double)w),
+	};
+	emit(cd->out, cd->nout, &ev);
+}
+
+static inline __attribute__((always_inline)) void
+cd_sample(struct cd *cd, const struct ct_record *r)
 {
 	const struct ct_sample *s = &r->u.sample;
 	struct cd_thread *th = &cd->t[r->thread];
@@ -198,18 +215,8 @@ static void cd_sample(struct cd *cd, const struct ct_record *r)
 	cd_step(&cd->rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
 	if (cd->lw)
 		cd_lines_expire(&cd->rules, &cd->hist[r->thread], &cd->lw[r->thread].lines);
-	if (!st.detected)
-		return;
-	const struct board_view *e = &st.src;
-	struct comm_event ev = {
-		.time = r->time, .dst = r->thread, .src = e->thread,
-		.dst_cpu = s->cpu, .src_cpu = e->cpu, .line = board_line(&cd->board, s->addr),
-		.addr = s->addr, .src_addr = e->addr, .len = s->len, .src_len = e->len,
-		.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
-		.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
-		.ip = s->ip, .src_ip = e->ip, .weight = (double)w, .var = sampled_var((double)w),
-	};
-	emit(cd->out, cd->nout, &ev);
+	if (st.detected)
+		sample_event(cd, r, &st.src, w);
 }
 
 /* A line watch's arm: into the slot the recorder gave it. */
@@ -331,7 +338,9 @@ static void cd_owner_xfer(struct cd *cd, const struct ct_record *r)
 	emit(cd->out, cd->nout, &ev);
 }
 
-static void cd_record(void *self, const struct ct_record *r)
+/* (inlined in cd_records' loop) */
+static inline __attribute__((always_inline)) void
+cd_record(void *self, const struct ct_record *r)
 {
 	struct cd *cd = self;
 	if (r->thread >= cd->nthreads)
