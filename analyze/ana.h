@@ -267,6 +267,7 @@ struct analysis_hooks {
 	size_t npre;
 	struct event_consumer events[ANALYSIS_HOOKS_MAX];
 	size_t nevents;
+	bool no_stats;           /* the caller does not read a->stats: not filled */
 };
 /* Adds a record consumer and an event consumer (either NULL) to h: 0, or
  * EXIT_BADTRACE when h is full (message printed). */

@@ -170,7 +170,7 @@ int analysis_run_hooks(struct analysis *a, const char *path, const struct model_
 	if (h && h->setup && (st = h->setup(h->arg, a)))
 		return st;
 	struct analysis_point p = { .opts = &a->opts, .hooks = h };
-	st = analysis_replay(a, &p, 1, 1, true, progress);
+	st = analysis_replay(a, &p, 1, 1, !(h && h->no_stats), progress);
 	a->mx = p.mx;
 	return st;
 }
