@@ -374,7 +374,7 @@ static void ext_release(struct exact *x, struct xline *l)
 	l->ext = 0;
 }
 
-static bool holds(struct exact *x, const struct xline *l, uint32_t t)
+static inline bool holds(struct exact *x, const struct xline *l, uint32_t t)
 {
 	if (t < 64)
 		return (l->hold >> t) & 1;
