@@ -18,7 +18,8 @@
 
 #include "ana.h"
 
-#define REPLAY_BATCH 4096         /* records per batch */
+#define REPLAY_BATCH 4096         /* records per batch (threaded) */
+#define REPLAY_BATCH_INLINE 256   /* ... in one thread: the batch stays in cache */
 #define REPLAY_SUB 128            /* records per sub-block (run_batch) */
 #define REPLAY_RING_PER_WORKER 4
 #define REPLAY_RING_MAX 32
@@ -137,7 +138,7 @@ static int decode(struct ct_cursor *c, struct pipe *p, struct worker *ws, unsign
 			pthread_mutex_unlock(&p->mu);
 		}
 		size_t k;
-		rc = ct_cursor_read(c, b->r, REPLAY_BATCH, &k, err);
+		rc = ct_cursor_read(c, b->r, started ? REPLAY_BATCH : REPLAY_BATCH_INLINE, &k, err);
 		if (!k)
 			break;
 		b->n = k;
