@@ -519,10 +519,11 @@ static void owner_enter(struct exact *x, size_t slot, double p)
 
 /* One access of r to one line; its period: the receiver's weight (exact,
  * 0 as 1), owner_w: this access's weight in its line's owner window (the
- * owner estimator). */
+ * owner estimator).  plain (a constant where it is true): x has no owner
+ * windows and lines of at most 64 bytes, so that their code drops out. */
 static inline __attribute__((always_inline)) void
 piece(struct exact *x, const struct ct_record *r, uint64_t addr, unsigned len, uint64_t period,
-      double owner_w)
+      double owner_w, bool plain)
 {
 	const struct ct_sample *s = &r->u.sample;
 	uint32_t t = r->thread;
@@ -535,7 +536,7 @@ piece(struct exact *x, const struct ct_record *r, uint64_t addr, unsigned len, u
 		x->oom = true;
 		return;
 	}
-	uint64_t *wide = x->mwords > 1 ? x->wide + slot * x->mwords : NULL;
+	uint64_t *wide = !plain && x->mwords > 1 ? x->wide + slot * x->mwords : NULL;
 	if (!fresh && l->writer != NO_THREAD && l->writer != t && !holds(x, l, t)) {
 		bool tr = wide ? wide_overlap(wide, off, len) : (l->wmask & byte_mask(off, len)) != 0;
 		const struct xsrc *w = &x->src[slot];
@@ -550,7 +551,7 @@ piece(struct exact *x, const struct ct_record *r, uint64_t addr, unsigned len, u
 		if (transfer_weight(x, slot, period ? (double)period : 1.0, &ev))
 			emit(x->out, x->nout, &ev);
 	}
-	if (x->own)
+	if (!plain && x->own)
 		owner_enter(x, slot, owner_w);
 	if (s->kind == CT_ACCESS_LOAD) {
 		add_holder(x, l, t);
@@ -581,7 +582,7 @@ static __attribute__((noinline)) void access_lines(struct exact *x, const struct
 	while (len) {
 		unsigned room = x->line_size - (unsigned)(addr & (x->line_size - 1));
 		unsigned n = len < room ? len : room;
-		piece(x, r, addr, n, s->period, owner_w);
+		piece(x, r, addr, n, s->period, owner_w, false);
 		len -= n;
 		addr += n;
 		if (!addr)               /* wrapped past the top of the address space */
@@ -589,16 +590,17 @@ static __attribute__((noinline)) void access_lines(struct exact *x, const struct
 	}
 }
 
-/* Sample r's access, a piece per line (inlined in the record loop). */
+/* Sample r's access, a piece per line (inlined in the record loop; plain:
+ * piece). */
 static inline __attribute__((always_inline)) void
-access_pieces(struct exact *x, const struct ct_record *r, double owner_w)
+access_pieces(struct exact *x, const struct ct_record *r, double owner_w, bool plain)
 {
 	if (r->type != CT_REC_SAMPLE || r->thread >= x->nthreads)
 		return;
 	const struct ct_sample *s = &r->u.sample;
 	unsigned len = s->len ? s->len : 1;
 	if (len <= x->line_size - (s->addr & (x->line_size - 1)))   /* one line: the usual */
-		piece(x, r, s->addr, len, s->period, owner_w);
+		piece(x, r, s->addr, len, s->period, owner_w, plain);
 	else
 		access_lines(x, r, owner_w);
 }
@@ -609,12 +611,12 @@ static inline __attribute__((always_inline)) void exact_record(void *self, const
 	if (x->sync != SYNC_INCLUDE && r->type == CT_REC_SAMPLE &&
 	    !(r->u.sample.flags & CT_SAMPLE_SYNC) != (x->sync == SYNC_EXCLUDE))
 		return;
-	access_pieces(self, r, 0);
+	access_pieces(self, r, 0, false);
 }
 
 void exact_owner_access(void *exact, const struct ct_record *r, double owner_weight)
 {
-	access_pieces(exact, r, owner_weight);
+	access_pieces(exact, r, owner_weight, false);
 }
 
 static void exact_finish(void *self)
@@ -640,7 +642,19 @@ static void exact_destroy(void *self)
 	free(x);
 }
 
-MODEL_RECORDS(exact_records, exact_record)
+/* A block of records; in the usual case (no owner windows, lines of at
+ * most 64 bytes, --sync include) through a loop where that is constant. */
+static void exact_records(void *self, const struct ct_record *r, size_t n)
+{
+	struct exact *x = self;
+	if (!x->own && x->mwords == 1 && x->sync == SYNC_INCLUDE) {
+		for (size_t i = 0; i < n; i++)
+			access_pieces(x, &r[i], 0, true);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		exact_record(x, &r[i]);
+}
 
 const struct model_ops model_exact = {
 	.name = "exact",
