@@ -1,7 +1,8 @@
 /* The replay engine: one pass over the time-merged record stream of a
  * trace, every record to every consumer, like perf's struct perf_tool.
  *
- * The calling thread decodes the stream into batches (REPLAY_BATCH records)
+ * The calling thread decodes the stream into batches (REPLAY_BATCH records
+ * between threads, REPLAY_BATCH_INLINE when it runs the sets itself)
  * held in a small ring and fans each batch out to the consumer sets: with
  * one worker it runs them itself; with N workers, worker w owns the sets
  * w, w + N, w + 2N, ... and runs every batch, in order, through each of
@@ -9,7 +10,8 @@
  * per batch), so memory stays at ring x batch records whatever the number
  * of sets.  Within a batch the records go set by set over sub-blocks
  * (REPLAY_SUB records) small enough to stay in the first cache levels
- * while every set runs through them.  Each set sees every record in order
+ * while every set runs through them; a set with a records() function
+ * (replay_set) gets a sub-block in one call.  Each set sees every record in order
  * and the sets share nothing, so the results do not depend on N. */
 #include <pthread.h>
 #include <stdlib.h>

@@ -605,7 +605,8 @@ access_pieces(struct exact *x, const struct ct_record *r, double owner_w, bool p
 		access_lines(x, r, owner_w);
 }
 
-static inline __attribute__((always_inline)) void exact_record(void *self, const struct ct_record *r)
+static inline __attribute__((always_inline)) void
+exact_record(void *self, const struct ct_record *r)
 {
 	const struct exact *x = self;
 	if (x->sync != SYNC_INCLUDE && r->type == CT_REC_SAMPLE &&
