@@ -169,6 +169,8 @@ struct trace_stats {
 int trace_stats_init(struct trace_stats *s, size_t nthreads);
 void trace_stats_free(struct trace_stats *s);
 struct record_consumer trace_stats_consumer(struct trace_stats *s);
+/* its record() on each of a block (struct replay_set) */
+void trace_stats_records(void *self, const struct ct_record *r, size_t n);
 /* "lost_records":{"total":N,"by_reason":{...}},"skipped_samples":{...}
  * (report and info --format json). */
 void trace_stats_json(FILE *f, const struct trace_stats *s);
@@ -265,6 +267,7 @@ struct analysis_hooks {
 	size_t npre;
 	struct event_consumer events[ANALYSIS_HOOKS_MAX];
 	size_t nevents;
+	bool no_stats;           /* the caller does not read a->stats: not filled */
 };
 /* Adds a record consumer and an event consumer (either NULL) to h: 0, or
  * EXIT_BADTRACE when h is full (message printed). */

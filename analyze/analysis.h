@@ -45,6 +45,10 @@ int replay(struct ct_trace *t, struct record_consumer *consumers, size_t n,
 struct replay_set {
 	struct record_consumer *c;
 	size_t n;
+	/* may be NULL; with one consumer: its record() on each of r[0..n-1]
+	 * in turn, called instead (one call per block of records, not an
+	 * indirect call per record) */
+	void (*records)(void *self, const struct ct_record *r, size_t n);
 };
 /* replay into sets that share nothing (the points of a sweep), fanned out
  * to `jobs` worker threads (each set on one of them); the same results for
@@ -153,6 +157,8 @@ struct model_ops {
 	const char *summary;        /* one line for --help */
 	void *(*create)(const struct model_setup *setup);
 	void (*record)(void *self, const struct ct_record *r);
+	/* may be NULL: record() on a block (struct record_consumer) */
+	void (*records)(void *self, const struct ct_record *r, size_t n);
 	void (*finish)(void *self);  /* after the last record; may be NULL */
 	void (*destroy)(void *self);
 };

@@ -290,10 +290,12 @@ int cmd_matrix(int argc, char **argv)
 	}
 
 	struct analysis an;
-	struct analysis_hooks hooks = { .setup = cd_hook_setup };
+	/* the matrices do not show the trace statistics: no pass for them */
+	struct analysis_hooks none = { .no_stats = true };
+	struct analysis_hooks hooks = { .setup = cd_hook_setup, .no_stats = true };
 	struct cd_hook cdh = { .h = &hooks };
 	hooks.arg = &cdh;
-	int rc = analysis_run_hooks(&an, path, &o, true, cdir ? &hooks : NULL);
+	int rc = analysis_run_hooks(&an, path, &o, true, cdir ? &hooks : &none);
 	if (rc) {
 		cd_cpus_free(&cdh.cpus);
 		analysis_free(&an);

@@ -1,7 +1,8 @@
 /* The replay engine: one pass over the time-merged record stream of a
  * trace, every record to every consumer, like perf's struct perf_tool.
  *
- * The calling thread decodes the stream into batches (REPLAY_BATCH records)
+ * The calling thread decodes the stream into batches (REPLAY_BATCH records
+ * between threads, REPLAY_BATCH_INLINE when it runs the sets itself)
  * held in a small ring and fans each batch out to the consumer sets: with
  * one worker it runs them itself; with N workers, worker w owns the sets
  * w, w + N, w + 2N, ... and runs every batch, in order, through each of
@@ -9,7 +10,8 @@
  * per batch), so memory stays at ring x batch records whatever the number
  * of sets.  Within a batch the records go set by set over sub-blocks
  * (REPLAY_SUB records) small enough to stay in the first cache levels
- * while every set runs through them.  Each set sees every record in order
+ * while every set runs through them; a set with a records() function
+ * (replay_set) gets a sub-block in one call.  Each set sees every record in order
  * and the sets share nothing, so the results do not depend on N. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,7 +20,8 @@
 
 #include "ana.h"
 
-#define REPLAY_BATCH 4096         /* records per batch */
+#define REPLAY_BATCH 4096         /* records per batch (threaded) */
+#define REPLAY_BATCH_INLINE 256   /* ... in one thread: the batch stays in cache */
 #define REPLAY_SUB 128            /* records per sub-block (run_batch) */
 #define REPLAY_RING_PER_WORKER 4
 #define REPLAY_RING_MAX 32
@@ -54,7 +57,11 @@ static void run_batch(const struct replay_set *sets, const size_t *idx, size_t n
 		size_t hi = lo + REPLAY_SUB < b->n ? lo + REPLAY_SUB : b->n;
 		for (size_t k = 0; k < n; k++) {
 			const struct replay_set *s = &sets[idx[k]];
-			if (s->n == 1) {        /* the usual set: its one consumer's loop */
+			if (s->n == 1 && s->records) {   /* the usual set: one call */
+				s->records(s->c[0].self, &b->r[lo], hi - lo);
+				continue;
+			}
+			if (s->n == 1) {
 				void (*record)(void *, const struct ct_record *) = s->c[0].record;
 				void *self = s->c[0].self;
 				for (size_t i = lo; i < hi; i++)
@@ -133,7 +140,7 @@ static int decode(struct ct_cursor *c, struct pipe *p, struct worker *ws, unsign
 			pthread_mutex_unlock(&p->mu);
 		}
 		size_t k;
-		rc = ct_cursor_read(c, b->r, REPLAY_BATCH, &k, err);
+		rc = ct_cursor_read(c, b->r, started ? REPLAY_BATCH : REPLAY_BATCH_INLINE, &k, err);
 		if (!k)
 			break;
 		b->n = k;
@@ -256,6 +263,6 @@ int replay_sets(struct ct_trace *t, const struct replay_set *sets, size_t nsets,
 int replay(struct ct_trace *t, struct record_consumer *consumers, size_t n,
            bool show_progress, struct ct_error *err)
 {
-	struct replay_set one = { consumers, n };
+	struct replay_set one = { .c = consumers, .n = n };
 	return replay_sets(t, &one, 1, 1, show_progress, NULL, err);
 }

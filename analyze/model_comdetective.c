@@ -215,7 +215,24 @@ static void note_writer(struct cd *cd, uint32_t self, uint64_t time, uint64_t ad
 	cd_writer_note(&cd->writers, &v);
 }
 
-static void cd_sample(struct cd *cd, const struct ct_record *r)
+/* The event of sample r (weight w) that found e on the board. */
+static void sample_event(struct cd *cd, const struct ct_record *r, const struct board_view *e,
+                         uint64_t w)
+{
+	const struct ct_sample *s = &r->u.sample;
+	struct comm_event ev = {
+		.time = r->time, .dst = r->thread, .src = e->thread,
+		.dst_cpu = s->cpu, .src_cpu = e->cpu, .line = board_line(&cd->board, s->addr),
+		.addr = s->addr, .src_addr = e->addr, .len = s->len, .src_len = e->len,
+		.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
+		.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
+		.ip = s->ip, .src_ip = e->ip, .weight = (double)w, .var = sampled_var((double)w),
+	};
+	emit(cd->out, cd->nout, &ev);
+}
+
+static inline __attribute__((always_inline)) void
+cd_sample(struct cd *cd, const struct ct_record *r)
 {
 	const struct ct_sample *s = &r->u.sample;
 	struct cd_thread *th = &cd->t[r->thread];
@@ -235,18 +252,8 @@ static void cd_sample(struct cd *cd, const struct ct_record *r)
 		if (a.store)
 			note_writer(cd, r->thread, r->time, s->addr, s->len, s->cpu, s->ip);
 	}
-	if (!counted)
-		return;
-	const struct board_view *e = &st.src;
-	struct comm_event ev = {
-		.time = r->time, .dst = r->thread, .src = e->thread,
-		.dst_cpu = s->cpu, .src_cpu = e->cpu, .line = board_line(&cd->board, s->addr),
-		.addr = s->addr, .src_addr = e->addr, .len = s->len, .src_len = e->len,
-		.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
-		.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
-		.ip = s->ip, .src_ip = e->ip, .weight = (double)w, .var = sampled_var((double)w),
-	};
-	emit(cd->out, cd->nout, &ev);
+	if (counted)
+		sample_event(cd, r, &st.src, w);
 }
 
 /* A line watch's arm: into the slot the recorder gave it. */
@@ -383,7 +390,9 @@ static void cd_owner_xfer(struct cd *cd, const struct ct_record *r)
 	emit(cd->out, cd->nout, &ev);
 }
 
-static void cd_record(void *self, const struct ct_record *r)
+/* (inlined in cd_records' loop) */
+static inline __attribute__((always_inline)) void
+cd_record(void *self, const struct ct_record *r)
 {
 	struct cd *cd = self;
 	if (r->thread >= cd->nthreads)
@@ -449,11 +458,14 @@ static void cd_destroy(void *self)
 	free(cd);
 }
 
+MODEL_RECORDS(cd_records, cd_record)
+
 const struct model_ops model_comdetective = {
 	.name = "comdetective",
 	.summary = "ComDetective's Algorithm 1 (bulletin board + recorded watchpoints), offline",
 	.create = cd_create,
 	.record = cd_record,
+	.records = cd_records,
 	.finish = cd_finish,
 	.destroy = cd_destroy,
 };

@@ -36,6 +36,15 @@ static inline double sampled_var(double w)
 void *exact_owner_create(const struct model_setup *s);
 void exact_owner_access(void *exact, const struct ct_record *r, double owner_weight);
 
+/* A model's records(): its record() on each of a block, inlined in one
+ * loop (struct record_consumer). */
+#define MODEL_RECORDS(name, one)                                                  \
+	static void name(void *self, const struct ct_record *r, size_t n)         \
+	{                                                                         \
+		for (size_t i = 0; i < n; i++)                                    \
+			one(self, &r[i]);                                         \
+	}
+
 static inline unsigned log2u(unsigned v)
 {
 	unsigned s = 0;

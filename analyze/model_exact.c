@@ -132,9 +132,9 @@ struct exact {
 	struct xpool ext;        /* extension bitsets */
 	struct xpool win;        /* sampled accesses in their window (struct xwin) */
 	uint64_t owner_window;   /* J: the owner estimator's window */
-	struct xcache {          /* per thread: its last line */
-		uint64_t key;
-		size_t slot;
+	struct xcache {          /* per thread: its last two lines (a copy */
+		uint64_t key[2]; /* loop reads one array, writes another) */
+		size_t slot[2];
 	} *tc;
 	enum sync_kind sync;     /* --sync */
 	bool oom;
@@ -264,18 +264,13 @@ static int grow(struct exact *x)
 	return 0;
 }
 
-/* The state of line number ln, created (never written, no holders) if new;
- * *fresh says so.  NULL when out of memory. */
-static struct xline *lookup(struct exact *x, uint32_t t, uint64_t ln, bool *fresh,
-                            size_t *slot)
+/* lookup() past thread t's last lines: the line of key ln + 1 in the
+ * table, which becomes t's last. */
+static __attribute__((noinline)) struct xline *lookup_table(struct exact *x, uint32_t t,
+                                                              uint64_t key, bool *fresh,
+                                                              size_t *slot)
 {
-	uint64_t key = ln + 1;
 	struct xcache *c = &x->tc[t];
-	*fresh = false;
-	if (key == c->key) {
-		*slot = c->slot;
-		return &x->tab[c->slot];
-	}
 	size_t i = slot_hash(key, x->cap_bits);
 	while (x->tab[i].key && x->tab[i].key != key)
 		i = (i + 1) & (x->cap - 1);
@@ -294,10 +289,28 @@ static struct xline *lookup(struct exact *x, uint32_t t, uint64_t ln, bool *fres
 		x->used++;
 		*fresh = true;
 	}
-	c->key = key;
-	c->slot = i;
+	c->key[1] = c->key[0];
+	c->slot[1] = c->slot[0];
+	c->key[0] = key;
+	c->slot[0] = i;
 	*slot = i;
 	return &x->tab[i];
+}
+
+/* The state of line number ln, created (never written, no holders) if new;
+ * *fresh says so.  NULL when out of memory.  Thread t's last two lines
+ * inline, the table in lookup_table. */
+static inline struct xline *lookup(struct exact *x, uint32_t t, uint64_t ln, bool *fresh,
+                                   size_t *slot)
+{
+	uint64_t key = ln + 1;
+	const struct xcache *c = &x->tc[t];
+	*fresh = false;
+	if (key == c->key[0] || key == c->key[1]) {
+		*slot = c->slot[key != c->key[0]];
+		return &x->tab[*slot];
+	}
+	return lookup_table(x, t, key, fresh, slot);
 }
 
 /* ---- holders ------------------------------------------------------------ */
@@ -361,7 +374,7 @@ static void ext_release(struct exact *x, struct xline *l)
 	l->ext = 0;
 }
 
-static bool holds(struct exact *x, const struct xline *l, uint32_t t)
+static inline bool holds(struct exact *x, const struct xline *l, uint32_t t)
 {
 	if (t < 64)
 		return (l->hold >> t) & 1;
@@ -370,12 +383,9 @@ static bool holds(struct exact *x, const struct xline *l, uint32_t t)
 	return w && ((w[t / 64] >> (t % 64)) & 1);
 }
 
-static void add_holder(struct exact *x, struct xline *l, uint32_t t)
+/* Thread t >= 64 into the line's extension bitset. */
+static void add_wide_holder(struct exact *x, struct xline *l, uint32_t t)
 {
-	if (t < 64) {
-		l->hold |= 1ull << t;
-		return;
-	}
 	if (!l->ext && !(l->ext = pool_alloc(&x->ext))) {
 		x->oom = true;
 		return;
@@ -384,10 +394,18 @@ static void add_holder(struct exact *x, struct xline *l, uint32_t t)
 	ext_words(x, l)[t / 64] |= 1ull << (t % 64);
 }
 
-static void sole_holder(struct exact *x, struct xline *l, uint32_t t)
+static inline void add_holder(struct exact *x, struct xline *l, uint32_t t)
+{
+	if (t < 64)
+		l->hold |= 1ull << t;
+	else
+		add_wide_holder(x, l, t);
+}
+
+static inline void sole_holder(struct exact *x, struct xline *l, uint32_t t)
 {
 	l->hold = 0;
-	if (l->ext) {
+	if (__builtin_expect(l->ext != 0, 0)) {
 		if (t >= 64)
 			memset(ext_words(x, l), 0, x->ext.unit);
 		else
@@ -499,10 +517,13 @@ static void owner_enter(struct exact *x, size_t slot, double p)
 	o->d += q * o->c;
 }
 
-/* One access of r to one line; weight: the receiver's (exact), owner_w:
- * this access's weight in its line's owner window (the owner estimator). */
-static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, unsigned len,
-                  double weight, double owner_w)
+/* One access of r to one line; its period: the receiver's weight (exact,
+ * 0 as 1), owner_w: this access's weight in its line's owner window (the
+ * owner estimator).  plain (a constant where it is true): x has no owner
+ * windows and lines of at most 64 bytes, so that their code drops out. */
+static inline __attribute__((always_inline)) void
+piece(struct exact *x, const struct ct_record *r, uint64_t addr, unsigned len, uint64_t period,
+      double owner_w, bool plain)
 {
 	const struct ct_sample *s = &r->u.sample;
 	uint32_t t = r->thread;
@@ -515,7 +536,7 @@ static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, uns
 		x->oom = true;
 		return;
 	}
-	uint64_t *wide = x->mwords > 1 ? x->wide + slot * x->mwords : NULL;
+	uint64_t *wide = !plain && x->mwords > 1 ? x->wide + slot * x->mwords : NULL;
 	if (!fresh && l->writer != NO_THREAD && l->writer != t && !holds(x, l, t)) {
 		bool tr = wide ? wide_overlap(wide, off, len) : (l->wmask & byte_mask(off, len)) != 0;
 		const struct xsrc *w = &x->src[slot];
@@ -527,10 +548,10 @@ static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, uns
 			.dst_kind = s->kind, .via = COMM_VIA_EXACT, .true_sharing = tr,
 			.ip = s->ip, .src_ip = w->wip,
 		};
-		if (transfer_weight(x, slot, weight, &ev))
+		if (transfer_weight(x, slot, period ? (double)period : 1.0, &ev))
 			emit(x->out, x->nout, &ev);
 	}
-	if (x->own)
+	if (!plain && x->own)
 		owner_enter(x, slot, owner_w);
 	if (s->kind == CT_ACCESS_LOAD) {
 		add_holder(x, l, t);
@@ -551,18 +572,17 @@ static void piece(struct exact *x, const struct ct_record *r, uint64_t addr, uns
 	sole_holder(x, l, t);
 }
 
-static void access_pieces(struct exact *x, const struct ct_record *r, double owner_w)
+/* An access over more than one line: a piece per line. */
+static __attribute__((noinline)) void access_lines(struct exact *x, const struct ct_record *r,
+                                                   double owner_w)
 {
-	if (r->type != CT_REC_SAMPLE || r->thread >= x->nthreads)
-		return;
 	const struct ct_sample *s = &r->u.sample;
-	double w = s->period ? (double)s->period : 1.0;
 	uint64_t addr = s->addr;
-	unsigned len = s->len ? s->len : 1;
+	unsigned len = s->len;
 	while (len) {
 		unsigned room = x->line_size - (unsigned)(addr & (x->line_size - 1));
 		unsigned n = len < room ? len : room;
-		piece(x, r, addr, n, w, owner_w);
+		piece(x, r, addr, n, s->period, owner_w, false);
 		len -= n;
 		addr += n;
 		if (!addr)               /* wrapped past the top of the address space */
@@ -570,18 +590,34 @@ static void access_pieces(struct exact *x, const struct ct_record *r, double own
 	}
 }
 
-static void exact_record(void *self, const struct ct_record *r)
+/* Sample r's access, a piece per line (inlined in the record loop; plain:
+ * piece). */
+static inline __attribute__((always_inline)) void
+access_pieces(struct exact *x, const struct ct_record *r, double owner_w, bool plain)
+{
+	if (r->type != CT_REC_SAMPLE || r->thread >= x->nthreads)
+		return;
+	const struct ct_sample *s = &r->u.sample;
+	unsigned len = s->len ? s->len : 1;
+	if (len <= x->line_size - (s->addr & (x->line_size - 1)))   /* one line: the usual */
+		piece(x, r, s->addr, len, s->period, owner_w, plain);
+	else
+		access_lines(x, r, owner_w);
+}
+
+static inline __attribute__((always_inline)) void
+exact_record(void *self, const struct ct_record *r)
 {
 	const struct exact *x = self;
 	if (x->sync != SYNC_INCLUDE && r->type == CT_REC_SAMPLE &&
 	    !(r->u.sample.flags & CT_SAMPLE_SYNC) != (x->sync == SYNC_EXCLUDE))
 		return;
-	access_pieces(self, r, 0);
+	access_pieces(self, r, 0, false);
 }
 
 void exact_owner_access(void *exact, const struct ct_record *r, double owner_weight)
 {
-	access_pieces(exact, r, owner_weight);
+	access_pieces(exact, r, owner_weight, false);
 }
 
 static void exact_finish(void *self)
@@ -607,11 +643,26 @@ static void exact_destroy(void *self)
 	free(x);
 }
 
+/* A block of records; in the usual case (no owner windows, lines of at
+ * most 64 bytes, --sync include) through a loop where that is constant. */
+static void exact_records(void *self, const struct ct_record *r, size_t n)
+{
+	struct exact *x = self;
+	if (!x->own && x->mwords == 1 && x->sync == SYNC_INCLUDE) {
+		for (size_t i = 0; i < n; i++)
+			access_pieces(x, &r[i], 0, true);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		exact_record(x, &r[i]);
+}
+
 const struct model_ops model_exact = {
 	.name = "exact",
 	.summary = "full traces: ideal coherence (unlimited private caches), ground truth",
 	.create = exact_create,
 	.record = exact_record,
+	.records = exact_records,
 	.finish = exact_finish,
 	.destroy = exact_destroy,
 };

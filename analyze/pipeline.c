@@ -91,7 +91,8 @@ static struct replay_set point_set(struct analysis_point *p)
 		p->rc[n++] = h->pre[i];
 	p->rc[n++] = (struct record_consumer){ .self = p->m, .record = p->model->record,
 	                                       .finish = p->model->finish };
-	return (struct replay_set){ p->rc, n };
+	return (struct replay_set){ .c = p->rc, .n = n,
+	                            .records = n == 1 ? p->model->records : NULL };
 }
 
 int analysis_replay(struct analysis *a, struct analysis_point *p, size_t n, unsigned jobs,
@@ -108,7 +109,8 @@ int analysis_replay(struct analysis *a, struct analysis_point *p, size_t n, unsi
 	if (!status) {
 		size_t nsets = n;
 		if (with_stats)
-			sets[nsets++] = (struct replay_set){ &stats, 1 };
+			sets[nsets++] = (struct replay_set){ .c = &stats, .n = 1,
+			                                     .records = trace_stats_records };
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (replay_sets(a->trace, sets, nsets, jobs, progress, &a->records, &a->err)) {
@@ -170,7 +172,7 @@ int analysis_run_hooks(struct analysis *a, const char *path, const struct model_
 	if (h && h->setup && (st = h->setup(h->arg, a)))
 		return st;
 	struct analysis_point p = { .opts = &a->opts, .hooks = h };
-	st = analysis_replay(a, &p, 1, 1, true, progress);
+	st = analysis_replay(a, &p, 1, 1, !(h && h->no_stats), progress);
 	a->mx = p.mx;
 	return st;
 }

@@ -26,36 +26,10 @@ void trace_stats_free(struct trace_stats *s)
 	s->th = NULL;
 }
 
-static void stats_record(void *self, const struct ct_record *r)
+/* Every type but SAMPLE into t and s. */
+static void stats_other(struct trace_stats *s, struct thread_stats *t, const struct ct_record *r)
 {
-	struct trace_stats *s = self;
-	s->records++;
-	if (r->time < s->first_time)
-		s->first_time = r->time;
-	if (r->time > s->last_time)
-		s->last_time = r->time;
-	if (r->thread >= s->nthreads) {
-		s->bad_thread++;
-		return;
-	}
-	struct thread_stats *t = &s->th[r->thread];
-	t->records++;
-	if (r->time < t->first_time)
-		t->first_time = r->time;
-	if (r->time > t->last_time)
-		t->last_time = r->time;
 	switch (r->type) {
-	case CT_REC_SAMPLE:
-		t->samples++;
-		s->samples++;
-		t->period_sum += r->u.sample.period;
-		if (r->u.sample.kind == CT_ACCESS_STORE)
-			t->stores++;
-		else if (r->u.sample.kind == CT_ACCESS_ATOMIC)
-			t->atomics++;
-		else
-			t->loads++;
-		break;
 	case CT_REC_WP_ARM: t->wp_arm++; break;
 	case CT_REC_WP_HIT: t->wp_hit++; break;
 	case CT_REC_ALLOC: t->alloc++; break;
@@ -78,6 +52,52 @@ static void stats_record(void *self, const struct ct_record *r)
 	default:
 		break;
 	}
+}
+
+/* The trace's totals in locals for the block (the stores into the
+ * threads' counts could alias them). */
+void trace_stats_records(void *self, const struct ct_record *r, size_t n)
+{
+	struct trace_stats *s = self;
+	uint64_t first = s->first_time, last = s->last_time, samples = 0;
+	for (const struct ct_record *e = r + n; r < e; r++) {
+		if (r->time < first)
+			first = r->time;
+		if (r->time > last)
+			last = r->time;
+		if (r->thread >= s->nthreads) {
+			s->bad_thread++;
+			continue;
+		}
+		struct thread_stats *t = &s->th[r->thread];
+		t->records++;
+		if (r->time < t->first_time)
+			t->first_time = r->time;
+		if (r->time > t->last_time)
+			t->last_time = r->time;
+		if (r->type != CT_REC_SAMPLE) {
+			stats_other(s, t, r);
+			continue;
+		}
+		samples++;
+		t->samples++;
+		t->period_sum += r->u.sample.period;
+		if (r->u.sample.kind == CT_ACCESS_STORE)
+			t->stores++;
+		else if (r->u.sample.kind == CT_ACCESS_ATOMIC)
+			t->atomics++;
+		else
+			t->loads++;
+	}
+	s->records += n;
+	s->samples += samples;
+	s->first_time = first;
+	s->last_time = last;
+}
+
+static void stats_record(void *self, const struct ct_record *r)
+{
+	trace_stats_records(self, r, 1);
 }
 
 struct record_consumer trace_stats_consumer(struct trace_stats *s)

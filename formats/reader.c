@@ -862,62 +862,81 @@ void ct_cursor_free(struct ct_cursor *c)
 	free(c);
 }
 
+/* The merge's arrays, copied from the cursor into a local of merge_read:
+ * in the cursor, every store into them (or into a record) could change
+ * its fields, which the loop then reloaded for each record. */
+struct mview {
+	struct tcur *sub;
+	const struct ct_record **next;
+	uint64_t *key;
+	bool *done;
+	size_t *tree;
+	size_t nsub;
+	struct ct_error *ferr;
+};
+
+static inline struct mview mview_of(struct ct_cursor *c)
+{
+	return (struct mview){ c->sub, c->next, c->key, c->done, c->tree, c->nsub, &c->ferr };
+}
+
 /* Merge order: time, then thread slot (slots are in thread index order); a
  * thread that is done after every other.  The times in their own array
  * (key), away from the records. */
-static inline bool before(const struct ct_cursor *c, size_t a, size_t b)
+static inline bool before(const struct mview *m, size_t a, size_t b)
 {
-	uint64_t ta = c->key[a], tb = c->key[b];
+	uint64_t ta = m->key[a], tb = m->key[b];
 	if (ta != tb)
 		return ta < tb;
-	return c->done[a] != c->done[b] ? c->done[b] : a < b;
+	return m->done[a] != m->done[b] ? m->done[b] : a < b;
 }
 
 /* The winner of the subtree at node n, the losers stored on the way. */
-static size_t tree_build(struct ct_cursor *c, size_t n)
+static size_t tree_build(const struct mview *m, size_t n)
 {
-	if (n >= c->nsub)
-		return n - c->nsub;
-	size_t l = tree_build(c, 2 * n), r = tree_build(c, 2 * n + 1);
-	bool lw = before(c, l, r);
-	c->tree[n] = lw ? r : l;
+	if (n >= m->nsub)
+		return n - m->nsub;
+	size_t l = tree_build(m, 2 * n), r = tree_build(m, 2 * n + 1);
+	bool lw = before(m, l, r);
+	m->tree[n] = lw ? r : l;
 	return lw ? l : r;
 }
 
 /* Thread w's key changed (it was the winner): its path to the root. */
-static inline void tree_replay(struct ct_cursor *c, size_t w)
+static inline void tree_replay(const struct mview *m, size_t w)
 {
-	for (size_t n = (w + c->nsub) / 2; n > 0; n /= 2)
-		if (before(c, c->tree[n], w)) {
-			size_t l = c->tree[n];
-			c->tree[n] = w;
+	for (size_t n = (w + m->nsub) / 2; n > 0; n /= 2)
+		if (before(m, m->tree[n], w)) {
+			size_t l = m->tree[n];
+			m->tree[n] = w;
 			w = l;
 		}
-	c->tree[0] = w;
+	m->tree[0] = w;
 }
 
 /* Thread i's next record into next[i] and key[i] (done at the end): 0, or
  * -1 on damage (ferr). */
-static inline int merge_advance(struct ct_cursor *c, size_t i)
+static inline int merge_advance(const struct mview *m, size_t i)
 {
-	int rc = tcur_next(&c->sub[i], &c->next[i], &c->ferr);
+	int rc = tcur_next(&m->sub[i], &m->next[i], m->ferr);
 	if (__builtin_expect(rc > 0, 1)) {
-		c->key[i] = c->next[i]->time;
+		m->key[i] = m->next[i]->time;
 		return 0;
 	}
-	c->done[i] = true;
-	c->key[i] = UINT64_MAX;
+	m->done[i] = true;
+	m->key[i] = UINT64_MAX;
 	return rc;
 }
 
 /* The first record of every thread, the tree built: 0, or -1 on damage. */
 static int merge_start(struct ct_cursor *c)
 {
+	struct mview m = mview_of(c);
 	c->started = true;
-	for (size_t i = 0; i < c->nsub; i++)
-		if (merge_advance(c, i) < 0)
+	for (size_t i = 0; i < m.nsub; i++)
+		if (merge_advance(&m, i) < 0)
 			return -1;
-	c->tree[0] = tree_build(c, 1);
+	m.tree[0] = tree_build(&m, 1);
 	return 0;
 }
 
@@ -929,21 +948,24 @@ static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t
 	int rc = 1;
 	if (!c->started && merge_start(c) < 0)
 		c->failed = 1;
+	struct mview m = mview_of(c);
+	bool failed = c->failed;
 	while (k < n) {
-		if (c->failed) {
+		if (failed) {
 			rc = -1;
 			break;
 		}
-		size_t top = c->tree[0];
-		if (c->done[top]) {
+		size_t top = m.tree[0];
+		if (m.done[top]) {
 			rc = 0;
 			break;
 		}
-		copy_record(&r[k++], c->next[top]);
-		if (merge_advance(c, top) < 0)
-			c->failed = 1;    /* reported after the records before it */
-		tree_replay(c, top);
+		copy_record(&r[k++], m.next[top]);
+		if (merge_advance(&m, top) < 0)
+			failed = true;    /* reported after the records before it */
+		tree_replay(&m, top);
 	}
+	c->failed = failed;
 	*got = k;
 	return rc;
 }

@@ -32,17 +32,22 @@ trap 'rm -rf "$W"' EXIT
 row() { printf '%-44s %16s %18s\n' "$1" "$2" "$3"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# time_cmd OUT_PREFIX CMD...: median wall seconds and max RSS (KiB) over REPEAT runs
+# time_cmd OUT_PREFIX CMD...: median wall seconds, max RSS (KiB) and CPU
+# seconds (user + sys: what the wall time is on a loaded machine) over
+# REPEAT runs
 time_cmd() {
 	local pfx=$1; shift
 	: >"$W/$pfx.t"
 	for _ in $(seq "$REPEAT"); do
-		/usr/bin/time -f '%e %M' -o "$W/$pfx.one" "$@" >/dev/null 2>"$W/$pfx.err" || true
+		/usr/bin/time -f '%e %M %U %S' -o "$W/$pfx.one" "$@" >/dev/null 2>"$W/$pfx.err" || true
 		tail -n 1 "$W/$pfx.one" >>"$W/$pfx.t"
 	done
 	awk '{print $1}' "$W/$pfx.t" | median >"$W/$pfx.sec"
 	awk '{print $2}' "$W/$pfx.t" | median >"$W/$pfx.rss"
+	awk '{print $3 + $4}' "$W/$pfx.t" | median >"$W/$pfx.cpu"
 }
+# rate N FILE: N / the seconds in FILE, in millions
+rate() { awk -v n="$1" -v s="$(cat "$2")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3fx", a / b; else print "n/a" }'; }
 
 echo "commtrace bench ($(nproc) cores, $(uname -r), repeat $REPEAT, median)"
@@ -186,16 +191,17 @@ if [ -f "$big" ]; then
 			time_cmd "replay$j" "$ANA" matrix "$big" --model "$model" --format csv -o "$W/m.csv" -j "$j"
 			target=""
 			[ "$model" = comdetective ] && target=">= 34M"
-			row "replay records/s ($model, -j$j)" \
-				"$(awk -v n="$nrec" -v s="$(cat "$W/replay$j.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" "$target"
+			row "replay records/s ($model, -j$j)" "$(rate "$nrec" "$W/replay$j.sec")" "$target"
+			row "  per CPU second (user + sys)" "$(rate "$nrec" "$W/replay$j.cpu")" ""
 			row "  replay peak RSS" "$(cat "$W/replay$j.rss") KiB" ""
 			[ -f "$W/raw.sec" ] &&
-				row "  replay time / zstd -d time" "$(ratio "$(cat "$W/replay$j.sec")" "$(cat "$W/raw.sec")")" ""
+				row "  replay time / zstd -d time (CPU)" \
+					"$(ratio "$(cat "$W/replay$j.sec")" "$(cat "$W/raw.sec")") ($(ratio "$(cat "$W/replay$j.cpu")" "$(cat "$W/raw.cpu")"))" ""
 		done
 	done
 	[ -f "$W/raw.sec" ] &&
-		row "raw decompression (zstd -d) records/s" \
-			"$(awk -v n="$nrec" -v s="$(cat "$W/raw.sec")" 'BEGIN{ if (s > 0 && n > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ""
+		row "raw decompression (zstd -d) records/s (per CPU s)" \
+			"$(rate "$nrec" "$W/raw.sec") ($(rate "$nrec" "$W/raw.cpu"))" ""
 else
 	row "replay records/s" "n/a (no generator)" ">= 34M"
 fi
@@ -257,10 +263,11 @@ if [ -f "$B/libcommrec-inst.so" ]; then
 		command -v zstd >/dev/null && time_cmd fraw zstd -d -c "$W/full.zst"
 		for j in 1 2; do
 			time_cmd "exact$j" "$ANA" matrix "$W/full.zst" --model exact --format csv -o "$W/e.csv" -j "$j"
-			row "exact replay records/s (-j$j)" \
-				"$(awk -v n="$nrec" -v s="$(cat "$W/exact$j.sec")" 'BEGIN{ if (s > 0) printf "%.1fM", n/s/1e6; else print "n/a" }')" ">= 51M"
+			row "exact replay records/s (-j$j)" "$(rate "$nrec" "$W/exact$j.sec")" ">= 51M"
+			row "  per CPU second (user + sys)" "$(rate "$nrec" "$W/exact$j.cpu")" ""
 			[ -f "$W/fraw.sec" ] &&
-				row "  exact replay time / zstd -d time" "$(ratio "$(cat "$W/exact$j.sec")" "$(cat "$W/fraw.sec")")" ""
+				row "  exact replay time / zstd -d time (CPU)" \
+					"$(ratio "$(cat "$W/exact$j.sec")" "$(cat "$W/fraw.sec")") ($(ratio "$(cat "$W/exact$j.cpu")" "$(cat "$W/fraw.cpu")"))" ""
 		done
 		row "  full trace" "$nrec records" ""
 		time_cmd fnfull "$ANA" functions "$W/full.zst" --model exact

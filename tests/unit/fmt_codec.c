@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "commtrace.h"
+#include "container.h"
 
 static struct ct_record recs[64];
 static size_t nrecs;
@@ -581,6 +582,120 @@ static void test_varint_lengths(void)
 	}
 }
 
+/* A delta whose varint takes 1 to 10 bytes, either sign. */
+static uint64_t any_delta(void)
+{
+	unsigned bits = (unsigned)(rnd() % 64);
+	uint64_t d = (rnd() & ((1ull << bits) - 1)) | 1ull << bits;
+	return rnd() & 1 ? d : 0 - d;
+}
+
+/* A sample of one of the shapes the encoder makes: mostly the usual one
+ * (recent ips and data addresses, one-byte steps), else long deltas,
+ * changed length, cpu, period or flags, data_src and weight, kinds past
+ * 2. */
+static void shaped_sample(struct ct_record *r, const struct ct_record *prev, const uint64_t *ips)
+{
+	const struct ct_sample *p = &prev->u.sample;
+	memset(r, 0, sizeof *r);
+	r->type = CT_REC_SAMPLE;
+	struct ct_sample *s = &r->u.sample;
+	*s = (struct ct_sample){ .ip = ips[rnd() % 4], .addr = p->addr + 8 * (rnd() % 4),
+		.period = p->period, .cpu = p->cpu, .len = p->len, .kind = (uint8_t)(rnd() % 3),
+		.flags = p->flags };
+	r->time = prev->time + rnd() % 100;
+	switch (rnd() % 8) {
+	case 0: r->time = prev->time + any_delta(); break;
+	case 1: s->ip = p->ip + any_delta(); break;
+	case 2: s->addr = p->addr + any_delta(); break;
+	case 3: s->len = (uint8_t)rnd(); s->kind = (uint8_t)rnd(); break;
+	case 4: s->cpu = (uint32_t)rnd(); s->period = rval(); s->flags = (uint8_t)rnd(); break;
+	case 5: s->data_src = rval(); s->weight = (uint32_t)rnd(); break;
+	default: break;
+	}
+}
+
+/* cti_decode_packed (the replay's loop: runs of usual samples on a path of
+ * their own, every other record one at a time) gives what ct_decode_record
+ * gives, in one call or in chunks, and stops at the same record when one is
+ * malformed. */
+static void test_packed_decode(void)
+{
+	enum { N = 20000 };
+	static uint8_t buf[N * CT_RECORD_MAX_BYTES];
+	static struct ct_record in[N];
+	static size_t at[N + 1];
+	static uint8_t out[N * sizeof(struct ct_record)];
+	uint64_t ips[4] = { 0x401000, 0x401010, 0x7f0000002000, UINT64_MAX };
+	struct ct_codec c;
+	ct_codec_reset(&c);
+	size_t len = 0;
+	for (int i = 0; i < N; i++) {
+		if (i && rnd() % 16)
+			shaped_sample(&in[i], &in[i - 1], ips);
+		else
+			random_record(&in[i]);
+		if (in[i].type != CT_REC_SAMPLE && i + 1 < N) {   /* the next sample's base */
+			in[i + 1] = in[i];
+			in[i + 1].type = CT_REC_SAMPLE;
+			in[i + 1].u.sample = (struct ct_sample){ .ip = ips[0], .len = 8 };
+		}
+		at[i] = len;
+		len += ct_encode_record(&c, &in[i], buf + len);
+	}
+	at[N] = len;
+	for (int chunked = 0; chunked < 2; chunked++) {
+		ct_codec_reset(&c);
+		const uint8_t *p = buf;
+		size_t used = 0;
+		for (uint32_t got = 0; got < N;) {
+			uint32_t n = chunked ? 1 + (uint32_t)(rnd() % 40) : N;
+			if (n > N - got)
+				n = N - got;
+			size_t u;
+			uint32_t k = cti_decode_packed(&c, &p, buf + len, 5, n, out + used, sizeof out - used, &u);
+			CHECK_EQ_U(k, n);
+			if (k != n)
+				return;
+			got += k;
+			used += u;
+		}
+		CHECK(p == buf + len);
+		const uint8_t *o = out;
+		for (int i = 0; i < N && !check_case_failed; i++) {
+			const struct ct_record *r = (const void *)o;
+			struct ct_record want = in[i];
+			want.thread = 5;
+			CHECK(r->type == want.type && r->thread == 5 && r->time == want.time);
+			if (r->type == CT_REC_SAMPLE) {
+				const struct ct_sample *a = &r->u.sample, *b = &want.u.sample;
+				CHECK(a->ip == b->ip && a->addr == b->addr && a->period == b->period &&
+				      a->data_src == b->data_src && a->weight == b->weight &&
+				      a->cpu == b->cpu && a->len == b->len && a->kind == b->kind &&
+				      a->flags == b->flags);
+			} else {
+				CHECK(!memcmp(r, &want, cti_packed_bytes[r->type]));
+			}
+			if (check_case_failed)
+				printf("chunked %d: record %d (type %u)\n", chunked, i, in[i].type);
+			o += cti_packed_bytes[r->type];
+		}
+	}
+	/* a reserved bit in the presence byte of a sample among usual ones */
+	int bad = N / 2;
+	while (in[bad].type != CT_REC_SAMPLE || in[bad - 1].type != CT_REC_SAMPLE)
+		bad++;
+	size_t pres = at[bad] + 1;
+	while (buf[pres] & 0x80)          /* past the time */
+		pres++;
+	buf[pres + 1] |= 0x80;
+	ct_codec_reset(&c);
+	const uint8_t *p = buf;
+	size_t u;
+	CHECK_EQ_U(cti_decode_packed(&c, &p, buf + len, 0, N, out, sizeof out, &u), bad);
+	CHECK(p == buf + at[bad]);
+}
+
 int main(void)
 {
 	RUN(test_roundtrip_every_type);
@@ -589,6 +704,7 @@ int main(void)
 	RUN(test_varint_lengths);
 	RUN(test_random_roundtrip);
 	RUN(test_slots_roundtrip);
+	RUN(test_packed_decode);
 	RUN(test_random_bytes);
 	RUN(test_full_trace_raw_size);
 	RUN(test_names);
