@@ -492,7 +492,8 @@ static inline uint64_t filt_stamp(struct inst_tls *T, uintptr_t addr, unsigned l
 		bool owned = (e & ~0xffffull) == key;
 		uint64_t time = owned ? T->stamp : full_now(T);
 #if HAVE_TSC
-		_mm_lfence();     /* the time is read before the swap */
+		if (!owned)
+			_mm_lfence();     /* a new time is read before the swap */
 #endif
 		uint64_t w = key | mine | (owned ? (e & 0xffff) : 0);
 		if (atomic_compare_exchange_weak_explicit(slot, &e, w, memory_order_relaxed,
