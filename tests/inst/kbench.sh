@@ -2,7 +2,10 @@
 # Full-recording cost on the kernels (tests/kernels) and tests/inst/bench.c
 # (not a test: prints a table; part of `make bench`).
 #   tests/inst/kbench.sh [reps]        (CT_BUILD; KBENCH_ALL=1: --full=all too;
-#                                       KBENCH_SCALE=F: every size times F)
+#                                       KBENCH_SCALE=F: every size times F;
+#                                       KBENCH_BEFORE=DIR: --full with the
+#                                       runtime library of the build in DIR
+#                                       too, interleaved: before and after)
 # Sizes: the plain -O2 build runs a few hundred ms (shorter runs made the
 # ratios noise).  Each repetition runs the plain build, then the recorded one
 # (interleaved: a change of load hits both); the figures are medians over the
@@ -46,11 +49,13 @@ plain_run() {
 }
 
 # rec_run MODE OPT PROG ARGS...: appends "own wall cpu waits acc records bytes wrns"
-# to $W/MODE
+# to $W/MODE (MODE b: the runtime library of KBENCH_BEFORE, found first)
 rec_run() {
-	local m=$1 opt=$2; shift 2
+	local m=$1 opt=$2 lib=${LD_LIBRARY_PATH:-}; shift 2
+	[ "$m" = b ] && lib=$KBENCH_BEFORE${lib:+:$lib}
 	rm -rf "$W/$m.zst" "$W/$m.zst.spool"
-	"$B/commrec" -q -v -v -v -f -o "$W/$m.zst" --sampler inst "$opt" -- "$@" >"$W/out" 2>"$W/err" ||
+	LD_LIBRARY_PATH=$lib "$B/commrec" -q -v -v -v -f -o "$W/$m.zst" --sampler inst "$opt" -- "$@" \
+		>"$W/out" 2>"$W/err" ||
 		{ echo "commrec $opt failed: $(tail -c 200 "$W/err")" >&2; return; }
 	local own wr
 	cat "$W/err" >>"$W/out"        # (bench.c prints its time on stderr)
@@ -75,12 +80,17 @@ rec_run() {
 row() {
 	local label=$1 plain=$2 inst=$3; shift 3
 	local modes="f" m
-	[ "${KBENCH_ALL:-0}" = 1 ] && modes="f a"
-	: >"$W/p"; : >"$W/f"; : >"$W/a"
+	[ -n "${KBENCH_BEFORE:-}" ] && modes="$modes b"
+	[ "${KBENCH_ALL:-0}" = 1 ] && modes="$modes a"
+	: >"$W/p"; : >"$W/f"; : >"$W/a"; : >"$W/b"
 	for _ in $(seq "$REPS"); do
 		plain_run "$plain" "$@"
-		rec_run f --full "$inst" "$@"
-		[ "$modes" = "f a" ] && rec_run a --full=all "$inst" "$@"
+		for m in $modes; do
+			case $m in
+			a) rec_run a --full=all "$inst" "$@" ;;
+			*) rec_run "$m" --full "$inst" "$@" ;;
+			esac
+		done
 	done
 	if [ ! -s "$W/p" ] || [ ! -s "$W/f" ]; then
 		printf '%-34s n/a (a run failed)\n' "$label"
@@ -92,6 +102,7 @@ row() {
 		[ -s "$W/$m" ] || continue
 		local l=$label
 		[ "$m" = a ] && l="  the same, --full=all"
+		[ "$m" = b ] && l="  the same, before (KBENCH_BEFORE)"
 		awk -v l="$l" -v po="$po" -v pw="$pw" -v pc="$pc" \
 			-v o="$(col "$W/$m" 1)" -v w="$(col "$W/$m" 2)" -v c="$(col "$W/$m" 3)" \
 			-v wt="$(col "$W/$m" 4)" -v acc="$(col "$W/$m" 5)" -v n="$(col "$W/$m" 6)" \
