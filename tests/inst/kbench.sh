@@ -107,7 +107,7 @@ row() {
 			-v o="$(col "$W/$m" 1)" -v w="$(col "$W/$m" 2)" -v c="$(col "$W/$m" 3)" \
 			-v wt="$(col "$W/$m" 4)" -v acc="$(col "$W/$m" 5)" -v n="$(col "$W/$m" 6)" \
 			-v b="$(col "$W/$m" 7)" -v wr="$(col "$W/$m" 8)" 'BEGIN {
-			printf "%-34s %7.3f s %6.1fx %6.1fx %6.1fx %7.2f s %6.3f %6.3f %6.2f %6.1f\n",
+			printf "%-34s %7.3f s %6.1fx %6.1fx %6.1fx %7.2f s %6.3f %6.4f %6.2f %6.1f\n",
 				l, po, o / po, w / pw, c / pc, wt, n / acc, b / acc, b / n, wr }'
 	done
 }
