@@ -709,9 +709,9 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 	struct inst_tls *T = &inst_t;
 	if (inst_full && filt_tab && T->on && !rt_guard && filt_repeat(T, addr, len, kind)) {
 		/* full mode's common case, apart and short (no frame): the filter
-		 * leaves the access out, counted as hit_record would count it */
-		T->done[idx]++;
-		T->left[idx] = 1;
+		 * leaves the access out.  The countdown, left below 0, counts it
+		 * (counted(): refill - left grows by one per access; the next
+		 * record folds it into done). */
 		T->stat[IS_FILTERED]++;
 		return;
 	}
