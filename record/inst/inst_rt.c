@@ -445,19 +445,27 @@ static inline bool filt_single(const struct inst_tls *T, uintptr_t addr, unsigne
 	       ((addr + len - 1) >> filt_shift) == (addr >> filt_shift);
 }
 
+/* A plain load or store (len >= 1) may be left out: the thread's own repeat
+ * (see above).  Written for the hot path: an access across lines touches a
+ * granule numbered 8 or more, which no entry holds; a thread without an
+ * owner id never matches an entry it could leave out (entries of owner 0
+ * are always 0: filt_stamp clears them). */
+static inline bool filt_repeat(const struct inst_tls *T, uintptr_t addr, unsigned len,
+                               unsigned kind)
+{
+	uint64_t line = addr >> filt_shift;
+	uint64_t e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
+	unsigned off = (unsigned)addr & ((1u << filt_shift) - 1);
+	unsigned touch = (2u << ((off + len - 1) >> filt_gshift)) - (1u << (off >> filt_gshift));
+	unsigned have = (unsigned)(e >> (kind == CT_ACCESS_LOAD ? 0 : 8)) & 0xff;
+	return (e & ~0xffffull) == filt_key(line, T->filt_owner) && (have & touch) == touch &&
+	       addr < FILT_ADDR_END;
+}
+
 /* The access may be left out (the thread's own repeat, see above). */
 static inline bool filt_skip(const struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind)
 {
-	if (!filt_tab || kind == CT_ACCESS_ATOMIC || !filt_single(T, addr, len))
-		return false;
-	uint64_t line = addr >> filt_shift;
-	uint64_t e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
-	if ((e & ~0xffffull) != filt_key(line, T->filt_owner))
-		return false;
-	unsigned touch, cover;
-	filt_granules(addr, len, &touch, &cover);
-	unsigned have = kind == CT_ACCESS_LOAD ? (unsigned)(e & 0xff) : (unsigned)(e >> 8 & 0xff);
-	return (have & touch) == touch;
+	return filt_tab && kind != CT_ACCESS_ATOMIC && len && filt_repeat(T, addr, len, kind);
 }
 
 /* The time of a record of this access, after the table says who owns the
@@ -484,7 +492,8 @@ static inline uint64_t filt_stamp(struct inst_tls *T, uintptr_t addr, unsigned l
 		bool owned = (e & ~0xffffull) == key;
 		uint64_t time = owned ? T->stamp : full_now(T);
 #if HAVE_TSC
-		_mm_lfence();     /* the time is read before the swap */
+		if (!owned)
+			_mm_lfence();     /* a new time is read before the swap */
 #endif
 		uint64_t w = key | mine | (owned ? (e & 0xffff) : 0);
 		if (atomic_compare_exchange_weak_explicit(slot, &e, w, memory_order_relaxed,
@@ -600,13 +609,10 @@ static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t
 	recring_commit(&t->ring, r);
 }
 
-static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
+/* A SAMPLE record of an access the filter does not leave out. */
+static inline void full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
                                unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
 {
-	if (!(flags & CT_SAMPLE_SYNC) && filt_skip(T, addr, len, kind)) {
-		T->stat[IS_FILTERED]++;
-		return;
-	}
 	bool nested = T->in_push;
 	struct ct_record *r = full_reserve(t, T);
 	if (!r)
@@ -614,6 +620,16 @@ static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_
 	T->in_push = true;
 	full_fill(t, r, addr, len, kind, ip, flags);
 	T->in_push = nested;
+}
+
+static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
+                               unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
+{
+	if (!(flags & CT_SAMPLE_SYNC) && filt_skip(T, addr, len, kind)) {
+		T->stat[IS_FILTERED]++;
+		return;
+	}
+	full_record(t, T, addr, len, kind, ip, flags);
 }
 
 static void full_func(struct rt_thread *t, struct inst_tls *T, unsigned type, uintptr_t addr)
@@ -658,7 +674,9 @@ static void sample_one(struct rt_thread *t, uintptr_t addr, unsigned len, unsign
 	rt_guard--;
 }
 
-void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip)
+/* The countdown expired: the access is recorded (or, see inst_hit, not). */
+static __attribute__((noinline)) void hit_record(uintptr_t addr, unsigned len, unsigned kind,
+                                                 int idx, uintptr_t ip)
 {
 	struct inst_tls *T = &inst_t;
 	struct rt_thread *t = rec_thread(T);
@@ -677,12 +695,27 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 	if (inst_full) {
 		T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]);
 		T->left[idx] = T->refill[idx] = 1;
-		full_sample(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT);
+		/* (inst_hit asked the filter) */
+		full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT);
 		return;
 	}
 	set_countdown(T, idx, inst_owner_countdown(idx));
 	sample_one(t, addr, len, kind, ip);
 	inst_owner_sampled(t, addr, len, kind);
+}
+
+void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip)
+{
+	struct inst_tls *T = &inst_t;
+	if (inst_full && filt_tab && T->on && !rt_guard && filt_repeat(T, addr, len, kind)) {
+		/* full mode's common case, apart and short (no frame): the filter
+		 * leaves the access out.  The countdown, left below 0, counts it
+		 * (counted(): refill - left grows by one per access; the next
+		 * record folds it into done). */
+		T->stat[IS_FILTERED]++;
+		return;
+	}
+	hit_record(addr, len, kind, idx, ip);
 }
 
 void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip)

@@ -8,6 +8,8 @@
 #   - the filtered trace carries its filter line; a line size outside the
 #     accepted range and the emulate model are refused on it, accepted on
 #     the unfiltered trace
+#   - both made the same loads and stores, and every access of the filtered
+#     one is a record or counted as left out (inst.full_filtered)
 . "$(dirname "$0")/../lib.sh"
 
 INSTLIB=${COMMREC_INST_LIBDIR:-$CT_BUILD}
@@ -84,6 +86,19 @@ sys.exit(0 if ok else 1)
 PY
 
 "$COMMANALYZE" info "$F" >"$WORK/info" 2>&1
+"$COMMANALYZE" info "$A" >"$WORK/info.all" 2>&1
+# the counts: the same accesses made (the schedule is fixed), and each one
+# either a SAMPLE record or left out (inst.full_filtered), in both traces
+counts() { awk -F'[=:, ]+' '/^ *inst\.(loads|stores|full_filtered)=/ { print $2, $3 }
+	/^records:/ { print "samples", $4 }' "$1"; }
+counts "$WORK/info" >"$WORK/c.f"
+counts "$WORK/info.all" >"$WORK/c.a"
+v() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+check inst_filter_same_access_counts test -n "$(v "$WORK/c.f" inst.loads)" -a \
+	"$(v "$WORK/c.f" inst.loads) $(v "$WORK/c.f" inst.stores)" = "$(v "$WORK/c.a" inst.loads) $(v "$WORK/c.a" inst.stores)"
+check inst_filter_all_leaves_out_none test "$(v "$WORK/c.a" inst.full_filtered)" = 0
+check inst_filter_samples_plus_left_out test -n "$(v "$WORK/c.f" samples)" -a \
+	"$(( $(v "$WORK/c.f" samples) + $(v "$WORK/c.f" inst.full_filtered) ))" = "$(v "$WORK/c.a" samples)"
 check inst_filter_config grep -q '^ *full_filter_line=64$' "$WORK/info"
 check inst_filter_feature grep -q '^format: version [0-9]* .*filtered' "$WORK/info"
 for bad in 128 4; do
