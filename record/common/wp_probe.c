@@ -1,6 +1,8 @@
 /* The functional watchpoint probe (wp_probe.h). */
 #include "wp_probe.h"
 
+#include <stdbool.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -135,6 +137,7 @@ void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap)
 
 struct turn_arg {
 	int cpu, nregs;
+	bool enable;              /* the registers enabled, or only open */
 	uint64_t ns;              /* thread CPU time per turn */
 };
 
@@ -146,7 +149,8 @@ static uint64_t thread_cpu_ns(void)
 }
 
 /* One of two threads on one cpu that take turns: its CPU time per turn,
- * with nregs registers enabled on a word of its own (never written). */
+ * with nregs registers open (and enabled if asked) on a word of its own
+ * (never written). */
 static void *take_turns(void *arg)
 {
 	struct turn_arg *a = arg;
@@ -162,7 +166,7 @@ static void *take_turns(void *arg)
 			if (f < 0)
 				break;
 			fd[n++] = f;
-			if (ioctl(f, PERF_EVENT_IOC_ENABLE, 0) < 0)
+			if (a->enable && ioctl(f, PERF_EVENT_IOC_ENABLE, 0) < 0)
 				break;
 			on++;
 		}
@@ -183,9 +187,10 @@ static void *take_turns(void *arg)
 	return NULL;
 }
 
-/* Two threads taking turns on this cpu, each with nregs registers: the
- * smaller of their CPU times per turn (0: could not measure). */
-static uint64_t turn_ns(int nregs)
+/* Two threads taking turns on this cpu, each with nregs registers (enabled
+ * or only open): the smaller of their CPU times per turn (0: could not
+ * measure). */
+static uint64_t turn_ns(int nregs, bool enable)
 {
 	struct turn_arg a[2];
 	pthread_t th[2];
@@ -193,7 +198,7 @@ static uint64_t turn_ns(int nregs)
 	if (cpu < 0)
 		return 0;
 	for (int i = 0; i < 2; i++) {
-		a[i] = (struct turn_arg){ .cpu = cpu, .nregs = nregs };
+		a[i] = (struct turn_arg){ .cpu = cpu, .nregs = nregs, .enable = enable };
 		if (pthread_create(&th[i], NULL, take_turns, &a[i]) == 0)
 			started++;
 	}
@@ -204,20 +209,27 @@ static uint64_t turn_ns(int nregs)
 	return a[0].ns < a[1].ns ? a[0].ns : a[1].ns;
 }
 
-uint64_t wp_switch_cost_ns(int nregs)
+struct wp_switch_cost wp_switch_cost(int nregs)
 {
+	struct wp_switch_cost c = { 0, 0 };
 	if (nregs <= 0)
-		return 0;
+		return c;
 	if (nregs > CT_WP_MAX)
 		nregs = CT_WP_MAX;
 	/* the least of each: other work on the cpu only adds */
-	uint64_t off = 0, on = 0;
+	uint64_t none = 0, open = 0, on = 0;
 	for (int r = 0; r < SWITCH_ROUNDS; r++) {
-		uint64_t a = turn_ns(0), b = turn_ns(nregs);
-		if (!a || !b)
-			return 0;
-		off = !off || a < off ? a : off;
+		uint64_t a = turn_ns(0, false), b = turn_ns(nregs, true), o = turn_ns(nregs, false);
+		if (!a || !b || !o)
+			return c;
+		none = !none || a < none ? a : none;
 		on = !on || b < on ? b : on;
+		open = !open || o < open ? o : open;
 	}
-	return on > off ? on - off : 0;
+	c.armed_ns = on > none ? on - none : 0;
+	c.open_ns = open > none ? open - none : 0;
+	/* disabled registers cannot cost more than enabled ones: noise */
+	if (c.open_ns > c.armed_ns)
+		c.open_ns = c.armed_ns;
+	return c;
 }

@@ -48,12 +48,18 @@ const char *wp_verdict_name(enum wp_verdict v);
  * watchpoint_probe_detail). */
 void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap);
 
-/* What nregs armed registers add to each context switch of a thread, in ns
- * of its CPU time: two threads on the calling thread's cpu take turns
- * (sched_yield) with and without registers enabled; the least of 3 rounds
- * of up to 1000 turns or 20 ms each (at most 120 ms).  A hypervisor that traps every write of
- * the debug registers makes it microseconds.  0 when it cannot be measured
- * (no perf breakpoints, the cpu cannot be pinned). */
-uint64_t wp_switch_cost_ns(int nregs);
+/* What nregs registers add to each context switch of a thread, in ns of
+ * its CPU time, enabled (armed_ns) and open but disabled (open_ns): two
+ * threads on the calling thread's cpu take turns (sched_yield) without
+ * registers, with them enabled and with them only open; the least of 3
+ * rounds of up to 1000 turns or 20 ms each (at most 180 ms).  A hypervisor
+ * that traps every write of the debug registers makes armed_ns
+ * microseconds; open ones still make the thread's perf context switch with
+ * it.  Both 0 when it cannot be measured (no perf breakpoints, the cpu
+ * cannot be pinned). */
+struct wp_switch_cost {
+	uint64_t armed_ns, open_ns;
+};
+struct wp_switch_cost wp_switch_cost(int nregs);
 
 #endif

@@ -154,6 +154,7 @@ static void read_config(void)
 	if (rt_cfg.wp_life == 0)
 		rt_cfg.wp_life = 1;
 	rt_cfg.wp_switch_ns = env_u64(CT_ENV_WP_SWITCH_NS, 0);
+	rt_cfg.wp_open_switch_ns = env_u64(CT_ENV_WP_OPEN_SWITCH_NS, 0);
 	rt_cfg.wp_budget = (uint32_t)env_u64(CT_ENV_WP_BUDGET, 5);
 	rt_cfg.verbose = (int)env_u64(CT_ENV_VERBOSE, 1);
 	rt_cfg.sig = parse_signal(getenv(CT_ENV_SIGNAL));
@@ -539,6 +540,28 @@ static bool wait_out_of_handler(struct rt_thread *t)
  * thread that is still running (a worker never joined, an OpenMP thread):
  * then its skipped-sample counts are flushed here too, before its
  * THREAD_END, or they would be lost. */
+/* What rt_wp_check_cost decided for the thread (commrec -v). */
+static void log_wp_budget(const struct rt_thread *t)
+{
+	if (t->wp_closed_cpu)
+		rt_log(2, "thread %u: watchpoints closed after %.1f ms of CPU time: its %llu context "
+		       "switches would have cost %.0f%% of it with the registers only open (%.2f us "
+		       "each; limit %u%%, " CT_ENV_WP_BUDGET ")",
+		       t->index, (double)t->wp_closed_cpu / 1e6,
+		       (unsigned long long)t->wp_closed_switches,
+		       100.0 * (double)(t->wp_closed_switches * rt_cfg.wp_open_switch_ns) /
+		       (double)t->wp_closed_cpu,
+		       (double)rt_cfg.wp_open_switch_ns / 1e3, rt_cfg.wp_budget);
+	else if (t->wp_allowed < t->wp_judged && t->wp_acct_cpu)
+		rt_log(2, "thread %u: watchpoints armable at %llu of %llu samples: its %llu context "
+		       "switches cost an estimated %.1f%% of its %.1f ms of CPU time with them (limit "
+		       "%u%%, " CT_ENV_WP_BUDGET ")",
+		       t->index, (unsigned long long)t->wp_allowed, (unsigned long long)t->wp_judged,
+		       (unsigned long long)t->wp_acct_switches,
+		       100.0 * (double)t->wp_spent_ns / (double)t->wp_acct_cpu,
+		       (double)t->wp_acct_cpu / 1e6, rt_cfg.wp_budget);
+}
+
 void rt_thread_stop_sampling(struct rt_thread *t, int self)
 {
 	atomic_store(&t->stopped, 1);
@@ -551,14 +574,8 @@ void rt_thread_stop_sampling(struct rt_thread *t, int self)
 		rt_wp_thread_stop(t, self);
 	if (!self && out)
 		rt_flush_skips(t, rt_now());
-	if (out && t->wp_closed_cpu)
-		rt_log(2, "thread %u: watchpoints closed after %.1f ms of CPU time: its %llu context "
-		       "switches would have cost %.0f%% of it with the registers armed (%.2f us "
-		       "each; limit %u%%, " CT_ENV_WP_BUDGET ")",
-		       t->index, (double)t->wp_closed_cpu / 1e6,
-		       (unsigned long long)t->wp_closed_switches,
-		       100.0 * (double)(t->wp_closed_switches * rt_cfg.wp_switch_ns) / (double)t->wp_closed_cpu,
-		       (double)rt_cfg.wp_switch_ns / 1e3, rt_cfg.wp_budget);
+	if (out)
+		log_wp_budget(t);
 }
 
 void rt_thread_finish(struct rt_thread *t, int status)

@@ -178,38 +178,59 @@ void rt_wp_disarm(struct rt_thread *t)
 	soft_tell(t);
 }
 
-/* Debug registers cost the thread at each of its context switches, even
- * disabled (a part of it): a hypervisor that traps their writes makes that
- * microseconds (rt_cfg.wp_switch_ns, measured by commrec with all of them
- * armed), and a thread that waits at barriers switches tens of thousands
- * of times a second.  So at each sample after RT_WP_JUDGE_NS of the
- * thread's CPU time, if its context switches so far, at that cost, come to
- * more than rt_cfg.wp_budget % of its CPU time, its registers are closed
- * for good (reopening them here would take the runtime's descriptor lock
- * in a signal handler).  On the thread, in its sample's handler (skipped
- * samples too: a thread that waits in the kernel or spins in an OpenMP
- * runtime has few usable ones), before the arming; not once the thread is
- * stopped (the writer then disables
- * its registers: rt_thread_stop_sampling waits for this handler first). */
+/* Debug registers cost their thread at each of its context switches:
+ * rt_cfg.wp_switch_ns armed, rt_cfg.wp_open_switch_ns open but disabled
+ * (commrec measures both; a hypervisor that traps their writes makes that
+ * microseconds, and a thread that waits at barriers switches tens of
+ * thousands of times a second).  They get rt_cfg.wp_budget % of the
+ * thread's CPU time.  At each of its samples (skipped ones too: a thread
+ * that waits in the kernel or spins in an OpenMP runtime has few usable
+ * ones) the switches since its last sample are charged at the cost of
+ * what the registers were meanwhile (armed at any time: armed); they may
+ * be armed at this sample only if the next interval, with as many
+ * switches armed, still fits the budget.  So a thread that switches often
+ * arms at a share of its samples (a duty cycle), not at none.  After
+ * RT_WP_JUDGE_NS of its CPU time, if the registers cost more than the
+ * budget only by being open, they are closed for good (reopening them
+ * here would take the runtime's descriptor lock in a signal handler).
+ * On the thread, in its sample's handler, before the arming; not once the
+ * thread is stopped (the writer then disables its registers:
+ * rt_thread_stop_sampling waits for this handler first). */
 #define RT_WP_JUDGE_NS 5000000ull
 
-void rt_wp_check_cost(struct rt_thread *t)
+bool rt_wp_check_cost(struct rt_thread *t)
 {
 	if (rt_cfg.wp_soft || !rt_cfg.wp_switch_ns || !rt_cfg.wp_budget || !t->nwp ||
 	    t != rt_self || atomic_load(&t->stopped))
-		return;
+		return true;
 	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return true;
 	uint64_t cpu = rt_thread_cpu_ns();
-	if (cpu < RT_WP_JUDGE_NS || getrusage(RUSAGE_THREAD, &ru) != 0)
-		return;
 	uint64_t sw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
-	if (sw * rt_cfg.wp_switch_ns * 100 <= cpu * rt_cfg.wp_budget)
-		return;
+	uint64_t since = sw - t->wp_acct_switches;
+	t->wp_spent_ns += since * (t->wp_armed_since ? rt_cfg.wp_switch_ns : rt_cfg.wp_open_switch_ns);
+	t->wp_acct_switches = sw;
+	t->wp_acct_cpu = cpu;
+	t->wp_armed_since = t->wp_armed != 0;
+	t->wp_judged++;
+	uint64_t allowance = cpu * rt_cfg.wp_budget / 100;
+	if (cpu >= RT_WP_JUDGE_NS && sw * rt_cfg.wp_open_switch_ns > allowance) {
+		if (t->wp_armed)
+			rt_wp_disarm(t);
+		close_all(t);
+		t->wp_closed_cpu = cpu;
+		t->wp_closed_switches = sw;
+		return false;
+	}
+	if (cpu < RT_WP_JUDGE_NS || t->wp_spent_ns + since * rt_cfg.wp_switch_ns <= allowance) {
+		t->wp_allowed++;
+		return true;
+	}
 	if (t->wp_armed)
 		rt_wp_disarm(t);
-	close_all(t);
-	t->wp_closed_cpu = cpu;
-	t->wp_closed_switches = sw;
+	t->wp_armed_since = false;
+	return false;
 }
 
 void rt_wp_thread_stop(struct rt_thread *t, int self)
@@ -307,6 +328,7 @@ void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now)
 		return;
 	arm->nwp = (uint8_t)k;
 	t->wp_armed = k;
+	t->wp_armed_since = true;
 	t->wp_hit = false;
 	t->wp_arm_time = now;
 	rt_push(t, &r);
