@@ -49,17 +49,20 @@ const char *wp_verdict_name(enum wp_verdict v);
 void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap);
 
 /* What nregs registers add to each context switch of a thread, in ns of
- * its CPU time, enabled (armed_ns) and open but disabled (open_ns): two
- * threads on the calling thread's cpu take turns (sched_yield) without
- * registers, with them enabled and with them only open; the least of 3
- * rounds of up to 1000 turns or 20 ms each (at most 180 ms).  A hypervisor
- * that traps every write of the debug registers makes armed_ns
- * microseconds; open ones still make the thread's perf context switch with
- * it.  Both 0 when it cannot be measured (no perf breakpoints, the cpu
- * cannot be pinned). */
+ * its CPU time, enabled (armed_ns) and open but disabled (open_ns), and,
+ * with a sampling period, what a task-clock sampling event of the thread's
+ * own at that period adds (sampling_ns: the soft sampler's per-thread
+ * event): two threads on the calling thread's cpu take turns (sched_yield)
+ * carrying nothing, and each of these; the least of 3 rounds of up to 1000
+ * turns or 20 ms each (at most 240 ms).  A hypervisor that traps every
+ * write of the debug registers makes armed_ns microseconds; open ones
+ * still make the thread's perf context switch with it; a sampling event
+ * starts and stops a kernel timer at each switch.  All 0 when it cannot be
+ * measured (no perf breakpoints, the cpu cannot be pinned); sampling_ns 0
+ * where such an event does not open. */
 struct wp_switch_cost {
-	uint64_t armed_ns, open_ns;
+	uint64_t armed_ns, open_ns, sampling_ns;
 };
-struct wp_switch_cost wp_switch_cost(int nregs);
+struct wp_switch_cost wp_switch_cost(int nregs, uint64_t sampling_period_ns);
 
 #endif

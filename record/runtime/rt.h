@@ -99,14 +99,18 @@ struct rt_thread {
 	uint64_t wp_dummy;         /* disabled breakpoints point here */
 	uint64_t wp_setup_fail;
 	struct cd_lines wlines;    /* software line watches (rt_cfg.wp_lines) */
-	uint64_t wp_closed_cpu;    /* rt_wp_check_cost closed the registers: thread CPU ns then */
+	uint64_t wp_closed_cpu;    /* rt_check_switch_cost closed the registers: thread CPU ns then */
 	uint64_t wp_closed_switches; /* and its context switches then */
-	/* the registers' cost at context switches (rt_wp_check_cost) */
+	/* the perf events' cost at context switches (rt_check_switch_cost) */
 	uint64_t wp_acct_switches; /* the thread's context switches at its last sample */
 	uint64_t wp_acct_cpu;      /* its CPU ns then */
 	uint64_t wp_spent_ns;      /* what its registers have cost so far (estimated) */
 	bool wp_armed_since;       /* armed at some time since its last sample */
 	uint64_t wp_judged, wp_allowed; /* samples judged, and those that allowed an arming */
+	bool samp_leave;           /* soft: leave the per-thread event for the timer, at the
+	                            * end of this handler (rt_check_switch_cost) */
+	uint64_t samp_left_cpu;    /* ... left: thread CPU ns then */
+	uint64_t samp_left_switches; /* and its context switches then */
 
 	/* allocation call-site cache: (caller, stack depth) -> id */
 #define RT_CS_CACHE 256
@@ -147,6 +151,7 @@ struct rt_config {
 	uint32_t wp_lines, wp_life; /* software: line watches per thread (0: words), their life */
 	uint64_t wp_switch_ns;     /* COMMTRACE_WP_SWITCH_NS: armed registers' cost per context switch */
 	uint64_t wp_open_switch_ns; /* COMMTRACE_WP_OPEN_SWITCH_NS: the same, open but disabled */
+	uint64_t soft_event_switch_ns; /* COMMTRACE_SOFT_EVENT_SWITCH_NS: a per-thread soft event's */
 	uint32_t wp_budget;        /* COMMTRACE_WP_BUDGET: percent of a thread's CPU time, 0 no limit */
 	int verbose;
 	int sig;                   /* the runtime's real-time signal */
@@ -263,11 +268,14 @@ void rt_wp_thread_stop(struct rt_thread *t, int self);
 /* Arm the watchpoints on the words cd_step chose (plan); WP_ARM record. */
 void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now);
 void rt_wp_disarm(struct rt_thread *t);
-/* Keep the thread's debug registers within rt_cfg.wp_budget % of its CPU
- * time at its context switches (on the thread, at each sample): false if
- * they must not be armed at this sample (then they are disarmed); closes
- * them for good where being open alone costs more. */
-bool rt_wp_check_cost(struct rt_thread *t);
+/* Keep what the thread's perf events cost at its context switches (its
+ * debug registers; soft: its own sampling event) within rt_cfg.wp_budget %
+ * of its CPU time (on the thread, at each sample): false if the registers
+ * must not be armed at this sample (then they are disarmed); closes them
+ * for good where being open alone costs more; asks the soft sampler to
+ * leave its event for the thread's timer (samp_leave) where the event
+ * costs more. */
+bool rt_check_switch_cost(struct rt_thread *t);
 int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc);
 /* Software watchpoints: the thread's own access (kind, at ip) touched the
  * word of register i: WP_HIT, then everything is disarmed, as for a trap. */

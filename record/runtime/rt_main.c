@@ -155,6 +155,7 @@ static void read_config(void)
 		rt_cfg.wp_life = 1;
 	rt_cfg.wp_switch_ns = env_u64(CT_ENV_WP_SWITCH_NS, 0);
 	rt_cfg.wp_open_switch_ns = env_u64(CT_ENV_WP_OPEN_SWITCH_NS, 0);
+	rt_cfg.soft_event_switch_ns = env_u64(CT_ENV_SOFT_EVENT_SWITCH_NS, 0);
 	rt_cfg.wp_budget = (uint32_t)env_u64(CT_ENV_WP_BUDGET, 5);
 	rt_cfg.verbose = (int)env_u64(CT_ENV_VERBOSE, 1);
 	rt_cfg.sig = parse_signal(getenv(CT_ENV_SIGNAL));
@@ -540,9 +541,18 @@ static bool wait_out_of_handler(struct rt_thread *t)
  * thread that is still running (a worker never joined, an OpenMP thread):
  * then its skipped-sample counts are flushed here too, before its
  * THREAD_END, or they would be lost. */
-/* What rt_wp_check_cost decided for the thread (commrec -v). */
+/* What rt_check_switch_cost decided for the thread (commrec -v). */
 static void log_wp_budget(const struct rt_thread *t)
 {
+	if (t->samp_left_cpu)
+		rt_log(2, "thread %u: sampled by its timer after %.1f ms of CPU time: its %llu context "
+		       "switches would have cost %.0f%% of it with its own perf event (%.2f us each; "
+		       "limit %u%%, " CT_ENV_WP_BUDGET ")",
+		       t->index, (double)t->samp_left_cpu / 1e6,
+		       (unsigned long long)t->samp_left_switches,
+		       100.0 * (double)(t->samp_left_switches * rt_cfg.soft_event_switch_ns) /
+		       (double)t->samp_left_cpu,
+		       (double)rt_cfg.soft_event_switch_ns / 1e3, rt_cfg.wp_budget);
 	if (t->wp_closed_cpu)
 		rt_log(2, "thread %u: watchpoints closed after %.1f ms of CPU time: its %llu context "
 		       "switches would have cost %.0f%% of it with the registers only open (%.2f us "
@@ -568,7 +578,7 @@ void rt_thread_stop_sampling(struct rt_thread *t, int self)
 	if (t->sampler)
 		t->sampler->thread_stop(t, self);
 	/* another thread's handler may be closing its registers
-	 * (rt_wp_check_cost): after it, or never */
+	 * (rt_check_switch_cost): after it, or never */
 	bool out = self || wait_out_of_handler(t);
 	if (out)
 		rt_wp_thread_stop(t, self);

@@ -22,7 +22,7 @@ void rt_sample(struct rt_thread *t, const struct rt_sample_in *s)
 
 void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn emit)
 {
-	bool may_arm = rt_wp_check_cost(t);   /* at every sample, skipped ones too */
+	bool may_arm = rt_check_switch_cost(t);   /* at every sample, skipped ones too */
 	if (s->skip) {
 		if (rt_cfg.verbose >= 4)
 			rt_log(4, "thread %u: sample at ip %#llx skipped (%d)", t->index,

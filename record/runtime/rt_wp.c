@@ -178,30 +178,54 @@ void rt_wp_disarm(struct rt_thread *t)
 	soft_tell(t);
 }
 
-/* Debug registers cost their thread at each of its context switches:
- * rt_cfg.wp_switch_ns armed, rt_cfg.wp_open_switch_ns open but disabled
- * (commrec measures both; a hypervisor that traps their writes makes that
- * microseconds, and a thread that waits at barriers switches tens of
- * thousands of times a second).  They get rt_cfg.wp_budget % of the
- * thread's CPU time.  At each of its samples (skipped ones too: a thread
- * that waits in the kernel or spins in an OpenMP runtime has few usable
- * ones) the switches since its last sample are charged at the cost of
- * what the registers were meanwhile (armed at any time: armed); they may
- * be armed at this sample only if the next interval, with as many
- * switches armed, still fits the budget.  So a thread that switches often
- * arms at a share of its samples (a duty cycle), not at none.  After
- * RT_WP_JUDGE_NS of its CPU time, if the registers cost more than the
- * budget only by being open, they are closed for good (reopening them
- * here would take the runtime's descriptor lock in a signal handler).
+/* Per-thread perf events cost their thread at each of its context
+ * switches: its debug registers rt_cfg.wp_switch_ns armed and
+ * rt_cfg.wp_open_switch_ns open but disabled, and the soft sampler's own
+ * event rt_cfg.soft_event_switch_ns (a kernel timer started and stopped at
+ * each switch; commrec measures all three; a hypervisor that traps the
+ * registers' writes and timer programming makes them microseconds, and a
+ * thread that waits at barriers switches tens of thousands of times a
+ * second).  Together they get rt_cfg.wp_budget % of the thread's CPU time.
+ * At each of its samples (skipped ones too: a thread that waits in the
+ * kernel or spins in an OpenMP runtime has few usable ones) the switches
+ * since its last sample are charged at the cost of what it carried
+ * meanwhile (registers armed at any time: armed).  Then, in this order:
+ *   - where the sampling event (with the registers open) passes the budget
+ *     over the thread's life, the thread leaves it for its timer (no cost
+ *     at a switch, a sample per tick at most), at the end of this handler;
+ *   - where the registers, open alone, pass it after RT_WP_JUDGE_NS of
+ *     CPU time, they are closed for good (reopening them here would take
+ *     the runtime's descriptor lock in a signal handler);
+ *   - the registers may be armed at this sample only if the next interval,
+ *     with as many switches armed, still fits: a thread that switches often
+ *     arms at a share of its samples (a duty cycle), not at none.
  * On the thread, in its sample's handler, before the arming; not once the
- * thread is stopped (the writer then disables its registers:
+ * thread is stopped (the writer then disables its events:
  * rt_thread_stop_sampling waits for this handler first). */
 #define RT_WP_JUDGE_NS 5000000ull
+#define RT_EVENT_JUDGE_NS 2000000ull
 
-bool rt_wp_check_cost(struct rt_thread *t)
+/* soft: the thread samples by its own perf event and has a timer to
+ * fall back on (sampler_soft.c) */
+static bool event_leavable(const struct rt_thread *t)
 {
-	if (rt_cfg.wp_soft || !rt_cfg.wp_switch_ns || !rt_cfg.wp_budget || !t->nwp ||
-	    t != rt_self || atomic_load(&t->stopped))
+	return rt_cfg.soft_event_switch_ns && t->samp_fd >= 0 && t->timer_ok && !t->samp_leave;
+}
+
+static void close_for_good(struct rt_thread *t, uint64_t cpu, uint64_t sw)
+{
+	if (t->wp_armed)
+		rt_wp_disarm(t);
+	close_all(t);
+	t->wp_closed_cpu = cpu;
+	t->wp_closed_switches = sw;
+}
+
+bool rt_check_switch_cost(struct rt_thread *t)
+{
+	bool regs = !rt_cfg.wp_soft && rt_cfg.wp_switch_ns && t->nwp;
+	bool event = event_leavable(t);
+	if (!rt_cfg.wp_budget || (!regs && !event) || t != rt_self || atomic_load(&t->stopped))
 		return true;
 	struct rusage ru;
 	if (getrusage(RUSAGE_THREAD, &ru) != 0)
@@ -209,21 +233,27 @@ bool rt_wp_check_cost(struct rt_thread *t)
 	uint64_t cpu = rt_thread_cpu_ns();
 	uint64_t sw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
 	uint64_t since = sw - t->wp_acct_switches;
-	t->wp_spent_ns += since * (t->wp_armed_since ? rt_cfg.wp_switch_ns : rt_cfg.wp_open_switch_ns);
+	uint64_t ev = event ? rt_cfg.soft_event_switch_ns : 0;
+	uint64_t open = regs ? rt_cfg.wp_open_switch_ns : 0;
+	t->wp_spent_ns += since * (ev + (regs && t->wp_armed_since ? rt_cfg.wp_switch_ns : open));
 	t->wp_acct_switches = sw;
 	t->wp_acct_cpu = cpu;
 	t->wp_armed_since = t->wp_armed != 0;
-	t->wp_judged++;
 	uint64_t allowance = cpu * rt_cfg.wp_budget / 100;
-	if (cpu >= RT_WP_JUDGE_NS && sw * rt_cfg.wp_open_switch_ns > allowance) {
-		if (t->wp_armed)
-			rt_wp_disarm(t);
-		close_all(t);
-		t->wp_closed_cpu = cpu;
-		t->wp_closed_switches = sw;
+	if (event && cpu >= RT_EVENT_JUDGE_NS && sw * (ev + open) > allowance) {
+		t->samp_leave = true;
+		t->samp_left_cpu = cpu;
+		t->samp_left_switches = sw;
+		ev = 0;
+	}
+	if (!regs)
+		return true;
+	t->wp_judged++;
+	if (cpu >= RT_WP_JUDGE_NS && sw * open > allowance) {
+		close_for_good(t, cpu, sw);
 		return false;
 	}
-	if (cpu < RT_WP_JUDGE_NS || t->wp_spent_ns + since * rt_cfg.wp_switch_ns <= allowance) {
+	if (cpu < RT_WP_JUDGE_NS || t->wp_spent_ns + since * (rt_cfg.wp_switch_ns + ev) <= allowance) {
 		t->wp_allowed++;
 		return true;
 	}

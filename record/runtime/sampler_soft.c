@@ -13,7 +13,9 @@
  * CLOCK_MONOTONIC timestamps), drained in the thread's own signal handler
  * by the one perf sample path (rt_perf.c), because the online part of
  * Algorithm 1 arms that thread's debug registers at the sample
- * (rt_sample.c).
+ * (rt_sample.c).  At the default period the thread also has a timer set
+ * aside, and moves to it when the event's cost at its context switches
+ * passes its budget (spare_timer, rt_check_switch_cost).
  *
  * With COMMTRACE_SOFT_TIMER=1 (commrec sets it where its probe finds the
  * perf events costly at context switches, record/switch_probe.c), or where
@@ -76,7 +78,8 @@ static int timer_set(struct rt_thread *t)
 	return timer_settime(t->timer, 0, &its, NULL);
 }
 
-static int timer_start(struct rt_thread *t, int why_errno)
+/* The thread's CPU-time timer, not yet set; 0 or -errno. */
+static int timer_make(struct rt_thread *t)
 {
 	struct sigevent sev;
 	memset(&sev, 0, sizeof sev);
@@ -84,8 +87,14 @@ static int timer_start(struct rt_thread *t, int why_errno)
 	sev.sigev_signo = rt_cfg.sig;
 	sev.sigev_value.sival_int = (int)(RT_SIG_MAGIC | 1);
 	sev._sigev_un._tid = t->tid;
-	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) < 0)
-		return -errno;
+	return timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) < 0 ? -errno : 0;
+}
+
+static int timer_start(struct rt_thread *t, int why_errno)
+{
+	int rc = timer_make(t);
+	if (rc < 0)
+		return rc;
 	/* the handler reads timer_cpu_prev once it sees timer_ok: set before */
 	t->timer_cpu_prev = rt_thread_cpu_ns();
 	atomic_signal_fence(memory_order_release);
@@ -97,6 +106,37 @@ static int timer_start(struct rt_thread *t, int why_errno)
 	t->timer_ok = true;
 	rt_status_timer_thread(why_errno);
 	return 0;
+}
+
+/* Where commrec measured what the thread's own event costs at a context
+ * switch (watchpoints armed, the default period), a timer set aside, for
+ * the thread to leave the event for when its switches make the event cost
+ * more than its budget (rt_check_switch_cost); without one it keeps the
+ * event. */
+static void spare_timer(struct rt_thread *t)
+{
+	if (!rt_cfg.soft_event_switch_ns || rt_cfg.watchpoints <= 0)
+		return;
+	int rc = timer_make(t);
+	if (rc < 0) {
+		rt_log(2, "thread %u: no spare CPU timer (%s): it keeps its perf event", t->index,
+		       strerror(-rc));
+		return;
+	}
+	t->timer_ok = true;
+}
+
+/* In the thread's handler, after the samples of its event: the timer
+ * from now on (timer_settime is async-signal-safe), the event closed. */
+static void leave_event(struct rt_thread *t)
+{
+	t->samp_leave = false;
+	if (atomic_load(&t->stopped) || !t->timer_ok)
+		return;
+	t->timer_cpu_prev = rt_thread_cpu_ns();
+	atomic_signal_fence(memory_order_release);
+	if (timer_set(t) == 0)
+		rt_perf_thread_stop(t, 1);
 }
 
 /* The inherited path where it applies: no watchpoints (their arming runs
@@ -123,8 +163,10 @@ static int soft_thread_start(struct rt_thread *t)
 	}
 	if (!rt_cfg.soft_timer && !atomic_load(&use_timer)) {
 		int rc = rt_perf_thread_start(t);
-		if (rc == 0)
+		if (rc == 0) {
+			spare_timer(t);
 			return 0;
+		}
 		if (rc != -EACCES && rc != -EPERM && rc != -ENOSYS && rc != -ENOENT && rc != -EOPNOTSUPP)
 			rt_log(1, "thread %u: perf task-clock sampling failed (%s): using a CPU timer",
 			       t->index, strerror(-rc));
@@ -161,8 +203,12 @@ static void soft_thread_stop(struct rt_thread *t, int self)
 
 static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 {
-	if (si->si_code != SI_TIMER)
-		return rt_perf_on_signal(t, si, uc);
+	if (si->si_code != SI_TIMER) {
+		int rc = rt_perf_on_signal(t, si, uc);
+		if (t->samp_leave)
+			leave_event(t);
+		return rc;
+	}
 	if (!t->timer_ok)
 		return 1;
 	struct rt_sample_in s;
