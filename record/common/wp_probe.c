@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -143,7 +144,7 @@ struct turn_arg {
 	int cpu, nregs;
 	enum turn_kind kind;
 	uint64_t period_ns;       /* TURN_SAMPLING: the event's period */
-	uint64_t ns;              /* thread CPU time per turn */
+	uint64_t ns;              /* thread CPU time per context switch (0: not measured) */
 };
 
 static uint64_t thread_cpu_ns(void)
@@ -151,6 +152,14 @@ static uint64_t thread_cpu_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_switches(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return 0;
+	return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
 }
 
 /* A task-clock sampling event on the calling thread, as the soft sampler
@@ -207,13 +216,17 @@ static void *take_turns(void *arg)
 	if (n >= 0) {
 		/* at most SWITCH_WALL_NS of wall time: on a loaded cpu each
 		 * turn may hand the cpu to other work for a whole slice */
-		uint64_t t0 = thread_cpu_ns(), w0 = now_ns();
-		int turns = 0;
+		uint64_t sw0 = thread_switches(), t0 = thread_cpu_ns(), w0 = now_ns();
+		uint64_t turns = 0;
 		while (turns < SWITCH_TURNS && now_ns() - w0 < SWITCH_WALL_NS) {
 			sched_yield();
 			turns++;
 		}
-		a->ns = turns ? (thread_cpu_ns() - t0) / (uint64_t)turns : 0;
+		uint64_t cpu = thread_cpu_ns() - t0, sw = thread_switches() - sw0;
+		/* a yield while the other thread is not there (not started yet,
+		 * or done) switches nothing and costs a fraction: only turns
+		 * that nearly all switched measure a switch */
+		a->ns = sw && sw * 10 >= turns * 9 ? cpu / sw : 0;
 	}
 	for (int i = 0; i < n; i++)
 		close(fd[i]);
@@ -242,14 +255,23 @@ static uint64_t turn_ns(int nregs, enum turn_kind kind, uint64_t period_ns)
 	return a[0].ns < a[1].ns ? a[0].ns : a[1].ns;
 }
 
+/* The smaller, 0 being none. */
 static uint64_t least(uint64_t best, uint64_t x)
 {
-	return !best || x < best ? x : best;
+	return !best || (x && x < best) ? x : best;
 }
 
 static uint64_t above(uint64_t x, uint64_t base)
 {
-	return x > base ? x - base : 0;
+	return x > base && base ? x - base : 0;
+}
+
+/* Armed registers (and a sampling event, if measured) cost something at a
+ * switch: not measured, or a least base above them (other work's noise),
+ * is worth more rounds. */
+static bool costs_seen(uint64_t none, uint64_t on, uint64_t smp, uint64_t sampling_period_ns)
+{
+	return none && on > none && (!sampling_period_ns || smp > none);
 }
 
 struct wp_switch_cost wp_switch_cost(int nregs, uint64_t sampling_period_ns)
@@ -259,19 +281,20 @@ struct wp_switch_cost wp_switch_cost(int nregs, uint64_t sampling_period_ns)
 		return c;
 	if (nregs > CT_WP_MAX)
 		nregs = CT_WP_MAX;
-	/* the least of each: other work on the cpu only adds */
+	/* the least of each (a round that could not measure one leaves it
+	 * out): other work on the cpu only adds */
 	uint64_t none = 0, open = 0, on = 0, smp = 0;
-	for (int r = 0; r < SWITCH_ROUNDS; r++) {
-		uint64_t a = turn_ns(0, TURN_NONE, 0), b = turn_ns(nregs, TURN_REGS_ARMED, 0),
-		         o = turn_ns(nregs, TURN_REGS_OPEN, 0);
-		uint64_t s = sampling_period_ns ? turn_ns(0, TURN_SAMPLING, sampling_period_ns) : 0;
-		if (!a || !b || !o)
-			return c;
-		none = least(none, a);
-		on = least(on, b);
-		open = least(open, o);
-		smp = s ? least(smp, s) : smp;
+	for (int r = 0; r < SWITCH_ROUNDS || (r < 2 * SWITCH_ROUNDS && !costs_seen(none, on, smp,
+	                                                                         sampling_period_ns));
+	     r++) {
+		none = least(none, turn_ns(0, TURN_NONE, 0));
+		on = least(on, turn_ns(nregs, TURN_REGS_ARMED, 0));
+		open = least(open, turn_ns(nregs, TURN_REGS_OPEN, 0));
+		if (sampling_period_ns)
+			smp = least(smp, turn_ns(0, TURN_SAMPLING, sampling_period_ns));
 	}
+	if (!none || !on)
+		return c;
 	c.armed_ns = above(on, none);
 	c.open_ns = above(open, none);
 	c.sampling_ns = above(smp, none);
