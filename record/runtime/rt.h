@@ -111,6 +111,7 @@ struct rt_thread {
 	                            * end of this handler (rt_check_switch_cost) */
 	uint64_t samp_left_cpu;    /* ... left: thread CPU ns then */
 	uint64_t samp_left_switches; /* and its context switches then */
+	uint64_t samp_left_each;   /* and what each cost with the event (registers open included) */
 
 	/* allocation call-site cache: (caller, stack depth) -> id */
 #define RT_CS_CACHE 256

@@ -546,13 +546,13 @@ static void log_wp_budget(const struct rt_thread *t)
 {
 	if (t->samp_left_cpu)
 		rt_log(2, "thread %u: sampled by its timer after %.1f ms of CPU time: its %llu context "
-		       "switches would have cost %.1f%% of it with its own perf event (%.2f us each; "
-		       "limit %u%%, " CT_ENV_WP_BUDGET ")",
+		       "switches would have cost %.1f%% of it with its own perf event (%.2f us each, "
+		       "open registers included; limit %u%%, " CT_ENV_WP_BUDGET ")",
 		       t->index, (double)t->samp_left_cpu / 1e6,
 		       (unsigned long long)t->samp_left_switches,
-		       100.0 * (double)(t->samp_left_switches * rt_cfg.soft_event_switch_ns) /
+		       100.0 * (double)(t->samp_left_switches * t->samp_left_each) /
 		       (double)t->samp_left_cpu,
-		       (double)rt_cfg.soft_event_switch_ns / 1e3, rt_cfg.wp_budget);
+		       (double)t->samp_left_each / 1e3, rt_cfg.wp_budget);
 	if (t->wp_closed_cpu)
 		rt_log(2, "thread %u: watchpoints closed after %.1f ms of CPU time: its %llu context "
 		       "switches would have cost %.1f%% of it with the registers only open (%.2f us "

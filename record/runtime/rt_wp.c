@@ -244,6 +244,7 @@ bool rt_check_switch_cost(struct rt_thread *t)
 		t->samp_leave = true;
 		t->samp_left_cpu = cpu;
 		t->samp_left_switches = sw;
+		t->samp_left_each = ev + open;
 		ev = 0;
 	}
 	if (!regs)
