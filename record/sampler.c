@@ -179,11 +179,12 @@ static void choose_watchpoints(struct rec_opts *o)
  * perf events); perf events when -c asks for a period (the timers fire at
  * most once per scheduler tick: they cannot honour a short one); where
  * debug registers are armed, a perf event per thread (their arming needs a
- * signal per sample in the thread), which each thread leaves for a timer
- * of its own when the event's cost at its context switches
- * (soft_event_switch_ns, measured with the registers') passes its budget
- * (record/runtime/rt_wp.c); else, at the default period, what the switch
- * probe measures as cheaper here. */
+ * signal per sample in the thread), which a thread gets, with its
+ * registers, once its context switches leave room for them in its budget
+ * at the costs measured with the registers' (soft_event_switch_ns), and
+ * leaves where they stop doing so; a timer of its own until then
+ * (record/runtime/sampler_soft.c, rt_wp.c); else, at the default period,
+ * what the switch probe measures as cheaper here. */
 static void choose_soft_path(struct rec_opts *o)
 {
 	const char *env = getenv(CT_ENV_SOFT_TIMER);
@@ -199,8 +200,9 @@ static void choose_soft_path(struct rec_opts *o)
 	if (o->wp_used > 0 && !o->wp_soft && !o->period && o->soft_event_switch_ns) {
 		o->soft_timer = false;
 		snprintf(o->soft_path_reason, sizeof o->soft_path_reason, "debug registers armed: a "
-		         "perf event per thread, a thread's own timer where the event's %.2f us per "
-		         "context switch passes its budget", (double)o->soft_event_switch_ns / 1e3);
+		         "perf event per thread (its registers too) once its context switches leave "
+		         "room in its budget (the event adds %.2f us to each), its own timer until "
+		         "then", (double)o->soft_event_switch_ns / 1e3);
 		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
 		return;
 	}

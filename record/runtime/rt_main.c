@@ -544,6 +544,17 @@ static bool wait_out_of_handler(struct rt_thread *t)
 /* What rt_check_switch_cost decided for the thread (commrec -v). */
 static void log_wp_budget(const struct rt_thread *t)
 {
+	if (t->ev_asked_cpu)
+		rt_log(2, "thread %u: asked for its perf events after %.1f ms of CPU time (its %llu "
+		       "context switches: %.1f%% of it with them; asks at up to half the limit, "
+		       "%u%%, " CT_ENV_WP_BUDGET "): %s",
+		       t->index, (double)t->ev_asked_cpu / 1e6,
+		       (unsigned long long)t->ev_asked_switches,
+		       100.0 * (double)(t->ev_asked_switches *
+		                        (rt_cfg.soft_event_switch_ns + rt_cfg.wp_open_switch_ns)) /
+		       (double)t->ev_asked_cpu, rt_cfg.wp_budget,
+		       atomic_load(&t->ev_state) == RT_EV_ADOPTED || t->samp_left_cpu ? "taken"
+		                                                                    : "not taken");
 	if (t->samp_left_cpu)
 		rt_log(2, "thread %u: sampled by its timer after %.1f ms of CPU time: its %llu context "
 		       "switches would have cost %.1f%% of it with its own perf event (%.2f us each, "
