@@ -124,8 +124,9 @@ static int timer_start(struct rt_thread *t, int why_errno)
  * to switch with the thread (0.25 to 0.3 us per switch measured here). */
 static bool start_late(struct rt_thread *t)
 {
-	if (!rt_cfg.soft_event_switch_ns || rt_cfg.watchpoints <= 0 || rt_cfg.wp_soft)
-		return false;
+	if (!rt_cfg.soft_event_switch_ns || !rt_cfg.wp_budget || rt_cfg.watchpoints <= 0 ||
+	    rt_cfg.wp_soft)
+		return false;   /* (no budget: events from the start) */
 	if (timer_make(t) < 0)
 		return false;
 	if (timer_run(t) < 0) {
