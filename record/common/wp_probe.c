@@ -162,19 +162,24 @@ static uint64_t thread_switches(void)
 	return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
 }
 
+void probe_task_clock_attr(struct perf_event_attr *a, uint64_t period_ns)
+{
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_TASK_CLOCK;
+	a->sample_period = period_ns;
+	a->sample_type = PERF_SAMPLE_IP;
+	a->exclude_kernel = 1;
+	a->exclude_hv = 1;
+}
+
 /* A task-clock sampling event on the calling thread, as the soft sampler
  * opens one per thread (no ring: its samples are dropped); fd or -1. */
 static int open_sampling(uint64_t period_ns)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
-	a.sample_period = period_ns;
-	a.sample_type = PERF_SAMPLE_IP;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
+	probe_task_clock_attr(&a, period_ns);
 	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
