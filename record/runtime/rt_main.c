@@ -537,10 +537,18 @@ static bool wait_out_of_handler(struct rt_thread *t)
 	return !atomic_load(&t->in_handler);
 }
 
-/* On the thread itself (self), or at process end from the writer for a
- * thread that is still running (a worker never joined, an OpenMP thread):
- * then its skipped-sample counts are flushed here too, before its
- * THREAD_END, or they would be lost. */
+/* A decision taken where the thread's switches (sw by cpu ns of CPU time),
+ * at each_ns apiece, passed its budget. */
+static void log_passed(const struct rt_thread *t, const char *what, uint64_t cpu, uint64_t sw,
+                       uint64_t each_ns, const char *with)
+{
+	rt_log(2, "thread %u: %s after %.1f ms of CPU time: its %llu context switches would have "
+	       "cost %.1f%% of it with %s (%.2f us each; limit %u%%, " CT_ENV_WP_BUDGET ")",
+	       t->index, what, (double)cpu / 1e6, (unsigned long long)sw,
+	       100.0 * (double)(sw * each_ns) / (double)cpu, with, (double)each_ns / 1e3,
+	       rt_cfg.wp_budget);
+}
+
 /* What rt_check_switch_cost decided for the thread (commrec -v). */
 static void log_wp_budget(const struct rt_thread *t)
 {
@@ -556,23 +564,11 @@ static void log_wp_budget(const struct rt_thread *t)
 		       atomic_load(&t->ev_state) == RT_EV_ADOPTED || t->samp_left_cpu ? "taken"
 		                                                                    : "not taken");
 	if (t->samp_left_cpu)
-		rt_log(2, "thread %u: sampled by its timer after %.1f ms of CPU time: its %llu context "
-		       "switches would have cost %.1f%% of it with its own perf event (%.2f us each, "
-		       "open registers included; limit %u%%, " CT_ENV_WP_BUDGET ")",
-		       t->index, (double)t->samp_left_cpu / 1e6,
-		       (unsigned long long)t->samp_left_switches,
-		       100.0 * (double)(t->samp_left_switches * t->samp_left_each) /
-		       (double)t->samp_left_cpu,
-		       (double)t->samp_left_each / 1e3, rt_cfg.wp_budget);
+		log_passed(t, "sampled by its timer", t->samp_left_cpu, t->samp_left_switches,
+		           t->samp_left_each, "its own perf event and open registers");
 	if (t->wp_closed_cpu)
-		rt_log(2, "thread %u: watchpoints closed after %.1f ms of CPU time: its %llu context "
-		       "switches would have cost %.1f%% of it with the registers only open (%.2f us "
-		       "each; limit %u%%, " CT_ENV_WP_BUDGET ")",
-		       t->index, (double)t->wp_closed_cpu / 1e6,
-		       (unsigned long long)t->wp_closed_switches,
-		       100.0 * (double)(t->wp_closed_switches * rt_cfg.wp_open_switch_ns) /
-		       (double)t->wp_closed_cpu,
-		       (double)rt_cfg.wp_open_switch_ns / 1e3, rt_cfg.wp_budget);
+		log_passed(t, "watchpoints closed", t->wp_closed_cpu, t->wp_closed_switches,
+		           rt_cfg.wp_open_switch_ns, "the registers only open");
 	else if (t->wp_allowed < t->wp_judged && t->wp_acct_cpu)
 		rt_log(2, "thread %u: watchpoints armable at %llu of %llu samples: its %llu context "
 		       "switches cost an estimated %.1f%% of its %.1f ms of CPU time with them (limit "
@@ -583,6 +579,10 @@ static void log_wp_budget(const struct rt_thread *t)
 		       (double)t->wp_acct_cpu / 1e6, rt_cfg.wp_budget);
 }
 
+/* On the thread itself (self), or at process end from the writer for a
+ * thread that is still running (a worker never joined, an OpenMP thread):
+ * then its skipped-sample counts are flushed here too, before its
+ * THREAD_END, or they would be lost. */
 void rt_thread_stop_sampling(struct rt_thread *t, int self)
 {
 	atomic_store(&t->stopped, 1);
