@@ -98,10 +98,10 @@ recording_rows() {
 		row "  program CPU: plain / under commrec" "$p_cpu / $r_cpu s" ""
 		row "  program wall: plain / under commrec" "$p_wall / $r_wall s" ""
 		row "  samples taken (recorded + skipped)" "$n" ""
-		# soft: the path commrec's probe chose (timers or perf events) in the last run
+		# soft: the path commrec chose (timers or perf events) in the last run
 		local path
 		path=$(sed -n 's/^ *soft_path=//p' "$W/$id.info" 2>/dev/null | head -n 1)
-		[ -z "$path" ] || row "  soft path (commrec's probe)" "$path" ""
+		[ -z "$path" ] || row "  soft path (CONFIG soft_path)" "$path" ""
 		# armed watchpoints cost at every context switch (commrec(1), Costs):
 		# on a barrier-heavy program the added CPU follows them, not the samples
 		local wps
