@@ -71,6 +71,8 @@ struct rec_opts {
 	char sampler_reason[1024];
 	struct wp_probe wp_probe;    /* do watchpoints work here (wp_probe.h) */
 	uint64_t wp_switch_ns;       /* what the armed registers add to a context switch (0: unknown) */
+	uint64_t wp_open_switch_ns;  /* what they add open but disabled */
+	uint64_t soft_event_switch_ns; /* what a per-thread soft sampling event adds (0: unknown) */
 	struct switch_probe soft_probe; /* soft: what perf events cost per switch (switch_probe.h) */
 	bool soft_probed;            /* soft_probe was run (not COMMTRACE_SOFT_TIMER) */
 	bool soft_timer;             /* soft: POSIX CPU-time timers, not perf events */

@@ -76,6 +76,8 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 	ct_kv_add(kv, "watchpoint_probe_detail", "%s", detail);
 	ct_kv_add(kv, "watchpoints_forced", "%d", o->force_wp);
 	ct_kv_add(kv, "watchpoint_switch_ns", "%llu", (unsigned long long)o->wp_switch_ns);
+	ct_kv_add(kv, "watchpoint_open_switch_ns", "%llu", (unsigned long long)o->wp_open_switch_ns);
+	ct_kv_add(kv, "soft_event_switch_ns", "%llu", (unsigned long long)o->soft_event_switch_ns);
 	if (!strcmp(o->sampler_used, "soft")) {
 		/* events that do not open: the runtime falls back to the timers */
 		bool timer = o->soft_timer || (o->soft_probed && o->soft_probe.open_errno);

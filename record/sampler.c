@@ -146,9 +146,19 @@ static void choose_watchpoints(struct rec_opts *o)
 	if (!want)
 		return;
 	if (o->wp_used) {
-		o->wp_switch_ns = wp_switch_cost_ns(o->wp_used);
-		rec_info(1, "watchpoints: %d armed registers add %.2f us to a context switch here",
-		         o->wp_used, (double)o->wp_switch_ns / 1e3);
+		/* soft at the default period: its per-thread events too (see
+		 * choose_soft_path) */
+		bool soft = !strcmp(o->sampler_used, "soft") && !o->period;
+		struct wp_switch_cost c = wp_switch_cost(o->wp_used, soft ? o->period_used * 1000 : 0);
+		o->wp_switch_ns = c.armed_ns;
+		o->wp_open_switch_ns = c.open_ns;
+		o->soft_event_switch_ns = c.sampling_ns;
+		rec_info(1, "watchpoints: %d registers add %.2f us to a context switch here armed, "
+		         "%.2f us open but disabled", o->wp_used, (double)c.armed_ns / 1e3,
+		         (double)c.open_ns / 1e3);
+		if (soft)
+			rec_info(1, "soft: a per-thread sampling event adds %.2f us to a context switch "
+			         "here", (double)c.sampling_ns / 1e3);
 	}
 	if (p->verdict == WP_NO_FIRE && !o->force_wp) {
 		rec_warn("watchpoints do not fire on this machine (%s): %s", detail,
@@ -167,17 +177,33 @@ static void choose_watchpoints(struct rec_opts *o)
 
 /* The soft sampler's path: COMMTRACE_SOFT_TIMER when set (1: timers, 0:
  * perf events); perf events when -c asks for a period (the timers fire at
- * most once per scheduler tick: they cannot honour a short one); else, at
- * the default period, what the switch probe measures as cheaper here. */
+ * most once per scheduler tick: they cannot honour a short one); where
+ * debug registers are armed, a perf event per thread (their arming needs a
+ * signal per sample in the thread), which a thread gets, with its
+ * registers, once its context switches leave room for them in its budget
+ * at the costs measured with the registers' (soft_event_switch_ns), and
+ * leaves where they stop doing so; a timer of its own until then
+ * (record/runtime/sampler_soft.c, rt_wp.c); else, at the default period,
+ * what the switch probe measures as cheaper here. */
 static void choose_soft_path(struct rec_opts *o)
 {
 	const char *env = getenv(CT_ENV_SOFT_TIMER);
 	if (env && *env) {
 		o->soft_timer = env[0] == '1';
+		o->soft_event_switch_ns = 0;   /* the path as asked, for every thread */
 		snprintf(o->soft_path_reason, sizeof o->soft_path_reason, "asked for with %s=%s",
 		         CT_ENV_SOFT_TIMER, env);
 		rec_info(1, "soft path: %s (%s)", o->soft_timer ? "timers" : "perf events",
 		         o->soft_path_reason);
+		return;
+	}
+	if (o->wp_used > 0 && !o->wp_soft && !o->period && o->soft_event_switch_ns) {
+		o->soft_timer = false;
+		snprintf(o->soft_path_reason, sizeof o->soft_path_reason, "debug registers armed: a "
+		         "perf event per thread (its registers too) once its context switches leave "
+		         "room in its budget (the event adds %.2f us to each), its own timer until "
+		         "then", (double)o->soft_event_switch_ns / 1e3);
+		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
 		return;
 	}
 	if (o->period && !o->full) {
@@ -235,8 +261,6 @@ int rec_choose_sampler(struct rec_opts *o)
 	rec_info(1, "sampler: %s (%s)", o->sampler_used, o->sampler_reason);
 
 	choose_period(o);
-	if (!strcmp(o->sampler_used, "soft"))
-		choose_soft_path(o);
 
 	size_t len = 0;
 	o->events_joined[0] = '\0';
@@ -271,5 +295,7 @@ int rec_choose_sampler(struct rec_opts *o)
 	}
 
 	choose_watchpoints(o);
+	if (!strcmp(o->sampler_used, "soft"))
+		choose_soft_path(o);
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* The soft sampler's path probe.  See switch_probe.h. */
 #include "switch_probe.h"
+#include "wp_probe.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -101,14 +102,8 @@ static uint64_t run_once(uint64_t *switches)
 static int open_events(int *fds, int max, uint64_t period_ns)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
-	a.sample_period = period_ns;
-	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
+	probe_task_clock_attr(&a, period_ns);
+	a.sample_type |= PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
 	a.inherit = 1;
 	a.inherit_thread = 1;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);

@@ -3,8 +3,10 @@
 # (DESIGN.md) are printed beside the figures so a reader can judge.
 #
 #   recording   the program's CPU time and peak RSS under commrec (default period) /
-#               plain run, for write_volume (no contention) and the stencil kernel
-#               (a barrier per sweep); commrec's own end-of-recording wall time and RSS
+#               plain run, for write_volume (no contention), the stencil kernel
+#               (a barrier per sweep) and p2p with six threads on the cores (no
+#               synchronization), the last two also with -w 0 (no watchpoints);
+#               commrec's own end-of-recording wall time and RSS
 #   trace       bytes per sample in the trace (compressed)
 #   replay      records per second of each model on a sampled trace (exact:
 #               on a full trace, below) with one thread (-j1) and two (-j2),
@@ -62,7 +64,7 @@ row "-------" "-----" "------"
 # commrec's and the program's) beyond the program's.
 #
 # recording_rows ID LABEL PROGRAM ARGS...: REPEAT plain and recorded runs
-# (default options), interleaved, medians.
+# (default options, plus REC_OPTS), interleaved, medians.
 recording_rows() {
 	local id=$1 label=$2; shift 2
 	: >"$W/$id.plain.t"; : >"$W/$id.rec.t"
@@ -70,7 +72,7 @@ recording_rows() {
 		/usr/bin/time -f '%e %U %S %M' -o "$W/plain.one" "$@" >/dev/null 2>&1 || true
 		awk 'END {print $2 + $3, $4, $1}' "$W/plain.one" >>"$W/$id.plain.t"
 		rm -f "$W/$id.zst"
-		/usr/bin/time -f '%e %U %S %M' -o "$W/rec.one" "$REC" -q -f -o "$W/$id.zst" -- "$@" \
+		/usr/bin/time -f '%e %U %S %M' -o "$W/rec.one" "$REC" -q -f ${REC_OPTS:-} -o "$W/$id.zst" -- "$@" \
 			>/dev/null 2>"$W/rec.err" || true
 		[ -f "$W/$id.zst" ] || continue
 		"$ANA" info "$W/$id.zst" >"$W/$id.info" 2>/dev/null || continue
@@ -101,10 +103,10 @@ recording_rows() {
 		row "  program CPU: plain / under commrec" "$p_cpu / $r_cpu s" ""
 		row "  program wall: plain / under commrec" "$p_wall / $r_wall s" ""
 		row "  samples taken (recorded + skipped)" "$n" ""
-		# soft: the path commrec's probe chose (timers or perf events) in the last run
+		# soft: the path commrec chose (timers or perf events) in the last run
 		local path
 		path=$(sed -n 's/^ *soft_path=//p' "$W/$id.info" 2>/dev/null | head -n 1)
-		[ -z "$path" ] || row "  soft path (commrec's probe)" "$path" ""
+		[ -z "$path" ] || row "  soft path (CONFIG soft_path)" "$path" ""
 		# armed watchpoints cost at every context switch (commrec(1), Costs):
 		# on a barrier-heavy program the added CPU follows them, not the samples
 		local wps
@@ -137,8 +139,22 @@ RECORD_TARGET="<= 1.10x"
 if [ -x "$B/kernels/stencil" ]; then
 	recording_rows stencil "stencil -t 4, barrier per sweep" "$B/kernels/stencil" -t 4 -c 4096 \
 		-s "${BENCH_SWEEPS:-50000}"
+	# -w 0: what commrec does where watchpoints do not fire (the issues'
+	# target machines): no debug registers, the probe's soft path
+	REC_OPTS="-w 0" recording_rows stencil_w0 "stencil -t 4, -w 0" "$B/kernels/stencil" -t 4 \
+		-c 4096 -s "${BENCH_SWEEPS:-50000}"
 else
 	row "recording (stencil, barrier per sweep)" "n/a ($B/kernels/stencil not built)" ""
+fi
+# Six compute-bound threads on the cores, no synchronization: three pairs
+# storing to a line of their own (p2p).  Their context switches are the
+# scheduler's (time slices), not waits.
+if [ -x "$B/ubench/p2p" ]; then
+	recording_rows p2p6 "p2p -t 6, 6 threads, no sync" "$B/ubench/p2p" -t 6 -n 100000000 -s 0.5
+	REC_OPTS="-w 0" recording_rows p2p6_w0 "p2p -t 6, -w 0" "$B/ubench/p2p" -t 6 -n 100000000 \
+		-s 0.5
+else
+	row "recording (p2p, six threads)" "n/a ($B/ubench/p2p not built)" ""
 fi
 
 # ---- recorded program RSS ------------------------------------------------------------

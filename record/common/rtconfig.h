@@ -30,6 +30,8 @@
 #define CT_ENV_WP_LIFE     "COMMTRACE_WP_LIFE"      /* software line watches: samples a watch lives */
 #define CT_ENV_WP_SOFT     "COMMTRACE_WP_SOFT"      /* "1": software watchpoints (a sampler that sees every access: inst) */
 #define CT_ENV_WP_SWITCH_NS "COMMTRACE_WP_SWITCH_NS" /* ns the armed debug registers add to a context switch (commrec's measurement) */
+#define CT_ENV_WP_OPEN_SWITCH_NS "COMMTRACE_WP_OPEN_SWITCH_NS" /* ns they add open but disabled */
+#define CT_ENV_SOFT_EVENT_SWITCH_NS "COMMTRACE_SOFT_EVENT_SWITCH_NS" /* soft: ns a per-thread sampling event adds (0: keep it) */
 #define CT_ENV_PID         "COMMTRACE_PID"          /* pid the settings are for: a forked child ignores them */
 
 /* Tuning, not set by the launcher (a user may set them; defaults in brackets). */

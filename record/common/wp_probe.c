@@ -1,6 +1,8 @@
 /* The functional watchpoint probe (wp_probe.h). */
 #include "wp_probe.h"
 
+#include <stdbool.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,9 +136,15 @@ void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap)
 #define SWITCH_ROUNDS 3       /* measurements with and without registers */
 #define SWITCH_WALL_NS 20000000ull /* the longest a measurement takes */
 
+/* What a turn-taking thread carries: nothing, its registers open, enabled,
+ * or a task-clock sampling event of its own. */
+enum turn_kind { TURN_NONE, TURN_REGS_OPEN, TURN_REGS_ARMED, TURN_SAMPLING };
+
 struct turn_arg {
 	int cpu, nregs;
-	uint64_t ns;              /* thread CPU time per turn */
+	enum turn_kind kind;
+	uint64_t period_ns;       /* TURN_SAMPLING: the event's period */
+	uint64_t ns;              /* thread CPU time per context switch (0: not measured) */
 };
 
 static uint64_t thread_cpu_ns(void)
@@ -145,8 +154,61 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t thread_switches(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return 0;
+	return (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
+void probe_task_clock_attr(struct perf_event_attr *a, uint64_t period_ns)
+{
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_TASK_CLOCK;
+	a->sample_period = period_ns;
+	a->sample_type = PERF_SAMPLE_IP;
+	a->exclude_kernel = 1;
+	a->exclude_hv = 1;
+}
+
+/* A task-clock sampling event on the calling thread, as the soft sampler
+ * opens one per thread (no ring: its samples are dropped); fd or -1. */
+static int open_sampling(uint64_t period_ns)
+{
+	struct perf_event_attr a;
+	probe_task_clock_attr(&a, period_ns);
+	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Open what a turn of this kind carries into fd; how many, or -1. */
+static int open_kind(const struct turn_arg *a, volatile uint64_t *word, int *fd)
+{
+	if (a->kind == TURN_SAMPLING) {
+		fd[0] = open_sampling(a->period_ns);
+		return fd[0] < 0 ? -1 : 1;
+	}
+	int n = 0;
+	for (; a->kind != TURN_NONE && n < a->nregs; n++) {
+		struct perf_event_attr attr;
+		fd[n] = open_on(word, &attr);
+		if (fd[n] < 0 ||
+		    (a->kind == TURN_REGS_ARMED && ioctl(fd[n], PERF_EVENT_IOC_ENABLE, 0) < 0))
+			break;
+	}
+	if (n == (a->kind == TURN_NONE ? 0 : a->nregs))
+		return n;
+	for (int i = 0; i <= n && i < a->nregs; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	return -1;
+}
+
 /* One of two threads on one cpu that take turns: its CPU time per turn,
- * with nregs registers enabled on a word of its own (never written). */
+ * carrying what its kind says (registers on a word of its own, never
+ * written). */
 static void *take_turns(void *arg)
 {
 	struct turn_arg *a = arg;
@@ -154,38 +216,31 @@ static void *take_turns(void *arg)
 	CPU_ZERO(&set);
 	CPU_SET(a->cpu, &set);
 	volatile uint64_t word = 0;
-	struct perf_event_attr attr;
-	int fd[CT_WP_MAX], n = 0, on = 0;
-	if (sched_setaffinity(0, sizeof set, &set) == 0) {
-		while (n < a->nregs) {
-			int f = open_on(&word, &attr);
-			if (f < 0)
-				break;
-			fd[n++] = f;
-			if (ioctl(f, PERF_EVENT_IOC_ENABLE, 0) < 0)
-				break;
-			on++;
+	int fd[CT_WP_MAX];
+	int n = sched_setaffinity(0, sizeof set, &set) == 0 ? open_kind(a, &word, fd) : -1;
+	if (n >= 0) {
+		/* at most SWITCH_WALL_NS of wall time: on a loaded cpu each
+		 * turn may hand the cpu to other work for a whole slice */
+		uint64_t sw0 = thread_switches(), t0 = thread_cpu_ns(), w0 = now_ns();
+		uint64_t turns = 0;
+		while (turns < SWITCH_TURNS && now_ns() - w0 < SWITCH_WALL_NS) {
+			sched_yield();
+			turns++;
 		}
-		if (on == a->nregs) {
-			/* at most SWITCH_WALL_NS of wall time: on a loaded cpu each
-			 * turn may hand the cpu to other work for a whole slice */
-			uint64_t t0 = thread_cpu_ns(), w0 = now_ns();
-			int turns = 0;
-			while (turns < SWITCH_TURNS && now_ns() - w0 < SWITCH_WALL_NS) {
-				sched_yield();
-				turns++;
-			}
-			a->ns = turns ? (thread_cpu_ns() - t0) / (uint64_t)turns : 0;
-		}
+		uint64_t cpu = thread_cpu_ns() - t0, sw = thread_switches() - sw0;
+		/* a yield while the other thread is not there (not started yet,
+		 * or done) switches nothing and costs a fraction: only turns
+		 * that nearly all switched measure a switch */
+		a->ns = sw && sw * 10 >= turns * 9 ? cpu / sw : 0;
 	}
 	for (int i = 0; i < n; i++)
 		close(fd[i]);
 	return NULL;
 }
 
-/* Two threads taking turns on this cpu, each with nregs registers: the
+/* Two threads taking turns on this cpu, each carrying what kind says: the
  * smaller of their CPU times per turn (0: could not measure). */
-static uint64_t turn_ns(int nregs)
+static uint64_t turn_ns(int nregs, enum turn_kind kind, uint64_t period_ns)
 {
 	struct turn_arg a[2];
 	pthread_t th[2];
@@ -193,7 +248,8 @@ static uint64_t turn_ns(int nregs)
 	if (cpu < 0)
 		return 0;
 	for (int i = 0; i < 2; i++) {
-		a[i] = (struct turn_arg){ .cpu = cpu, .nregs = nregs };
+		a[i] = (struct turn_arg){ .cpu = cpu, .nregs = nregs, .kind = kind,
+		                          .period_ns = period_ns };
 		if (pthread_create(&th[i], NULL, take_turns, &a[i]) == 0)
 			started++;
 	}
@@ -204,20 +260,51 @@ static uint64_t turn_ns(int nregs)
 	return a[0].ns < a[1].ns ? a[0].ns : a[1].ns;
 }
 
-uint64_t wp_switch_cost_ns(int nregs)
+/* The smaller, 0 being none. */
+static uint64_t least(uint64_t best, uint64_t x)
 {
+	return !best || (x && x < best) ? x : best;
+}
+
+static uint64_t above(uint64_t x, uint64_t base)
+{
+	return x > base && base ? x - base : 0;
+}
+
+/* Armed registers (and a sampling event, if measured) cost something at a
+ * switch: not measured, or a least base above them (other work's noise),
+ * is worth more rounds. */
+static bool costs_seen(uint64_t none, uint64_t on, uint64_t smp, uint64_t sampling_period_ns)
+{
+	return none && on > none && (!sampling_period_ns || smp > none);
+}
+
+struct wp_switch_cost wp_switch_cost(int nregs, uint64_t sampling_period_ns)
+{
+	struct wp_switch_cost c = { 0, 0, 0 };
 	if (nregs <= 0)
-		return 0;
+		return c;
 	if (nregs > CT_WP_MAX)
 		nregs = CT_WP_MAX;
-	/* the least of each: other work on the cpu only adds */
-	uint64_t off = 0, on = 0;
-	for (int r = 0; r < SWITCH_ROUNDS; r++) {
-		uint64_t a = turn_ns(0), b = turn_ns(nregs);
-		if (!a || !b)
-			return 0;
-		off = !off || a < off ? a : off;
-		on = !on || b < on ? b : on;
+	/* the least of each (a round that could not measure one leaves it
+	 * out): other work on the cpu only adds */
+	uint64_t none = 0, open = 0, on = 0, smp = 0;
+	for (int r = 0; r < SWITCH_ROUNDS || (r < 2 * SWITCH_ROUNDS && !costs_seen(none, on, smp,
+	                                                                         sampling_period_ns));
+	     r++) {
+		none = least(none, turn_ns(0, TURN_NONE, 0));
+		on = least(on, turn_ns(nregs, TURN_REGS_ARMED, 0));
+		open = least(open, turn_ns(nregs, TURN_REGS_OPEN, 0));
+		if (sampling_period_ns)
+			smp = least(smp, turn_ns(0, TURN_SAMPLING, sampling_period_ns));
 	}
-	return on > off ? on - off : 0;
+	if (!none || !on)
+		return c;
+	c.armed_ns = above(on, none);
+	c.open_ns = above(open, none);
+	c.sampling_ns = above(smp, none);
+	/* disabled registers cannot cost more than enabled ones: noise */
+	if (c.open_ns > c.armed_ns)
+		c.open_ns = c.armed_ns;
+	return c;
 }

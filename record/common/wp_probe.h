@@ -48,12 +48,30 @@ const char *wp_verdict_name(enum wp_verdict v);
  * watchpoint_probe_detail). */
 void wp_probe_detail(const struct wp_probe *p, char *buf, size_t cap);
 
-/* What nregs armed registers add to each context switch of a thread, in ns
- * of its CPU time: two threads on the calling thread's cpu take turns
- * (sched_yield) with and without registers enabled; the least of 3 rounds
- * of up to 1000 turns or 20 ms each (at most 120 ms).  A hypervisor that traps every write of
- * the debug registers makes it microseconds.  0 when it cannot be measured
- * (no perf breakpoints, the cpu cannot be pinned). */
-uint64_t wp_switch_cost_ns(int nregs);
+/* What nregs registers add to each context switch of a thread, in ns of
+ * its CPU time, enabled (armed_ns) and open but disabled (open_ns), and,
+ * with a sampling period, what a task-clock sampling event of the thread's
+ * own at that period adds (sampling_ns: the soft sampler's per-thread
+ * event): two threads on the calling thread's cpu take turns (sched_yield)
+ * carrying nothing, and each of these; a thread's CPU time per context
+ * switch it made (getrusage; a measurement where a tenth of the yields
+ * switched nothing, the other thread not there, is left out); the least of
+ * 3 rounds (6 when the base is missing or above the armed registers or the
+ * event: other work's noise) of up to 1000 turns or 20 ms each (at most
+ * 480 ms).  A hypervisor that traps every write of the debug registers
+ * makes armed_ns microseconds; open ones still make the thread's perf
+ * context switch with it; a sampling event starts and stops a kernel timer
+ * at each switch.  All 0 when it cannot be measured (no perf breakpoints,
+ * the cpu cannot be pinned); sampling_ns 0 where such an event does not
+ * open. */
+struct wp_switch_cost {
+	uint64_t armed_ns, open_ns, sampling_ns;
+};
+struct wp_switch_cost wp_switch_cost(int nregs, uint64_t sampling_period_ns);
+
+/* The probes' task-clock sampling event: user space, at period_ns, the ip
+ * only (this and record/switch_probe.c). */
+struct perf_event_attr;
+void probe_task_clock_attr(struct perf_event_attr *a, uint64_t period_ns);
 
 #endif

@@ -99,8 +99,26 @@ struct rt_thread {
 	uint64_t wp_dummy;         /* disabled breakpoints point here */
 	uint64_t wp_setup_fail;
 	struct cd_lines wlines;    /* software line watches (rt_cfg.wp_lines) */
-	uint64_t wp_closed_cpu;    /* rt_wp_check_cost closed the registers: thread CPU ns then */
+	uint64_t wp_closed_cpu;    /* rt_check_switch_cost closed the registers: thread CPU ns then */
 	uint64_t wp_closed_switches; /* and its context switches then */
+	/* the perf events' cost at context switches (rt_check_switch_cost) */
+	uint64_t wp_acct_switches; /* the thread's context switches at its last sample */
+	uint64_t wp_acct_cpu;      /* its CPU ns then */
+	uint64_t wp_spent_ns;      /* what its registers have cost so far (estimated) */
+	bool wp_armed_since;       /* armed at some time since its last sample */
+	uint64_t wp_judged, wp_allowed; /* samples judged, and those that allowed an arming */
+	/* soft with watchpoints at the default period: the thread starts on its
+	 * timer, without perf events of its own; it asks for them where its
+	 * context switches leave room (rt_check_switch_cost), the writer opens
+	 * them (rt_soft_open_late), its handler adopts them (sampler_soft.c) */
+	_Atomic int ev_state;      /* RT_EV_* */
+	int ev_nwp;                /* registers the writer opened */
+	uint64_t ev_asked_cpu, ev_asked_switches; /* its CPU ns and switches when it asked */
+	bool samp_leave;           /* soft: leave the per-thread event for the timer, at the
+	                            * end of this handler (rt_check_switch_cost) */
+	uint64_t samp_left_cpu;    /* ... left: thread CPU ns then */
+	uint64_t samp_left_switches; /* and its context switches then */
+	uint64_t samp_left_each;   /* and what each cost with the event (registers open included) */
 
 	/* allocation call-site cache: (caller, stack depth) -> id */
 #define RT_CS_CACHE 256
@@ -140,6 +158,8 @@ struct rt_config {
 	bool wp_soft;              /* COMMTRACE_WP_SOFT=1: software watchpoints (sampler_ops.watch) */
 	uint32_t wp_lines, wp_life; /* software: line watches per thread (0: words), their life */
 	uint64_t wp_switch_ns;     /* COMMTRACE_WP_SWITCH_NS: armed registers' cost per context switch */
+	uint64_t wp_open_switch_ns; /* COMMTRACE_WP_OPEN_SWITCH_NS: the same, open but disabled */
+	uint64_t soft_event_switch_ns; /* COMMTRACE_SOFT_EVENT_SWITCH_NS: a per-thread soft event's */
 	uint32_t wp_budget;        /* COMMTRACE_WP_BUDGET: percent of a thread's CPU time, 0 no limit */
 	int verbose;
 	int sig;                   /* the runtime's real-time signal */
@@ -148,6 +168,18 @@ struct rt_config {
 };
 
 extern struct rt_config rt_cfg;
+
+/* rt_thread.ev_state: a thread's own perf events (sampling event, debug
+ * registers) */
+enum {
+	RT_EV_AT_START,   /* opened at its start, or none to open (not the case below) */
+	RT_EV_TIMER,      /* sampled by its timer, none open yet */
+	RT_EV_WANTED,     /* asked for them (its handler) */
+	RT_EV_OPENING,    /* the writer opens them */
+	RT_EV_READY,      /* open and disabled: for its handler to take */
+	RT_EV_ADOPTED,    /* its handler took them, the timer stopped */
+	RT_EV_DONE,       /* none from now on (refused, left, or stopping) */
+};
 extern _Atomic int rt_active;     /* recording this process (0 after fork/exec/exit) */
 extern _Atomic int rt_exiting;
 extern struct board rt_board;
@@ -252,13 +284,21 @@ void rt_block_our_signals(sigset_t *old);
 
 /* rt_wp.c */
 int rt_wp_thread_start(struct rt_thread *t);
+/* The writer, for a thread that asked (RT_EV_OPENING): its registers,
+ * opened disabled on its tid, into wp_fd[] and ev_nwp; how many. */
+int rt_wp_open_late(struct rt_thread *t);
 void rt_wp_thread_stop(struct rt_thread *t, int self);
 /* Arm the watchpoints on the words cd_step chose (plan); WP_ARM record. */
 void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now);
 void rt_wp_disarm(struct rt_thread *t);
-/* Close the thread's debug registers for good if its context switches make
- * them cost more than rt_cfg.wp_budget % of its CPU time (on the thread). */
-void rt_wp_check_cost(struct rt_thread *t);
+/* Keep what the thread's perf events cost at its context switches (its
+ * debug registers; soft: its own sampling event) within rt_cfg.wp_budget %
+ * of its CPU time (on the thread, at each sample): false if the registers
+ * must not be armed at this sample (then they are disarmed); closes them
+ * for good where being open alone costs more; asks the soft sampler to
+ * leave its event for the thread's timer (samp_leave) where the event
+ * costs more. */
+bool rt_check_switch_cost(struct rt_thread *t);
 int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc);
 /* Software watchpoints: the thread's own access (kind, at ip) touched the
  * word of register i: WP_HIT, then everything is disarmed, as for a trap. */
@@ -291,6 +331,10 @@ void rt_perf_rec(struct rt_thread *t, const struct perf_rec *r, uint64_t prev_st
 bool rt_sample_is_runtime(uint64_t ip, uint64_t time, uint64_t prev_start, uint64_t prev_end);
 /* rt_perf.c: close thread t's sample events in a forked child */
 void rt_perf_fork_child(struct rt_thread *t);
+
+/* sampler_soft.c, writer, at each pass: open the perf events of the
+ * threads that asked for them (RT_EV_WANTED) */
+void rt_soft_open_late(void);
 
 /* rt_cpusamp.c: the soft sampler's inherited per-CPU path */
 int rt_cpusamp_open(uint64_t period_ns);     /* main thread, after the writer exists */

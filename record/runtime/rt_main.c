@@ -154,6 +154,8 @@ static void read_config(void)
 	if (rt_cfg.wp_life == 0)
 		rt_cfg.wp_life = 1;
 	rt_cfg.wp_switch_ns = env_u64(CT_ENV_WP_SWITCH_NS, 0);
+	rt_cfg.wp_open_switch_ns = env_u64(CT_ENV_WP_OPEN_SWITCH_NS, 0);
+	rt_cfg.soft_event_switch_ns = env_u64(CT_ENV_SOFT_EVENT_SWITCH_NS, 0);
 	rt_cfg.wp_budget = (uint32_t)env_u64(CT_ENV_WP_BUDGET, 5);
 	rt_cfg.verbose = (int)env_u64(CT_ENV_VERBOSE, 1);
 	rt_cfg.sig = parse_signal(getenv(CT_ENV_SIGNAL));
@@ -535,6 +537,48 @@ static bool wait_out_of_handler(struct rt_thread *t)
 	return !atomic_load(&t->in_handler);
 }
 
+/* A decision taken where the thread's switches (sw by cpu ns of CPU time),
+ * at each_ns apiece, passed its budget. */
+static void log_passed(const struct rt_thread *t, const char *what, uint64_t cpu, uint64_t sw,
+                       uint64_t each_ns, const char *with)
+{
+	rt_log(2, "thread %u: %s after %.1f ms of CPU time: its %llu context switches would have "
+	       "cost %.1f%% of it with %s (%.2f us each; limit %u%%, " CT_ENV_WP_BUDGET ")",
+	       t->index, what, (double)cpu / 1e6, (unsigned long long)sw,
+	       100.0 * (double)(sw * each_ns) / (double)cpu, with, (double)each_ns / 1e3,
+	       rt_cfg.wp_budget);
+}
+
+/* What rt_check_switch_cost decided for the thread (commrec -v). */
+static void log_wp_budget(const struct rt_thread *t)
+{
+	if (t->ev_asked_cpu)
+		rt_log(2, "thread %u: asked for its perf events after %.1f ms of CPU time (its %llu "
+		       "context switches: %.1f%% of it with them; asks at up to half the limit, "
+		       "%u%%, " CT_ENV_WP_BUDGET "): %s",
+		       t->index, (double)t->ev_asked_cpu / 1e6,
+		       (unsigned long long)t->ev_asked_switches,
+		       100.0 * (double)(t->ev_asked_switches *
+		                        (rt_cfg.soft_event_switch_ns + rt_cfg.wp_open_switch_ns)) /
+		       (double)t->ev_asked_cpu, rt_cfg.wp_budget,
+		       atomic_load(&t->ev_state) == RT_EV_ADOPTED || t->samp_left_cpu ? "taken"
+		                                                                    : "not taken");
+	if (t->samp_left_cpu)
+		log_passed(t, "sampled by its timer", t->samp_left_cpu, t->samp_left_switches,
+		           t->samp_left_each, "its own perf event and open registers");
+	if (t->wp_closed_cpu)
+		log_passed(t, "watchpoints closed", t->wp_closed_cpu, t->wp_closed_switches,
+		           rt_cfg.wp_open_switch_ns, "the registers only open");
+	else if (t->wp_allowed < t->wp_judged && t->wp_acct_cpu)
+		rt_log(2, "thread %u: watchpoints armable at %llu of %llu samples: its %llu context "
+		       "switches cost an estimated %.1f%% of its %.1f ms of CPU time with them (limit "
+		       "%u%%, " CT_ENV_WP_BUDGET ")",
+		       t->index, (unsigned long long)t->wp_allowed, (unsigned long long)t->wp_judged,
+		       (unsigned long long)t->wp_acct_switches,
+		       100.0 * (double)t->wp_spent_ns / (double)t->wp_acct_cpu,
+		       (double)t->wp_acct_cpu / 1e6, rt_cfg.wp_budget);
+}
+
 /* On the thread itself (self), or at process end from the writer for a
  * thread that is still running (a worker never joined, an OpenMP thread):
  * then its skipped-sample counts are flushed here too, before its
@@ -545,20 +589,14 @@ void rt_thread_stop_sampling(struct rt_thread *t, int self)
 	if (t->sampler)
 		t->sampler->thread_stop(t, self);
 	/* another thread's handler may be closing its registers
-	 * (rt_wp_check_cost): after it, or never */
+	 * (rt_check_switch_cost): after it, or never */
 	bool out = self || wait_out_of_handler(t);
 	if (out)
 		rt_wp_thread_stop(t, self);
 	if (!self && out)
 		rt_flush_skips(t, rt_now());
-	if (out && t->wp_closed_cpu)
-		rt_log(2, "thread %u: watchpoints closed after %.1f ms of CPU time: its %llu context "
-		       "switches would have cost %.0f%% of it with the registers armed (%.2f us "
-		       "each; limit %u%%, " CT_ENV_WP_BUDGET ")",
-		       t->index, (double)t->wp_closed_cpu / 1e6,
-		       (unsigned long long)t->wp_closed_switches,
-		       100.0 * (double)(t->wp_closed_switches * rt_cfg.wp_switch_ns) / (double)t->wp_closed_cpu,
-		       (double)rt_cfg.wp_switch_ns / 1e3, rt_cfg.wp_budget);
+	if (out)
+		log_wp_budget(t);
 }
 
 void rt_thread_finish(struct rt_thread *t, int status)

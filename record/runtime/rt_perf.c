@@ -40,10 +40,12 @@ int rt_perf_route_signal(int fd, pid_t tid)
 	return 0;
 }
 
-/* One of the sampler's events on the calling thread, above the program's
- * descriptors and marked ours: its fd, or -errno. */
-static int open_event(const struct sampler_ops *ops, struct perf_event_attr *a)
+/* One of the sampler's events on thread t (t itself at its start, or the
+ * writer for it), above the program's descriptors and marked ours: its fd,
+ * or -errno. */
+static int open_event(const struct rt_thread *t, struct perf_event_attr *a)
 {
+	const struct sampler_ops *ops = t->sampler;
 	a->size = sizeof *a;
 	a->disabled = 1;
 	a->wakeup_events = 1;     /* a signal per sample: watchpoints are armed at it
@@ -52,7 +54,7 @@ static int open_event(const struct sampler_ops *ops, struct perf_event_attr *a)
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 	a->inherit = 0;
-	int fd = rt_fd_high(ops->perf_open(a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+	int fd = rt_fd_high(ops->perf_open(a, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
 	if (fd < 0)
 		return -errno;
 	rt_perf_fd_opened(fd);
@@ -71,7 +73,7 @@ static size_t ring_pages(size_t nev)
 /* The first event: opened, its ring mapped, its signal routed; 0 or -errno. */
 static int start_leader(struct rt_thread *t, struct perf_event_attr *a, size_t nev)
 {
-	int fd = open_event(t->sampler, a);
+	int fd = open_event(t, a);
 	if (fd < 0)
 		return fd;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = ring_pages(nev);
@@ -98,7 +100,7 @@ static int start_leader(struct rt_thread *t, struct perf_event_attr *a, size_t n
 static int start_follower(struct rt_thread *t, struct perf_event_attr *a,
                           const struct perf_event_attr *lead)
 {
-	int fd = open_event(t->sampler, a);
+	int fd = open_event(t, a);
 	if (fd < 0)
 		return fd;
 	int rc = 0;
@@ -126,6 +128,25 @@ static void add_event(struct rt_thread *t, int fd, uint8_t kind, uint64_t period
 }
 
 int rt_perf_thread_start(struct rt_thread *t)
+{
+	int rc = rt_perf_thread_open(t);
+	return rc < 0 ? rc : rt_perf_thread_enable(t);
+}
+
+int rt_perf_thread_enable(struct rt_thread *t)
+{
+	int nmore = atomic_load(&t->samp_nmore);
+	for (int i = -1; i < nmore; i++) {
+		if (ioctl(i < 0 ? t->samp_fd : t->samp_more_fd[i], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+			int e = errno;
+			rt_perf_thread_stop(t, 1);
+			return -e;
+		}
+	}
+	return 0;
+}
+
+int rt_perf_thread_open(struct rt_thread *t)
 {
 	const struct sampler_ops *ops = t->sampler;
 	struct perf_event_attr attrs[RT_PERF_MAX_EVENTS];
@@ -155,13 +176,6 @@ int rt_perf_thread_start(struct rt_thread *t)
 		t->samp_more_fd[nmore++] = fd;
 	}
 	atomic_store(&t->samp_nmore, nmore);
-	for (int i = -1; i < nmore; i++) {
-		if (ioctl(i < 0 ? t->samp_fd : t->samp_more_fd[i], PERF_EVENT_IOC_ENABLE, 0) < 0) {
-			int e = errno;
-			rt_perf_thread_stop(t, 1);
-			return -e;
-		}
-	}
 	return 0;
 }
 

@@ -22,7 +22,7 @@ void rt_sample(struct rt_thread *t, const struct rt_sample_in *s)
 
 void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn emit)
 {
-	rt_wp_check_cost(t);   /* at every sample, skipped ones too */
+	bool may_arm = rt_check_switch_cost(t);   /* at every sample, skipped ones too */
 	if (s->skip) {
 		if (rt_cfg.verbose >= 4)
 			rt_log(4, "thread %u: sample at ip %#llx skipped (%d)", t->index,
@@ -58,7 +58,7 @@ void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn 
 		.time = s->time, .addr = s->acc.addr, .ip = s->ip, .cpu = s->cpu,
 		.len = r.u.sample.len, .store = s->acc.kind != CT_ACCESS_LOAD,
 	};
-	struct cd_watch w = { .nwp = (unsigned)t->nwp, .armed = t->wp_armed != 0,
+	struct cd_watch w = { .nwp = may_arm ? (unsigned)t->nwp : 0, .armed = t->wp_armed != 0,
 	                      .hit = t->wp_hit, .arm_time = t->wp_arm_time, .lines = &t->wlines };
 	struct cd_step st;
 	cd_step(&rules, t->index, &t->cd, &a, &w, &t->rnd, &st);

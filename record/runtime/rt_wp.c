@@ -65,7 +65,9 @@ static int open_one(struct rt_thread *t, int i, bool sigtrap, int group_fd)
 	} else {
 		a->wakeup_events = 1;
 	}
-	int fd = (int)syscall(SYS_perf_event_open, a, 0, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
+	/* on the thread's tid: the thread itself at its start, or the writer
+	 * for it (rt_wp_open_late) */
+	int fd = (int)syscall(SYS_perf_event_open, a, t->tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	fd = rt_fd_high(fd);
@@ -91,8 +93,9 @@ static void close_all(struct rt_thread *t)
 	}
 }
 
-/* Open registers 0..want-1; grouped (register 0 leads) when group. */
-static int open_all(struct rt_thread *t, int want, bool group)
+/* Open registers 0..want-1; grouped (register 0 leads) when group; *n:
+ * how many are open. */
+static int open_all(struct rt_thread *t, int want, bool group, int *n)
 {
 	for (int i = 0; i < want; i++) {
 		bool st = !rt_cfg.wp_async && !atomic_load(&sigtrap_refused);
@@ -106,7 +109,7 @@ static int open_all(struct rt_thread *t, int want, bool group)
 		if (fd < 0)
 			return fd;
 		t->wp_fd[i] = fd;
-		t->nwp = i + 1;
+		*n = i + 1;
 	}
 	return 0;
 }
@@ -134,26 +137,48 @@ static void soft_tell(struct rt_thread *t)
 		t->sampler->watch(t);
 }
 
-int rt_wp_thread_start(struct rt_thread *t)
+/* Open the thread's registers, disabled; *n: how many. */
+static void open_regs(struct rt_thread *t, int *n)
 {
-	if (rt_cfg.wp_soft)
-		return soft_start(t);
+	for (int i = 0; i < CT_WP_MAX; i++)
+		t->wp_fd[i] = -1;
 	int want = rt_cfg.watchpoints;
 	/* A group costs one ioctl to switch all registers on or off (measured
 	 * here: an arm+disarm cycle of 4 registers 10-12 us grouped, 19-20 us
 	 * separately).  If the group does not open, separate events. */
 	t->wp_group = want > 1;
-	int rc = open_all(t, want, t->wp_group);
+	*n = 0;
+	int rc = open_all(t, want, t->wp_group, n);
 	if (rc < 0 && t->wp_group) {
 		close_all(t);
+		*n = 0;
 		t->wp_group = false;
-		rc = open_all(t, want, false);
+		rc = open_all(t, want, false, n);
 	}
 	if (rc < 0 && !atomic_exchange(&setup_logged, 1))
-		rt_log(1, "thread %u: watchpoint %d not available (%s)%s", t->index, t->nwp,
-		       strerror(-rc), t->nwp ? "" : ": recording without watchpoints");
+		rt_log(1, "thread %u: watchpoint %d not available (%s)%s", t->index, *n,
+		       strerror(-rc), *n ? "" : ": recording without watchpoints");
 	rt_wp_sigtrap = !rt_cfg.wp_async && !atomic_load(&sigtrap_refused);
+}
+
+int rt_wp_thread_start(struct rt_thread *t)
+{
+	if (rt_cfg.wp_soft)
+		return soft_start(t);
+	if (atomic_load(&t->ev_state) == RT_EV_TIMER) {
+		/* the writer opens them later, if its switches leave room */
+		for (int i = 0; i < CT_WP_MAX; i++)
+			t->wp_fd[i] = -1;
+		return 0;
+	}
+	open_regs(t, &t->nwp);
 	return t->nwp;
+}
+
+int rt_wp_open_late(struct rt_thread *t)
+{
+	open_regs(t, &t->ev_nwp);
+	return t->ev_nwp;
 }
 
 static void regs_off(struct rt_thread *t)
@@ -178,38 +203,116 @@ void rt_wp_disarm(struct rt_thread *t)
 	soft_tell(t);
 }
 
-/* Debug registers cost the thread at each of its context switches, even
- * disabled (a part of it): a hypervisor that traps their writes makes that
- * microseconds (rt_cfg.wp_switch_ns, measured by commrec with all of them
- * armed), and a thread that waits at barriers switches tens of thousands
- * of times a second.  So at each sample after RT_WP_JUDGE_NS of the
- * thread's CPU time, if its context switches so far, at that cost, come to
- * more than rt_cfg.wp_budget % of its CPU time, its registers are closed
- * for good (reopening them here would take the runtime's descriptor lock
- * in a signal handler).  On the thread, in its sample's handler (skipped
- * samples too: a thread that waits in the kernel or spins in an OpenMP
- * runtime has few usable ones), before the arming; not once the thread is
- * stopped (the writer then disables
- * its registers: rt_thread_stop_sampling waits for this handler first). */
+/* Per-thread perf events cost their thread at each of its context
+ * switches: its debug registers rt_cfg.wp_switch_ns armed and
+ * rt_cfg.wp_open_switch_ns open but disabled, and the soft sampler's own
+ * event rt_cfg.soft_event_switch_ns (a kernel timer started and stopped at
+ * each switch; commrec measures all three; a hypervisor that traps the
+ * registers' writes and timer programming makes them microseconds, and a
+ * thread that waits at barriers switches tens of thousands of times a
+ * second).  Together they get rt_cfg.wp_budget % of the thread's CPU time.
+ * At each of its samples (skipped ones too: a thread that waits in the
+ * kernel or spins in an OpenMP runtime has few usable ones) the switches
+ * since its last sample are charged at the cost of what it carried
+ * meanwhile (registers armed at any time: armed).  Then, in this order:
+ *   - a thread on its timer since its start (sampler_soft.c) asks for its
+ *     event and registers where they would cost at most half the budget
+ *     (ask_events);
+ *   - where the sampling event (with the registers open) passes the budget
+ *     over the thread's life, the thread leaves it for its timer (no cost
+ *     at a switch, a sample per tick at most), at the end of this handler;
+ *   - where the registers, open alone, pass it after RT_WP_JUDGE_NS of
+ *     CPU time, they are closed for good (reopening them here would take
+ *     the runtime's descriptor lock in a signal handler);
+ *   - the registers may be armed at this sample only if the next interval,
+ *     with as many switches armed, still fits: a thread that switches often
+ *     arms at a share of its samples (a duty cycle), not at none.
+ * On the thread, in its sample's handler, before the arming; not once the
+ * thread is stopped (the writer then disables its events:
+ * rt_thread_stop_sampling waits for this handler first). */
 #define RT_WP_JUDGE_NS 5000000ull
+#define RT_EVENT_JUDGE_NS 2000000ull
 
-void rt_wp_check_cost(struct rt_thread *t)
+/* soft: the thread samples by its own perf event and has its timer to
+ * fall back on (sampler_soft.c) */
+static bool event_leavable(const struct rt_thread *t)
 {
-	if (rt_cfg.wp_soft || !rt_cfg.wp_switch_ns || !rt_cfg.wp_budget || !t->nwp ||
-	    t != rt_self || atomic_load(&t->stopped))
-		return;
-	struct rusage ru;
-	uint64_t cpu = rt_thread_cpu_ns();
-	if (cpu < RT_WP_JUDGE_NS || getrusage(RUSAGE_THREAD, &ru) != 0)
-		return;
-	uint64_t sw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
-	if (sw * rt_cfg.wp_switch_ns * 100 <= cpu * rt_cfg.wp_budget)
-		return;
+	return atomic_load(&t->ev_state) == RT_EV_ADOPTED && t->samp_fd >= 0 && t->timer_ok &&
+	       !t->samp_leave;
+}
+
+static void close_for_good(struct rt_thread *t, uint64_t cpu, uint64_t sw)
+{
 	if (t->wp_armed)
 		rt_wp_disarm(t);
 	close_all(t);
 	t->wp_closed_cpu = cpu;
 	t->wp_closed_switches = sw;
+}
+
+/* A thread on its timer since its start asks the writer for its events
+ * where its switches so far, with them (the sampling event and the open
+ * registers), cost at most half its budget: room for arming, and for
+ * switching more often later. */
+static void ask_events(struct rt_thread *t, uint64_t cpu, uint64_t sw, uint64_t allowance)
+{
+	if (cpu < RT_EVENT_JUDGE_NS ||
+	    sw * (rt_cfg.soft_event_switch_ns + rt_cfg.wp_open_switch_ns) * 2 > allowance)
+		return;
+	int expect = RT_EV_TIMER;
+	if (atomic_compare_exchange_strong(&t->ev_state, &expect, RT_EV_WANTED)) {
+		t->ev_asked_cpu = cpu;
+		t->ev_asked_switches = sw;
+	}
+}
+
+bool rt_check_switch_cost(struct rt_thread *t)
+{
+	bool regs = !rt_cfg.wp_soft && rt_cfg.wp_switch_ns && t->nwp;
+	bool event = event_leavable(t);
+	bool asking = atomic_load(&t->ev_state) == RT_EV_TIMER;
+	if (!rt_cfg.wp_budget || (!regs && !event && !asking) || t != rt_self ||
+	    atomic_load(&t->stopped))
+		return true;
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return true;
+	uint64_t cpu = rt_thread_cpu_ns();
+	uint64_t sw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+	uint64_t since = sw - t->wp_acct_switches;
+	uint64_t ev = event ? rt_cfg.soft_event_switch_ns : 0;
+	uint64_t open = regs ? rt_cfg.wp_open_switch_ns : 0;
+	t->wp_spent_ns += since * (ev + (regs && t->wp_armed_since ? rt_cfg.wp_switch_ns : open));
+	t->wp_acct_switches = sw;
+	t->wp_acct_cpu = cpu;
+	t->wp_armed_since = t->wp_armed != 0;
+	uint64_t allowance = cpu * rt_cfg.wp_budget / 100;
+	if (asking) {
+		ask_events(t, cpu, sw, allowance);
+		return true;
+	}
+	if (event && cpu >= RT_EVENT_JUDGE_NS && sw * (ev + open) > allowance) {
+		t->samp_leave = true;
+		t->samp_left_cpu = cpu;
+		t->samp_left_switches = sw;
+		t->samp_left_each = ev + open;
+		ev = 0;
+	}
+	if (!regs)
+		return true;
+	t->wp_judged++;
+	if (cpu >= RT_WP_JUDGE_NS && sw * open > allowance) {
+		close_for_good(t, cpu, sw);
+		return false;
+	}
+	if (cpu < RT_WP_JUDGE_NS || t->wp_spent_ns + since * (rt_cfg.wp_switch_ns + ev) <= allowance) {
+		t->wp_allowed++;
+		return true;
+	}
+	if (t->wp_armed)
+		rt_wp_disarm(t);
+	t->wp_armed_since = false;
+	return false;
 }
 
 void rt_wp_thread_stop(struct rt_thread *t, int self)
@@ -307,6 +410,7 @@ void rt_wp_arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t now)
 		return;
 	arm->nwp = (uint8_t)k;
 	t->wp_armed = k;
+	t->wp_armed_since = true;
 	t->wp_hit = false;
 	t->wp_arm_time = now;
 	rt_push(t, &r);

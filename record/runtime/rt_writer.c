@@ -501,6 +501,7 @@ static bool pass(void)
 {
 	uint32_t hw = atomic_load(&rt_threads_hw);
 	pass_now = rt_now();
+	rt_soft_open_late();
 	bool busy = rt_cpusamp_collect();   /* (before the threads' own records) */
 	for (uint32_t i = 0; i < hw; i++) {
 		struct rt_thread *t = atomic_load(&rt_threads[i]);

@@ -112,7 +112,7 @@ typedef int (*rt_emit_fn)(struct rt_thread *t, const struct ct_record *r);
 void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn emit);
 
 /* The one perf sample path (rt_perf.c), for the sampler t->sampler:
- * open its events on the calling thread (t == rt_self), stop them (self:
+ * open its events on t (t == rt_self, or see below), stop them (self:
  * on t itself; else only disable: a handler may still read the ring),
  * drain the ring on its signal (1 if si was one of t's events, 0 otherwise),
  * and double every event's period (throttling; the new period of the first
@@ -120,6 +120,11 @@ void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn 
 #define RT_PERF_MAX_EVENTS PMU_CONV_MAX_EVENTS
 #define RT_PERF_THROTTLE_MAX 1024
 int rt_perf_thread_start(struct rt_thread *t);
+/* rt_perf_thread_start in two steps: open them disabled on t's tid (the
+ * writer may do it for t), enable them (on t: else a failure would close
+ * them from another thread) */
+int rt_perf_thread_open(struct rt_thread *t);
+int rt_perf_thread_enable(struct rt_thread *t);
 void rt_perf_thread_stop(struct rt_thread *t, int self);
 int rt_perf_on_signal(struct rt_thread *t, siginfo_t *si, void *uc);
 uint64_t rt_perf_lengthen_period(struct rt_thread *t);

@@ -13,7 +13,10 @@
  * CLOCK_MONOTONIC timestamps), drained in the thread's own signal handler
  * by the one perf sample path (rt_perf.c), because the online part of
  * Algorithm 1 arms that thread's debug registers at the sample
- * (rt_sample.c).
+ * (rt_sample.c).  At the default period a thread starts on its timer and
+ * gets its event and registers when its context switches leave room for
+ * them, and goes back to the timer where they stop doing so (start_late,
+ * rt_check_switch_cost).
  *
  * With COMMTRACE_SOFT_TIMER=1 (commrec sets it where its probe finds the
  * perf events costly at context switches, record/switch_probe.c), or where
@@ -76,7 +79,8 @@ static int timer_set(struct rt_thread *t)
 	return timer_settime(t->timer, 0, &its, NULL);
 }
 
-static int timer_start(struct rt_thread *t, int why_errno)
+/* The thread's CPU-time timer, not yet set; 0 or -errno. */
+static int timer_make(struct rt_thread *t)
 {
 	struct sigevent sev;
 	memset(&sev, 0, sizeof sev);
@@ -84,19 +88,127 @@ static int timer_start(struct rt_thread *t, int why_errno)
 	sev.sigev_signo = rt_cfg.sig;
 	sev.sigev_value.sival_int = (int)(RT_SIG_MAGIC | 1);
 	sev._sigev_un._tid = t->tid;
-	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) < 0)
-		return -errno;
+	return timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) < 0 ? -errno : 0;
+}
+
+/* Set the thread's timer going (on the thread); 0 or -errno. */
+static int timer_run(struct rt_thread *t)
+{
 	/* the handler reads timer_cpu_prev once it sees timer_ok: set before */
 	t->timer_cpu_prev = rt_thread_cpu_ns();
 	atomic_signal_fence(memory_order_release);
-	if (timer_set(t) < 0) {
-		int e = errno;
+	return timer_set(t) < 0 ? -errno : 0;
+}
+
+static int timer_start(struct rt_thread *t, int why_errno)
+{
+	int rc = timer_make(t);
+	if (rc < 0)
+		return rc;
+	if ((rc = timer_run(t)) < 0) {
 		timer_delete(t->timer);
-		return -e;
+		return rc;
 	}
 	t->timer_ok = true;
 	rt_status_timer_thread(why_errno);
 	return 0;
+}
+
+/* Where commrec measured what a thread's own sampling event costs at a
+ * context switch (debug registers armed, the default period): the thread
+ * starts on its timer, without perf events of its own, and asks for its
+ * sampling event and registers when its switches leave room for them
+ * (rt_check_switch_cost); the writer opens them (rt_soft_open_late) and
+ * its handler takes them (adopt_events).  A thread that switches often
+ * never has any: even closed, they would leave the kernel a perf context
+ * to switch with the thread (0.25 to 0.3 us per switch measured here). */
+static bool start_late(struct rt_thread *t)
+{
+	if (!rt_cfg.soft_event_switch_ns || !rt_cfg.wp_budget || rt_cfg.watchpoints <= 0 ||
+	    rt_cfg.wp_soft)
+		return false;   /* (no budget: events from the start) */
+	if (timer_make(t) < 0)
+		return false;
+	if (timer_run(t) < 0) {
+		timer_delete(t->timer);
+		return false;
+	}
+	t->timer_ok = true;
+	atomic_store(&t->ev_state, RT_EV_TIMER);
+	return true;
+}
+
+/* Samples by its own perf event (and its period is the event's): opened
+ * at its start, or taken from the writer. */
+static bool on_event(const struct rt_thread *t)
+{
+	int st = atomic_load(&t->ev_state);
+	return t->samp_fd >= 0 && (st == RT_EV_AT_START || st == RT_EV_ADOPTED);
+}
+
+/* In the thread's handler: the events the writer opened for it; its timer
+ * stopped (timer_settime is async-signal-safe), its sampling event
+ * enabled, its registers in use.  If the event does not enable (then it is
+ * closed), the thread stays on its timer, with the registers. */
+static void adopt_events(struct rt_thread *t)
+{
+	struct itimerspec off;
+	memset(&off, 0, sizeof off);
+	timer_settime(t->timer, 0, &off, NULL);
+	int rc = rt_perf_thread_enable(t);
+	if (rc < 0)
+		timer_run(t);
+	t->nwp = t->ev_nwp;
+	atomic_store(&t->ev_state, rc < 0 ? RT_EV_DONE : RT_EV_ADOPTED);
+}
+
+/* In the thread's handler, after the samples of its event: the timer
+ * from now on, the event closed, for good. */
+static void leave_event(struct rt_thread *t)
+{
+	t->samp_leave = false;
+	if (atomic_load(&t->stopped) || !t->timer_ok)
+		return;
+	if (timer_run(t) == 0) {
+		rt_perf_thread_stop(t, 1);
+		atomic_store(&t->ev_state, RT_EV_DONE);
+	}
+}
+
+void rt_soft_open_late(void)
+{
+	uint32_t hw = atomic_load(&rt_threads_hw);
+	for (uint32_t i = 0; i < hw; i++) {
+		struct rt_thread *t = atomic_load(&rt_threads[i]);
+		int expect = RT_EV_WANTED;
+		if (!t || !atomic_compare_exchange_strong(&t->ev_state, &expect, RT_EV_OPENING))
+			continue;
+		int rc = rt_perf_thread_open(t);
+		if (rc < 0) {
+			rt_log(2, "thread %u: its perf sampling event did not open (%s): it stays on its "
+			       "timer, without watchpoints", t->index, strerror(-rc));
+			atomic_store(&t->ev_state, RT_EV_DONE);
+			continue;
+		}
+		rt_wp_open_late(t);
+		atomic_store_explicit(&t->ev_state, RT_EV_READY, memory_order_release);
+	}
+}
+
+/* At the thread's stop: no events opened for it from now on (a writer
+ * opening them is waited for; what it opened the stop closes). */
+static void settle_late(struct rt_thread *t)
+{
+	for (;;) {
+		int st = atomic_load(&t->ev_state);
+		if (st == RT_EV_OPENING) {
+			sched_yield();
+			continue;
+		}
+		if ((st != RT_EV_TIMER && st != RT_EV_WANTED) ||
+		    atomic_compare_exchange_strong(&t->ev_state, &st, RT_EV_DONE))
+			return;
+	}
 }
 
 /* The inherited path where it applies: no watchpoints (their arming runs
@@ -122,6 +234,8 @@ static int soft_thread_start(struct rt_thread *t)
 		return 0;
 	}
 	if (!rt_cfg.soft_timer && !atomic_load(&use_timer)) {
+		if (start_late(t))
+			return 0;
 		int rc = rt_perf_thread_start(t);
 		if (rc == 0)
 			return 0;
@@ -147,6 +261,7 @@ static int soft_thread_start(struct rt_thread *t)
 
 static void soft_thread_stop(struct rt_thread *t, int self)
 {
+	settle_late(t);
 	if (t->timer_ok) {
 		struct itimerspec off;
 		memset(&off, 0, sizeof off);
@@ -161,8 +276,14 @@ static void soft_thread_stop(struct rt_thread *t, int self)
 
 static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
 {
-	if (si->si_code != SI_TIMER)
-		return rt_perf_on_signal(t, si, uc);
+	if (atomic_load_explicit(&t->ev_state, memory_order_acquire) == RT_EV_READY)
+		adopt_events(t);
+	if (si->si_code != SI_TIMER) {
+		int rc = rt_perf_on_signal(t, si, uc);
+		if (t->samp_leave)
+			leave_event(t);
+		return rc;
+	}
 	if (!t->timer_ok)
 		return 1;
 	struct rt_sample_in s;
@@ -200,7 +321,7 @@ static int soft_on_signal(struct rt_thread *t, siginfo_t *si, void *uc)
  * one) or the timer. */
 static uint64_t soft_lengthen_period(struct rt_thread *t)
 {
-	if (t->samp_fd >= 0) {
+	if (on_event(t)) {
 		uint64_t p = rt_perf_lengthen_period(t);
 		if (p)
 			t->period_ns = p;

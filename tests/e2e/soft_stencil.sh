@@ -27,6 +27,11 @@
 #                          weigh the CPU time of their sample, about equal on
 #                          a loop nest).  Fewer than EVENTS_MIN events: SKIP
 #                          with the counts.
+#   soft_stencil/wp_budget every decision the runtime prints about the
+#                          perf events' cost at context switches follows its
+#                          rule (commrec(1), Watchpoint probe), on the stencil
+#   soft_stencil/wp_late   the same on p2p, whose threads ask for their
+#                          events; a thread that took them arms its registers
 # The samples, events, path and r are printed (INFO).
 . "$(dirname "$0")/../lib.sh"
 
@@ -126,25 +131,59 @@ elif python3 -c "import sys; sys.exit(0 if $lo > 0.5 else 1)"; then
 else
 	fail soft_stencil/omp_master "the master pairs' share $share of $e events: lower bound $lo <= 1/2"
 fi
-# Debug registers and context switches (commrec(1), Watchpoint probe): a
-# thread is given none when its switches, at the cost commrec measured,
-# come to more than COMMTRACE_WP_BUDGET % of its CPU time.  Every such
-# decision printed must follow that rule; where no cost was measured (no
+# Per-thread perf events and context switches (commrec(1), Watchpoint
+# probe): a thread on its timer asks for its own sampling event and
+# registers only where its switches, at the costs commrec measured, come to
+# at most half of COMMTRACE_WP_BUDGET % of its CPU time, and goes back to
+# its timer when they come to more than all of it; its registers are closed
+# when they do at the cost of open registers, and armed at only a share of
+# its samples otherwise.  Every such decision printed must follow that rule
+# (a share of at most all its samples; the shares are printed to a tenth of
+# a percent, which the checks allow for); where no cost was measured (no
 # watchpoints, or they do not fire) there is none to print.
 rc=0
 "$COMMREC" -v -f -o "$WORK/wb.zst" -s soft -- "$K/stencil" -t 4 -s 20000 >"$WORK/wb.out" 2>"$WORK/wb.err" || rc=$?
 cost=$("$COMMANALYZE" info "$WORK/wb.zst" 2>/dev/null | sed -n 's/^  watchpoint_switch_ns=//p')
-bad=$(awk '/watchpoints closed after/ { c = $0; sub(/.*have cost /, "", c); sub(/%.*/, "", c);
-	l = $0; sub(/.*limit /, "", l); sub(/%.*/, "", l); if (c + 0 <= l + 0) print }' "$WORK/wb.err")
-n=$(grep -c 'watchpoints closed after' "$WORK/wb.err")
-echo "INFO soft_stencil/wp_budget: switch cost ${cost:-?} ns, $n of 4 workers without watchpoints"
+bad=$(awk '/watchpoints closed after|sampled by its timer after/ { c = $0; sub(/.*have cost /, "", c); sub(/%.*/, "", c);
+	l = $0; sub(/.*limit /, "", l); sub(/%.*/, "", l); if (c + 0.05 <= l + 0) print }
+	/watchpoints armable at/ { a = $0; sub(/.*armable at /, "", a); split(a, f, " ");
+	if (f[1] + 0 > f[3] + 0) print }
+	/asked for its perf events after/ { c = $0; sub(/.*switches: /, "", c); sub(/%.*/, "", c);
+	l = $0; sub(/.*half the limit, /, "", l); sub(/%.*/, "", l); if (c * 2 > l + 0.1) print }' "$WORK/wb.err")
+n=$(grep -c -e 'watchpoints closed after' -e 'watchpoints armable at' -e 'sampled by its timer after' \
+	-e 'asked for its perf events after' "$WORK/wb.err")
+echo "INFO soft_stencil/wp_budget: switch cost ${cost:-?} ns, $n decisions for the budget (threads that asked for their events or went back to their timer, registers closed or armed at a share of the samples)"
 if [ "$rc" -ne 0 ] || [ -z "$cost" ]; then
 	fail soft_stencil/wp_budget "commrec exited $rc, watchpoint_switch_ns '${cost}': $(tail -n 2 "$WORK/wb.err" | tr '\n' '|')"
 elif [ -n "$bad" ]; then
 	fail soft_stencil/wp_budget "a decision against the rule: $bad"
 elif [ "$cost" -eq 0 ] && [ "$n" -gt 0 ]; then
-	fail soft_stencil/wp_budget "no cost measured, yet $n threads without watchpoints"
+	fail soft_stencil/wp_budget "no cost measured, yet $n decisions for the budget"
 else
 	pass soft_stencil/wp_budget
+fi
+# The other side of the rule: compute-bound threads (p2p, no
+# synchronization) switch rarely, so where the costs were measured they ask
+# for their events; every decision must follow the rule there too, and a
+# thread that took its registers arms them (WP_ARM records: each sample
+# finds the others' store samples on the board).  Where no thread asked
+# (no cost measured, or a machine so loaded that they switch as often as
+# the stencil's) there is nothing more to check.
+rc=0
+"$COMMREC" -v -f -o "$WORK/wc.zst" -s soft -- "$CT_BUILD/ubench/p2p" -t 4 -n 30000000 \
+	>"$WORK/wc.out" 2>"$WORK/wc.err" || rc=$?
+bad=$(awk '/asked for its perf events after/ { c = $0; sub(/.*switches: /, "", c); sub(/%.*/, "", c);
+	l = $0; sub(/.*half the limit, /, "", l); sub(/%.*/, "", l); if (c * 2 > l + 0.1) print }' "$WORK/wc.err")
+taken=$(grep -c 'asked for its perf events after.*: taken' "$WORK/wc.err")
+arms=$("$COMMANALYZE" info "$WORK/wc.zst" 2>/dev/null | awk '$1 ~ /^[0-9]+$/ && NF >= 8 { n += $7 } END { print n + 0 }')
+echo "INFO soft_stencil/wp_late: $taken threads took their perf events, $arms WP_ARM records"
+if [ "$rc" -ne 0 ]; then
+	fail soft_stencil/wp_late "commrec exited $rc: $(tail -n 2 "$WORK/wc.err" | tr '\n' '|')"
+elif [ -n "$bad" ]; then
+	fail soft_stencil/wp_late "a decision against the rule: $bad"
+elif [ "$taken" -gt 0 ] && [ "$arms" -eq 0 ]; then
+	fail soft_stencil/wp_late "$taken threads took their events, yet no WP_ARM record"
+else
+	pass soft_stencil/wp_late
 fi
 done_tests
