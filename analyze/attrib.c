@@ -1031,7 +1031,7 @@ static void flag_notes(struct attrib *a)
 			continue;
 		if (m->flags & ST_MOD_MISSING)
 			attrib_note(a, "%s: no symbols (file missing or changed at recording)", m->path);
-		else if (!(m->flags & ST_MOD_DWARF) && (m == a->main_mod))
+		else if (!(m->flags & (ST_MOD_DWARF | ST_MOD_NOT_READ)) && (m == a->main_mod))
 			attrib_note(a, "%s: %s, no DWARF: no types, fields or line numbers", m->path,
 			            m->flags & ST_MOD_ELF_SYMS ? "symbols only" : "stripped");
 	}

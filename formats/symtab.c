@@ -1092,7 +1092,7 @@ static uint32_t copy_type(struct st_module *to, const struct st_module *from, ui
 	return nt;
 }
 
-static bool in_set(const struct st_addrs *s, uint64_t lo, uint64_t hi)
+bool symtab_addrs_in(const struct st_addrs *s, uint64_t lo, uint64_t hi)
 {
 	size_t a = 0, b = s->n;
 	while (a < b) {
@@ -1121,7 +1121,7 @@ static int prune_module(struct st_module *m, const struct st_addrs *ips, const s
 		const struct st_func *f = &m->funcs[i];
 		uint64_t hi = f->size ? f->start + f->size
 		            : i + 1 < m->nfuncs ? m->funcs[i + 1].start : f->start + 1;
-		if (ips && !in_set(ips, f->start + m->bias, hi + m->bias))
+		if (ips && !symtab_addrs_in(ips, f->start + m->bias, hi + m->bias))
 			continue;
 		if (st_add_func(&n, f->start, f->size, st_str(m, f->name)))
 			goto out;
@@ -1133,7 +1133,7 @@ static int prune_module(struct st_module *m, const struct st_addrs *ips, const s
 	}
 	for (size_t i = 0; i < m->nlines; i++) {
 		const struct st_line *l = &m->lines[i];
-		if (ips && !in_set(ips, l->addr + m->bias, l->addr + l->len + m->bias))
+		if (ips && !symtab_addrs_in(ips, l->addr + m->bias, l->addr + l->len + m->bias))
 			continue;
 		uint32_t f = l->file < m->nfiles ? st_add_file(&n, st_str(m, m->files[l->file])) : ST_NONE;
 		if (st_add_line(&n, l->addr, l->len, f, l->line))
@@ -1141,7 +1141,7 @@ static int prune_module(struct st_module *m, const struct st_addrs *ips, const s
 	}
 	for (size_t i = 0; i < m->nvars; i++) {
 		const struct st_var *v = &m->vars[i];
-		if (data && !in_set(data, v->addr + m->bias, v->addr + (v->size ? v->size : 1) + m->bias))
+		if (data && !symtab_addrs_in(data, v->addr + m->bias, v->addr + (v->size ? v->size : 1) + m->bias))
 			continue;
 		uint32_t t = copy_type(&n, m, v->type, map, 0);
 		if (st_add_var(&n, v->addr, v->size, st_str(m, v->name), t))

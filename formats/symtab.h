@@ -91,6 +91,7 @@ struct st_alloc {
 #define ST_MOD_DWARF      0x04 /* DWARF lines, variables and types */
 #define ST_MOD_LINES_SUBSET 0x08 /* line table restricted to the addresses seen */
 #define ST_MOD_MISSING    0x10 /* the file could not be read: no symbols */
+#define ST_MOD_NOT_READ   0x20 /* no recorded address in its range: tables not read */
 
 struct st_module {
 	char *path;
@@ -149,12 +150,20 @@ void symtab_finish(struct symtab *s);
  * its v) for all.
  * sites (may be NULL): the return addresses of the recorded allocation call
  * stacks, sorted and unique: the DWARF loader infers the type of the block
- * each one returns (struct st_alloc). */
+ * each one returns (struct st_alloc).
+ * data (may be NULL): the recorded data addresses.  Given (a recording's
+ * join), a module that neither set touches is not read at all: whatever
+ * its tables held, pruning to the recorded addresses would drop it
+ * (flag ST_MOD_NOT_READ). */
 struct st_addrs {
 	const uint64_t *v;         /* sorted, unique */
 	size_t n;
 	const struct st_addrs *sites;
+	const struct st_addrs *data;
 };
+
+/* Whether the set holds an address in [lo, hi). */
+bool symtab_addrs_in(const struct st_addrs *s, uint64_t lo, uint64_t hi);
 
 /* Load the ELF file at path into a new module with load range [lo, hi)
  * and bias.  Missing or unreadable files still give a module (flag

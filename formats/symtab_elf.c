@@ -275,6 +275,16 @@ static bool minidebug_syms(struct st_module *m, const struct elf_file *e, const 
 #endif
 }
 
+/* Whether a recording's addresses (code or data) fall in [lo, hi); true
+ * when no recorded data set is given (everything is wanted). */
+static bool recorded_in(const struct st_addrs *ips, uint64_t lo, uint64_t hi)
+{
+	if (!ips || !ips->data)
+		return true;
+	return (ips->v && symtab_addrs_in(ips, lo, hi)) ||
+	       (ips->data->v && symtab_addrs_in(ips->data, lo, hi));
+}
+
 struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo,
                                  uint64_t hi, uint64_t bias, const struct st_addrs *ips,
                                  char *note, size_t notecap)
@@ -301,6 +311,11 @@ struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo
 			m->hi = e.ph[i].p_vaddr + e.ph[i].p_memsz + bias;
 	int bl = buildid_read(path, m->buildid);
 	m->buildid_len = bl > 0 ? (uint8_t)bl : 0;
+	if (!recorded_in(ips, m->lo, m->hi)) {
+		m->flags |= ST_MOD_NOT_READ;
+		elf_close(&e);
+		return m;
+	}
 	const Elf64_Shdr *sy = NULL, *dy = NULL;
 	for (size_t i = 0; i < e.shnum; i++) {
 		if (e.sh[i].sh_type == SHT_SYMTAB)

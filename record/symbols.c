@@ -236,8 +236,8 @@ int embed_symbols(const char *spool_dir, void **payload, size_t *len,
 	struct symtab s;
 	symtab_init(&s);
 	struct st_addrs sites = { .v = cs.v, .n = cs.n };
-	struct st_addrs ips = { .v = a.v, .n = a.n, .sites = &sites };
 	struct st_addrs data = { .v = d.v, .n = d.n };
+	struct st_addrs ips = { .v = a.v, .n = a.n, .sites = &sites, .data = &data };
 	int rc = symtab_from_maps(&s, maps, mlen, &ips, note, arg);
 	/* only what the recorded addresses need: the functions and lines of
 	 * the code addresses, the variables (and their types) the data

@@ -510,6 +510,26 @@ static void test_elf_self(void)
 	CHECK_STR(d.path, "attrib_probe[1].inner[2].b");
 	CHECK_STR(d.type_name, "struct probe_rec[2]");
 	symtab_free(&r);
+	/* a recording's sets (data given): a data address alone gets the module
+	 * read; no address of either set in its range leaves it unread */
+	symtab_init(&r);
+	struct st_addrs wdata = { .v = other, .n = 1, .data = &dset };
+	rm = symtab_add_elf(&r, "/proc/self/exe", bias, bias + (1ull << 32), bias, &wdata, note,
+	                    sizeof note);
+	CHECK(rm && !(rm->flags & ST_MOD_NOT_READ) && (rm->flags & ST_MOD_DWARF));
+	CHECK(symtab_prune(&r, &wdata, &dset) == 0);
+	CHECK(symtab_data(&r, at, &d));
+	CHECK_STR(d.path, "attrib_probe[1].inner[2].b");
+	symtab_free(&r);
+	symtab_init(&r);
+	struct st_addrs odata = { .v = other, .n = 1 };
+	struct st_addrs none = { .v = other, .n = 1, .data = &odata };
+	rm = symtab_add_elf(&r, "/proc/self/exe", bias, bias + (1ull << 32), bias, &none, note,
+	                    sizeof note);
+	CHECK(rm && rm->flags == ST_MOD_NOT_READ && rm->nfuncs == 0 && rm->nvars == 0);
+	CHECK(rm && rm->buildid_len > 0 && rm->lo == bias);
+	CHECK(!symtab_code(&r, fn, &c) || !c.func);
+	symtab_free(&r);
 #else
 	SKIP("built without libdwarf: ELF symbols only");
 #endif
