@@ -178,6 +178,9 @@ struct matrix {
 };
 /* Cell (row, col); 0 outside the matrix. */
 double matrix_at(const struct matrix *m, size_t row, size_t col);
+/* *sum = the sum of the cells, row by row (the order of a dense loop, so
+ * dense and sparse storage give the same sum).  0, -1: memory. */
+int matrix_sum(const struct matrix *m, double *sum);
 
 /* A non-zero cell, for sparse outputs. */
 struct mx_triplet {
@@ -359,9 +362,7 @@ int matrices_grow(struct matrices *m, enum mx_index index, size_t n);
 /* into += from: each cell of every index and kind (from's value added once
  * to into's), and the totals.  0, -1: memory. */
 int matrices_merge(struct matrices *into, const struct matrices *from);
-/* The sum of the directed cells, row by row (the order of a dense loop, so
- * dense and sparse storage give the same sum); NaN: out of memory. */
-double matrices_sum(const struct matrices *m, enum mx_index index, enum mx_kind kind);
+
 /* The directed matrix (row dst, column src); n is its size.  Read its cells
  * with matrix_at (it may be sparse); valid until the next event. */
 const struct matrix *matrices_get(const struct matrices *m, enum mx_index index,

@@ -7,7 +7,6 @@
  * column) to the cell's slot in the list of cells that received weight,
  * and the three kinds' values by slot, so memory grows with the pairs that
  * communicate (a ring of 10,000 threads: 10,000 cells, not 10^8). */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -447,20 +446,24 @@ ptrdiff_t matrices_triplets(const struct matrices *m, enum mx_index index, enum 
 	return (ptrdiff_t)k;
 }
 
-double matrices_sum(const struct matrices *m, enum mx_index index, enum mx_kind kind)
+int matrix_sum(const struct matrix *m, double *sum)
 {
-	const struct matrix *a = matrices_get(m, index, kind);
-	double sum = 0;
-	if (a->cell) {
-		for (size_t r = 0; r < a->n; r++)
-			for (size_t c = 0; c < a->n; c++)
-				sum += a->cell[r * stride_of(a) + c];
-		return sum;
+	*sum = 0;
+	if (m->cell) {
+		for (size_t r = 0; r < m->n; r++)
+			for (size_t c = 0; c < m->n; c++)
+				*sum += m->cell[r * stride_of(m) + c];
+		return 0;
 	}
-	struct mx_triplet *t;
-	ptrdiff_t k = matrices_triplets(m, index, kind, false, &t);
-	for (ptrdiff_t x = 0; x < k; x++)
-		sum += t[x].v;
+	size_t n = m->sp ? m->sp->n : 0;
+	struct mx_triplet *t = malloc((n ? n : 1) * sizeof *t);
+	if (!t)
+		return -1;
+	for (size_t x = 0; x < n; x++)
+		t[x] = (struct mx_triplet){ m->sp->rc[x][0], m->sp->rc[x][1], m->sp->v[m->kind][x] };
+	qsort(t, n, sizeof *t, cmp_triplet);
+	for (size_t x = 0; x < n; x++)
+		*sum += t[x].v;
 	free(t);
-	return k < 0 ? NAN : sum;
+	return 0;
 }
