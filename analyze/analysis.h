@@ -345,7 +345,7 @@ struct matrices;
 /* topo may be NULL (then only thread matrices are kept).  An index of more
  * than MX_DENSE_MAX rows is kept sparse: memory grows with the pairs that
  * communicate, not with n x n (matrices_create_dense_max: another limit). */
-#define MX_DENSE_MAX 1024
+#define MX_DENSE_MAX 256
 struct matrices *matrices_create(size_t nthreads, const struct topology *topo);
 struct matrices *matrices_create_dense_max(size_t nthreads, const struct topology *topo,
                                            size_t dense_max);

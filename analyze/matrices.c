@@ -86,10 +86,13 @@ static uint32_t *slot_find(const struct mx_sparse *s, uint32_t row, uint32_t col
 	}
 }
 
-/* A table of twice tcap entries, the cells entered again. */
+/* A table of twice tcap entries (at least twice the cells), the cells
+ * entered again. */
 static int table_grow(struct mx_sparse *s)
 {
 	size_t tcap = s->tcap ? s->tcap * 2 : 16;
+	while (tcap < 2 * s->n + 2)
+		tcap *= 2;
 	uint32_t *t = calloc(tcap, sizeof *t);
 	if (!t)
 		return -1;
