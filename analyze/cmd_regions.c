@@ -585,7 +585,7 @@ static double slot_at(const struct time_slot *s, size_t i, size_t j)
 static ptrdiff_t svg_pairs(const struct regions *r, const struct time_slot *s, size_t ns,
                            size_t *pa, size_t *pb)
 {
-	struct matrices *all = matrices_create_dense_max(r->n, NULL, 0);
+	struct matrices *all = regions_matrices(r);
 	for (size_t k = 0; all && k < ns; k++)
 		if (matrices_merge(all, s[k].mx)) {
 			matrices_free(all);

@@ -15,9 +15,7 @@ static char *dup_or_flag(struct regions *r, const char *s)
 	return d;
 }
 
-/* The thread matrices of a node or slot: sparse at any size, so that memory
- * grows with the pairs that communicate there, not with threads squared. */
-static struct matrices *pair_matrices(const struct regions *r)
+struct matrices *regions_matrices(const struct regions *r)
 {
 	return matrices_create_dense_max(r->n, NULL, 0);
 }
@@ -62,7 +60,7 @@ size_t regions_node_add(struct regions *r, size_t parent, const char *name)
 	uint64_t fn;
 	if (ct_marker_omp_fn(name, &fn))
 		nd->omp_fn = fn;
-	nd->mx = pair_matrices(r);
+	nd->mx = regions_matrices(r);
 	nd->entered = calloc(r->n ? r->n : 1, 1);
 	if (!nd->name || !nd->where || !nd->path || !nd->mx || !nd->entered) {
 		r->oom = true;
@@ -98,8 +96,8 @@ static struct time_slot *slot_add(struct regions *r, struct time_slot **v, size_
 	memset(s, 0, sizeof *s);
 	s->start = s->end = start;
 	snprintf(s->name, sizeof s->name, "%s", name);
-	s->mx = pair_matrices(r);
-	s->count = pair_matrices(r);
+	s->mx = regions_matrices(r);
+	s->count = regions_matrices(r);
 	if (!s->mx || !s->count) {
 		matrices_free(s->mx);
 		matrices_free(s->count);

@@ -75,6 +75,10 @@ struct regions *regions_create(size_t nthreads, uint64_t window_ns);
 void regions_free(struct regions *r);
 struct record_consumer regions_record_consumer(struct regions *r);
 struct event_consumer regions_event_consumer(struct regions *r);
+/* New thread matrices for a node or slot of r: sparse at any size, so that
+ * memory grows with the pairs that communicate there, not with threads
+ * squared.  NULL: out of memory. */
+struct matrices *regions_matrices(const struct regions *r);
 /* For other trees of code (loops.c): a new node under parent (REGION_NONE
  * on failure, r->oom set), and an event counted in node and the nodes
  * around it (dst and src checked by the caller). */
