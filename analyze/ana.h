@@ -380,6 +380,11 @@ struct matrix_built {
 int matrix_build(const struct analysis *a, enum mx_index index, enum mx_kind kind, bool directed,
                  enum out_form form, const struct attr_set *attrs, struct matrix_built *b);
 void matrix_built_free(struct matrix_built *b);
+/* The cells of b (b->m.n set by the caller) from the index's matrix of kind
+ * in mx: dense n x n, or the non-zero ones when it is written sparse (form,
+ * or AUTO past OUT_DENSE_MAX rows: too large to hold dense).  0, -1: memory. */
+int matrix_build_cells(const struct matrices *mx, enum mx_index index, enum mx_kind kind,
+                       bool directed, enum out_form form, struct matrix_built *b);
 /* The colour scale shared by the three kinds of one index: its top is the
  * largest cell of the `all` matrix (true + false), its bottom (of a log
  * scale or one from the minimum) the smallest non-zero cell of the three,

@@ -184,6 +184,9 @@ struct matrix {
 };
 /* Cell (row, col); 0 outside the matrix. */
 double matrix_at(const struct matrix *m, size_t row, size_t col);
+/* *sum = the sum of the cells, row by row (the order of a dense loop, so
+ * dense and sparse storage give the same sum).  0, -1: memory. */
+int matrix_sum(const struct matrix *m, double *sum);
 
 /* A non-zero cell, for sparse outputs. */
 struct mx_triplet {
@@ -348,12 +351,24 @@ struct matrices;
 /* topo may be NULL (then only thread matrices are kept).  An index of more
  * than MX_DENSE_MAX rows is kept sparse: memory grows with the pairs that
  * communicate, not with n x n (matrices_create_dense_max: another limit). */
-#define MX_DENSE_MAX 1024
+#define MX_DENSE_MAX 256
 struct matrices *matrices_create(size_t nthreads, const struct topology *topo);
 struct matrices *matrices_create_dense_max(size_t nthreads, const struct topology *topo,
                                            size_t dense_max);
 void matrices_free(struct matrices *m);
 struct event_consumer matrices_consumer(struct matrices *m);
+/* What the consumer does with one event. */
+void matrices_add_event(struct matrices *m, const struct comm_event *ev);
+/* Values v (all, true, false) added to cell (row, col) of the index, which
+ * grows to hold it; matrices_grow: the index to n rows at least (to rebuild
+ * matrices sent elsewhere).  0, -1: memory. */
+int matrices_add_cell(struct matrices *m, enum mx_index index, size_t row, size_t col,
+                      const double v[3]);
+int matrices_grow(struct matrices *m, enum mx_index index, size_t n);
+/* into += from: each cell of every index and kind (from's value added once
+ * to into's), and the totals.  0, -1: memory. */
+int matrices_merge(struct matrices *into, const struct matrices *from);
+
 /* The directed matrix (row dst, column src); n is its size.  Read its cells
  * with matrix_at (it may be sparse); valid until the next event. */
 const struct matrix *matrices_get(const struct matrices *m, enum mx_index index,

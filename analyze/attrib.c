@@ -1210,24 +1210,17 @@ int attrib_find_object(const struct attrib *a, const char *name)
 	return -1;
 }
 
-double *attrib_object_matrix(struct attrib *a, const char *name, enum mx_kind kind, size_t *n)
+struct matrices *attrib_object_matrix(struct attrib *a, const char *name)
 {
 	int i = attrib_find_object(a, name);
 	if (i < 0)
 		return NULL;
 	const struct aobj *o = &a->objs[i];
-	size_t sz = a->nth_space;
-	for (size_t k = 0; k < o->npairs; k++) {
-		if (o->pairs[k].dst + 1u > sz)
-			sz = o->pairs[k].dst + 1u;
-		if (o->pairs[k].src + 1u > sz)
-			sz = o->pairs[k].src + 1u;
-	}
-	double *m = calloc(sz ? sz * sz : 1, sizeof *m);
-	if (!m)
-		return NULL;
-	for (size_t k = 0; k < o->npairs; k++)
-		m[(size_t)o->pairs[k].dst * sz + o->pairs[k].src] += o->pairs[k].w[kind];
-	*n = sz;
+	struct matrices *m = matrices_create(a->nth_space, NULL);
+	for (size_t k = 0; m && k < o->npairs; k++)
+		if (matrices_add_cell(m, MX_THREAD, o->pairs[k].dst, o->pairs[k].src, o->pairs[k].w)) {
+			matrices_free(m);
+			m = NULL;
+		}
 	return m;
 }

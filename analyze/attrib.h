@@ -73,9 +73,10 @@ const char *attrib_format_name(enum attrib_format f);   /* "text", "csv", "json"
 void attrib_rank_by(struct attrib *a, enum mx_kind kind);
 /* Objects, ranked (top 0 = all). */
 int attrib_write_objects(struct attrib *a, FILE *f, enum attrib_format fmt, size_t top);
-/* The thread matrix of one object (directed, row dst, column src): NULL if
- * no object has that name.  *n: its size.  Free with free(). */
-double *attrib_object_matrix(struct attrib *a, const char *name, enum mx_kind kind, size_t *n);
+/* The thread matrices of one object (directed, row dst, column src; sparse
+ * past MX_DENSE_MAX rows): NULL if no object has that name (or out of
+ * memory).  Free with matrices_free(). */
+struct matrices *attrib_object_matrix(struct attrib *a, const char *name);
 /* Cache lines ranked by weight, with per-offset detail. */
 int attrib_write_lines(struct attrib *a, FILE *f, enum attrib_format fmt, size_t top);
 /* For the report: "Top objects" and "Top lines" sections in text. */

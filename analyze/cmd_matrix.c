@@ -45,15 +45,13 @@ static char **make_labels(const struct analysis *a, enum mx_index index, size_t 
 	return l;
 }
 
-/* The cells of b: dense n x n, or the non-zero ones (a matrix written
- * sparse, or too large to hold dense: OUT_DENSE_MAX). */
-static int build_cells(const struct analysis *a, enum mx_index index, enum mx_kind kind,
+int matrix_build_cells(const struct matrices *mx, enum mx_index index, enum mx_kind kind,
                        bool directed, enum out_form form, struct matrix_built *b)
 {
-	const struct matrix *src = matrices_get(a->mx, index, kind);
+	const struct matrix *src = matrices_get(mx, index, kind);
 	size_t n = src->n;
 	if (form == OUT_FORM_SPARSE || (form == OUT_FORM_AUTO && n > OUT_DENSE_MAX)) {
-		ptrdiff_t k = matrices_triplets(a->mx, index, kind, !directed, &b->nz);
+		ptrdiff_t k = matrices_triplets(mx, index, kind, !directed, &b->nz);
 		b->m.nnz = k > 0 ? (size_t)k : 0;
 		b->m.nz = b->nz;
 		return k < 0 ? -1 : 0;
@@ -86,7 +84,7 @@ int matrix_build(const struct analysis *a, enum mx_index index, enum mx_kind kin
 	b->m.labels = (const char *const *)b->labels;
 	if (!b->labels)
 		return -1;
-	return build_cells(a, index, kind, directed, form, b);
+	return matrix_build_cells(a->mx, index, kind, directed, form, b);
 }
 
 int matrix_shared_scale(const struct analysis *a, enum mx_index index, bool directed,

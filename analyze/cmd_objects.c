@@ -216,15 +216,16 @@ int attrib_cli_main(const char *cmd, enum attrib_cmd which, int argc, char **arg
 
 static int write_object_matrix(struct attrib_cli *c, struct analysis *an, struct attrib *a, FILE *f)
 {
-	size_t n;
-	double *m = attrib_object_matrix(a, c->object, c->kind, &n);
+	struct matrices *m = attrib_object_matrix(a, c->object);
 	if (!m) {
 		ana_err("objects: no object named '%s' took part in communication "
 		        "(commanalyze objects %s lists them)", c->object, c->path);
 		return EXIT_USAGE;
 	}
+	size_t n = matrices_get(m, MX_THREAD, MX_ALL)->n;
+	struct matrix_built b = { .m.n = n };
 	char **labels = calloc(n ? n : 1, sizeof *labels);
-	bool ok = labels != NULL;
+	bool ok = labels && !matrix_build_cells(m, MX_THREAD, c->kind, true, OUT_FORM_AUTO, &b);
 	for (size_t i = 0; ok && i < n; i++) {
 		char buf[64];
 		ok = (labels[i] = strdup(thread_label(an->trace, i, buf, sizeof buf))) != NULL;
@@ -240,7 +241,8 @@ static int write_object_matrix(struct attrib_cli *c, struct analysis *an, struct
 		snprintf(name, sizeof name, "object_%s", mx_kind_names[c->kind]);
 		struct matrix_out mo = {
 			.name = name, .kind = mx_kind_names[c->kind], .index = "thread",
-			.units = "estimated line transfers", .n = n, .cell = m,
+			.units = "estimated line transfers", .n = n, .cell = b.m.cell, .nz = b.m.nz,
+			.nnz = b.m.nnz,
 			.labels = (const char *const *)labels, .attrs = attrs.a, .nattrs = attrs.n,
 			.render = { .symmetric = OUT_SYM_NO },
 		};
@@ -253,7 +255,8 @@ static int write_object_matrix(struct attrib_cli *c, struct analysis *an, struct
 	for (size_t i = 0; labels && i < n; i++)
 		free(labels[i]);
 	free(labels);
-	free(m);
+	matrix_built_free(&b);
+	matrices_free(m);
 	return r;
 }
 

@@ -132,12 +132,14 @@ static char **thread_labels(const struct analysis *an)
 	return l;
 }
 
-static const char *pair_text(const struct analysis *an, const double *cell, char *buf, size_t cap)
+static const char *pair_text(const struct analysis *an, const struct matrices *mx, char *buf,
+                             size_t cap)
 {
 	size_t a, b;
 	double w;
-	if (!top_pair(cell, an->nthreads, &a, &b, &w))
-		return snprintf(buf, cap, "-"), buf;
+	int found = top_pair(mx, &a, &b, &w);
+	if (found <= 0)
+		return snprintf(buf, cap, found ? "(out of memory)" : "-"), buf;
 	char la[64], lb[64], v[32];
 	out_fmt_compact(v, sizeof v, w);
 	snprintf(buf, cap, "%s-%s %s", thread_label(an->trace, a, la, sizeof la),
@@ -157,8 +159,9 @@ static const char *node_label(const struct region_node *nd, char *buf, size_t ca
 	return buf;
 }
 
-static void text_node(FILE *f, const struct analysis *an, const struct regions *r, size_t i,
-                      int width, double *load)
+/* The node's line and its children's; 0, -1: memory (errno). */
+static int text_node(FILE *f, const struct analysis *an, const struct regions *r, size_t i,
+                     int width, double *load)
 {
 	const struct region_node *nd = &r->node[i];
 	char name[400], tot[32], tr[32], fl[32], pair[160], imb[32];
@@ -166,7 +169,8 @@ static void text_node(FILE *f, const struct analysis *an, const struct regions *
 	out_fmt_compact(tot, sizeof tot, nd->total[MX_ALL]);
 	out_fmt_compact(tr, sizeof tr, nd->total[MX_TRUE]);
 	out_fmt_compact(fl, sizeof fl, nd->total[MX_FALSE]);
-	region_load(r, nd->cell[MX_ALL], load);
+	if (region_load(r, nd->mx, load))
+		return errno = ENOMEM, -1;
 	double im = region_imbalance(r, i, load);
 	if (im > 0)
 		snprintf(imb, sizeof imb, "%.2f", im);
@@ -178,21 +182,25 @@ static void text_node(FILE *f, const struct analysis *an, const struct regions *
 	char entries[32];
 	snprintf(entries, sizeof entries, nd->entries ? "%llu" : "-", (unsigned long long)nd->entries);
 	fprintf(f, "%-*s %8s %7zu %12s %12s %12s %9s  %s\n", width, name, entries, threads, tot, tr,
-	        fl, imb, pair_text(an, nd->cell[MX_ALL], pair, sizeof pair));
+	        fl, imb, pair_text(an, nd->mx, pair, sizeof pair));
 	size_t it = 0, ch;
 	while ((ch = regions_next_child(r, i, &it)) != REGION_NONE)
-		text_node(f, an, r, ch, width, load);
+		if (text_node(f, an, r, ch, width, load))
+			return -1;
+	return 0;
 }
 
-/* Thread load: each thread's share of each region's communication. */
-static void text_load(FILE *f, const struct analysis *an, const struct regions *r, double *load)
+/* Thread load: each thread's share of each region's communication.  0, -1:
+ * memory (errno). */
+static int text_load(FILE *f, const struct analysis *an, const struct regions *r, double *load)
 {
 	fprintf(f, "\nThread load (share of each region's communication a thread took part in):\n");
 	for (size_t i = 0; i < r->nnodes; i++) {
 		const struct region_node *nd = &r->node[i];
 		if (nd->total[MX_ALL] <= 0)
 			continue;
-		region_load(r, nd->cell[MX_ALL], load);
+		if (region_load(r, nd->mx, load))
+			return errno = ENOMEM, -1;
 		fprintf(f, "  %s:", nd->path);
 		for (size_t t = 0; t < r->n; t++) {
 			if (!nd->entered[t] && load[t] == 0)
@@ -203,6 +211,7 @@ static void text_load(FILE *f, const struct analysis *an, const struct regions *
 		}
 		fputc('\n', f);
 	}
+	return 0;
 }
 
 static int write_tree_text(FILE *f, const char *c_cmd, const struct analysis *an,
@@ -224,8 +233,8 @@ static int write_tree_text(FILE *f, const char *c_cmd, const struct analysis *an
 	}
 	fprintf(f, "%-*s %8s %7s %12s %12s %12s %9s  %s\n", width, "region", "entries", "threads",
 	        "total", "true", "false", "imbalance", "top pair");
-	text_node(f, an, r, 0, width, load);
-	text_load(f, an, r, load);
+	if (text_node(f, an, r, 0, width, load) || text_load(f, an, r, load))
+		return -1;
 	if (r->nnodes == 1 && !strcmp(c_cmd, "loops"))
 		fprintf(f, "\nNo functions: no event has an instruction address in a known function.\n");
 	else if (r->nnodes == 1)
@@ -247,11 +256,12 @@ static int write_tree_csv(FILE *f, const struct regions *r, double *load)
 		char v[3][40], im[40], tw[40];
 		for (int k = 0; k < 3; k++)
 			out_fmt_exact(v[k], sizeof v[k], nd->total[k]);
-		region_load(r, nd->cell[MX_ALL], load);
-		out_fmt_exact(im, sizeof im, region_imbalance(r, i, load));
 		size_t a = 0, b = 0, threads = 0;
 		double w;
-		bool has = top_pair(nd->cell[MX_ALL], r->n, &a, &b, &w);
+		int has = top_pair(nd->mx, &a, &b, &w);
+		if (has < 0 || region_load(r, nd->mx, load))
+			return errno = ENOMEM, -1;
+		out_fmt_exact(im, sizeof im, region_imbalance(r, i, load));
 		out_fmt_exact(tw, sizeof tw, w);
 		for (size_t t = 0; t < r->n; t++)
 			threads += nd->entered[t];
@@ -294,7 +304,8 @@ static int write_tree_json(FILE *f, const struct analysis *an, const struct regi
 		char v[3][40], im[40];
 		for (int k = 0; k < 3; k++)
 			out_fmt_exact(v[k], sizeof v[k], nd->total[k]);
-		region_load(r, nd->cell[MX_ALL], load);
+		if (region_load(r, nd->mx, load))
+			return errno = ENOMEM, -1;
 		out_fmt_exact(im, sizeof im, region_imbalance(r, i, load));
 		fputs("  {\"path\": ", f);
 		out_json_string(f, nd->path);
@@ -358,16 +369,12 @@ static int write_node(const struct regions_cli *c, FILE *f, const struct analysi
 		return EXIT_USAGE;
 	}
 	const struct region_node *nd = &r->node[i];
-	size_t n = r->n;
-	double *cell = malloc((n ? n * n : 1) * sizeof *cell);
-	if (!cell) {
+	struct matrix_built b = { .m.n = r->n };
+	if (matrix_build_cells(nd->mx, MX_THREAD, c->kind, c->directed, OUT_FORM_AUTO, &b)) {
+		matrix_built_free(&b);
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
-	if (c->directed)
-		memcpy(cell, nd->cell[c->kind], n * n * sizeof *cell);
-	else
-		matrix_symmetric(&(struct matrix){ .n = n, .cell = nd->cell[c->kind] }, cell);
 	struct attr_set attrs;
 	analysis_attrs(an, &attrs);
 	attr_add(&attrs, "region", "%s", nd->path);
@@ -378,12 +385,12 @@ static int write_node(const struct regions_cli *c, FILE *f, const struct analysi
 	snprintf(name, sizeof name, "region_%s", mx_kind_names[c->kind]);
 	struct matrix_out mo = {
 		.name = name, .kind = mx_kind_names[c->kind], .index = "thread",
-		.units = "estimated line transfers", .n = n, .cell = cell,
-		.labels = (const char *const *)labels, .attrs = attrs.a, .nattrs = attrs.n,
-		.render = { .symmetric = c->directed ? OUT_SYM_NO : OUT_SYM_YES },
+		.units = "estimated line transfers", .n = r->n, .cell = b.m.cell, .nz = b.m.nz,
+		.nnz = b.m.nnz, .labels = (const char *const *)labels, .attrs = attrs.a,
+		.nattrs = attrs.n, .render = { .symmetric = c->directed ? OUT_SYM_NO : OUT_SYM_YES },
 	};
 	int rc = write_matrices(c, f, &mo, 1);
-	free(cell);
+	matrix_built_free(&b);
 	return rc;
 }
 
@@ -420,8 +427,7 @@ void regions_report_section(struct regions *r, const struct analysis *an, size_t
 	for (size_t k = 0; k < n && k < top; k++) {
 		const struct region_node *nd = &r->node[ix[k]];
 		char name[400], tot[32], pair[160], imb[16] = "-";
-		region_load(r, nd->cell[MX_ALL], load);
-		double im = region_imbalance(r, ix[k], load);
+		double im = region_load(r, nd->mx, load) ? 0 : region_imbalance(r, ix[k], load);
 		if (im > 0)
 			snprintf(imb, sizeof imb, "%.2f", im);
 		out_fmt_compact(tot, sizeof tot, nd->total[MX_ALL]);
@@ -431,7 +437,7 @@ void regions_report_section(struct regions *r, const struct analysis *an, size_t
 		fprintf(f, "  %-36s %12s %5.1f%% %6.1f%% %9s  %s\n", name, tot,
 		       all > 0 ? 100 * nd->total[MX_ALL] / all : 0,
 		       nd->total[MX_ALL] > 0 ? 100 * nd->total[MX_FALSE] / nd->total[MX_ALL] : 0, imb,
-		       pair_text(an, nd->cell[MX_ALL], pair, sizeof pair));
+		       pair_text(an, nd->mx, pair, sizeof pair));
 	}
 	fprintf(f, "  (share: of the whole program's total; regions nest, so shares add up to more)\n");
 	free(ix);
@@ -462,7 +468,7 @@ static int write_slots_text(FILE *f, const struct analysis *an, const struct reg
 		fprintf(f, "%5zu %12.3f %12.3f  %-20s %12s %12s %12s  %s\n", i,
 		        (s[i].start - r->first_time) / 1e6, (s[i].end - r->first_time) / 1e6,
 		        slot_phase(r, &s[i]), v[0], v[1], v[2],
-		        pair_text(an, s[i].cell, pair, sizeof pair));
+		        pair_text(an, s[i].mx, pair, sizeof pair));
 	}
 	return out_finish(f);
 }
@@ -480,7 +486,10 @@ static int write_slots_csv(FILE *f, const struct regions *r, const struct time_s
 		fprintf(f, ",%s,%s,%s,", v[0], v[1], v[2]);
 		size_t a, b;
 		double w;
-		if (top_pair(s[i].cell, r->n, &a, &b, &w)) {
+		int found = top_pair(s[i].mx, &a, &b, &w);
+		if (found < 0)
+			return errno = ENOMEM, -1;
+		if (found) {
 			out_fmt_exact(tw, sizeof tw, w);
 			fprintf(f, "%zu,%zu,%s\n", a, b, tw);
 		} else {
@@ -518,14 +527,20 @@ static int write_slots_h5(const struct regions_cli *c, const struct analysis *an
                           const char *by, char **labels)
 {
 	struct matrix_out *mo = calloc(ns ? ns : 1, sizeof *mo);
+	struct matrix_built *b = calloc(ns ? ns : 1, sizeof *b);
 	struct attr_set *as = calloc(ns ? ns : 1, sizeof *as);
 	char (*names)[32] = calloc(ns ? ns : 1, sizeof *names);
 	int rc = EXIT_BADTRACE;
-	if (!mo || !as || !names) {
+	if (!mo || !b || !as || !names) {
 		ana_err("out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < ns; i++) {
+		b[i].m.n = r->n;
+		if (matrix_build_cells(s[i].mx, MX_THREAD, MX_ALL, true, OUT_FORM_AUTO, &b[i])) {
+			ana_err("out of memory");
+			goto out;
+		}
 		analysis_attrs(an, &as[i]);
 		attr_add(&as[i], "start_ns", "%llu", (unsigned long long)(s[i].start - r->first_time));
 		attr_add(&as[i], "end_ns", "%llu", (unsigned long long)(s[i].end - r->first_time));
@@ -534,13 +549,17 @@ static int write_slots_h5(const struct regions_cli *c, const struct analysis *an
 		snprintf(names[i], sizeof names[i], "%s_%04zu", by, i);
 		mo[i] = (struct matrix_out){
 			.name = names[i], .kind = "all", .index = "thread",
-			.units = "estimated line transfers", .n = r->n, .cell = s[i].cell,
+			.units = "estimated line transfers", .n = r->n, .cell = b[i].m.cell,
+			.nz = b[i].m.nz, .nnz = b[i].m.nnz,
 			.labels = (const char *const *)labels, .attrs = as[i].a, .nattrs = as[i].n,
 			.render = { .symmetric = OUT_SYM_NO },
 		};
 	}
 	rc = write_matrices(c, NULL, mo, ns);
 out:
+	for (size_t i = 0; b && i < ns; i++)
+		matrix_built_free(&b[i]);
+	free(b);
 	free(mo);
 	free(as);
 	free(names);
@@ -554,53 +573,71 @@ static const char *const pair_colours[SVG_PAIRS + 1] = {
 	"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#7f7f7f",
 };
 
-/* The pairs drawn: the SVG_PAIRS with the most communication over the whole
- * timeline (both directions), the rest as one "other pairs" line. */
-static size_t svg_pairs(const struct regions *r, const struct time_slot *s, size_t ns,
-                        size_t *pa, size_t *pb)
+/* Cell (i, j) of slot s (all events). */
+static double slot_at(const struct time_slot *s, size_t i, size_t j)
 {
-	size_t n = r->n, np = 0;
-	double best[SVG_PAIRS];
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i + 1; j < n; j++) {
-			double w = 0;
-			for (size_t k = 0; k < ns; k++)
-				w += s[k].cell[i * n + j] + s[k].cell[j * n + i];
-			if (w <= 0)
-				continue;
-			size_t at = np < SVG_PAIRS ? np++ : SVG_PAIRS;
-			if (at == SVG_PAIRS) {
-				if (w <= best[SVG_PAIRS - 1])
-					continue;
-				at = SVG_PAIRS - 1;
-			}
-			while (at > 0 && best[at - 1] < w) {
-				best[at] = best[at - 1];
-				pa[at] = pa[at - 1];
-				pb[at] = pb[at - 1];
-				at--;
-			}
-			best[at] = w;
-			pa[at] = i;
-			pb[at] = j;
+	return matrix_at(matrices_get(s->mx, MX_THREAD, MX_ALL), i, j);
+}
+
+/* The pairs drawn: the SVG_PAIRS with the most communication over the whole
+ * timeline (both directions), the rest as one "other pairs" line.  Found
+ * among the pairs of all slots together; -1: memory. */
+static ptrdiff_t svg_pairs(const struct regions *r, const struct time_slot *s, size_t ns,
+                           size_t *pa, size_t *pb)
+{
+	struct matrices *all = regions_matrices(r);
+	for (size_t k = 0; all && k < ns; k++)
+		if (matrices_merge(all, s[k].mx)) {
+			matrices_free(all);
+			all = NULL;
 		}
-	return np;
+	struct mx_triplet *c = NULL;
+	ptrdiff_t nc = all ? matrices_triplets(all, MX_THREAD, MX_ALL, true, &c) : -1;
+	matrices_free(all);
+	size_t np = 0;
+	double best[SVG_PAIRS];
+	for (ptrdiff_t x = 0; x < nc; x++) {
+		size_t i = c[x].row, j = c[x].col;
+		if (i >= j)
+			continue;
+		double w = 0;
+		for (size_t k = 0; k < ns; k++)
+			w += slot_at(&s[k], i, j) + slot_at(&s[k], j, i);
+		if (w <= 0)
+			continue;
+		size_t at = np < SVG_PAIRS ? np++ : SVG_PAIRS;
+		if (at == SVG_PAIRS) {
+			if (w <= best[SVG_PAIRS - 1])
+				continue;
+			at = SVG_PAIRS - 1;
+		}
+		while (at > 0 && best[at - 1] < w) {
+			best[at] = best[at - 1];
+			pa[at] = pa[at - 1];
+			pb[at] = pb[at - 1];
+			at--;
+		}
+		best[at] = w;
+		pa[at] = i;
+		pb[at] = j;
+	}
+	free(c);
+	return nc < 0 ? -1 : (ptrdiff_t)np;
 }
 
 /* Rate of pair p (p == np: every other pair, and same-thread cells) in slot s,
  * in transfers per ms. */
-static double pair_rate(const struct regions *r, const struct time_slot *s, const size_t *pa,
-                        const size_t *pb, size_t np, size_t p)
+static double pair_rate(const struct time_slot *s, const size_t *pa, const size_t *pb, size_t np,
+                        size_t p)
 {
 	double ms = (s->end - s->start) / 1e6, w = 0;
 	if (ms <= 0)
 		return 0;
-	size_t n = r->n;
 	if (p < np)
-		return (s->cell[pa[p] * n + pb[p]] + s->cell[pb[p] * n + pa[p]]) / ms;
+		return (slot_at(s, pa[p], pb[p]) + slot_at(s, pb[p], pa[p])) / ms;
 	w = s->total[MX_ALL];
 	for (size_t q = 0; q < np; q++)
-		w -= s->cell[pa[q] * n + pb[q]] + s->cell[pb[q] * n + pa[q]];
+		w -= slot_at(s, pa[q], pb[q]) + slot_at(s, pb[q], pa[q]);
 	return (w > 0 ? w : 0) / ms;
 }
 
@@ -608,12 +645,15 @@ static int write_slots_svg(FILE *f, const struct analysis *an, const struct regi
                            const struct time_slot *s, size_t ns, const char *by)
 {
 	size_t pa[SVG_PAIRS], pb[SVG_PAIRS];
-	size_t np = svg_pairs(r, s, ns, pa, pb);
+	ptrdiff_t found = svg_pairs(r, s, ns, pa, pb);
+	if (found < 0)
+		return errno = ENOMEM, -1;
+	size_t np = (size_t)found;
 	bool other = false;
 	double ymax = 0;
 	for (size_t k = 0; k < ns; k++)
 		for (size_t p = 0; p <= np; p++) {
-			double v = pair_rate(r, &s[k], pa, pb, np, p);
+			double v = pair_rate(&s[k], pa, pb, np, p);
 			if (p == np && v > 0)
 				other = true;
 			ymax = v > ymax ? v : ymax;
@@ -670,7 +710,7 @@ static int write_slots_svg(FILE *f, const struct analysis *an, const struct regi
 		fprintf(f, "\">\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" points=\"",
 		        pair_colours[p < np ? p : SVG_PAIRS]);
 		for (size_t k = 0; k < ns; k++) {
-			double v = pair_rate(r, &s[k], pa, pb, np, p);
+			double v = pair_rate(&s[k], pa, pb, np, p);
 			fprintf(f, "%.1f,%.1f %.1f,%.1f ", X((s[k].start - r->first_time) / 1e6), Y(v),
 			        X((s[k].end - r->first_time) / 1e6), Y(v));
 		}

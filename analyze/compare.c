@@ -32,6 +32,17 @@ static int kcell_cmp(const void *x, const void *y)
 	return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
+/* x into top, the nt (<= k) largest values so far in descending order. */
+static void keep_largest(double *top, size_t *nt, size_t k, double x)
+{
+	if (*nt == k && !(x > top[k - 1]))
+		return;
+	size_t at = *nt < k ? (*nt)++ : k - 1;
+	for (; at > 0 && top[at - 1] < x; at--)
+		top[at] = top[at - 1];
+	top[at] = x;
+}
+
 int matrix_compare_opts(const struct matrix *a, const struct matrix *ref,
                         const struct matrix_cmp_opts *o, struct matrix_cmp *out)
 {
@@ -106,15 +117,17 @@ int matrix_compare_opts(const struct matrix *a, const struct matrix *ref,
 		out->topk_recall = 1;
 		return 0;
 	}
+	/* ref's cells with r_c > 0, and a's kk largest values (not all cells:
+	 * memory grows with the pairs, not with n x n) */
 	struct kcell *cr = malloc(nref * sizeof *cr);
-	struct kcell *ca = malloc((ncells ? ncells : 1) * sizeof *ca);
-	if (!cr || !ca) {
+	double *top = malloc(kk * sizeof *top);
+	if (!cr || !top) {
 		free(cr);
-		free(ca);
+		free(top);
 		memset(out, 0, sizeof *out);
 		return -1;
 	}
-	size_t nr = 0, na = 0;
+	size_t nr = 0, nt = 0;
 	for (size_t r = 0; r < n; r++)
 		for (size_t c = sym ? r + 1 : 0; c < n; c++) {
 			if (r == c)
@@ -122,11 +135,10 @@ int matrix_compare_opts(const struct matrix *a, const struct matrix *ref,
 			double y = val(ref, r, c, sym);
 			if (y > 0)
 				cr[nr++] = (struct kcell){ y, r * n + c };
-			ca[na++] = (struct kcell){ val(a, r, c, sym), r * n + c };
+			keep_largest(top, &nt, kk, val(a, r, c, sym));
 		}
 	qsort(cr, nr, sizeof *cr, kcell_cmp);
-	qsort(ca, na, sizeof *ca, kcell_cmp);
-	double vk = ca[kk - 1].v;
+	double vk = top[kk - 1];
 	size_t hit = 0;
 	for (size_t i = 0; i < kk; i++) {
 		size_t r = cr[i].idx / n, c = cr[i].idx % n;
@@ -135,7 +147,7 @@ int matrix_compare_opts(const struct matrix *a, const struct matrix *ref,
 	}
 	out->topk_recall = (double)hit / (double)kk;
 	free(cr);
-	free(ca);
+	free(top);
 	return 0;
 }
 

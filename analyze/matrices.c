@@ -86,10 +86,13 @@ static uint32_t *slot_find(const struct mx_sparse *s, uint32_t row, uint32_t col
 	}
 }
 
-/* A table of twice tcap entries, the cells entered again. */
+/* A table of twice tcap entries (at least twice the cells), the cells
+ * entered again. */
 static int table_grow(struct mx_sparse *s)
 {
-	size_t tcap = s->tcap ? s->tcap * 2 : 1024;
+	size_t tcap = s->tcap ? s->tcap * 2 : 16;
+	while (tcap < 2 * s->n + 2)
+		tcap *= 2;
 	uint32_t *t = calloc(tcap, sizeof *t);
 	if (!t)
 		return -1;
@@ -217,12 +220,12 @@ void matrices_free(struct matrices *m)
 	free(m);
 }
 
-/* Weight w to cell (row, col) of a sparse index: all, and true or false. */
-static void add_sparse(struct mx_sparse *s, size_t row, size_t col, int kind, double w)
+/* Values v (by kind) to cell (row, col) of a sparse index. */
+static void add_sparse(struct mx_sparse *s, size_t row, size_t col, const double v[3])
 {
 	uint32_t *e = slot_find(s, (uint32_t)row, (uint32_t)col);
 	if (!*e) {
-		if (w == 0)
+		if (v[MX_ALL] == 0)
 			return;  /* as dense: a cell is listed from its first weight */
 		if (2 * (s->n + 1) > s->tcap) {
 			if (table_grow(s))
@@ -235,25 +238,34 @@ static void add_sparse(struct mx_sparse *s, size_t row, size_t col, int kind, do
 		for (int k = 0; k < 3; k++)
 			s->v[k][s->n - 1] = 0;
 	}
-	s->v[MX_ALL][*e - 1] += w;
-	s->v[kind][*e - 1] += w;
+	for (int k = 0; k < 3; k++)
+		s->v[k][*e - 1] += v[k];
+}
+
+/* Values v (by kind: all, true, false) to cell (row, col), the index grown
+ * to hold it.  An event adds its weight to all and to its kind and 0 to the
+ * other kind, which leaves that one as it was. */
+static int add_values(struct matrices *m, int index, size_t row, size_t col, const double v[3])
+{
+	struct matrix *a = &m->m[index][MX_ALL];
+	if ((row >= a->n || col >= a->n) && index_resize(m, index, (row > col ? row : col) + 1))
+		return -1;
+	if (m->sparse[index]) {
+		add_sparse(&m->cells[index], row, col, v);
+		return 0;
+	}
+	size_t at = row * a->stride + col;
+	if (a->cell[at] == 0 && v[MX_ALL] != 0 && cells_append(&m->cells[index], row, col, false))
+		return -1;
+	for (int k = 0; k < 3; k++)
+		m->m[index][k].cell[at] += v[k];
+	return 0;
 }
 
 static void add(struct matrices *m, int index, size_t row, size_t col, bool tr, double w)
 {
-	int kind = tr ? MX_TRUE : MX_FALSE;
-	struct matrix *a = &m->m[index][MX_ALL];
-	if ((row >= a->n || col >= a->n) && index_resize(m, index, (row > col ? row : col) + 1))
-		return;
-	if (m->sparse[index]) {
-		add_sparse(&m->cells[index], row, col, kind, w);
-		return;
-	}
-	size_t at = row * a->stride + col;
-	if (a->cell[at] == 0 && w != 0 && cells_append(&m->cells[index], row, col, false))
-		return;
-	a->cell[at] += w;
-	m->m[index][kind].cell[at] += w;
+	double v[3] = { w, tr ? w : 0, tr ? 0 : w };
+	add_values(m, index, row, col, v);
 }
 
 /* cpu -> core/socket index, false if unknown */
@@ -275,9 +287,8 @@ static bool map_cpu(const struct topology *t, uint32_t cpu, uint32_t *core, uint
 	return true;
 }
 
-static void mx_event(void *self, const struct comm_event *ev)
+void matrices_add_event(struct matrices *m, const struct comm_event *ev)
 {
-	struct matrices *m = self;
 	unsigned via = ev->via < 3 ? ev->via : 0;
 	m->tot.events[via][ev->true_sharing]++;
 	m->tot.weight[via][ev->true_sharing] += ev->weight;
@@ -295,9 +306,51 @@ static void mx_event(void *self, const struct comm_event *ev)
 	add(m, MX_SOCKET, ds, ss, ev->true_sharing, ev->weight);
 }
 
+static void mx_event(void *self, const struct comm_event *ev)
+{
+	matrices_add_event(self, ev);
+}
+
 struct event_consumer matrices_consumer(struct matrices *m)
 {
 	return (struct event_consumer){ .self = m, .event = mx_event };
+}
+
+int matrices_grow(struct matrices *m, enum mx_index index, size_t n)
+{
+	return n > m->m[index][MX_ALL].n ? index_resize(m, index, n) : 0;
+}
+
+int matrices_add_cell(struct matrices *m, enum mx_index index, size_t row, size_t col,
+                      const double v[3])
+{
+	return add_values(m, index, row, col, v);
+}
+
+int matrices_merge(struct matrices *into, const struct matrices *from)
+{
+	for (int i = 0; i < 3; i++) {
+		if (matrices_grow(into, i, from->m[i][MX_ALL].n))
+			return -1;
+		const struct mx_sparse *c = &from->cells[i];
+		for (size_t x = 0; x < c->n; x++) {
+			double v[3];
+			for (int k = 0; k < 3; k++)
+				v[k] = matrix_at(&from->m[i][k], c->rc[x][0], c->rc[x][1]);
+			if (add_values(into, i, c->rc[x][0], c->rc[x][1], v))
+				return -1;
+		}
+	}
+	struct mx_totals *t = &into->tot;
+	const struct mx_totals *f = &from->tot;
+	for (int v = 0; v < 3; v++)
+		for (int k = 0; k < 2; k++) {
+			t->events[v][k] += f->events[v][k];
+			t->weight[v][k] += f->weight[v][k];
+			t->var[v][k] += f->var[v][k];
+		}
+	t->unmapped_cpu += f->unmapped_cpu;
+	return 0;
 }
 
 const struct matrix *matrices_get(const struct matrices *m, enum mx_index index,
@@ -394,4 +447,26 @@ ptrdiff_t matrices_triplets(const struct matrices *m, enum mx_index index, enum 
 	}
 	*out = t;
 	return (ptrdiff_t)k;
+}
+
+int matrix_sum(const struct matrix *m, double *sum)
+{
+	*sum = 0;
+	if (m->cell) {
+		for (size_t r = 0; r < m->n; r++)
+			for (size_t c = 0; c < m->n; c++)
+				*sum += m->cell[r * stride_of(m) + c];
+		return 0;
+	}
+	size_t n = m->sp ? m->sp->n : 0;
+	struct mx_triplet *t = malloc((n ? n : 1) * sizeof *t);
+	if (!t)
+		return -1;
+	for (size_t x = 0; x < n; x++)
+		t[x] = (struct mx_triplet){ m->sp->rc[x][0], m->sp->rc[x][1], m->sp->v[m->kind][x] };
+	qsort(t, n, sizeof *t, cmp_triplet);
+	for (size_t x = 0; x < n; x++)
+		*sum += t[x].v;
+	free(t);
+	return 0;
 }

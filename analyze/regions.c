@@ -15,10 +15,14 @@ static char *dup_or_flag(struct regions *r, const char *s)
 	return d;
 }
 
+struct matrices *regions_matrices(const struct regions *r)
+{
+	return matrices_create_dense_max(r->n, NULL, 0);
+}
+
 static void node_free(struct region_node *nd)
 {
-	for (int k = 0; k < 3; k++)
-		free(nd->cell[k]);
+	matrices_free(nd->mx);
 	free(nd->entered);
 	free(nd->name);
 	free(nd->where);
@@ -56,12 +60,9 @@ size_t regions_node_add(struct regions *r, size_t parent, const char *name)
 	uint64_t fn;
 	if (ct_marker_omp_fn(name, &fn))
 		nd->omp_fn = fn;
-	size_t nn = r->n ? r->n * r->n : 1;
-	for (int k = 0; k < 3; k++)
-		nd->cell[k] = calloc(nn, sizeof(double));
+	nd->mx = regions_matrices(r);
 	nd->entered = calloc(r->n ? r->n : 1, 1);
-	if (!nd->name || !nd->where || !nd->path || !nd->cell[0] || !nd->cell[1] || !nd->cell[2] ||
-	    !nd->entered) {
+	if (!nd->name || !nd->where || !nd->path || !nd->mx || !nd->entered) {
 		r->oom = true;
 		node_free(nd);
 		return REGION_NONE;
@@ -95,10 +96,11 @@ static struct time_slot *slot_add(struct regions *r, struct time_slot **v, size_
 	memset(s, 0, sizeof *s);
 	s->start = s->end = start;
 	snprintf(s->name, sizeof s->name, "%s", name);
-	s->count = calloc(r->n ? r->n * r->n : 1, sizeof *s->count);
-	if (!(s->cell = calloc(r->n ? r->n * r->n : 1, sizeof(double))) || !s->count) {
-		free(s->cell);
-		free(s->count);
+	s->mx = regions_matrices(r);
+	s->count = regions_matrices(r);
+	if (!s->mx || !s->count) {
+		matrices_free(s->mx);
+		matrices_free(s->count);
 		r->oom = true;
 		return NULL;
 	}
@@ -124,8 +126,8 @@ struct regions *regions_create(size_t nthreads, uint64_t window_ns)
 void regions_slots_free(struct time_slot *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		free(v[i].cell);
-		free(v[i].count);
+		matrices_free(v[i].mx);
+		matrices_free(v[i].count);
 	}
 	free(v);
 }
@@ -238,13 +240,16 @@ struct record_consumer regions_record_consumer(struct regions *r)
 	return (struct record_consumer){ r, regions_record, regions_finish };
 }
 
-static void slot_event(struct time_slot *s, size_t n, const struct comm_event *ev)
+static void slot_event(struct time_slot *s, const struct comm_event *ev)
 {
 	s->events++;
 	s->total[MX_ALL] += ev->weight;
 	s->total[ev->true_sharing ? MX_TRUE : MX_FALSE] += ev->weight;
-	s->cell[(size_t)ev->dst * n + ev->src] += ev->weight;
-	s->count[(size_t)ev->dst * n + ev->src]++;
+	matrices_add_event(s->mx, ev);
+	struct comm_event one = *ev;
+	one.weight = 1;
+	one.var = 0;
+	matrices_add_event(s->count, &one);
 }
 
 /* The window of time t, created (with the ones before it) when needed. */
@@ -268,15 +273,13 @@ static struct time_slot *window_of(struct regions *r, uint64_t t)
 
 void regions_count(struct regions *r, size_t node, const struct comm_event *ev)
 {
-	size_t cellix = (size_t)ev->dst * r->n + ev->src;
 	int kind = ev->true_sharing ? MX_TRUE : MX_FALSE;
 	for (; node != REGION_NONE; node = r->node[node].parent) {
 		struct region_node *nd = &r->node[node];
 		nd->events++;
 		nd->total[MX_ALL] += ev->weight;
 		nd->total[kind] += ev->weight;
-		nd->cell[MX_ALL][cellix] += ev->weight;
-		nd->cell[kind][cellix] += ev->weight;
+		matrices_add_event(nd->mx, ev);
 	}
 }
 
@@ -287,10 +290,10 @@ static void regions_event(void *self, const struct comm_event *ev)
 		return;
 	regions_count(r, innermost(r, ev->dst), ev);
 	if (r->nphases)
-		slot_event(&r->phase[r->nphases - 1], r->n, ev);
+		slot_event(&r->phase[r->nphases - 1], ev);
 	struct time_slot *w;
 	if (r->window_ns && r->seen && (w = window_of(r, ev->time)))
-		slot_event(w, r->n, ev);
+		slot_event(w, ev);
 }
 
 struct event_consumer regions_event_consumer(struct regions *r)
@@ -372,17 +375,19 @@ size_t regions_next_child(const struct regions *r, size_t node, size_t *it)
 	return REGION_NONE;
 }
 
-void region_load(const struct regions *r, const double *cell, double *load)
+int region_load(const struct regions *r, const struct matrices *mx, double *load)
 {
 	for (size_t t = 0; t < r->n; t++)
 		load[t] = 0;
-	for (size_t i = 0; i < r->n; i++)
-		for (size_t j = 0; j < r->n; j++) {
-			double w = cell[i * r->n + j];
-			load[i] += w;
-			if (j != i)
-				load[j] += w;
-		}
+	struct mx_triplet *c;
+	ptrdiff_t nc = matrices_triplets(mx, MX_THREAD, MX_ALL, false, &c);
+	for (ptrdiff_t x = 0; x < nc; x++) {
+		load[c[x].row] += c[x].v;
+		if (c[x].col != c[x].row)
+			load[c[x].col] += c[x].v;
+	}
+	free(c);
+	return nc < 0 ? -1 : 0;
 }
 
 double region_imbalance(const struct regions *r, size_t node, const double *load)
@@ -400,19 +405,19 @@ double region_imbalance(const struct regions *r, size_t node, const double *load
 	return k && sum > 0 ? max / (sum / (double)k) : 0;
 }
 
-bool top_pair(const double *cell, size_t n, size_t *a, size_t *b, double *w)
+int top_pair(const struct matrices *mx, size_t *a, size_t *b, double *w)
 {
 	*w = 0;
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i; j < n; j++) {
-			double v = cell[i * n + j] + (i != j ? cell[j * n + i] : 0);
-			if (v > *w) {
-				*w = v;
-				*a = i;
-				*b = j;
-			}
+	struct mx_triplet *c;
+	ptrdiff_t nc = matrices_triplets(mx, MX_THREAD, MX_ALL, true, &c);
+	for (ptrdiff_t x = 0; x < nc; x++)
+		if (c[x].row <= c[x].col && c[x].v > *w) {
+			*w = c[x].v;
+			*a = c[x].row;
+			*b = c[x].col;
 		}
-	return *w > 0;
+	free(c);
+	return nc < 0 ? -1 : *w > 0;
 }
 
 const char *regions_phase_at(const struct regions *r, uint64_t t)
@@ -445,53 +450,73 @@ void regions_hooks_init(struct analysis_hooks *h, struct regions_hook *rh, uint6
 	h->arg = rh;
 }
 
-/* Events of the unordered pair (i, j) of a slot. */
-static double pair_count(const struct time_slot *s, size_t n, size_t i, size_t j)
+/* The events of a slot by unordered pair (i <= j), in row-major order;
+ * their number, -1: memory. */
+static ptrdiff_t pair_counts(const struct time_slot *s, struct mx_triplet **out)
 {
-	return (double)s->count[i * n + j] + (i != j ? (double)s->count[j * n + i] : 0);
+	ptrdiff_t n = matrices_triplets(s->count, MX_THREAD, MX_ALL, true, out), k = 0;
+	for (ptrdiff_t x = 0; x < n; x++)
+		if ((*out)[x].row <= (*out)[x].col)
+			(*out)[k++] = (*out)[x];
+	return n < 0 ? -1 : k;
+}
+
+/* Walks the pairs of run (a) and window (b) with events in either, in
+ * row-major order: the counts of the next pair in *x, *y; false at the end. */
+static bool next_pair(const struct mx_triplet *a, ptrdiff_t na, ptrdiff_t *ia,
+                      const struct mx_triplet *b, ptrdiff_t nb, ptrdiff_t *ib, double *x, double *y)
+{
+	if (*ia >= na && *ib >= nb)
+		return false;
+	int cmp = *ia >= na ? 1 : *ib >= nb ? -1
+	        : a[*ia].row != b[*ib].row ? (a[*ia].row < b[*ib].row ? -1 : 1)
+	        : a[*ia].col != b[*ib].col ? (a[*ia].col < b[*ib].col ? -1 : 1) : 0;
+	*x = cmp <= 0 ? a[(*ia)++].v : 0;
+	*y = cmp >= 0 ? b[(*ib)++].v : 0;
+	return true;
 }
 
 /* Is window w distributed over the pairs unlike run (chi-square test of
- * homogeneity of the 2 x k table, p < 0.001)? */
-static bool pattern_changes(const struct time_slot *run, const struct time_slot *w, size_t n)
+ * homogeneity of the 2 x k table, p < 0.001)?  -1: memory. */
+static int pattern_changes(const struct time_slot *run, const struct time_slot *w)
 {
-	double nr = 0, nw = 0;
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i; j < n; j++) {
-			nr += pair_count(run, n, i, j);
-			nw += pair_count(w, n, i, j);
-		}
-	if (nr < CHANGE_MIN_EVENTS || nw < CHANGE_MIN_EVENTS)
-		return false;
+	struct mx_triplet *a = NULL, *b = NULL;
+	ptrdiff_t na = pair_counts(run, &a), nb = na < 0 ? -1 : pair_counts(w, &b), ia = 0, ib = 0;
+	double nr = 0, nw = 0, x, y;
+	while (next_pair(a, na, &ia, b, nb, &ib, &x, &y)) {
+		nr += x;
+		nw += y;
+	}
+	int changes = na < 0 || nb < 0 ? -1 : 0;
 	double chi2 = 0;
 	int k = 0;
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = i; j < n; j++) {
-			double a = pair_count(run, n, i, j), b = pair_count(w, n, i, j), col = a + b;
-			if (col == 0)
-				continue;
-			k++;
-			double ea = col * nr / (nr + nw), eb = col * nw / (nr + nw);
-			chi2 += (a - ea) * (a - ea) / ea + (b - eb) * (b - eb) / eb;
-		}
-	if (k < 2)
-		return false;
+	ia = ib = 0;
+	while (!changes && nr >= CHANGE_MIN_EVENTS && nw >= CHANGE_MIN_EVENTS &&
+	       next_pair(a, na, &ia, b, nb, &ib, &x, &y)) {
+		double col = x + y;
+		if (col == 0)
+			continue;
+		k++;
+		double ex = col * nr / (nr + nw), ey = col * nw / (nr + nw);
+		chi2 += (x - ex) * (x - ex) / ex + (y - ey) * (y - ey) / ey;
+	}
+	free(a);
+	free(b);
+	if (changes || k < 2)
+		return changes;
 	/* the 0.999 quantile of chi-square with k-1 degrees of freedom
 	 * (Wilson-Hilferty; z = 3.090 is the normal 0.999 quantile) */
 	double df = k - 1, c = 2 / (9 * df), q = 1 - c + 3.090 * sqrt(c);
 	return chi2 > df * q * q * q;
 }
 
-static void slot_merge(struct time_slot *into, const struct time_slot *s, size_t n)
+static int slot_merge(struct time_slot *into, const struct time_slot *s)
 {
 	into->end = s->end;
 	into->events += s->events;
 	for (int k = 0; k < 3; k++)
 		into->total[k] += s->total[k];
-	for (size_t i = 0; i < n * n; i++) {
-		into->cell[i] += s->cell[i];
-		into->count[i] += s->count[i];
-	}
+	return matrices_merge(into->mx, s->mx) || matrices_merge(into->count, s->count) ? -1 : 0;
 }
 
 long regions_detect_changes(struct regions *r, struct time_slot **out)
@@ -500,15 +525,14 @@ long regions_detect_changes(struct regions *r, struct time_slot **out)
 	size_t nv = 0, cap = 0;
 	for (size_t i = 0; i < r->nwin; i++) {
 		const struct time_slot *w = &r->win[i];
-		if (!nv || pattern_changes(&v[nv - 1], w, r->n)) {
-			char name[32];
-			snprintf(name, sizeof name, "change %zu", nv);
-			if (!slot_add(r, &v, &nv, &cap, w->start, name)) {
-				regions_slots_free(v, nv);
-				return -1;
-			}
+		int change = nv ? pattern_changes(&v[nv - 1], w) : 1;
+		char name[32];
+		snprintf(name, sizeof name, "change %zu", nv);
+		if (change < 0 || (change && !slot_add(r, &v, &nv, &cap, w->start, name)) ||
+		    slot_merge(&v[nv - 1], w)) {
+			regions_slots_free(v, nv);
+			return -1;
 		}
-		slot_merge(&v[nv - 1], w, r->n);
 	}
 	*out = v;
 	return (long)nv;

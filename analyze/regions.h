@@ -32,7 +32,7 @@ struct region_node {
 	uint64_t entries;           /* begin markers (all threads) */
 	uint64_t events;
 	double total[3];            /* by enum mx_kind */
-	double *cell[3];            /* directed n*n (row dst, column src) by kind */
+	struct matrices *mx;        /* its thread matrices (directed, by kind), sparse */
 	uint8_t *entered;           /* n: the thread entered it (root: recorded a record) */
 };
 
@@ -42,8 +42,8 @@ struct time_slot {
 	char name[CT_MARKER_NAME_MAX + 1]; /* the phase (at the slot's start) */
 	uint64_t events;
 	double total[3];
-	double *cell;               /* directed n*n, all events */
-	uint32_t *count;            /* directed n*n: events (not weights) */
+	struct matrices *mx;        /* its thread matrices (directed), sparse */
+	struct matrices *count;     /* the same of events (each of weight 1) */
 };
 
 struct region_thread {
@@ -75,6 +75,10 @@ struct regions *regions_create(size_t nthreads, uint64_t window_ns);
 void regions_free(struct regions *r);
 struct record_consumer regions_record_consumer(struct regions *r);
 struct event_consumer regions_event_consumer(struct regions *r);
+/* New thread matrices for a node or slot of r: sparse at any size, so that
+ * memory grows with the pairs that communicate there, not with threads
+ * squared.  NULL: out of memory. */
+struct matrices *regions_matrices(const struct regions *r);
 /* For other trees of code (loops.c): a new node under parent (REGION_NONE
  * on failure, r->oom set), and an event counted in node and the nodes
  * around it (dst and src checked by the caller). */
@@ -122,14 +126,15 @@ size_t regions_find(const struct regions *r, const char *s, bool *ambiguous);
  * while it returns a node (REGION_NONE at the end). */
 size_t regions_next_child(const struct regions *r, size_t node, size_t *it);
 
-/* A node's (or slot's) thread load: load[t] = the weight of the events t
- * took part in (as receiver or publisher); the imbalance is the largest
- * load over the mean load of the threads that entered the node (1: even;
- * 0 when nothing was communicated). */
-void region_load(const struct regions *r, const double *cell, double *load);
+/* A node's (or slot's) thread load from its matrices mx: load[t] = the
+ * weight of the events t took part in (as receiver or publisher); 0, -1:
+ * memory.  The imbalance is the largest load over the mean load of the
+ * threads that entered the node (1: even; 0 when nothing was communicated). */
+int region_load(const struct regions *r, const struct matrices *mx, double *load);
 double region_imbalance(const struct regions *r, size_t node, const double *load);
-/* The thread pair with the most communication (both directions) in a
- * directed n*n matrix: false when it is all zero. */
-bool top_pair(const double *cell, size_t n, size_t *a, size_t *b, double *w);
+/* The thread pair with the most communication (both directions) in mx,
+ * the first of equals in row-major order: 1, 0 when there is none, -1:
+ * memory. */
+int top_pair(const struct matrices *mx, size_t *a, size_t *b, double *w);
 
 #endif

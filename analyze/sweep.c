@@ -30,9 +30,7 @@ void sweep_init(struct sweep *s)
 
 void sweep_mats_free(struct sweep_mats *m)
 {
-	for (int i = 0; i < 2; i++)
-		for (int k = 0; k < 3; k++)
-			free(m->cell[i][k]);
+	matrices_free(m->mx);
 	memset(m, 0, sizeof *m);
 }
 
@@ -533,23 +531,16 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int sweep_mats_from(struct sweep_mats *out, const struct matrices *mx, unsigned line_size)
+void sweep_mats_take(struct sweep_mats *out, struct matrices **mx, unsigned line_size)
 {
 	sweep_mats_free(out);
+	out->mx = *mx;
+	*mx = NULL;
 	for (int i = 0; i < 2; i++)
-		for (int k = 0; k < 3; k++) {
-			const struct matrix *m = matrices_get(mx, (enum mx_index)i, (enum mx_kind)k);
-			/* the three kinds of an index have one size */
-			out->n[i] = m->n;
-			out->cell[i][k] = malloc((m->n ? m->n * m->n : 1) * sizeof(double));
-			if (!out->cell[i][k])
-				return -1;
-			matrix_directed(m, out->cell[i][k]);
-		}
-	out->tot = *matrices_totals(mx);
+		out->n[i] = matrices_get(out->mx, (enum mx_index)i, MX_ALL)->n;
+	out->tot = *matrices_totals(out->mx);
 	out->line_size = line_size;
 	out->done = true;
-	return 0;
 }
 
 /* A full-trace model on a sampled trace: one warning per model and trace,
@@ -606,10 +597,7 @@ int sweep_run_trace(struct sweep *s, size_t t, const size_t *points, size_t n)
 			snprintf(ti->damage, sizeof ti->damage, "%s", a.err.msg);
 	}
 	for (size_t i = 0; !status && i < n; i++)
-		if (sweep_mats_from(sweep_res(s, t, points[i]), pts[i].mx, pts[i].line_size)) {
-			ana_err("out of memory");
-			status = EXIT_BADTRACE;
-		}
+		sweep_mats_take(sweep_res(s, t, points[i]), &pts[i].mx, pts[i].line_size);
 	analysis_points_free(pts, n);
 	free(pts);
 	free(all);
@@ -630,12 +618,12 @@ int sweep_run_reference(struct sweep *s)
 	if (an.warning[0])
 		ana_warn("reference %s: %s", s->ref_trace, an.warning);
 	s->ref_info.path = s->ref_trace;
-	if (fill_info(&s->ref_info, an.trace, &an.topo) ||
-	    sweep_mats_from(&s->ref_mats, an.mx, an.line_size)) {
+	if (fill_info(&s->ref_info, an.trace, &an.topo)) {
 		analysis_free(&an);
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
+	sweep_mats_take(&s->ref_mats, &an.mx, an.line_size);
 	if (an.damaged) {
 		s->ref_info.damaged = true;
 		snprintf(s->ref_info.damage, sizeof s->ref_info.damage, "%s", an.err.msg);
@@ -646,17 +634,14 @@ int sweep_run_reference(struct sweep *s)
 
 /* ---- comparing ----------------------------------------------------------------- */
 
-int sweep_compare(const double *m, size_t mn, const double *ref, size_t rn, unsigned k,
+int sweep_compare(const struct matrix *m, const struct matrix *ref, unsigned k,
                   struct sweep_metrics *out)
 {
-	struct matrix a = { .n = mn, .cell = (double *)m }, r = { .n = rn, .cell = (double *)ref };
 	struct matrix_cmp_opts o = { .topk = k ? k : SWEEP_TOPK, .symmetric = true };
 	struct matrix_cmp c;
-	int rc = matrix_compare_opts(&a, &r, &o, &c);
-	double vol = 0;
-	for (size_t i = 0; i < mn * mn; i++)
-		vol += m[i];
-	out->volume = vol;
+	int rc = matrix_compare_opts(m, ref, &o, &c);
+	if (matrix_sum(m, &out->volume))
+		rc = -1;
 	out->l1 = c.l1;
 	out->l1_shape = c.l1_shape;
 	out->pearson = c.pearson;
@@ -689,32 +674,18 @@ int sweep_compute_metrics(struct sweep *s)
 				out->missing = out->ratio = out->topk = NAN;
 				continue;
 			}
-			if (sweep_compare(m->cell[MX_THREAD][MX_ALL], m->n[MX_THREAD],
-			                  ref->cell[MX_THREAD][MX_ALL], ref->n[MX_THREAD], SWEEP_TOPK, out))
+			if (sweep_compare(matrices_get(m->mx, MX_THREAD, MX_ALL),
+			                  matrices_get(ref->mx, MX_THREAD, MX_ALL), SWEEP_TOPK, out))
 				return -1;
-			double tv = 0, fv = 0;
-			size_t nn = m->n[MX_THREAD] * m->n[MX_THREAD];
-			for (size_t i = 0; i < nn; i++) {
-				tv += m->cell[MX_THREAD][MX_TRUE][i];
-				fv += m->cell[MX_THREAD][MX_FALSE][i];
-			}
+			double tv, fv;
+			if (matrix_sum(matrices_get(m->mx, MX_THREAD, MX_TRUE), &tv) ||
+			    matrix_sum(matrices_get(m->mx, MX_THREAD, MX_FALSE), &fv))
+				return -1;
 			out->true_frac = out->volume > 0 ? tv / out->volume : NAN;
 			out->false_frac = out->volume > 0 ? fv / out->volume : NAN;
 		}
 	}
 	return 0;
-}
-
-void sweep_matrix_cells(const struct sweep *s, const struct sweep_mats *m, int index, int kind,
-                        double *out)
-{
-	size_t n = m->n[index];
-	if (s->directed) {
-		memcpy(out, m->cell[index][kind], n * n * sizeof *out);
-		return;
-	}
-	struct matrix mm = { .n = n, .cell = m->cell[index][kind] };
-	matrix_symmetric(&mm, out);
 }
 
 /* ---- table and CSV --------------------------------------------------------------- */

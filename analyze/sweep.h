@@ -32,11 +32,12 @@ struct sweep_param {
 	bool numeric;                 /* every value is a plain number */
 };
 
-/* Matrices of one point of one trace, kept directed (row dst, column src):
- * [MX_THREAD or MX_CORE][MX_ALL, MX_TRUE, MX_FALSE]. */
+/* Matrices of one point of one trace: the point's matrices consumer, kept
+ * (directed, row dst, column src; sparse past MX_DENSE_MAX rows); the
+ * sweep writes its thread and core matrices, n[MX_THREAD or MX_CORE] rows. */
 struct sweep_mats {
 	size_t n[2];
-	double *cell[2][3];
+	struct matrices *mx;
 	struct mx_totals tot;
 	unsigned line_size;           /* resolved */
 	bool done;
@@ -157,9 +158,9 @@ static inline const char *sweep_value(const struct sweep *s, size_t p, size_t k)
 
 /* ---- comparing two matrices -------------------------------------------- */
 
-/* m and ref: directed n x n (sizes may differ: missing rows are zeros);
- * fills everything but true_frac/false_frac.  0 or -1 (out of memory). */
-int sweep_compare(const double *m, size_t mn, const double *ref, size_t rn, unsigned k,
+/* m and ref: directed (sizes may differ: missing rows are zeros); fills
+ * everything but true_frac/false_frac.  0 or -1 (out of memory). */
+int sweep_compare(const struct matrix *m, const struct matrix *ref, unsigned k,
                   struct sweep_metrics *out);
 
 /* ---- outputs ----------------------------------------------------------- */
@@ -171,14 +172,11 @@ int sweep_write_csv(const struct sweep *s, const char *path);
 int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err);
 /* SVG plot (sweep_plot.c): 0 or -1 (errno). */
 int sweep_write_plot(const struct sweep *s, const char *path);
-/* Matrix cells to write: directed, or M + M^T into out (n*n). */
-void sweep_matrix_cells(const struct sweep *s, const struct sweep_mats *m, int index, int kind,
-                        double *out);
 
 /* Frees a sweep_mats. */
 void sweep_mats_free(struct sweep_mats *m);
-/* Copy a matrices consumer's results. 0 or -1. */
-int sweep_mats_from(struct sweep_mats *out, const struct matrices *mx, unsigned line_size);
+/* Keep a matrices consumer's results: out takes *mx (and sets it NULL). */
+void sweep_mats_take(struct sweep_mats *out, struct matrices **mx, unsigned line_size);
 
 /* ---- command -------------------------------------------------------------- */
 

@@ -85,12 +85,10 @@ static void write_mats(struct h5w *h, hid_t g, const struct sweep *s, const stru
 	h5w_attr_u64(h, g, "unmapped_cpu", m->tot.unmapped_cpu);
 	for (int ix = 0; ix < 2; ix++) {
 		size_t n = m->n[ix];
-		double *cells = malloc((n ? n * n : 1) * sizeof *cells);
 		const char **labels = calloc(n ? n : 1, sizeof *labels);
 		char (*lb)[32] = calloc(n ? n : 1, sizeof *lb);
-		if (!cells || !labels || !lb) {
+		if (!labels || !lb) {
 			h5w_fail(h);
-			free(cells);
 			free(labels);
 			free(lb);
 			return;
@@ -102,19 +100,25 @@ static void write_mats(struct h5w *h, hid_t g, const struct sweep *s, const stru
 				labels[i] = core_label(ti, i, lb[i], sizeof lb[i]);
 		}
 		for (int k = 0; k < 3; k++) {
-			sweep_matrix_cells(s, m, ix, k, cells);
+			struct matrix_built b = { .m.n = n };
+			if (matrix_build_cells(m->mx, ix, k, s->directed, OUT_FORM_AUTO, &b)) {
+				matrix_built_free(&b);
+				h5w_fail(h);
+				break;
+			}
 			snprintf(key, sizeof key, "%s_%s", mx_index_names[ix], mx_kind_names[k]);
 			struct matrix_out mo = {
 				.name = key, .kind = mx_kind_names[k], .index = mx_index_names[ix],
-				.units = "estimated line transfers", .n = n, .cell = cells, .labels = labels,
+				.units = "estimated line transfers", .n = n, .cell = b.m.cell, .nz = b.m.nz,
+				.nnz = b.m.nnz, .labels = labels,
 			};
 			hid_t d = h5w_matrix(h, g, key, &mo);
+			matrix_built_free(&b);
 			if (d < 0)
 				continue;
 			h5w_attr_str(h, d, "symmetric", s->directed ? "no" : "yes");
 			H5Dclose(d);
 		}
-		free(cells);
 		free(labels);
 		free(lb);
 	}

@@ -10,8 +10,10 @@
  *
  * Results go to rank 0 by point-to-point messages, in item order per
  * sender (MPI keeps the order of messages between two ranks with one tag):
- * a fixed header (item, sizes, totals, records, damage) then the cells
- * (thread all/true/false, core all/true/false, directed).  Rank 0 analyzes
+ * a fixed header (item, sizes, cell counts, totals, records, damage) then
+ * the cells that received weight, thread then core, each as five doubles
+ * (row, column, all, true, false; directed): as many as the pairs that
+ * communicate, not n x n.  Rank 0 analyzes
  * a reference trace itself, computes the distances and writes every output
  * exactly as the single-machine command does.  The exit status is the
  * largest of all ranks'. */
@@ -31,6 +33,7 @@
 struct wire_hdr {
 	uint64_t item;
 	uint64_t n[2];
+	uint64_t ncells[2];           /* cells sent, by index */
 	uint64_t line_size;
 	uint64_t events[3][2];
 	double weight[3][2];
@@ -46,10 +49,7 @@ static size_t block_lo(size_t n, int r, int R)
 	return (size_t)((unsigned long long)n * (unsigned)r / (unsigned)R);
 }
 
-static size_t ncells(const struct sweep_mats *m)
-{
-	return 3 * (m->n[0] * m->n[0] + m->n[1] * m->n[1]);
-}
+#define CELL_DOUBLES 5
 
 static void send_item(struct sweep *s, size_t item)
 {
@@ -60,8 +60,11 @@ static void send_item(struct sweep *s, size_t item)
 	h.item = item;
 	h.done = m->done;
 	if (m->done) {
-		h.n[0] = m->n[0];
-		h.n[1] = m->n[1];
+		const uint32_t(*rc)[2];
+		for (int ix = 0; ix < 2; ix++) {
+			h.n[ix] = m->n[ix];
+			h.ncells[ix] = matrices_cells(m->mx, ix, &rc);
+		}
 		h.line_size = m->line_size;
 		memcpy(h.events, m->tot.events, sizeof h.events);
 		memcpy(h.weight, m->tot.weight, sizeof h.weight);
@@ -74,17 +77,22 @@ static void send_item(struct sweep *s, size_t item)
 	MPI_Send(&h, (int)sizeof h, MPI_BYTE, 0, TAG_HDR, MPI_COMM_WORLD);
 	if (!m->done)
 		return;
-	size_t nc = ncells(m);
+	size_t nc = CELL_DOUBLES * (h.ncells[0] + h.ncells[1]);
 	double *buf = malloc((nc ? nc : 1) * sizeof *buf);
 	if (!buf)
 		MPI_Abort(MPI_COMM_WORLD, EXIT_BADTRACE);
-	size_t at = 0;
-	for (int ix = 0; ix < 2; ix++)
-		for (int k = 0; k < 3; k++) {
-			memcpy(buf + at, m->cell[ix][k], m->n[ix] * m->n[ix] * sizeof *buf);
-			at += m->n[ix] * m->n[ix];
+	double *at = buf;
+	for (int ix = 0; ix < 2; ix++) {
+		const uint32_t(*rc)[2];
+		size_t n = matrices_cells(m->mx, ix, &rc);
+		for (size_t x = 0; x < n; x++, at += CELL_DOUBLES) {
+			at[0] = rc[x][0];
+			at[1] = rc[x][1];
+			for (int k = 0; k < 3; k++)
+				at[2 + k] = matrix_at(matrices_get(m->mx, ix, k), rc[x][0], rc[x][1]);
 		}
-	/* counts beyond INT_MAX doubles would need chunks: a 16k-thread matrix */
+	}
+	/* counts beyond INT_MAX doubles would need chunks: 400 M communicating pairs */
 	MPI_Send(buf, (int)nc, MPI_DOUBLE, 0, TAG_CELLS, MPI_COMM_WORLD);
 	free(buf);
 }
@@ -118,21 +126,18 @@ static int recv_item(struct sweep *s, int from, size_t want, double *max_seconds
 	memcpy(m->tot.events, h.events, sizeof h.events);
 	memcpy(m->tot.weight, h.weight, sizeof h.weight);
 	m->tot.unmapped_cpu = h.unmapped_cpu;
-	size_t nc = ncells(m);
+	size_t nc = CELL_DOUBLES * (h.ncells[0] + h.ncells[1]);
 	double *buf = malloc((nc ? nc : 1) * sizeof *buf);
-	if (!buf)
+	/* as the pipeline makes them: dense up to MX_DENSE_MAX rows */
+	m->mx = matrices_create(m->n[0], NULL);
+	if (!buf || !m->mx || matrices_grow(m->mx, MX_CORE, m->n[1]))
 		MPI_Abort(MPI_COMM_WORLD, EXIT_BADTRACE);
 	MPI_Recv(buf, (int)nc, MPI_DOUBLE, from, TAG_CELLS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-	size_t at = 0;
+	const double *at = buf;
 	for (int ix = 0; ix < 2; ix++)
-		for (int k = 0; k < 3; k++) {
-			size_t n2 = m->n[ix] * m->n[ix];
-			m->cell[ix][k] = malloc((n2 ? n2 : 1) * sizeof(double));
-			if (!m->cell[ix][k])
+		for (uint64_t x = 0; x < h.ncells[ix]; x++, at += CELL_DOUBLES)
+			if (matrices_add_cell(m->mx, ix, (size_t)at[0], (size_t)at[1], at + 2))
 				MPI_Abort(MPI_COMM_WORLD, EXIT_BADTRACE);
-			memcpy(m->cell[ix][k], buf + at, n2 * sizeof(double));
-			at += n2;
-		}
 	free(buf);
 	m->done = true;
 	return 0;

@@ -240,15 +240,24 @@ fi
 # ---- peak analysis memory at 10,000 threads ------------------------------------------
 # The same ring with a board that holds every line: each of the 10,000 pairs
 # communicates (10,000 non-zero cells of 10^8), so every command that builds
-# matrices holds them (sparse past 1024 rows: doc/commanalyze.1) and writes
-# them (triplets, the text's top cells, a density map).  One run each.
+# matrices holds them (sparse: doc/commanalyze.1) and writes them (triplets,
+# the text's top cells, a density map).  The ring carries markers
+# (ana_mktrace regions: a region "a" around a third of the loads, a second
+# phase halfway), so regions, --node, the phases and the windows have
+# matrices of their own; sweep compares its points with the reference
+# (commanalyze's matrix comparison).  One run each.
 if [ -x "$B/tests/ana_mktrace" ]; then
 	n=${BENCH_SPARSE_THREADS:-10000}
 	echo
 	echo "peak analysis memory, a synthetic $n-thread trace ($n communicating pairs): one run each"
-	if "$B/tests/ana_mktrace" "$W/ring.zst" threads "$n" >/dev/null 2>&1; then
+	if "$B/tests/ana_mktrace" "$W/ring.zst" regions "$n" >/dev/null 2>&1; then
+		REPEAT=1 time_cmd sparse "$ANA" info "$W/ring.zst"
+		row "  info: wall / peak RSS" "$(cat "$W/sparse.sec") s / $(cat "$W/sparse.rss") KiB" ""
 		for c in "report" "matrix --format csv" "matrix --format svg" "matrix --format h5" \
-			"timeline" "regions" "html"; do
+			"regions" "regions --node a --format csv" "timeline" \
+			"timeline --interval 10us --changes" "timeline --interval 10us --format h5" \
+			"sweep --param period-multiplier=1,2" "html" "objects" \
+			"objects --object unknown --format csv" "lines"; do
 			REPEAT=1 time_cmd sparse "$ANA" $c "$W/ring.zst" --board-size 65536 -o "$W/sparse.out"
 			# the target: below one dense matrix of 10,000 threads (10^8 cells, 781,250 KiB)
 			row "  $c: wall / peak RSS" "$(cat "$W/sparse.sec") s / $(cat "$W/sparse.rss") KiB" \

@@ -339,15 +339,15 @@ static void test_static_stack_tls(void)
 	             "\"readers\":[],\"stores\":6,\"loads\":0,\"true_events\":0,\"false_events\":6");
 	free(o);
 	/* the object's own matrix */
-	size_t n;
-	double *m = attrib_object_matrix(fx.a, "q", MX_FALSE, &n);
-	CHECK(m != NULL && n == 3);
-	if (m && n == 3) {
-		CHECK_NEAR(m[2 * 3 + 1], 3000, 1e-9);
-		CHECK_NEAR(m[1 * 3 + 2], 1500, 1e-9);
+	struct matrices *mx = attrib_object_matrix(fx.a, "q");
+	const struct matrix *m = mx ? matrices_get(mx, MX_THREAD, MX_FALSE) : NULL;
+	CHECK(m != NULL && m->n == 3);
+	if (m && m->n == 3) {
+		CHECK_NEAR(matrix_at(m, 2, 1), 3000, 1e-9);
+		CHECK_NEAR(matrix_at(m, 1, 2), 1500, 1e-9);
 	}
-	free(m);
-	CHECK(attrib_object_matrix(fx.a, "nosuch", MX_ALL, &n) == NULL);
+	matrices_free(mx);
+	CHECK(attrib_object_matrix(fx.a, "nosuch") == NULL);
 	char *rep = NULL;
 	size_t rl = 0;
 	FILE *f = open_memstream(&rep, &rl);

@@ -12,6 +12,10 @@
  *   ana_mktrace OUT threads N    N threads in a ring: thread i stores a word of
  *                                line i, thread i+1 then loads it (N pairs
  *                                communicate, of N x N): analysis memory at scale
+ *   ana_mktrace OUT regions N    the same ring (N even) with markers: a thread
+ *                                whose index is a multiple of 3 loads inside
+ *                                region "a"; thread 0 marks phase "second"
+ *                                after the first N/2 loads (tests/e2e/sparse.sh)
  * Without arguments (as tests/run.sh runs it) it checks that the basic
  * trace reads back. */
 #include <inttypes.h>
@@ -246,6 +250,35 @@ static void build_cpus(struct tb *b)
 	tb_sample_cpu(b, 1, 600, 0x2004, 4, CT_ACCESS_LOAD, 1000, 2);
 }
 
+static void marker(struct tb *b, uint32_t t, uint64_t time, int kind, const char *name)
+{
+	struct ct_record *r = tb_add(b, t, CT_REC_MARKER, time);
+	r->u.marker.kind = (uint8_t)kind;
+	snprintf(r->u.marker.name, sizeof r->u.marker.name, "%s", name);
+}
+
+/* Thread i stores a word of line i at 1000 + 10 i, thread i + 1 (mod n)
+ * loads it 5 ns later.  With markers: a loading thread whose index is a
+ * multiple of 3 does so inside region "a", and thread 0 marks phase
+ * "second" at 1002 + 10 n/2, after the loads of lines 0 .. n/2 - 1.  Each
+ * thread's records are added in time order. */
+static void build_ring(struct tb *b, size_t n, bool markers)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t dst = (uint32_t)((i + 1) % n);
+		uint64_t at = 1005 + 10 * i;
+		tb_sample(b, (uint32_t)i, 1000 + 10 * i, 0x100000 + 64 * i, 8, CT_ACCESS_STORE, 1000);
+		if (markers && i == 0)
+			marker(b, 0, 1002 + 10 * (n / 2), CT_MARK_PHASE, "second");
+		bool in_a = markers && dst % 3 == 0;
+		if (in_a)
+			marker(b, dst, at - 1, CT_MARK_REGION_BEGIN, "a");
+		tb_sample(b, dst, at, 0x100000 + 64 * i, 8, CT_ACCESS_LOAD, 1000);
+		if (in_a)
+			marker(b, dst, at + 1, CT_MARK_REGION_END, "a");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -264,20 +297,16 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		return 0;
-	} else if (!strcmp(argv[2], "threads") && argc > 3) {
+	} else if ((!strcmp(argv[2], "threads") || !strcmp(argv[2], "regions")) && argc > 3) {
 		size_t n = strtoull(argv[3], NULL, 10);
 		if (n < 2 || tb_init(&b, n))
 			return 1;
-		for (size_t i = 0; i < n; i++) {
-			tb_sample(&b, (uint32_t)i, 1000 + 10 * i, 0x100000 + 64 * i, 8, CT_ACCESS_STORE, 1000);
-			tb_sample(&b, (uint32_t)((i + 1) % n), 1005 + 10 * i, 0x100000 + 64 * i, 8,
-			          CT_ACCESS_LOAD, 1000);
-		}
+		build_ring(&b, n, !strcmp(argv[2], "regions"));
 	} else if (!strcmp(argv[2], "nofire") || !strcmp(argv[2], "armsnohit") ||
 	           !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|cpus|nofire|armsnohit|fullwp0|big N|threads N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|cpus|nofire|armsnohit|fullwp0|big N|threads N|regions N\n");
 		return 1;
 	}
 	unlink(b.path);

@@ -53,7 +53,13 @@ static double node_cell(const struct regions *r, const char *name, enum mx_kind 
 {
 	bool amb;
 	size_t i = regions_find(r, name, &amb);
-	return i == REGION_NONE ? -1 : r->node[i].cell[k][dst * r->n + src];
+	return i == REGION_NONE ? -1 : matrix_at(matrices_get(r->node[i].mx, MX_THREAD, k), dst, src);
+}
+
+/* Cell (dst, src) of a time slot (all events). */
+static double slot_cell(const struct time_slot *s, size_t dst, size_t src)
+{
+	return matrix_at(matrices_get(s->mx, MX_THREAD, MX_ALL), dst, src);
 }
 
 static double node_total(const struct regions *r, const char *name)
@@ -130,7 +136,7 @@ static void test_regions_tree(void)
 	/* the root holds every event: its matrix is the analysis' matrix */
 	const struct matrix *m = matrices_get(an.mx, MX_THREAD, MX_ALL);
 	for (size_t i = 0; i < 9; i++)
-		CHECK_NEAR(r->node[0].cell[MX_ALL][i], m->cell[i], 1e-9);
+		CHECK_NEAR(node_cell(r, "(program)", MX_ALL, i / 3, i % 3), m->cell[i], 1e-9);
 	CHECK_NEAR(node_cell(r, "solve/ring", MX_ALL, 1, 0), 2, 1e-9);
 	CHECK_NEAR(node_cell(r, "solve/ring", MX_ALL, 0, 1), 2, 1e-9);
 	CHECK_NEAR(node_cell(r, "solve/ring", MX_ALL, 0, 2), 1, 1e-9);
@@ -162,14 +168,14 @@ static void test_regions_tree(void)
 	/* thread load of ring: T0 5 (rows 3, column 2), T1 4, T2 1; the
 	 * imbalance is 5 over the mean 10/3 */
 	double load[3];
-	region_load(r, r->node[ring].cell[MX_ALL], load);
+	CHECK(region_load(r, r->node[ring].mx, load) == 0);
 	CHECK_NEAR(load[0], 5, 1e-9);
 	CHECK_NEAR(load[1], 4, 1e-9);
 	CHECK_NEAR(load[2], 1, 1e-9);
 	CHECK_NEAR(region_imbalance(r, ring, load), 1.5, 1e-9);
 	size_t pa, pb;
 	double w;
-	CHECK(top_pair(r->node[ring].cell[MX_ALL], 3, &pa, &pb, &w) && pa == 0 && pb == 1);
+	CHECK(top_pair(r->node[ring].mx, &pa, &pb, &w) == 1 && pa == 0 && pb == 1);
 	CHECK_NEAR(w, 4, 1e-9);
 	regions_free(r);
 out:
@@ -195,9 +201,9 @@ static void test_regions_timeline(void)
 	CHECK_NEAR(r->phase[0].total[MX_ALL], 6, 1e-9);
 	CHECK_NEAR(r->phase[1].total[MX_ALL], 3, 1e-9);
 	CHECK_STR(r->phase[1].name, "gather");
-	CHECK_NEAR(r->phase[1].cell[0 * 3 + 1], 1, 1e-9);
-	CHECK_NEAR(r->phase[1].cell[2 * 3 + 1], 1, 1e-9);
-	CHECK_NEAR(r->phase[1].cell[1 * 3 + 2], 1, 1e-9);
+	CHECK_NEAR(slot_cell(&r->phase[1], 0, 1), 1, 1e-9);
+	CHECK_NEAR(slot_cell(&r->phase[1], 2, 1), 1, 1e-9);
+	CHECK_NEAR(slot_cell(&r->phase[1], 1, 2), 1, 1e-9);
 	CHECK_EQ_U(r->nwin, 2);
 	CHECK(r->nwin == 2 && r->win[0].start == 5 && r->win[0].end == 105 &&
 	      r->win[1].start == 105 && r->win[1].end == 180);
@@ -295,8 +301,8 @@ static void test_regions_changes(void)
 			CHECK(v[0].start == 0 && v[0].end == 300 && v[1].start == 300 && v[1].end == 595);
 			CHECK_EQ_U(v[0].events, 59);
 			CHECK_EQ_U(v[1].events, 59);
-			CHECK_NEAR(v[0].cell[1 * 3 + 0] + v[0].cell[0 * 3 + 1], 59, 1e-9);
-			CHECK_NEAR(v[1].cell[2 * 3 + 1] + v[1].cell[1 * 3 + 2], 59, 1e-9);
+			CHECK_NEAR(slot_cell(&v[0], 1, 0) + slot_cell(&v[0], 0, 1), 59, 1e-9);
+			CHECK_NEAR(slot_cell(&v[1], 2, 1) + slot_cell(&v[1], 1, 2), 59, 1e-9);
 			CHECK_STR(v[1].name, "change 1");
 		}
 		regions_slots_free(v, n > 0 ? (size_t)n : 0);

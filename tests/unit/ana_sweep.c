@@ -72,11 +72,24 @@ static void build_random(struct tb *b, uint64_t n, unsigned nthreads)
 	}
 }
 
-static bool same_cells(const double *a, size_t na, const struct matrix *m)
+/* Equal sizes and cells, bit for bit. */
+static bool same_cells(const struct matrix *a, const struct matrix *m)
 {
-	if (na != m->n)
+	if (a->n != m->n)
 		return false;
-	return na == 0 || memcmp(a, m->cell, na * na * sizeof *a) == 0;
+	for (size_t r = 0; r < a->n; r++)
+		for (size_t c = 0; c < a->n; c++) {
+			double x = matrix_at(a, r, c), y = matrix_at(m, r, c);
+			if (memcmp(&x, &y, sizeof x))
+				return false;
+		}
+	return true;
+}
+
+/* A sweep result's directed matrix. */
+static const struct matrix *res_matrix(const struct sweep_mats *r, int ix, int k)
+{
+	return matrices_get(r->mx, ix, k);
 }
 
 /* Every point equals analysis_run with its options, cell for cell. */
@@ -94,7 +107,7 @@ static void check_points_equal_single(const char *path, struct sweep *s)
 		CHECK(r->done);
 		for (int ix = 0; ix < 2; ix++)
 			for (int k = 0; k < 3; k++)
-				CHECK(same_cells(r->cell[ix][k], r->n[ix], matrices_get(a.mx, ix, k)));
+				CHECK(same_cells(res_matrix(r, ix, k), matrices_get(a.mx, ix, k)));
 		CHECK(memcmp(&r->tot, matrices_totals(a.mx), sizeof r->tot) == 0);
 		CHECK_EQ_U(r->line_size, a.line_size);
 		analysis_free(&a);
@@ -159,8 +172,8 @@ static void test_jobs_identical(void)
 				for (int k = 0; k < 3; k++) {
 					size_t n = a->n[ix];
 					CHECK(n == c->n[ix] && n == d->n[ix]);
-					CHECK(memcmp(a->cell[ix][k], c->cell[ix][k], n * n * sizeof(double)) == 0);
-					CHECK(memcmp(a->cell[ix][k], d->cell[ix][k], n * n * sizeof(double)) == 0);
+					CHECK(same_cells(res_matrix(a, ix, k), res_matrix(c, ix, k)));
+					CHECK(same_cells(res_matrix(a, ix, k), res_matrix(d, ix, k)));
 				}
 			CHECK(memcmp(sweep_metric(&s1, 0, p), sweep_metric(&s4, 0, p),
 			             sizeof(struct sweep_metrics)) == 0);
@@ -195,8 +208,8 @@ static void test_small_board_collides(void)
 		CHECK_EQ_U(sweep_res(&s, 0, 1)->tot.events[COMM_VIA_SAMPLE][1], 2);
 		CHECK_EQ_U(sweep_res(&s, 0, 2)->tot.events[COMM_VIA_SAMPLE][1], 2);
 		const struct sweep_mats *m = sweep_res(&s, 0, 0);
-		CHECK_NEAR(m->cell[MX_THREAD][MX_ALL][1 * 2 + 0], 1000, 0);
-		CHECK_NEAR(sweep_res(&s, 0, 2)->cell[MX_THREAD][MX_ALL][1 * 2 + 0], 2000, 0);
+		CHECK_NEAR(matrix_at(res_matrix(m, MX_THREAD, MX_ALL), 1, 0), 1000, 0);
+		CHECK_NEAR(matrix_at(res_matrix(sweep_res(&s, 0, 2), MX_THREAD, MX_ALL), 1, 0), 2000, 0);
 		/* the finest point is the largest board */
 		CHECK_EQ_U(s.ref_point, 2);
 		CHECK_NEAR(sweep_metric(&s, 0, 0)->l1_shape, 0, 0);   /* one pair: same shape */
@@ -229,7 +242,7 @@ static void test_period_multiplier_keeps_every_kth(void)
 			const struct sweep_mats *m = sweep_res(&s, 0, p);
 			uint64_t want = (n + k - 1) / k;
 			CHECK_EQ_U(m->tot.events[COMM_VIA_SAMPLE][1], want);
-			CHECK_NEAR(m->cell[MX_THREAD][MX_ALL][1 * 2 + 0], (double)want * 500 * k, 0);
+			CHECK_NEAR(matrix_at(res_matrix(m, MX_THREAD, MX_ALL), 1, 0), (double)want * 500 * k, 0);
 		}
 		CHECK_EQ_U(s.ref_point, 0);   /* comdetective, K = 1 */
 	}
@@ -264,7 +277,7 @@ static void test_watchpoints_rescale(void)
 			const struct sweep_mats *m = sweep_res(&s, 0, p);
 			CHECK_EQ_U(m->tot.events[COMM_VIA_WATCHPOINT][0] + m->tot.events[COMM_VIA_WATCHPOINT][1],
 			           ev[p]);
-			CHECK_NEAR(m->cell[MX_THREAD][MX_ALL][1 * 2 + 0], want[p], 1e-9);
+			CHECK_NEAR(matrix_at(res_matrix(m, MX_THREAD, MX_ALL), 1, 0), want[p], 1e-9);
 		}
 		CHECK_EQ_U(s.ref_point, 3);   /* the most watchpoints */
 	}
@@ -337,6 +350,9 @@ static void test_param_parsing(void)
 	sweep_free(&s);
 }
 
+/* A dense n x n matrix of cells c. */
+#define DENSE(n_, c) (&(struct matrix){ .n = (n_), .cell = (c) })
+
 /* The definitions of compare.h, on pairs of the symmetric form. */
 static void test_distances(void)
 {
@@ -345,7 +361,7 @@ static void test_distances(void)
 	double same[9] = { 0, 20, 0,  0, 0, 10,  2, 0, 0 };   /* scaled x2 */
 	double other[9] = { 0, 0, 0,  0, 0, 0,   0, 8, 0 };   /* pair (1,2) only */
 	struct sweep_metrics m;
-	CHECK(sweep_compare(same, 3, ref, 3, 5, &m) == 0);
+	CHECK(sweep_compare(DENSE(3, same), DENSE(3, ref), 5, &m) == 0);
 	CHECK_NEAR(m.volume, 32, 0);
 	CHECK_NEAR(m.l1, 1, 1e-12);           /* sum |a - r| / R = 16 / 16 */
 	CHECK_NEAR(m.l1_shape, 0, 1e-12);
@@ -354,25 +370,25 @@ static void test_distances(void)
 	CHECK_NEAR(m.ratio, 2, 1e-12);
 	CHECK_EQ_U(m.k, 3);
 	CHECK_NEAR(m.topk, 1, 0);
-	CHECK(sweep_compare(other, 3, ref, 3, 1, &m) == 0);
+	CHECK(sweep_compare(DENSE(3, other), DENSE(3, ref), 1, &m) == 0);
 	CHECK_NEAR(m.l1_shape, 10.0 / 16 + 1.0 / 16 + 11.0 / 16, 1e-12);
 	CHECK_EQ_U(m.k, 1);
 	CHECK_NEAR(m.topk, 0, 0);   /* reference's top pair (0,1) missing */
 	double z[9] = { 0 };
-	CHECK(sweep_compare(z, 3, ref, 3, 5, &m) == 0);
+	CHECK(sweep_compare(DENSE(3, z), DENSE(3, ref), 5, &m) == 0);
 	CHECK_NEAR(m.l1, 1, 0);
 	CHECK_NEAR(m.l1_shape, 2, 0);
 	CHECK_NEAR(m.topk, 0, 0);
 	CHECK(!isnan(m.pearson));
 	/* sizes differ: the missing thread counts as zeros */
 	double small[4] = { 0, 10, 0, 0 };
-	CHECK(sweep_compare(small, 2, ref, 3, 1, &m) == 0);
+	CHECK(sweep_compare(DENSE(2, small), DENSE(3, ref), 1, &m) == 0);
 	CHECK_EQ_U(m.k, 1);
 	CHECK_NEAR(m.topk, 1, 0);
 	CHECK_NEAR(m.excess, 0, 0);
 	double extra[9] = { 0, 10, 0, 0, 0, 0, 0, 0, 0 };
 	double r2[9] = { 0, 0, 0, 0, 0, 3, 0, 0, 0 };
-	CHECK(sweep_compare(extra, 3, r2, 3, 5, &m) == 0);
+	CHECK(sweep_compare(DENSE(3, extra), DENSE(3, r2), 5, &m) == 0);
 	CHECK_NEAR(m.excess, 1, 0);
 	CHECK_NEAR(m.missing, 1, 0);
 }
@@ -401,13 +417,12 @@ static void test_reference_trace(void)
 	model_opts_default(&o);
 	o.model = "window";
 	CHECK(analysis_run(&a, path, &o, false) == 0);
-	CHECK(same_cells(s.ref_mats.cell[MX_THREAD][MX_ALL], s.ref_mats.n[MX_THREAD],
+	CHECK(same_cells(res_matrix(&s.ref_mats, MX_THREAD, MX_ALL),
 	                 matrices_get(a.mx, MX_THREAD, MX_ALL)));
 	struct sweep_metrics m;
 	const struct sweep_mats *p1 = sweep_res(&s, 0, 1);
-	CHECK(sweep_compare(p1->cell[MX_THREAD][MX_ALL], p1->n[MX_THREAD],
-	                    s.ref_mats.cell[MX_THREAD][MX_ALL], s.ref_mats.n[MX_THREAD], SWEEP_TOPK,
-	                    &m) == 0);
+	CHECK(sweep_compare(res_matrix(p1, MX_THREAD, MX_ALL), res_matrix(&s.ref_mats, MX_THREAD, MX_ALL),
+	                    SWEEP_TOPK, &m) == 0);
 	CHECK(memcmp(&m.l1, &sweep_metric(&s, 0, 1)->l1, sizeof m.l1) == 0);
 	analysis_free(&a);
 	sweep_free(&s);
@@ -485,7 +500,10 @@ static void test_h5_file(void)
 		hid_t d = H5Dopen2(f, "/points/0003/thread_false", H5P_DEFAULT);
 		CHECK(d >= 0);
 		CHECK(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
-		CHECK(memcmp(buf, m->cell[MX_THREAD][MX_FALSE], n * n * sizeof *buf) == 0);
+		double *want = calloc(n * n + 1, sizeof *want);
+		matrix_directed(res_matrix(m, MX_THREAD, MX_FALSE), want);
+		CHECK(memcmp(buf, want, n * n * sizeof *buf) == 0);
+		free(want);
 		H5Dclose(d);
 		/* summary with the grid's shape */
 		d = H5Dopen2(f, "/summary/l1", H5P_DEFAULT);
