@@ -208,6 +208,7 @@ static void cd_sample(struct cd *cd, const struct ct_record *r)
 		.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
 		.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
 		.ip = s->ip, .src_ip = e->ip, .weight = (double)w, .var = sampled_var((double)w),
+		.unit_max = (double)w,
 	};
 	emit(cd->out, cd->nout, &ev);
 }
@@ -260,7 +261,7 @@ static void hit_event(struct cd *cd, const struct ct_record *r, const struct ct_
 		.dst_kind = h->kind, .via = COMM_VIA_WATCHPOINT,
 		.true_sharing = ranges_overlap(h->addr, h->len, a->pub_addr, a->pub_len),
 		.ip = h->ip, .src_ip = 0, .weight = (double)period * scale,
-		.var = sampled_var((double)period * scale),
+		.var = sampled_var((double)period * scale), .unit_max = (double)period * scale,
 	};
 	emit(cd->out, cd->nout, &ev);
 }
