@@ -52,7 +52,10 @@
  * P (P - 1) (2 prior + windows) / J^2, prior = sum of the windows'
  * earlier transfers (the record's).  m = J assumes the line had J stores
  * before the transfer: on a line's first J stores the estimate is low
- * (FORMAT.md, "Line monitor"). */
+ * (FORMAT.md, "Line monitor").  One window stands for at most
+ * (threads - 1) P transfers (comm_event.unit_max): between two stores of
+ * the line each other thread receives it at most once (a load, or its
+ * store when it had not loaded), so its J stores see at most J (threads - 1). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +95,7 @@ struct cd {
 	size_t nout;
 	bool owner;                          /* --estimator owner: OWNER_XFER records only */
 	double owner_w, owner_v;             /* P / J, P (P - 1) / J^2 */
+	double owner_unit;                   /* (threads - 1) P: one window's most */
 	uint64_t windows[CT_OWNER_OPEN_MAX + 1]; /* OWNER_WIN records by status */
 	uint64_t owner_left_out;    /* accesses the monitor could not follow (SUMMARY) */
 };
@@ -179,6 +183,7 @@ static void *cd_create(const struct model_setup *s)
 		cd->owner_left_out = meta_u64(s->trace, CT_SEC_SUMMARY, "inst.owner_left_out");
 		cd->owner_w = (double)p / (double)j;
 		cd->owner_v = (double)p * (double)(p - 1) / ((double)j * (double)j);
+		cd->owner_unit = (double)p * (double)(s->nthreads > 2 ? s->nthreads - 1 : 1);
 	}
 	return cd;
 }
@@ -328,6 +333,7 @@ static void cd_owner_xfer(struct cd *cd, const struct ct_record *r)
 		.true_sharing = (x->flags & CT_OWNER_TRUE) != 0, .ip = x->ip,
 		.weight = x->windows * cd->owner_w,
 		.var = (2 * (double)x->prior + x->windows) * cd->owner_v,
+		.unit_max = cd->owner_unit,
 	};
 	emit(cd->out, cd->nout, &ev);
 }
