@@ -2,22 +2,28 @@
  * recording (commrec --owner-window J, COMMTRACE_OWNER_WINDOW; FORMAT.md,
  * "Line monitor").
  *
- * A sampled store opens a window on its line: the line's next J stores by
- * any thread (the sampled store is the first).  While a line has an open
+ * A sampled store opens a window on its line.  While a line has an open
  * window, every instrumented access to it (any thread) plays the exact
  * model's coherence state of that one line (analyze/model_exact.c): the
  * last writer, the holders of a valid copy, the bytes the writer wrote
- * since it became the writer.  A sampled store leaves that state known:
- * its thread is the writer and the only holder.  An access by a thread
- * that holds no valid copy of a line another thread wrote is a transfer,
- * true sharing when its bytes overlap the writer's; it is an OWNER_XFER
- * record in the receiving thread's stream, with the number of windows it
- * is in and the transfers those windows saw before it (the estimator's
- * weight and variance, FORMAT.md).  A window closes at the line's Jth
- * store after the one that opened it; the slot is freed when its last
- * window closes.  Written bytes the writer stored before the sampled store
- * (in the same tenure) are not known: such a transfer from it counts as
- * false sharing until the line changes writer (FORMAT.md says so).
+ * since it became the writer (its tenure, which began at the line's store
+ * number `tenure`).  A sampled store leaves that state known but for the
+ * bytes its thread wrote before it in the same tenure.  An access by a
+ * thread that holds no valid copy of a line another thread wrote is a
+ * transfer, true sharing when its bytes overlap the writer's.
+ *
+ * The tenure rule: the window of the store numbered s holds the transfers
+ * whose writer's tenure began at one of the line's stores s + 1 .. s + J
+ * (strictly after s: every byte of such a tenure was seen, so the true /
+ * false split is exact's, and a window never needs to know what came
+ * before it).  Each transfer is an OWNER_XFER record in the receiving
+ * thread's stream, with the number of windows that hold it and the
+ * transfers those windows held before it (the estimator's weight and
+ * variance, FORMAT.md).  In the slot, the windows opened before the
+ * current tenure began are `settled` (a prefix of the ring: they hold the
+ * current tenure's transfers); the others wait for the next change of
+ * writer.  A window closes once J stores followed it and the current tenure
+ * did not begin among them; the slot is freed when its last window closes.
  *
  * Memory is fixed: OWN_SLOTS lines (direct-mapped by line number), each with
  * at most OWN_WIN open windows.  A sampled store whose line's slot holds
@@ -30,6 +36,13 @@
  * program), which the estimate's expectation needs; every Nth store can
  * fall on the same place of the program's loop each time (a pipeline's
  * 8 stores per line and N = 1000: always the line's first store).
+ *
+ * Full mode (commrec --full --owner-window J -c N): every access is
+ * recorded and, besides, a countdown of the same draws (period N) opens
+ * the windows: one execution holds both the exact model's ground truth
+ * and the monitor's estimate of it (scripts/accuracy.sh compares them),
+ * so that the monitor's error is measured apart from the differences
+ * between executions.
  *
  * Cost: every instrumented access reads inst_own_open (0: nothing
  * monitored, one load and a branch); while some line is monitored, one
@@ -59,7 +72,7 @@ struct own_acc {
 
 struct own_win {
 	uint64_t first;          /* the line's store number that opened it */
-	uint64_t nx;             /* the line's transfers when it opened */
+	uint64_t nx;             /* settled: the line's transfers before its first tenure */
 };
 
 struct own_slot {
@@ -68,8 +81,10 @@ struct own_slot {
 	uint64_t hold;           /* holders among threads 0..63 */
 	uint64_t wmask[2];       /* written bytes (lines up to 128 bytes) */
 	uint64_t nst, nx;        /* stores and transfers since the slot opened */
-	uint64_t sum_nx;         /* sum over the open windows of win.nx */
+	uint64_t tenure;         /* the store that began the writer's tenure, 0 before the slot */
+	uint64_t sum_nx;         /* sum over the settled windows of win.nx */
 	uint32_t head, n;        /* the open windows: a ring, oldest first */
+	uint32_t nset;           /* the first nset of them are settled */
 	struct own_win win[OWN_WIN];
 };
 
@@ -82,11 +97,11 @@ static _Atomic uint64_t own_left_out;        /* accesses left out (see above) */
 
 static RT_TLS uint64_t own_rng;          /* this thread's draws (xorshift64) */
 static RT_TLS unsigned own_depth;        /* this thread is taking or holds a slot's lock */
+static RT_TLS int64_t own_full_left;     /* full mode: stores to the next window, 0 not drawn */
 
-int64_t inst_owner_countdown(int idx)
+/* A store countdown uniform in 1..2 period - 1 (this thread's draws). */
+static int64_t own_draw(uint64_t period)
 {
-	if (!inst_own_window || idx != INST_ST || inst_period < 2)
-		return (int64_t)inst_period;
 	uint64_t x = own_rng;
 	if (!x)                       /* first draw: seeded by the thread's TLS address */
 		x = (uint64_t)(uintptr_t)&own_rng * 0x9e3779b97f4a7c15ull | 1;
@@ -94,7 +109,26 @@ int64_t inst_owner_countdown(int idx)
 	x ^= x >> 7;
 	x ^= x << 17;
 	own_rng = x;
-	return (int64_t)(1 + x % (2 * inst_period - 1));
+	return (int64_t)(1 + x % (2 * period - 1));
+}
+
+int64_t inst_owner_countdown(int idx)
+{
+	if (!inst_own_window || idx != INST_ST || inst_period < 2)
+		return (int64_t)inst_period;
+	return own_draw(inst_period);
+}
+
+void inst_owner_full_access(struct rt_thread *t, uintptr_t addr, unsigned len, unsigned kind)
+{
+	if (kind == CT_ACCESS_LOAD || rt_cfg.period < 2)
+		return;
+	if (!own_full_left)
+		own_full_left = own_draw(rt_cfg.period);
+	if (--own_full_left > 0)
+		return;
+	own_full_left = own_draw(rt_cfg.period);
+	inst_owner_sampled(t, addr, len, kind);
 }
 
 void inst_owner_init(void)
@@ -180,27 +214,35 @@ static void push_record(struct rt_thread *t, struct ct_record *r)
 	rt_push(t, r);
 }
 
-/* A transfer into thread t on the slot's line: its record. */
-static void own_transfer(struct rt_thread *t, struct own_slot *s, const struct own_acc *a,
-                         unsigned off, unsigned len)
+/* A transfer into the thread on the slot's line: its record (pushed once
+ * the slot's lock is released). */
+static void own_transfer(struct own_slot *s, const struct own_acc *a, unsigned off, unsigned len,
+                         struct ct_record *r)
 {
-	struct ct_record r = { .type = CT_REC_OWNER_XFER };
-	r.u.oxfer = (struct ct_owner_xfer){
-		.ip = a->ip, .addr = a->addr, .src = s->writer, .windows = s->n,
-		.prior = s->n * s->nx - s->sum_nx,
+	*r = (struct ct_record){ .type = CT_REC_OWNER_XFER };
+	r->u.oxfer = (struct ct_owner_xfer){
+		.ip = a->ip, .addr = a->addr, .src = s->writer, .windows = s->nset,
+		.prior = s->nset * s->nx - s->sum_nx,
 		.len = (uint8_t)len, .kind = (uint8_t)a->kind,
 		.flags = mask_overlap(s->wmask, off, len) ? CT_OWNER_TRUE : 0,
 	};
 	s->nx++;
-	push_record(t, &r);
 }
 
-/* The slot's windows that the line's store number s->nst has closed leave;
- * the slot is freed with its last one. */
+/* The slot's windows that can hold no more transfers leave (J stores
+ * followed them, and the current tenure did not begin among those); the
+ * slot is freed with its last one. */
 static void own_close(struct own_slot *s, size_t i)
 {
-	while (s->n && s->win[s->head].first + inst_own_window <= s->nst) {
-		s->sum_nx -= s->win[s->head].nx;
+	while (s->n) {
+		const struct own_win *w = &s->win[s->head];
+		if (w->first + inst_own_window > s->nst ||
+		    (s->tenure > w->first && s->tenure <= w->first + inst_own_window))
+			break;
+		if (s->nset) {
+			s->sum_nx -= w->nx;
+			s->nset--;
+		}
 		s->head = (s->head + 1) % OWN_WIN;
 		s->n--;
 	}
@@ -210,26 +252,43 @@ static void own_close(struct own_slot *s, size_t i)
 	}
 }
 
+/* A new tenure begins at the line's store number s->nst + 1: every open
+ * window was opened before it, and holds its transfers from now on. */
+static void own_new_tenure(struct own_slot *s)
+{
+	s->tenure = s->nst + 1;
+	for (; s->nset < s->n; s->nset++) {
+		struct own_win *w = &s->win[(s->head + s->nset) % OWN_WIN];
+		w->nx = s->nx;
+		s->sum_nx += s->nx;
+	}
+}
+
 /* One access of thread t to the monitored line of slot i: the exact model's
- * step (model_exact.c, piece). */
-static void own_step(struct rt_thread *t, struct own_slot *s, size_t i, const struct own_acc *a,
-                     unsigned off, unsigned len)
+ * step (model_exact.c, piece).  True: a transfer, its record in *r. */
+static bool own_step(struct rt_thread *t, struct own_slot *s, size_t i, const struct own_acc *a,
+                     unsigned off, unsigned len, struct ct_record *r)
 {
 	uint32_t me = t->index;
 	uint64_t bit = 1ull << me;
-	if (s->writer != OWN_NO_WRITER && s->writer != me && !(s->hold & bit))
-		own_transfer(t, s, a, off, len);
+	bool xfer = s->writer != OWN_NO_WRITER && s->writer != me && !(s->hold & bit) &&
+	            s->nset;
+	if (xfer)
+		own_transfer(s, a, off, len, r);
 	if (a->kind == CT_ACCESS_LOAD) {
 		s->hold |= bit;
-		return;
+		return xfer;
 	}
-	if (s->writer != me)
+	if (s->writer != me) {
 		s->wmask[0] = s->wmask[1] = 0;
+		own_new_tenure(s);
+	}
 	mask_set(s->wmask, off, len);
 	s->writer = me;
 	s->hold = bit;
 	s->nst++;
 	own_close(s, i);
+	return xfer;
 }
 
 /* The piece [addr, addr + len) of access a on line ln, if that line is
@@ -245,9 +304,15 @@ static void own_piece(struct rt_thread *t, const struct own_acc *a, uint64_t ln,
 		atomic_fetch_add_explicit(&own_left_out, 1, memory_order_relaxed);
 		return;
 	}
-	if (__atomic_load_n(&inst_own_key[i], __ATOMIC_RELAXED) == ln + 1)  /* still it */
-		own_step(t, s, i, a, (unsigned)(addr - (ln << inst_own_shift)), len);
+	struct ct_record r;
+	bool xfer = __atomic_load_n(&inst_own_key[i], __ATOMIC_RELAXED) == ln + 1 &&  /* still it */
+	            own_step(t, s, i, a, (unsigned)(addr - (ln << inst_own_shift)), len, &r);
 	own_unlock(s);
+	/* the record out of the lock: the other threads' accesses to the line
+	 * wait for the lock, and a longer hold makes them alternate more finely
+	 * than they do unmonitored (more transfers in the windows than out) */
+	if (xfer)
+		push_record(t, &r);
 }
 
 void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip)
@@ -277,8 +342,8 @@ static void own_claim(struct own_slot *s, size_t i, uint64_t ln, uint32_t me, un
 	s->wmask[0] = s->wmask[1] = 0;
 	mask_set(s->wmask, off, len);
 	s->nst = 1;
-	s->nx = s->sum_nx = 0;
-	s->head = s->n = 0;
+	s->nx = s->sum_nx = s->tenure = 0;
+	s->head = s->n = s->nset = 0;
 	__atomic_fetch_add(&inst_own_open, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&inst_own_key[i], ln + 1, __ATOMIC_RELEASE);
 }
@@ -305,8 +370,7 @@ static uint8_t own_open(struct rt_thread *t, uintptr_t addr, unsigned len)
 	if (st == CT_OWNER_OPENED) {
 		/* the store itself went through own_step already when the line
 		 * was monitored: it is the slot's store number nst */
-		s->win[(s->head + s->n) % OWN_WIN] = (struct own_win){ .first = s->nst, .nx = s->nx };
-		s->sum_nx += s->nx;
+		s->win[(s->head + s->n) % OWN_WIN] = (struct own_win){ .first = s->nst };
 		s->n++;
 	}
 	own_unlock(s);

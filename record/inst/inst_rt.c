@@ -678,6 +678,8 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 		T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]);
 		T->left[idx] = T->refill[idx] = 1;
 		full_sample(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT);
+		if (inst_own_window)
+			inst_owner_full_access(t, addr, len, kind);
 		return;
 	}
 	set_countdown(T, idx, inst_owner_countdown(idx));
@@ -815,6 +817,8 @@ void inst_post(struct inst_pend *p)
 	if (p->r) {
 		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT);
 		inst_t.in_push = p->nested;
+		if (inst_own_window)
+			inst_owner_full_access(p->t, p->addr, p->len, p->kind);
 	} else {
 		sample_one(p->t, p->addr, p->len, p->kind, p->ip);
 		inst_owner_sampled(p->t, p->addr, p->len, p->kind);
@@ -866,6 +870,8 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 		for (size_t k = 0; k < lines; k++) {
 			chunk(addr, n, k, &ca, &cl);
 			full_sample(t, T, ca, cl, kind, ip, CT_SAMPLE_EXACT);
+			if (inst_own_window)
+				inst_owner_full_access(t, ca, cl, kind);
 		}
 		T->done[idx] += lines;
 		return;
@@ -1087,9 +1093,8 @@ static int inst_process_init(void)
 		}
 		clock_init();
 		filt_init();
-	} else {
-		inst_owner_init();
 	}
+	inst_owner_init();
 	inst_mem_init();
 	inst_sync_init();
 	inst_omp_init();
