@@ -45,18 +45,17 @@
  * inst runtime's line monitor, record/inst/inst_owner.c) replaces all of
  * the above: every OWNER_XFER record is a transfer of the exact model seen
  * in the windows of the sampled stores (each sampled with probability
- * 1/P) among the J stores to its line before the store that began its
- * writer's tenure (FORMAT.md, "Line monitor": the tenure rule), and weighs
- * P / J per such window: windows x P / J.  Its
+ * 1/P) among the J stores to its line before it, and weighs P / J per
+ * such window: windows x P / J.  Its
  * variance part is that of model_exact.c's owner estimator with m = J:
  * each window w's Z_w grows by 1/J, so sum P (P - 1) Z_w^2 grows by
  * P (P - 1) (2 prior + windows) / J^2, prior = sum of the windows'
  * earlier transfers (the record's).  m = J assumes the line had J stores
  * before the transfer: on a line's first J stores the estimate is low
  * (FORMAT.md, "Line monitor").  One window stands for at most
- * (threads - 1) P transfers (comm_event.unit_max): from one tenure each
- * other thread receives the line at most once (a load, or its store when
- * it had not loaded), and a window holds the transfers of at most J tenures. */
+ * (threads - 1) P transfers (comm_event.unit_max): between two stores of
+ * the line each other thread receives it at most once (a load, or its
+ * store when it had not loaded), so its J stores see at most J (threads - 1). */
 #include <stdlib.h>
 #include <string.h>
 

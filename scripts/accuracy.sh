@@ -832,18 +832,17 @@ error, miss exact's value.
 
 An inst-sampled recording does not hold the accesses after a sample: the
 inst runtime's line monitor (\`commrec --owner-window J\`,
-record/inst/inst_owner.c) follows the line of each sampled store, plays
-the exact model's coherence state of that line on every access to it, and
-writes each transfer it sees (format version 4, OWNER_XFER).
-\`commanalyze --estimator owner\` weighs each at windows x P / J
-(commanalyze(1)). The store countdown is drawn uniformly from 1 to 2N - 1
-(every store sampled with probability 1/N), and the window of a sampled
-store holds the transfers whose writer's tenure began with one of the
-line's next J stores (the tenure rule, FORMAT.md "Line monitor": every
-byte of such a tenure was seen, so the split is exact's; before it, bytes
-stored before a window counted as unwritten and the stencil's false share
-read 77% against exact's 64%). Unbiased where the line had at least J
-stores before the tenure, low on a line's first J stores.
+record/inst/inst_owner.c) follows the line of each sampled store for its
+next J stores by any thread, plays the exact model's coherence state of
+that line on every access to it, and writes each transfer it sees (format
+version 4, OWNER_XFER). \`commanalyze --estimator owner\` weighs each at
+windows x P / J (commanalyze(1)). The store countdown is drawn uniformly
+from 1 to 2N - 1 (every store sampled with probability 1/N), and a
+transfer counts for every window among the J stores before it: unbiased
+where the line had at least J stores before the transfer, low on a line's
+first J stores. Bytes the writer stored before the window opened count as
+unwritten, so the false share reads high where a writer's tenure is long
+against J.
 
 ### One execution: the monitor against exact on the same trace
 
@@ -871,8 +870,8 @@ EOF
 
 Where it misses, the cause measured on false_sharing (\`commrec --full=all
 --owner-window 64 -c 1000\`, 1M iterations, one trace, 2026-11-24): the
-monitor's records are exact's transfers in its windows (19156 weighted
-by the tenure rule, replayed from the trace: 19156), but inside windows
+monitor's records are exact's transfers in its windows (2350 records
+against 2329 of exact's in the same windows, replayed from the trace), but inside windows
 the line changes writer more often per store than elsewhere: 1.74x,
 1.63x, 1.43x and 1.62x the trace's mean at 1, 2-4, 5-16 and 17-64 stores
 after a sampled store, 1.2x at 65-256, 1.03x beyond. The monitor takes a

@@ -2,28 +2,22 @@
  * recording (commrec --owner-window J, COMMTRACE_OWNER_WINDOW; FORMAT.md,
  * "Line monitor").
  *
- * A sampled store opens a window on its line.  While a line has an open
+ * A sampled store opens a window on its line: the line's next J stores by
+ * any thread (the sampled store is the first).  While a line has an open
  * window, every instrumented access to it (any thread) plays the exact
  * model's coherence state of that one line (analyze/model_exact.c): the
  * last writer, the holders of a valid copy, the bytes the writer wrote
- * since it became the writer (its tenure, which began at the line's store
- * number `tenure`).  A sampled store leaves that state known but for the
- * bytes its thread wrote before it in the same tenure.  An access by a
- * thread that holds no valid copy of a line another thread wrote is a
- * transfer, true sharing when its bytes overlap the writer's.
- *
- * The tenure rule: the window of the store numbered s holds the transfers
- * whose writer's tenure began at one of the line's stores s + 1 .. s + J
- * (strictly after s: every byte of such a tenure was seen, so the true /
- * false split is exact's, and a window never needs to know what came
- * before it).  Each transfer is an OWNER_XFER record in the receiving
- * thread's stream, with the number of windows that hold it and the
- * transfers those windows held before it (the estimator's weight and
- * variance, FORMAT.md).  In the slot, the windows opened before the
- * current tenure began are `settled` (a prefix of the ring: they hold the
- * current tenure's transfers); the others wait for the next change of
- * writer.  A window closes once J stores followed it and the current tenure
- * did not begin among them; the slot is freed when its last window closes.
+ * since it became the writer.  A sampled store leaves that state known:
+ * its thread is the writer and the only holder.  An access by a thread
+ * that holds no valid copy of a line another thread wrote is a transfer,
+ * true sharing when its bytes overlap the writer's; it is an OWNER_XFER
+ * record in the receiving thread's stream, with the number of windows it
+ * is in and the transfers those windows saw before it (the estimator's
+ * weight and variance, FORMAT.md).  A window closes at the line's Jth
+ * store after the one that opened it; the slot is freed when its last
+ * window closes.  Written bytes the writer stored before the sampled store
+ * (in the same tenure) are not known: such a transfer from it counts as
+ * false sharing until the line changes writer (FORMAT.md says so).
  *
  * Memory is fixed: OWN_SLOTS lines (direct-mapped by line number), each with
  * at most OWN_WIN open windows.  A sampled store whose line's slot holds
@@ -72,7 +66,7 @@ struct own_acc {
 
 struct own_win {
 	uint64_t first;          /* the line's store number that opened it */
-	uint64_t nx;             /* settled: the line's transfers before its first tenure */
+	uint64_t nx;             /* the line's transfers when it opened */
 };
 
 struct own_slot {
@@ -81,10 +75,8 @@ struct own_slot {
 	uint64_t hold;           /* holders among threads 0..63 */
 	uint64_t wmask[2];       /* written bytes (lines up to 128 bytes) */
 	uint64_t nst, nx;        /* stores and transfers since the slot opened */
-	uint64_t tenure;         /* the store that began the writer's tenure, 0 before the slot */
-	uint64_t sum_nx;         /* sum over the settled windows of win.nx */
+	uint64_t sum_nx;         /* sum over the open windows of win.nx */
 	uint32_t head, n;        /* the open windows: a ring, oldest first */
-	uint32_t nset;           /* the first nset of them are settled */
 	struct own_win win[OWN_WIN];
 };
 
@@ -221,46 +213,26 @@ static void own_transfer(struct own_slot *s, const struct own_acc *a, unsigned o
 {
 	*r = (struct ct_record){ .type = CT_REC_OWNER_XFER };
 	r->u.oxfer = (struct ct_owner_xfer){
-		.ip = a->ip, .addr = a->addr, .src = s->writer, .windows = s->nset,
-		.prior = s->nset * s->nx - s->sum_nx,
+		.ip = a->ip, .addr = a->addr, .src = s->writer, .windows = s->n,
+		.prior = s->n * s->nx - s->sum_nx,
 		.len = (uint8_t)len, .kind = (uint8_t)a->kind,
 		.flags = mask_overlap(s->wmask, off, len) ? CT_OWNER_TRUE : 0,
 	};
 	s->nx++;
 }
 
-/* The slot's windows that can hold no more transfers leave (J stores
- * followed them, and the current tenure did not begin among those); the
- * slot is freed with its last one. */
+/* The slot's windows that the line's store number s->nst has closed leave;
+ * the slot is freed with its last one. */
 static void own_close(struct own_slot *s, size_t i)
 {
-	while (s->n) {
-		const struct own_win *w = &s->win[s->head];
-		if (w->first + inst_own_window > s->nst ||
-		    (s->tenure > w->first && s->tenure <= w->first + inst_own_window))
-			break;
-		if (s->nset) {
-			s->sum_nx -= w->nx;
-			s->nset--;
-		}
+	while (s->n && s->win[s->head].first + inst_own_window <= s->nst) {
+		s->sum_nx -= s->win[s->head].nx;
 		s->head = (s->head + 1) % OWN_WIN;
 		s->n--;
 	}
 	if (!s->n) {
 		__atomic_store_n(&inst_own_key[i], 0, __ATOMIC_RELAXED);
 		__atomic_fetch_sub(&inst_own_open, 1, __ATOMIC_RELAXED);
-	}
-}
-
-/* A new tenure begins at the line's store number s->nst + 1: every open
- * window was opened before it, and holds its transfers from now on. */
-static void own_new_tenure(struct own_slot *s)
-{
-	s->tenure = s->nst + 1;
-	for (; s->nset < s->n; s->nset++) {
-		struct own_win *w = &s->win[(s->head + s->nset) % OWN_WIN];
-		w->nx = s->nx;
-		s->sum_nx += s->nx;
 	}
 }
 
@@ -271,18 +243,15 @@ static bool own_step(struct rt_thread *t, struct own_slot *s, size_t i, const st
 {
 	uint32_t me = t->index;
 	uint64_t bit = 1ull << me;
-	bool xfer = s->writer != OWN_NO_WRITER && s->writer != me && !(s->hold & bit) &&
-	            s->nset;
+	bool xfer = s->writer != OWN_NO_WRITER && s->writer != me && !(s->hold & bit);
 	if (xfer)
 		own_transfer(s, a, off, len, r);
 	if (a->kind == CT_ACCESS_LOAD) {
 		s->hold |= bit;
 		return xfer;
 	}
-	if (s->writer != me) {
+	if (s->writer != me)
 		s->wmask[0] = s->wmask[1] = 0;
-		own_new_tenure(s);
-	}
 	mask_set(s->wmask, off, len);
 	s->writer = me;
 	s->hold = bit;
@@ -342,8 +311,8 @@ static void own_claim(struct own_slot *s, size_t i, uint64_t ln, uint32_t me, un
 	s->wmask[0] = s->wmask[1] = 0;
 	mask_set(s->wmask, off, len);
 	s->nst = 1;
-	s->nx = s->sum_nx = s->tenure = 0;
-	s->head = s->n = s->nset = 0;
+	s->nx = s->sum_nx = 0;
+	s->head = s->n = 0;
 	__atomic_fetch_add(&inst_own_open, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&inst_own_key[i], ln + 1, __ATOMIC_RELEASE);
 }
@@ -370,7 +339,8 @@ static uint8_t own_open(struct rt_thread *t, uintptr_t addr, unsigned len)
 	if (st == CT_OWNER_OPENED) {
 		/* the store itself went through own_step already when the line
 		 * was monitored: it is the slot's store number nst */
-		s->win[(s->head + s->n) % OWN_WIN] = (struct own_win){ .first = s->nst };
+		s->win[(s->head + s->n) % OWN_WIN] = (struct own_win){ .first = s->nst, .nx = s->nx };
+		s->sum_nx += s->nx;
 		s->n++;
 	}
 	own_unlock(s);
