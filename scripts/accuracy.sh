@@ -870,11 +870,12 @@ EOF
 
 Where it misses, the cause measured on false_sharing (\`commrec --full=all
 --owner-window 64 -c 1000\`, 1M iterations, one trace, 2026-11-24): the
-monitor's records are exact's transfers in its windows (2350 records
-against 2329 of exact's in the same windows, replayed from the trace), but inside windows
-the line changes writer more often per store than elsewhere: 1.74x,
-1.63x, 1.43x and 1.62x the trace's mean at 1, 2-4, 5-16 and 17-64 stores
-after a sampled store, 1.2x at 65-256, 1.03x beyond. The monitor takes a
+monitor's records are exact's transfers in its windows (4244 and 2193
+records against 4246 and 2169 of exact's in the same windows, two runs,
+replayed from the traces), but inside windows the line changes writer
+more often per store than elsewhere: 1.45-1.58x, 1.47-1.53x, 1.57-1.67x
+and 1.55-1.62x the trace's mean at 1, 2-4, 5-16 and 17-64 stores after a
+sampled store, 1.08-1.14x at 65-256, 1.09x beyond. The monitor takes a
 lock on every access to a monitored line: two threads that both hammer
 the line then alternate at every access, where unmonitored one keeps the
 line for a burst. The estimate is right about what it sees; the program
