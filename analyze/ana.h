@@ -136,9 +136,10 @@ struct interval {
  * estimated variance var: total^2 / var (INFINITY when var is 0: nothing
  * was estimated; 0 when total is 0). */
 double effective_events(double total, double var);
-/* 90% interval of an estimated volume: a Poisson count of the effective
- * number of events, scaled; [total, total] when var is 0. */
-struct interval volume_interval(double total, double var);
+/* 90% interval of an estimated volume: Fay and Feuer's gamma interval of a
+ * weighted sum of Poisson counts, its upper limit allowing for one unsampled
+ * unit of weight unit_max; [total, total] when var is 0. */
+struct interval volume_interval(double total, double var, double unit_max);
 /* 90% interval of the share part / total: Wilson's, over the effective
  * number of events of total. */
 struct interval share_interval(double part, double total, double var);

@@ -79,6 +79,11 @@ struct comm_event {
 	 * (the report's intervals): sampled_var(weight) for an event that stands
 	 * alone, 0 for an event that is not an estimate (full traces) */
 	double var;
+	/* the largest weight one sampled unit behind this event (a sampled
+	 * access, a window) can carry, whether or not it was sampled: the
+	 * interval's allowance for a unit the sampler missed (interval.c);
+	 * 0 when nothing is estimated */
+	double unit_max;
 };
 
 struct event_consumer {
@@ -381,6 +386,7 @@ struct mx_totals {
 	uint64_t events[3][2];      /* [via][true_sharing] */
 	double weight[3][2];
 	double var[3][2];           /* the events' variance parts (comm_event.var) */
+	double unit_max;            /* the largest comm_event.unit_max */
 	uint64_t unmapped_cpu;      /* events whose cpu is not in the map */
 };
 const struct mx_totals *matrices_totals(const struct matrices *m);

@@ -293,6 +293,8 @@ void matrices_add_event(struct matrices *m, const struct comm_event *ev)
 	m->tot.events[via][ev->true_sharing]++;
 	m->tot.weight[via][ev->true_sharing] += ev->weight;
 	m->tot.var[via][ev->true_sharing] += ev->var;
+	if (ev->unit_max > m->tot.unit_max)
+		m->tot.unit_max = ev->unit_max;
 	if (ev->dst < m->m[MX_THREAD][MX_ALL].n && ev->src < m->m[MX_THREAD][MX_ALL].n)
 		add(m, MX_THREAD, ev->dst, ev->src, ev->true_sharing, ev->weight);
 	if (!m->topo)

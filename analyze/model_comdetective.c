@@ -54,14 +54,17 @@
  * inst runtime's line monitor, record/inst/inst_owner.c) replaces all of
  * the above: every OWNER_XFER record is a transfer of the exact model seen
  * in the windows of the sampled stores (each sampled with probability
- * 1/P, every Pth store of its thread) among the J stores to its line
- * before it, and weighs P / J per such window: windows x P / J.  Its
+ * 1/P) among the J stores to its line before it, and weighs P / J per
+ * such window: windows x P / J.  Its
  * variance part is that of model_exact.c's owner estimator with m = J:
  * each window w's Z_w grows by 1/J, so sum P (P - 1) Z_w^2 grows by
  * P (P - 1) (2 prior + windows) / J^2, prior = sum of the windows'
  * earlier transfers (the record's).  m = J assumes the line had J stores
  * before the transfer: on a line's first J stores the estimate is low
- * (FORMAT.md, "Line monitor"). */
+ * (FORMAT.md, "Line monitor").  One window stands for at most
+ * (threads - 1) P transfers (comm_event.unit_max): between two stores of
+ * the line each other thread receives it at most once (a load, or its
+ * store when it had not loaded), so its J stores see at most J (threads - 1). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +106,7 @@ struct cd {
 	size_t nout;
 	bool owner;                          /* --estimator owner: OWNER_XFER records only */
 	double owner_w, owner_v;             /* P / J, P (P - 1) / J^2 */
+	double owner_unit;                   /* (threads - 1) P: one window's most */
 	uint64_t windows[CT_OWNER_OPEN_MAX + 1]; /* OWNER_WIN records by status */
 	uint64_t owner_left_out;    /* accesses the monitor could not follow (SUMMARY) */
 };
@@ -200,6 +204,7 @@ static void *cd_create(const struct model_setup *s)
 		cd->owner_left_out = meta_u64(s->trace, CT_SEC_SUMMARY, "inst.owner_left_out");
 		cd->owner_w = (double)p / (double)j;
 		cd->owner_v = (double)p * (double)(p - 1) / ((double)j * (double)j);
+		cd->owner_unit = (double)p * (double)(s->nthreads > 2 ? s->nthreads - 1 : 1);
 	}
 	return cd;
 }
@@ -227,6 +232,7 @@ static void sample_event(struct cd *cd, const struct ct_record *r, const struct 
 		.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
 		.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
 		.ip = s->ip, .src_ip = e->ip, .weight = (double)w, .var = sampled_var((double)w),
+		.unit_max = (double)w,
 	};
 	emit(cd->out, cd->nout, &ev);
 }
@@ -312,7 +318,7 @@ static void hit_event(struct cd *cd, const struct ct_record *r, const struct boa
 		.dst_kind = h->kind, .via = COMM_VIA_WATCHPOINT,
 		.true_sharing = ranges_overlap(h->addr, h->len, src->addr, src->len),
 		.ip = h->ip, .src_ip = src->ip, .weight = (double)period * scale,
-		.var = sampled_var((double)period * scale),
+		.var = sampled_var((double)period * scale), .unit_max = (double)period * scale,
 	};
 	emit(cd->out, cd->nout, &ev);
 }
@@ -386,6 +392,7 @@ static void cd_owner_xfer(struct cd *cd, const struct ct_record *r)
 		.true_sharing = (x->flags & CT_OWNER_TRUE) != 0, .ip = x->ip,
 		.weight = x->windows * cd->owner_w,
 		.var = (2 * (double)x->prior + x->windows) * cd->owner_v,
+		.unit_max = cd->owner_unit,
 	};
 	emit(cd->out, cd->nout, &ev);
 }

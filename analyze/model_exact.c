@@ -31,8 +31,9 @@
  * owner) runs the same states over every access but counts a transfer only
  * through the sampled accesses that stand for it.  With the window J
  * (--owner-window), a transfer x is stood for by the J accesses to its line
- * (loads and stores, by any thread) before the access that receives it:
- * A(x), m_x = |A(x)| = min(J, the line's accesses so far).  (J = 1 and
+ * (loads and stores, by any thread) before the access that receives it,
+ * or on a young line the last half of its accesses so far: A(x),
+ * m_x = |A(x)| = min(J, ceil(k / 2)), k the line's accesses before x.  (J = 1 and
  * stores only would be x's owner, the store that invalidated the
  * receiver's copy.)  Each access s is sampled independently with
  * probability 1/P_s and weighs P_s, and x counts with weight sum over the
@@ -55,8 +56,19 @@
  * vector read by every thread, written by one), and each sampled one is
  * one more term of the sum: at most the line's sampled accesses stand for
  * its transfers, so the variance is at least ~ P T^2 / (its accesses).
- * On the line's first J accesses m_x = k grows and Z_s ~ r ln(J / s):
- * (P - 1) 2 r^2 per access there, at most twice J = 1's (r = 1: ping-pong).
+ * Why half on a young line: with all k accesses (m_x = k), the line's
+ * first access would stand for every transfer of its first J accesses,
+ * Z_1 ~ r ln J: a line with fewer accesses than the period is then sampled
+ * about once, at a weight up to P ln J, and the estimate's distribution has
+ * a long tail (omp_reduce: one run in 25 at 1.9x exact's volume).  With
+ * the last ceil(k / 2), the x whose window holds s have k < 2 s (young) or
+ * are among the J after s (each 1 / J): Z_s <= 1/2 + 1 on s = 2, about
+ * 2 ln 2 = 1.39 from there, and never more than OWNER_Z_MAX = 3/2 (every
+ * access a transfer; checked numerically for J = 1 to 1000), so one sampled
+ * access of weight P stands for at most 1.5 P transfers: the interval's
+ * allowance for an unsampled one (comm_event.unit_max, interval.c).  The
+ * variance there is ~ 1.2 (P - 1) r^2 per access, against 2 (P - 1) r^2
+ * with m_x = k.
  * The emulate model's default J is 64 x its period (analysis.h).
  * Memory: 48 bytes per line, plus 32 bytes per sampled access while it is
  * among its line's last J accesses.
@@ -132,6 +144,7 @@ struct exact {
 	struct xpool ext;        /* extension bitsets */
 	struct xpool win;        /* sampled accesses in their window (struct xwin) */
 	uint64_t owner_window;   /* J: the owner estimator's window */
+	double owner_pmax;       /* the largest weight of a sampled access so far */
 	struct xcache {          /* per thread: its last two lines (a copy */
 		uint64_t key[2]; /* loop reads one array, writes another) */
 		size_t slot[2];
@@ -449,6 +462,19 @@ static void wide_set(uint64_t *m, unsigned off, unsigned len)
 
 /* ---- accesses ----------------------------------------------------------- */
 
+/* The largest Z_s, whatever the transfers (the top comment): a sampled
+ * access of weight P stands for at most OWNER_Z_MAX x P transfers. */
+#define OWNER_Z_MAX 1.5
+
+/* The size of the window of a transfer received by the access that
+ * follows a line's first k accesses: the last ceil(k / 2) of them, at most
+ * J (the top comment). */
+static inline uint64_t owner_span(uint64_t k, uint64_t j)
+{
+	uint64_t half = k - k / 2;
+	return half < j ? half : j;
+}
+
 /* The weight and variance part of a transfer on the line in slot: the
  * receiver's weight, or the owner estimator's (false: its owner was not
  * sampled, no event). */
@@ -457,6 +483,7 @@ static bool transfer_weight(struct exact *x, size_t slot, double weight, struct 
 	if (!x->own) {
 		ev->weight = weight;
 		ev->var = sampled_var(weight);
+		ev->unit_max = weight;
 		return true;
 	}
 	struct xown *o = &x->own[slot];
@@ -464,8 +491,9 @@ static bool transfer_weight(struct exact *x, size_t slot, double weight, struct 
 		return false;
 	/* each sampled access s of the window: Z_s += 1/m, so sum P (P - 1) Z_s^2
 	 * grows by sum P (P - 1) (2 Z_s / m + 1 / m^2), Z_s = c - c(s) */
-	double m = (double)(o->nacc < x->owner_window ? o->nacc : x->owner_window);
+	double m = (double)owner_span(o->nacc, x->owner_window);
 	ev->weight = o->a / m;
+	ev->unit_max = OWNER_Z_MAX * x->owner_pmax;
 	ev->var = (2 * (o->b * o->c - o->d) / m + o->b / (m * m));
 	if (ev->var < 0)
 		ev->var = 0;             /* rounding */
@@ -475,15 +503,15 @@ static bool transfer_weight(struct exact *x, size_t slot, double weight, struct 
 }
 
 /* An access to the line in slot enters its owner window (weight p:
- * sampled with probability 1/p; 0 not sampled); the access J before it
- * leaves. */
+ * sampled with probability 1/p; 0 not sampled); the accesses the next
+ * transfer's window no longer holds leave. */
 static void owner_enter(struct exact *x, size_t slot, double p)
 {
 	struct xown *o = &x->own[slot];
 	o->nacc++;
 	while (o->head) {                     /* the access J before this one leaves */
 		struct xwin *w = pool_at(&x->win, o->head);
-		if (w->n + x->owner_window > o->nacc)
+		if (w->n + owner_span(o->nacc, x->owner_window) > o->nacc)
 			break;
 		double q = w->p * (w->p - 1);
 		o->a -= w->p;
@@ -499,6 +527,8 @@ static void owner_enter(struct exact *x, size_t slot, double p)
 	}
 	if (!(p > 0))
 		return;
+	if (p > x->owner_pmax)
+		x->owner_pmax = p;
 	uint32_t id = pool_alloc(&x->win);
 	if (!id) {
 		x->oom = true;

@@ -209,6 +209,7 @@ static void sig_record(void *self, const struct ct_record *r)
 				.ip = s->ip, .src_ip = 0,
 				.weight = s->period ? (double)s->period : 1.0,
 				.var = sampled_var(s->period ? (double)s->period : 1.0),
+				.unit_max = s->period ? (double)s->period : 1.0,
 			};
 			emit(g->out, g->nout, &ev);
 		}

@@ -193,6 +193,7 @@ static void win_sample(struct win *w, const struct ct_record *r)
 			.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
 			.true_sharing = ranges_overlap(s->addr, s->len, p->addr, p->len),
 			.ip = s->ip, .src_ip = p->ip, .weight = weight, .var = sampled_var(weight),
+			.unit_max = weight,
 		};
 		emit(w->out, w->nout, &ev);
 	}

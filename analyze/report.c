@@ -37,6 +37,7 @@ struct report {
 	struct analysis *a;
 	double total, tr, fa;     /* weights */
 	double var;               /* their estimated variance (0: nothing estimated) */
+	double unit_max;          /* the largest weight one sampled unit can carry */
 	uint64_t events;
 	uint64_t duration;        /* ns, 0 if unknown */
 	bool cpu_time;            /* sample periods are CPU time (soft), not counts */
@@ -345,7 +346,7 @@ static void volume_ci(struct report *r)
 		return;
 	char lo[32], hi[32];
 	double n = effective_events(r->total, r->var);
-	struct interval ci = volume_interval(r->total, r->var);
+	struct interval ci = volume_interval(r->total, r->var, r->unit_max);
 	fmt_count(ci.lo, lo, sizeof lo);
 	fmt_count(ci.hi, hi, sizeof hi);
 	fprintf(r->f, "  %-26s %s to %s (from %.0f effective events)\n", "  90% interval", lo, hi, n);
@@ -379,6 +380,7 @@ static void sec_totals(struct report *r)
 		r->fa += t->weight[v][0];
 		r->var += t->var[v][0] + t->var[v][1];
 	}
+	r->unit_max = t->unit_max;
 	r->total = r->tr + r->fa;
 	memcpy(r->via, via, sizeof via);
 	section(r, "Totals");
@@ -788,7 +790,7 @@ static void report_json(FILE *f, struct report *r, struct attrib *at)
 		json_num(f, effective_events(r->total, r->var));
 	else
 		fputs("null", f);
-	json_interval(f, "transfers_90", est, volume_interval(r->total, r->var));
+	json_interval(f, "transfers_90", est, volume_interval(r->total, r->var, r->unit_max));
 	json_interval(f, "true_share_90", est, share_interval(r->tr, r->total, r->var));
 	fprintf(f, "},\n");
 	json_pairs(f, r);

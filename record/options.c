@@ -105,9 +105,11 @@ static void usage(FILE *f)
 "                          other thread touched meanwhile (exact unchanged);\n"
 "                          pthread and libgomp synchronization calls add the\n"
 "                          accesses they imply (flagged sync, commrec(1))\n"
-"      --owner-window J    inst sampled: after each sampled store, follow its\n"
-"                          line for its next J stores by any thread (the line\n"
-"                          monitor: what commanalyze --estimator owner needs)\n"
+"      --owner-window J    inst: after each sampled store, follow its line for\n"
+"                          its next J stores by any thread (the line monitor:\n"
+"                          what commanalyze --estimator owner needs); with\n"
+"                          --full, -c N samples the monitor's stores, so that\n"
+"                          exact and owner measure one execution\n"
 "      --keep-spool        keep FILE.spool/ after joining\n"
 "      --recover SPOOL     join what a recording that did not finish left in\n"
 "                          SPOOL (commrec or the program killed) into a trace\n"
@@ -363,9 +365,9 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 	o->argc = argc - optind;
 	if (o->full && strcmp(o->sampler, "inst"))
 		return bad("--full records every access: it needs --sampler inst");
-	if (o->owner_window && (strcmp(o->sampler, "inst") || o->full))
+	if (o->owner_window && strcmp(o->sampler, "inst"))
 		return bad("--owner-window follows lines through every access of an instrumented "
-		           "program: it needs --sampler inst, sampled (not --full)");
+		           "program: it needs --sampler inst");
 	if (o->wp_kind && !strcmp(o->wp_kind, "software") && strcmp(o->sampler, "inst"))
 		return bad("software watchpoints check every access of an instrumented program: "
 		           "they need --sampler inst");

@@ -106,8 +106,8 @@ static void choose_period(struct rec_opts *o)
 	                 inst ? REC_INST_PERIOD_DEFAULT : REC_EVENT_PERIOD_DEFAULT;
 	/* inst samples without signals: its cost per sample is a function call */
 	o->period_floor = soft ? REC_SOFT_PERIOD_MIN : inst ? 0 : REC_EVENT_PERIOD_MIN;
-	if (o->full)
-		o->period_used = 1;
+	if (o->full && !o->owner_window)
+		o->period_used = 1;      /* with the line monitor: its store period */
 	else if (o->period_used < o->period_floor) {
 		rec_warn("-c %" PRIu64 " is below the %s sampler's shortest period, %" PRIu64 " %s: "
 		         "each sample costs the runtime's signal handler several microseconds, and "

@@ -117,7 +117,7 @@ CONFIGS=(
 # two standard errors, at 2 to 10 s of full recording each.
 KERNELS=(
 	"stencil -t 4 -c 130 -s 60000"
-	"omp_reduce -t 4 -m 128 -i 1000"
+	"omp_reduce -t 4 -m 128 -i 4000"
 	"alltoall -t 4 -k 16384 -r 50"
 	"pipeline -t 4 -i 3000 -l 256"
 )
@@ -203,8 +203,11 @@ rec() {
 	local id=$1 mode=$2 prog=$3; shift 3
 	local opts bin rc=0
 	case $mode in
-	full) opts=(--sampler inst --full=all); bin=$W/$prog.inst ;;
-	kfull) opts=(--sampler inst --full=all); bin=$BD/kernels/$prog-inst; mode=full ;;
+	# full: with the line monitor too (its stores sampled every IPERIOD on
+	# average): exact and the monitor's estimate of one execution
+	full) opts=(--sampler inst --full=all --owner-window "$OWNJ" -c "$IPERIOD"); bin=$W/$prog.inst ;;
+	kfull) opts=(--sampler inst --full=all --owner-window "$OWNJ" -c "$IPERIOD")
+	       bin=$BD/kernels/$prog-inst; mode=full ;;
 	iown) opts=(--sampler inst -c "$IPERIOD" --owner-window "$OWNJ"); bin=$W/$prog.inst ;;
 	kiown) opts=(--sampler inst -c "$IPERIOD" --owner-window "$OWNJ"); bin=$BD/kernels/$prog-inst
 	       mode=iown ;;
@@ -241,6 +244,15 @@ est() {
 		--emulate-period "$4" "${j[@]}" --seed "$6" >"$W/$1.est.$2.$6.json" 2>"$W/$1.est.err" ||
 		{ echo "accuracy.sh: commanalyze report $1.full --estimator $3 failed: $(head -c 300 "$W/$1.est.err")" >&2; exit 1; }
 }
+# fown ID: exact without synchronization's accesses (the monitor does not see
+# them) and the owner estimate from the monitor's records, on ID's full trace
+fown() {
+	"$COMMANALYZE" report "$W/$1.full.zst" --format json --model exact --sync exclude \
+		>"$W/$1.exact.exclude.json" 2>"$W/$1.fown.err" &&
+		"$COMMANALYZE" report "$W/$1.full.zst" --format json --estimator owner \
+			>"$W/$1.fown.json" 2>>"$W/$1.fown.err" ||
+		{ echo "accuracy.sh: commanalyze report $1.full (monitor) failed: $(head -c 300 "$W/$1.fown.err")" >&2; exit 1; }
+}
 # iest ID ESTIMATOR: the JSON report of ID's inst recording with the line monitor
 iest() {
 	"$COMMANALYZE" report "$W/$1.iown.zst" --format json --estimator "$2" >"$W/$1.iown.$2.json" \
@@ -274,6 +286,7 @@ for c in "${CONFIGS[@]}"; do
 	for k in all true false; do mat "$id" full exact "$k"; done
 	[ $FULL_ONLY = 1 ] && continue
 	for k in all false; do mat "$id" full emulate "$k"; done
+	fown "$id"
 	estimators "$id"
 	# shellcheck disable=SC2086
 	rec "$id" inst "$prog" $args -n "$NINST" -S 2
@@ -310,11 +323,12 @@ for c in "${KERNELS[@]}"; do
 	# exact with the accesses that synchronization calls imply (what
 	# emulate sees), and without them (what a sampled recording's line
 	# monitor sees: the runtime emulates them only in full mode)
-	for sy in include exclude; do
+	for sy in include; do
 		"$COMMANALYZE" report "$W/$id.full.zst" --format json --model exact --sync $sy \
 			>"$W/$id.exact.$sy.json" 2>"$W/$id.est.err" ||
 			{ echo "accuracy.sh: commanalyze report $id --model exact failed: $(head -c 300 "$W/$id.est.err")" >&2; exit 1; }
 	done
+	fown "$id"
 	# shellcheck disable=SC2086
 	estimators "$id" $KESTS
 	# shellcheck disable=SC2086
@@ -507,7 +521,23 @@ def inst_owner(i, exact_rate, work):
             put(i, 'iown_owner_neff', t['transfers'] ** 2 / t['variance'] if t['variance'] else 0.0)
             put(i, 'iown_owner_false_frac', t['false'] / t['transfers'] if t['transfers'] else float('nan'))
 
+def full_owner(i):
+    """the monitor's estimate on the full trace against exact on it
+    (without synchronization's accesses): one execution"""
+    import json
+    x = json.load(open(f'{W}/{i}.exact.exclude.json'))['totals']
+    t = json.load(open(f'{W}/{i}.fown.json'))['totals']
+    put(i, 'exact_nosync_volume', x['transfers'])
+    put(i, 'exact_nosync_false_frac', x['false'] / x['transfers'] if x['transfers'] else 0.0)
+    put(i, 'fown_ratio', t['transfers'] / x['transfers'] if x['transfers'] else float('nan'))
+    put(i, 'fown_neff', t['transfers'] ** 2 / t['variance'] if t['variance'] else 0.0)
+    put(i, 'fown_false_frac', t['false'] / t['transfers'] if t['transfers'] else float('nan'))
+    ci = t['transfers_90']
+    put(i, 'fown_covered', int(bool(ci) and ci[0] <= x['transfers'] <= ci[1]))
+
 if not full_only:
+    for i in ids + kids:
+        full_owner(i)
     for i in ids:
         _, counts, _ = bench_out(f'{W}/{i}.full.out')
         _, c2, _ = bench_out(f'{W}/{i}.iown.out')
@@ -516,8 +546,6 @@ if not full_only:
     for i in kids:
         import json
         t = json.load(open(f'{W}/{i}.exact.exclude.json'))['totals']
-        put(i, 'exact_nosync_volume', t['transfers'])
-        put(i, 'exact_nosync_false_frac', t['false'] / t['transfers'] if t['transfers'] else 0.0)
         inst_owner(i, t['transfers'], 1)
     for i in ids:
         tids, _, _ = bench_out(f'{W}/{i}.full.out')
@@ -575,19 +603,22 @@ table() {
 
 # the estimators' table: one row per benchmark and estimator run
 est_table() {
-	echo "| benchmark | exact: transfers / false | estimator | period | volume / exact: min-max (mean) | within 15% | false share within 0.05 | exact in the 90% interval |"
-	echo "|---|---|---|---|---|---|---|---|"
+	echo "| benchmark | exact: transfers / false | estimator | period | volume / exact: min-max (mean) | within 15% | false share within 0.05 | exact in the 90% interval | issue 13's target met |"
+	echo "|---|---|---|---|---|---|---|---|---|"
 	local i e
 	for i in "${ids[@]}" "${kids[@]}"; do
 		for e in "${ESTS[@]}"; do
 			read -r name en ep ej <<<"$e"
 			[ -n "$(get "$i" "${name}_runs")" ] || continue   # (the kernels: KESTS)
 			[ "$en" = owner ] && en="owner, J = $([ "$ej" = default ] && echo "64 N" || echo "$ej")"
-			printf '| %s | %s / %s%% | %s | %s | %s-%s (%s) | %s/%s | %s/%s | %s/%s |\n' \
+			local met
+			met=$(python3 -c "import sys; a, b, c, n = map(int, sys.argv[1:]); print('yes' if a >= $n9 and b >= $n9 and c >= $n8 else 'no')" \
+				"$(get "$i" ${name}_within15)" "$(get "$i" ${name}_false_within05)" "$(get "$i" ${name}_covered)" "$SEEDS")
+			printf '| %s | %s / %s%% | %s | %s | %s-%s (%s) | %s/%s | %s/%s | %s/%s | %s |\n' \
 				"$i" "$(printf '%.0f' "$(get "$i" exact_volume)")" "$(p1 "$(get "$i" exact_false_frac)")" \
 				"$en" "$ep" "$(f2 "$(get "$i" ${name}_ratio_min)")" "$(f2 "$(get "$i" ${name}_ratio_max)")" \
 				"$(f2 "$(get "$i" ${name}_ratio_mean)")" "$(get "$i" ${name}_within15)" "$SEEDS" \
-				"$(get "$i" ${name}_false_within05)" "$SEEDS" "$(get "$i" ${name}_covered)" "$SEEDS"
+				"$(get "$i" ${name}_false_within05)" "$SEEDS" "$(get "$i" ${name}_covered)" "$SEEDS" "$met"
 		done
 	done
 }
@@ -730,7 +761,18 @@ execution per benchmark; the spread is the sampling error alone). *within
 15%*: runs whose volume is within 15% of exact's; *false share within
 0.05*: runs whose false-sharing share is within 0.05 of exact's; *exact in
 the 90% interval*: runs whose reported interval (\`report --format json\`,
-\`totals.transfers_90\`) holds exact's volume. The realistic kernels
+\`totals.transfers_90\`) holds exact's volume. That interval is Fay and
+Feuer's gamma interval for a weighted sum of sampled units, its upper
+limit allowing for one unsampled unit of the largest weight a sampled
+access can carry (1.5 P for the owner estimator: commanalyze(1), 90%
+INTERVALS, has the derivation). With the interval before it (a Poisson
+count of the effective events, no allowance) omp_reduce's interval held
+exact's volume in 14 of 25 runs (2026-11-24, at -i 1000): 15% of its transfers are on
+two lines (the OpenMP team's, the master's stack slot of the reduction)
+with 12,000 and 6,000 accesses at -i 1000, sampled about once at the
+period 10,000; the runs that miss them are low and report a small
+variance. omp_reduce runs 4000 iterations here so that those lines hold
+about 5 and 2.4 samples each at the default period (12 and 6 accesses an iteration). The realistic kernels
 (tests/kernels/README.md) follow the microbenchmarks, each recorded once
 full (\`commrec --sampler inst --full\`, pinned like the benchmarks) with
 $(for c in "${KERNELS[@]}"; do printf '`%s`, ' "$c"; done | sed 's/, $//'),
@@ -792,15 +834,54 @@ An inst-sampled recording does not hold the accesses after a sample: the
 inst runtime's line monitor (\`commrec --owner-window J\`,
 record/inst/inst_owner.c) follows the line of each sampled store for its
 next J stores by any thread, plays the exact model's coherence state of
-that line, and writes each transfer it sees (format version 4,
-OWNER_XFER). \`commanalyze --estimator owner\` weighs each at windows x P /
-J (commanalyze(1)). Windows start at sampled stores only (after a store
-the line's state is known: its thread is the writer and sole holder), the
-store countdown is drawn uniformly from 1 to 2N - 1 (every store sampled
-with probability 1/N), and a transfer counts for every window among the J
-stores before it: unbiased where the line had at least J stores before
-the transfer, low on a line's first J stores (the runtime cannot know how
-many came before the window).
+that line on every access to it, and writes each transfer it sees (format
+version 4, OWNER_XFER). \`commanalyze --estimator owner\` weighs each at
+windows x P / J (commanalyze(1)). The store countdown is drawn uniformly
+from 1 to 2N - 1 (every store sampled with probability 1/N), and a
+transfer counts for every window among the J stores before it: unbiased
+where the line had at least J stores before the transfer, low on a line's
+first J stores. Bytes the writer stored before the window opened count as
+unwritten, so the false share reads high where a writer's tenure is long
+against J.
+
+### One execution: the monitor against exact on the same trace
+
+The full recordings above ran with the monitor too (\`commrec --full=all
+--owner-window $OWNJ -c $IPERIOD\`): each trace holds every access and the
+monitor's records of the same execution. *owner / exact*: the estimate
+over exact's volume without the accesses that synchronization calls imply
+(\`--sync exclude\`: the runtime emulates those for the full trace only, the
+monitor does not see them); *in 90%*: exact's volume inside the reported
+interval. Issue 13's target: within 30%. One recording per row, so each
+row is one draw of the monitor's sampling.
+
+EOF
+	echo "| benchmark | exact: transfers (no sync) | owner / exact | within 30% | exact in 90% interval | effective events | owner: false share (exact) |"
+	echo "|---|---|---|---|---|---|---|"
+	for i in "${ids[@]}" "${kids[@]}"; do
+		printf '| %s | %.0f | %s | %s | %s | %.0f | %s%% (%s%%) |\n' "$i" \
+			"$(get "$i" exact_nosync_volume)" "$(f2 "$(get "$i" fown_ratio)")" \
+			"$(python3 -c "import sys; print('yes' if abs(float(sys.argv[1]) - 1) <= 0.3 else 'no')" "$(get "$i" fown_ratio)")" \
+			"$([ "$(get "$i" fown_covered)" = 1 ] && echo yes || echo no)" \
+			"$(get "$i" fown_neff)" "$(p1 "$(get "$i" fown_false_frac)")" \
+			"$(p1 "$(get "$i" exact_nosync_false_frac)")"
+	done
+	cat <<EOF
+
+Where it misses, the cause measured on false_sharing (\`commrec --full=all
+--owner-window 64 -c 1000\`, 1M iterations, one trace, 2026-11-24): the
+monitor's records are exact's transfers in its windows (4244 and 2193
+records against 4246 and 2169 of exact's in the same windows, two runs,
+replayed from the traces), but inside windows the line changes writer
+more often per store than elsewhere: 1.45-1.58x, 1.47-1.53x, 1.57-1.67x
+and 1.55-1.62x the trace's mean at 1, 2-4, 5-16 and 17-64 stores after a
+sampled store, 1.08-1.14x at 65-256, 1.09x beyond. The monitor takes a
+lock on every access to a monitored line: two threads that both hammer
+the line then alternate at every access, where unmonitored one keeps the
+line for a burst. The estimate is right about what it sees; the program
+communicates more while it is seen.
+
+### Another execution: transfers per shared access
 
 Each row: one recording \`commrec --sampler inst -c $IPERIOD --owner-window
 $OWNJ\` ($NINST iterations per thread, seed 2; the kernels with the

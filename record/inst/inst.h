@@ -135,6 +135,10 @@ void inst_owned_access(uintptr_t addr, unsigned len, unsigned kind, int idx, uin
 /* t's sampled access (after its SAMPLE record): a store opens a window. */
 struct rt_thread;
 void inst_owner_sampled(struct rt_thread *t, uintptr_t addr, unsigned len, unsigned kind);
+/* Full mode: t's recorded access; a store counts down the monitor's own
+ * sampler (period COMMTRACE_PERIOD, drawn as inst_owner_countdown's) and
+ * opens a window when it expires. */
+void inst_owner_full_access(struct rt_thread *t, uintptr_t addr, unsigned len, unsigned kind);
 /* [a, a + len) may touch a monitored line: its first byte's line is one,
  * or it ends on another line (rare; inst_owner_access looks at each). */
 static inline bool inst_owned_line(uintptr_t a, unsigned len)

@@ -31,6 +31,13 @@
  * fall on the same place of the program's loop each time (a pipeline's
  * 8 stores per line and N = 1000: always the line's first store).
  *
+ * Full mode (commrec --full --owner-window J -c N): every access is
+ * recorded and, besides, a countdown of the same draws (period N) opens
+ * the windows: one execution holds both the exact model's ground truth
+ * and the monitor's estimate of it (scripts/accuracy.sh compares them),
+ * so that the monitor's error is measured apart from the differences
+ * between executions.
+ *
  * Cost: every instrumented access reads inst_own_open (0: nothing
  * monitored, one load and a branch); while some line is monitored, one
  * more load from inst_own_key (the slot of the access's line).  Only
@@ -82,11 +89,11 @@ static _Atomic uint64_t own_left_out;        /* accesses left out (see above) */
 
 static RT_TLS uint64_t own_rng;          /* this thread's draws (xorshift64) */
 static RT_TLS unsigned own_depth;        /* this thread is taking or holds a slot's lock */
+static RT_TLS int64_t own_full_left;     /* full mode: stores to the next window, 0 not drawn */
 
-int64_t inst_owner_countdown(int idx)
+/* A store countdown uniform in 1..2 period - 1 (this thread's draws). */
+static int64_t own_draw(uint64_t period)
 {
-	if (!inst_own_window || idx != INST_ST || inst_period < 2)
-		return (int64_t)inst_period;
 	uint64_t x = own_rng;
 	if (!x)                       /* first draw: seeded by the thread's TLS address */
 		x = (uint64_t)(uintptr_t)&own_rng * 0x9e3779b97f4a7c15ull | 1;
@@ -94,7 +101,26 @@ int64_t inst_owner_countdown(int idx)
 	x ^= x >> 7;
 	x ^= x << 17;
 	own_rng = x;
-	return (int64_t)(1 + x % (2 * inst_period - 1));
+	return (int64_t)(1 + x % (2 * period - 1));
+}
+
+int64_t inst_owner_countdown(int idx)
+{
+	if (!inst_own_window || idx != INST_ST || inst_period < 2)
+		return (int64_t)inst_period;
+	return own_draw(inst_period);
+}
+
+void inst_owner_full_access(struct rt_thread *t, uintptr_t addr, unsigned len, unsigned kind)
+{
+	if (kind == CT_ACCESS_LOAD || rt_cfg.period < 2)
+		return;
+	if (!own_full_left)
+		own_full_left = own_draw(rt_cfg.period);
+	if (--own_full_left > 0)
+		return;
+	own_full_left = own_draw(rt_cfg.period);
+	inst_owner_sampled(t, addr, len, kind);
 }
 
 void inst_owner_init(void)
@@ -180,19 +206,19 @@ static void push_record(struct rt_thread *t, struct ct_record *r)
 	rt_push(t, r);
 }
 
-/* A transfer into thread t on the slot's line: its record. */
-static void own_transfer(struct rt_thread *t, struct own_slot *s, const struct own_acc *a,
-                         unsigned off, unsigned len)
+/* A transfer into the thread on the slot's line: its record (pushed once
+ * the slot's lock is released). */
+static void own_transfer(struct own_slot *s, const struct own_acc *a, unsigned off, unsigned len,
+                         struct ct_record *r)
 {
-	struct ct_record r = { .type = CT_REC_OWNER_XFER };
-	r.u.oxfer = (struct ct_owner_xfer){
+	*r = (struct ct_record){ .type = CT_REC_OWNER_XFER };
+	r->u.oxfer = (struct ct_owner_xfer){
 		.ip = a->ip, .addr = a->addr, .src = s->writer, .windows = s->n,
 		.prior = s->n * s->nx - s->sum_nx,
 		.len = (uint8_t)len, .kind = (uint8_t)a->kind,
 		.flags = mask_overlap(s->wmask, off, len) ? CT_OWNER_TRUE : 0,
 	};
 	s->nx++;
-	push_record(t, &r);
 }
 
 /* The slot's windows that the line's store number s->nst has closed leave;
@@ -211,17 +237,18 @@ static void own_close(struct own_slot *s, size_t i)
 }
 
 /* One access of thread t to the monitored line of slot i: the exact model's
- * step (model_exact.c, piece). */
-static void own_step(struct rt_thread *t, struct own_slot *s, size_t i, const struct own_acc *a,
-                     unsigned off, unsigned len)
+ * step (model_exact.c, piece).  True: a transfer, its record in *r. */
+static bool own_step(struct rt_thread *t, struct own_slot *s, size_t i, const struct own_acc *a,
+                     unsigned off, unsigned len, struct ct_record *r)
 {
 	uint32_t me = t->index;
 	uint64_t bit = 1ull << me;
-	if (s->writer != OWN_NO_WRITER && s->writer != me && !(s->hold & bit))
-		own_transfer(t, s, a, off, len);
+	bool xfer = s->writer != OWN_NO_WRITER && s->writer != me && !(s->hold & bit);
+	if (xfer)
+		own_transfer(s, a, off, len, r);
 	if (a->kind == CT_ACCESS_LOAD) {
 		s->hold |= bit;
-		return;
+		return xfer;
 	}
 	if (s->writer != me)
 		s->wmask[0] = s->wmask[1] = 0;
@@ -230,6 +257,7 @@ static void own_step(struct rt_thread *t, struct own_slot *s, size_t i, const st
 	s->hold = bit;
 	s->nst++;
 	own_close(s, i);
+	return xfer;
 }
 
 /* The piece [addr, addr + len) of access a on line ln, if that line is
@@ -245,9 +273,15 @@ static void own_piece(struct rt_thread *t, const struct own_acc *a, uint64_t ln,
 		atomic_fetch_add_explicit(&own_left_out, 1, memory_order_relaxed);
 		return;
 	}
-	if (__atomic_load_n(&inst_own_key[i], __ATOMIC_RELAXED) == ln + 1)  /* still it */
-		own_step(t, s, i, a, (unsigned)(addr - (ln << inst_own_shift)), len);
+	struct ct_record r;
+	bool xfer = __atomic_load_n(&inst_own_key[i], __ATOMIC_RELAXED) == ln + 1 &&  /* still it */
+	            own_step(t, s, i, a, (unsigned)(addr - (ln << inst_own_shift)), len, &r);
 	own_unlock(s);
+	/* the record out of the lock: the other threads' accesses to the line
+	 * wait for the lock, and a longer hold makes them alternate more finely
+	 * than they do unmonitored (more transfers in the windows than out) */
+	if (xfer)
+		push_record(t, &r);
 }
 
 void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip)

@@ -697,6 +697,8 @@ static __attribute__((noinline)) void hit_record(uintptr_t addr, unsigned len, u
 		T->left[idx] = T->refill[idx] = 1;
 		/* (inst_hit asked the filter) */
 		full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT);
+		if (inst_own_window)
+			inst_owner_full_access(t, addr, len, kind);
 		return;
 	}
 	set_countdown(T, idx, inst_owner_countdown(idx));
@@ -707,11 +709,13 @@ static __attribute__((noinline)) void hit_record(uintptr_t addr, unsigned len, u
 void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip)
 {
 	struct inst_tls *T = &inst_t;
-	if (inst_full && filt_tab && T->on && !rt_guard && filt_repeat(T, addr, len, kind)) {
+	if (inst_full && filt_tab && T->on && !rt_guard && !inst_own_window &&
+	    filt_repeat(T, addr, len, kind)) {
 		/* full mode's common case, apart and short (no frame): the filter
 		 * leaves the access out.  The countdown, left below 0, counts it
 		 * (counted(): refill - left grows by one per access; the next
-		 * record folds it into done). */
+		 * record folds it into done).  The line monitor, when on, sees
+		 * every store: it draws its own samples among them. */
 		T->stat[IS_FILTERED]++;
 		return;
 	}
@@ -849,6 +853,8 @@ void inst_post(struct inst_pend *p)
 	if (p->r) {
 		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT);
 		inst_t.in_push = p->nested;
+		if (inst_own_window)
+			inst_owner_full_access(p->t, p->addr, p->len, p->kind);
 	} else {
 		sample_one(p->t, p->addr, p->len, p->kind, p->ip);
 		inst_owner_sampled(p->t, p->addr, p->len, p->kind);
@@ -900,6 +906,8 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 		for (size_t k = 0; k < lines; k++) {
 			chunk(addr, n, k, &ca, &cl);
 			full_sample(t, T, ca, cl, kind, ip, CT_SAMPLE_EXACT);
+			if (inst_own_window)
+				inst_owner_full_access(t, ca, cl, kind);
 		}
 		T->done[idx] += lines;
 		return;
@@ -1121,9 +1129,8 @@ static int inst_process_init(void)
 		}
 		clock_init();
 		filt_init();
-	} else {
-		inst_owner_init();
 	}
+	inst_owner_init();
 	inst_mem_init();
 	inst_sync_init();
 	inst_omp_init();

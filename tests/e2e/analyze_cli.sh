@@ -130,9 +130,13 @@ if run report 0 "$A" "$G"; then
 	check report_rate grep -Eq '^  estimated line transfers +6\.00k +[0-9.]+[kMGT]?/s over the run$' "$WORK/out"
 	check report_transfer_defined grep -q 'a line transfer: a cache line moving from the thread that wrote it' "$WORK/out"
 	check report_false_explained grep -Eq '^ +false sharing +16\.7% +1\.00k +different bytes of one line ' "$WORK/out"
-	# 90% intervals: weights 4000, 1000, 1000 (var sum w(w-1)) make n = 2.0
-	# effective events; Poisson score interval 0.662..6.04 x 3000
-	check report_volume_interval grep -Eq '^    90% interval +1\.99k to 18\.1k \(from 2 effective events\)$' "$WORK/out"
+	# 90% intervals: weights 4000, 1000, 1000 (var V = sum w(w-1) = 17.994M)
+	# make n = T^2 / V = 2.0 effective events; Fay and Feuer's interval:
+	# low = chi2(0.05; 2n) / 2 x V / T = 0.3554 x 2999 = 1.07k, high with one
+	# more unit of the largest weight (4000): shape (T + 4000)^2 / (V + 4000^2)
+	# = 2.94, chi2(0.95; 5.88) / 2 = 6.22, x (V + 4000^2) / (T + 4000) = 3399:
+	# 21.1k
+	check report_volume_interval grep -Eq '^    90% interval +1\.07k to 21\.1k \(from 2 effective events\)$' "$WORK/out"
 	check report_share_interval grep -Eq '^ +true sharing +83\.3% .*\(90%: 30\.0-98\.3%\)$' "$WORK/out"
 	check report_pair_interval grep -Eq 'T0\(1000\) <-> T1\(1001\) .* 30\.0-98\.3%$' "$WORK/out"
 	check report_few_events grep -q 'too few events to say anything: 3 communication events (2 effective' "$WORK/out"

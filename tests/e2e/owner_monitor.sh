@@ -29,6 +29,13 @@
 #                      miss on the lines' first J stores (it assumes J stores
 #                      before each transfer: B buffers x L lines, 8 stores a
 #                      visit)
+#   owner/same_execution commrec --full --owner-window J -c 100: one
+#                      execution with both every access (exact) and the
+#                      monitor's records: the same bound without the other
+#                      execution's part (|X - D| once: the schedule-
+#                      dependent part may run differently inside windows,
+#                      where the monitor's lock serializes the line's
+#                      accesses, doc/accuracy.md)
 . "$(dirname "$0")/../lib.sh"
 
 K="$CT_BUILD/kernels"
@@ -109,4 +116,27 @@ PY
 )
 echo "$out"
 grep -q '^PASS owner/volume' <<<"$out" || ct_failed=1
+
+# one execution: every access and the monitor's records in one trace
+rec same --sampler inst --full --owner-window $J -c 100
+"$COMMANALYZE" report "$WORK/same.zst" --model exact --sync exclude --format json >"$WORK/sx.json" &&
+	"$COMMANALYZE" report "$WORK/same.zst" --estimator owner --format json >"$WORK/se.json" ||
+	{ fail owner/same_execution "commanalyze report failed"; done_tests; }
+out=$(python3 - "$WORK/sx.json" "$WORK/se.json" $T $ITEMS $LEN $BUFS $J <<'PY'
+import json, math, sys
+xt = json.load(open(sys.argv[1]))['totals']
+t = json.load(open(sys.argv[2]))['totals']
+T, items, length, bufs, j = map(int, sys.argv[3:8])
+lines = length * 8 // 64
+d = items * T * lines
+x, e, sd = xt['transfers'], t['transfers'], math.sqrt(t['variance'])
+bound = 4.42 * sd + abs(x - d) + bufs * lines * math.ceil(j / 8)
+print(f"INFO owner: one execution: estimate {e:.0f} (sd {sd:.0f}), exact {x:.0f}, bound {bound:.0f}; "
+      f"false {t['false']:.0f} against exact's {xt['false']:.0f}")
+print("PASS owner/same_execution" if abs(e - x) <= bound else
+      f"FAIL owner/same_execution: |{e:.0f} - {x:.0f}| > {bound:.0f}")
+PY
+)
+echo "$out"
+grep -q '^PASS owner/same_execution' <<<"$out" || ct_failed=1
 done_tests

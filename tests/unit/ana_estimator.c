@@ -34,7 +34,7 @@ extern const struct model_ops model_emulate;
 /* ---- the estimator on records in memory ------------------------------------- */
 
 struct sums {
-	double all, tr, fa, var;
+	double all, tr, fa, var, unit_max;
 	size_t n;
 	struct comm_event ev[16];    /* the first events */
 };
@@ -44,6 +44,8 @@ static void sum_event(void *self, const struct comm_event *ev)
 	struct sums *s = self;
 	s->all += ev->weight;
 	s->var += ev->var;
+	if (ev->unit_max > s->unit_max)
+		s->unit_max = ev->unit_max;
 	if (ev->true_sharing)
 		s->tr += ev->weight;
 	else
@@ -190,7 +192,7 @@ static void test_owner_window_by_hand(void)
  * the last store of a burst owns a transfer (Y = 1, the others 0): with
  * J = 1 the variance is (P - 1) per transfer; with J <= B every store of
  * the burst before a transfer stands for it at 1/J: sum Z_s^2 = J (1/J)^2
- * per transfer, J times less.  Exact for every J (all sampled, weight 1). */
+ * per transfer, J times less (the first transfer: B / 2 stores).  Exact for every J (all sampled, weight 1). */
 static void test_owner_window_bursts(void)
 {
 	enum { B = 100, TURNS = 40, N = B * TURNS };
@@ -206,7 +208,9 @@ static void test_owner_window_bursts(void)
 	CHECK_NEAR(s1.all, 2 * (TURNS - 1), 1e-9);      /* weight 2 x 39 transfers */
 	CHECK_NEAR(s64.all, 2 * (TURNS - 1), 1e-9);
 	CHECK_NEAR(s1.var / 2, TURNS - 1, 1e-9);
-	CHECK_NEAR(s64.var / 2, (TURNS - 1) / 64.0, 1e-9);
+	/* the first transfer follows the line's first B accesses: its window is
+	 * their last B / 2 = 50 (model_exact.c), 50 (1/50)^2; the others 1/64 */
+	CHECK_NEAR(s64.var / 2, 1.0 / (B / 2) + (TURNS - 2) / 64.0, 1e-9);
 	for (size_t i = 0; i < N; i++)
 		w[i] = 1;
 	owner_run_j(acc, w, N, 2, 64, &s64);
@@ -285,7 +289,7 @@ static void owner_unbiased(unsigned j)
 		mean += s.all / R;
 		mean_tr += s.tr / R;
 		mean_vhat += s.var / R;
-		struct interval ci = volume_interval(s.all, s.var);
+		struct interval ci = volume_interval(s.all, s.var, s.unit_max);
 		covered += ci.lo <= x.all && x.all <= ci.hi;
 	}
 	for (int k = 0; k < R; k++)
@@ -301,12 +305,10 @@ static void owner_unbiased(unsigned j)
 	/* the variance estimator is unbiased too: its own spread is at most
 	 * (P-1) P sum over sampled Z_s^4, whose mean is (P-1)^2 P sum Z_s^4 <=
 	 * (P-1)^2 P max(Z)^2 sum Z_s^2: each of the J accesses of an access's
-	 * window receives at most one transfer on the line, x counting 1/m_x,
-	 * m_x = k for the line's k-th access (k < J), and an access spans at
-	 * most two lines: max(Z) <= 2 (1 + 1/2 + ... + 1/J) */
-	double zmax = 0;
-	for (unsigned k = 1; k <= j; k++)
-		zmax += 2.0 / k;
+	 * window receives at most one transfer on the line, which makes
+	 * Z_s <= 3/2 on one line (model_exact.c), and an access spans at most
+	 * two lines: max(Z) <= 3 */
+	double zmax = 3;
 	double se_vhat = sqrt((P - 1) * (P - 1) * P * zmax * zmax * sumy2 / R);
 	CHECK(fabs(mean_vhat - var_true) <= Z5 * se_vhat);
 	/* the estimates' spread: sample variance / variance ~ chi2(R-1)/(R-1),
@@ -326,25 +328,32 @@ static void test_owner_unbiased(void)
 
 /* ---- intervals -------------------------------------------------------------- */
 
-/* 100 events of weight 10, each standing alone: var 100 x 10 x 9 would
- * give n = 111; with var = 100 x 10^2 = 10000, n = 1000^2 / 10000 = 100:
- * c = 100 + z^2/2 = 101.3528, h = z sqrt(100 + z^2/4) = 16.5046, times
- * 1000 / 100: 848.49 to 1178.57.  4 events (total 10, var 25): 4.49 to
- * 22.27.  Share 30 of 100 over n = 100 (Wilson): 0.2307 to 0.3798.
- * Nothing estimated (var 0): the figure itself. */
+/* The volume's interval is Fay and Feuer's (interval.c).  Events of equal
+ * weight P that stand alone (var n P^2, unit_max P) give the exact Poisson
+ * interval of their number n, times P; from the tables (90%): n = 10: 5.4254
+ * to 16.9622; n = 4: 1.3663 to 9.1535.  At n = 10^6 the cube-root branch:
+ * lo ~ n - z sqrt(n) + (z^2 - 1) / 3 = 998355.7.  The upper limit allows
+ * for one more unit of weight unit_max: 0 (no allowance) gives the gamma
+ * of n both ways, whose 95th percentile at n = 10 is 15.7052 (chi2 of 20
+ * degrees, halved).  Share 30 of 100 over n = 100 (Wilson): 0.2307 to
+ * 0.3798.  Nothing estimated (var 0): the figure itself. */
 static void test_interval_values(void)
 {
-	struct interval v = volume_interval(1000, 10000);
+	struct interval v = volume_interval(10, 10, 1);
 	CHECK_NEAR(effective_events(1000, 10000), 100, 1e-9);
-	CHECK_NEAR(v.lo, 848.487, 1e-3);
-	CHECK_NEAR(v.hi, 1178.568, 1e-3);
-	v = volume_interval(10, 25);
-	CHECK_NEAR(v.lo, 4.4895, 1e-4);
-	CHECK_NEAR(v.hi, 22.2744, 1e-4);
+	CHECK_NEAR(v.lo, 5.4254, 1e-4);
+	CHECK_NEAR(v.hi, 16.9622, 1e-4);
+	v = volume_interval(10, 25, 2.5);
+	CHECK_NEAR(v.lo, 2.5 * 1.3663, 1e-3);
+	CHECK_NEAR(v.hi, 2.5 * 9.1535, 1e-3);
+	v = volume_interval(1e6, 1e6, 1);
+	CHECK_NEAR(v.lo, 998355.7, 1);
+	v = volume_interval(10, 10, 0);
+	CHECK_NEAR(v.hi, 15.7052, 1e-4);
 	v = share_interval(30, 100, 100);
 	CHECK_NEAR(v.lo, 0.230705, 1e-6);
 	CHECK_NEAR(v.hi, 0.379832, 1e-6);
-	v = volume_interval(62, 0);
+	v = volume_interval(62, 0, 1);
 	CHECK(v.lo == 62 && v.hi == 62);
 	v = share_interval(0, 5, 25);      /* n = 1: from 0, never below */
 	CHECK(v.lo == 0 && v.hi > 0.5 && v.hi < 1);
