@@ -220,9 +220,14 @@ static void note_writer(struct cd *cd, uint32_t self, uint64_t time, uint64_t ad
 	cd_writer_note(&cd->writers, &v);
 }
 
-/* The event of sample r (weight w) that found e on the board. */
+/* The event of sample r (weight w) that found publication pub on the
+ * board, credited to e (pub, or a later writer of the line: cd_credit).
+ * True sharing is decided against pub's bytes: they are a sample of what
+ * was stored since, whereas a later writer's known bytes are chosen (an
+ * overwrite's overlap pub's by definition) and would lean the split to
+ * true sharing. */
 static void sample_event(struct cd *cd, const struct ct_record *r, const struct board_view *e,
-                         uint64_t w)
+                         const struct board_view *pub, uint64_t w)
 {
 	const struct ct_sample *s = &r->u.sample;
 	struct comm_event ev = {
@@ -230,7 +235,7 @@ static void sample_event(struct cd *cd, const struct ct_record *r, const struct 
 		.dst_cpu = s->cpu, .src_cpu = e->cpu, .line = board_line(&cd->board, s->addr),
 		.addr = s->addr, .src_addr = e->addr, .len = s->len, .src_len = e->len,
 		.dst_kind = s->kind, .via = COMM_VIA_SAMPLE,
-		.true_sharing = ranges_overlap(s->addr, s->len, e->addr, e->len),
+		.true_sharing = ranges_overlap(s->addr, s->len, pub->addr, pub->len),
 		.ip = s->ip, .src_ip = e->ip, .weight = (double)w, .var = sampled_var((double)w),
 		.unit_max = (double)w,
 	};
@@ -252,6 +257,7 @@ cd_sample(struct cd *cd, const struct ct_record *r)
 	struct cd_step st;
 	cd_step(&cd->rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
 	bool counted = st.detected;
+	const struct board_view pub = st.src;
 	if (cd->lw) {
 		cd_lines_expire(&cd->rules, &cd->hist[r->thread], &cd->lw[r->thread].lines);
 		counted = counted && cd_credit(&cd->writers, r->thread, r->time, &st.src);
@@ -259,7 +265,7 @@ cd_sample(struct cd *cd, const struct ct_record *r)
 			note_writer(cd, r->thread, r->time, s->addr, s->len, s->cpu, s->ip);
 	}
 	if (counted)
-		sample_event(cd, r, &st.src, w);
+		sample_event(cd, r, &st.src, &pub, w);
 }
 
 /* A line watch's arm: into the slot the recorder gave it. */
@@ -301,10 +307,11 @@ static struct board_view arm_source(const struct cd *cd, const struct ct_wp_arm 
 	};
 }
 
-/* The event of hit r on a watch of the store src, armed by a sample of
- * weight `period`; watched: the bytes of the line it watched. */
+/* The event of hit r on a watch of the store pub, credited to src (pub or
+ * a later writer: sample_event says why the split is pub's), armed by a
+ * sample of weight `period`; watched: the bytes of the line it watched. */
 static void hit_event(struct cd *cd, const struct ct_record *r, const struct board_view *src,
-                      uint64_t period, unsigned watched)
+                      const struct board_view *pub, uint64_t period, unsigned watched)
 {
 	const struct ct_wp_hit *h = &r->u.hit;
 	double scale = (double)cd->line_size / (double)(watched ? watched : 1);
@@ -316,7 +323,7 @@ static void hit_event(struct cd *cd, const struct ct_record *r, const struct boa
 		.line = board_line(&cd->board, h->addr),
 		.addr = h->addr, .src_addr = src->addr, .len = h->len, .src_len = src->len,
 		.dst_kind = h->kind, .via = COMM_VIA_WATCHPOINT,
-		.true_sharing = ranges_overlap(h->addr, h->len, src->addr, src->len),
+		.true_sharing = ranges_overlap(h->addr, h->len, pub->addr, pub->len),
 		.ip = h->ip, .src_ip = src->ip, .weight = (double)period * scale,
 		.var = sampled_var((double)period * scale), .unit_max = (double)period * scale,
 	};
@@ -342,14 +349,15 @@ static void line_hit(struct cd *cd, const struct ct_record *r)
 	if (!cd_lines_hit(&lw->lines, slot, h->addr, h->len, store, cd->rules.wp_one_hit) ||
 	    cd->o.watchpoints == MODEL_WP_NONE)
 		return;
-	struct board_view src = arm_source(cd, a);
+	const struct board_view pub = arm_source(cd, a);
+	struct board_view src = pub;
 	bool counted = first && h->len && h->addr + h->len <= a->wp_addr[0] + watched &&
 	               cd_hit_recent(&cd->rules, &cd->hist[r->thread], &lw->note[slot], r->time) &&
 	               cd_credit(&cd->writers, r->thread, r->time, &src);
 	if (overwrite)
 		note_writer(cd, r->thread, r->time, h->addr, h->len, h->cpu, h->ip);
 	if (counted)
-		hit_event(cd, r, &src, lw->period[slot], watched);
+		hit_event(cd, r, &src, &pub, lw->period[slot], watched);
 }
 
 static void cd_hit(struct cd *cd, const struct ct_record *r)
@@ -374,7 +382,7 @@ static void cd_hit(struct cd *cd, const struct ct_record *r)
 	if (!cd_hit_recent(&cd->rules, &cd->hist[r->thread], &th->note, r->time))
 		return;
 	struct board_view src = arm_source(cd, &th->arm);
-	hit_event(cd, r, &src, th->arm_period, d * CD_WORD_BYTES);
+	hit_event(cd, r, &src, &src, th->arm_period, d * CD_WORD_BYTES);
 	th->hit_done = true;
 }
 

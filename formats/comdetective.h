@@ -41,7 +41,9 @@
  * to its line's latest known writer since the publication it came from
  * (cd_credit), not to a publisher whose data another thread has replaced
  * since: the event's weight (one sample's period) stays, only its source
- * moves.  Known writers are store samples (every thread's stores, sampled
+ * moves (true or false sharing is still decided against the publication's
+ * bytes, as for a WP_HIT in FORMAT.md: a later writer's known bytes are a
+ * selection).  Known writers are store samples (every thread's stores, sampled
  * alike) and overwrites: a store to the bytes another thread's store wrote
  * comes after it (in a program without data races, synchronization orders
  * the two), so the overwriter is that data's newer writer (a pipeline's
