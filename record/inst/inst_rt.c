@@ -706,17 +706,27 @@ static __attribute__((noinline)) void hit_record(uintptr_t addr, unsigned len, u
 	inst_owner_sampled(t, addr, len, kind);
 }
 
+/* A store the filter left out, shown to the line monitor (it draws its
+ * own samples among all stores). */
+static __attribute__((noinline)) void left_out_to_monitor(struct inst_tls *T, uintptr_t addr,
+                                                          unsigned len, unsigned kind)
+{
+	struct rt_thread *t = rec_thread(T);
+	if (t)
+		inst_owner_full_access(t, addr, len, kind);
+}
+
 void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip)
 {
 	struct inst_tls *T = &inst_t;
-	if (inst_full && filt_tab && T->on && !rt_guard && !inst_own_window &&
-	    filt_repeat(T, addr, len, kind)) {
+	if (inst_full && filt_tab && T->on && !rt_guard && filt_repeat(T, addr, len, kind)) {
 		/* full mode's common case, apart and short (no frame): the filter
 		 * leaves the access out.  The countdown, left below 0, counts it
 		 * (counted(): refill - left grows by one per access; the next
-		 * record folds it into done).  The line monitor, when on, sees
-		 * every store: it draws its own samples among them. */
+		 * record folds it into done). */
 		T->stat[IS_FILTERED]++;
+		if (inst_own_window)
+			left_out_to_monitor(T, addr, len, kind);
 		return;
 	}
 	hit_record(addr, len, kind, idx, ip);

@@ -99,6 +99,17 @@ check inst_filter_same_access_counts test -n "$(v "$WORK/c.f" inst.loads)" -a \
 check inst_filter_all_leaves_out_none test "$(v "$WORK/c.a" inst.full_filtered)" = 0
 check inst_filter_samples_plus_left_out test -n "$(v "$WORK/c.f" samples)" -a \
 	"$(( $(v "$WORK/c.f" samples) + $(v "$WORK/c.f" inst.full_filtered) ))" = "$(v "$WORK/c.a" samples)"
+# the line monitor beside --full sees every store but changes nothing of
+# what the filter leaves out: the same SAMPLE records, the same left out
+if "$COMMREC" -q -f --line-size 64 -o "$WORK/own.zst" --sampler inst --full --owner-window 16 -c 100 \
+	-- "$WORK/turns" 30 >"$WORK/out" 2>"$WORK/err"; then
+	"$COMMANALYZE" info "$WORK/own.zst" >"$WORK/info.own" 2>&1
+	counts "$WORK/info.own" >"$WORK/c.o"
+	check inst_filter_with_monitor_same_samples test -n "$(v "$WORK/c.o" samples)" -a \
+		"$(v "$WORK/c.o" samples) $(v "$WORK/c.o" inst.full_filtered)" = "$(v "$WORK/c.f" samples) $(v "$WORK/c.f" inst.full_filtered)"
+else
+	fail inst_filter_record_with_monitor "$(tail -c 300 "$WORK/err")"
+fi
 check inst_filter_config grep -q '^ *full_filter_line=64$' "$WORK/info"
 check inst_filter_feature grep -q '^format: version [0-9]* .*filtered' "$WORK/info"
 for bad in 128 4; do
