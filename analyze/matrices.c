@@ -352,6 +352,8 @@ int matrices_merge(struct matrices *into, const struct matrices *from)
 			t->var[v][k] += f->var[v][k];
 		}
 	t->unmapped_cpu += f->unmapped_cpu;
+	if (f->unit_max > t->unit_max)
+		t->unit_max = f->unit_max;
 	return 0;
 }
 

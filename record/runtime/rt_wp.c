@@ -177,7 +177,11 @@ int rt_wp_thread_start(struct rt_thread *t)
 
 int rt_wp_open_late(struct rt_thread *t)
 {
-	open_regs(t, &t->ev_nwp);
+	/* without the board nothing is armed (as at a thread's start) */
+	if (rt_board_ok)
+		open_regs(t, &t->ev_nwp);
+	else
+		t->ev_nwp = 0;
 	return t->ev_nwp;
 }
 

@@ -156,6 +156,14 @@ static void adopt_events(struct rt_thread *t)
 	memset(&off, 0, sizeof off);
 	timer_settime(t->timer, 0, &off, NULL);
 	int rc = rt_perf_thread_enable(t);
+	if (atomic_load(&t->stopped)) {
+		/* the writer stopped the thread meanwhile (it sets stopped before
+		 * it disables): its disable may have come before this enable */
+		if (rc == 0)
+			rt_perf_thread_stop(t, 0);
+		atomic_store(&t->ev_state, RT_EV_DONE);
+		return;
+	}
 	if (rc < 0)
 		timer_run(t);
 	t->nwp = t->ev_nwp;
