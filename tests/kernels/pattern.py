@@ -25,8 +25,10 @@ The main thread (T0) is left out: the kernels' workers carry the pattern.
   pattern.py --r-min EVENTS PAIRS      the lowest r (at 99.9% confidence) of an
       estimate against a pattern of PAIRS equal pairs and zeros elsewhere,
       when EVENTS Poisson events fall on those pairs (see r_min)
-  pattern.py --ring EVENTS OUT CSV  a sampled --directed matrix with EVENTS
-      events is a ring (pipeline): bounds in ring_check; exits 1 if not
+  pattern.py --ring EVENTS OUT CSV [EXOUT EXCSV]  a sampled --directed
+      matrix with EVENTS events is a ring (pipeline): bounds in ring_check,
+      off the ring at most exact's share there (EXCSV, directed, at least
+      1%); exits 1 if not
   pattern.py --r-min-of EVENTS OUT CSV  the same against the pattern of an
       exact matrix, when EVENTS Poisson events fall on its pairs in
       proportion to their volumes (see r_min_pattern)
@@ -135,12 +137,22 @@ def poisson_tail(lam, k):
     return max(0.0, 1.0 - cdf)
 
 
+def off_ring(m):
+    """The share of a directed matrix m (row receives from column) off the
+    ring (stages two apart, backwards)."""
+    w = len(m)
+    tot = sum(map(sum, m))
+    off = sum(m[i][j] for i in range(w) for j in range(w) if i != j and (i - j) % w != 1)
+    return off / tot if tot > 0 else 0.0
+
+
 def ring_check(m, events, share=0.01, alpha=1e-6):
     """A sampled directed matrix m (row receives from column) of a ring
     (pipeline) with `events` events: what fails.  Off the ring (stages two
-    apart, backwards) exact has at most `share` of the volume (check), so
-    the events there are Poisson of mean at most events x share: more than
-    its 1 - alpha quantile fail.  A ring step with no event fails: with at
+    apart, backwards) exact has at most `share` of the volume (the caller
+    measures it: the mailboxes' synchronization puts a few percent there),
+    so the events there are Poisson of mean at most events x share: more
+    than its 1 - alpha quantile fail.  A ring step with no event fails: with at
     least half its equal share (events / 2w), 0 has probability
     exp(-events / 2w) (below alpha from 14 w events)."""
     w = len(m)
@@ -148,8 +160,7 @@ def ring_check(m, events, share=0.01, alpha=1e-6):
     if tot <= 0 or events <= 0:
         return ["no events"]
     ring = [m[(s + 1) % w][s] for s in range(w)]
-    off = sum(m[i][j] for i in range(w) for j in range(w)
-              if i != j and (i - j) % w != 1) * events / tot
+    off = off_ring(m) * events
     lam, k = events * share, 0
     while poisson_tail(lam, k + 1) > alpha:
         k += 1
@@ -289,8 +300,11 @@ def main(argv):
         m = matrix(argv[2], argv[3])
         print("%.4f" % r_min_pattern(float(argv[1]), [m[i][j] for i, j in pairs(m)]))
         return
-    if len(argv) == 4 and argv[0] == "--ring":
-        bad = ring_check(matrix(argv[2], argv[3]), float(argv[1]))
+    if len(argv) in (4, 6) and argv[0] == "--ring":
+        share = 0.01
+        if len(argv) == 6:
+            share = max(share, off_ring(matrix(argv[4], argv[5])))
+        bad = ring_check(matrix(argv[2], argv[3]), float(argv[1]), share)
         for b in bad:
             print(b)
         sys.exit(1 if bad else 0)
