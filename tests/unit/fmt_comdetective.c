@@ -448,6 +448,7 @@ static void test_line_hits(void)
 	/* full slots: one waiting for its overwrite gives way before an older unhit one */
 	struct cd_lines m;
 	memset(&m, 0, sizeof m);
+	free(f.mem);
 	line_rules(&f, 2, 100);
 	h.nsamples = 1;
 	CHECK_EQ_U(add(&f, &h, &m, A), 0);
