@@ -140,8 +140,6 @@ static void soft_tell(struct rt_thread *t)
 /* Open the thread's registers, disabled; *n: how many. */
 static void open_regs(struct rt_thread *t, int *n)
 {
-	for (int i = 0; i < CT_WP_MAX; i++)
-		t->wp_fd[i] = -1;
 	int want = rt_cfg.watchpoints;
 	/* A group costs one ioctl to switch all registers on or off (measured
 	 * here: an arm+disarm cycle of 4 registers 10-12 us grouped, 19-20 us
@@ -165,12 +163,8 @@ int rt_wp_thread_start(struct rt_thread *t)
 {
 	if (rt_cfg.wp_soft)
 		return soft_start(t);
-	if (atomic_load(&t->ev_state) == RT_EV_TIMER) {
-		/* the writer opens them later, if its switches leave room */
-		for (int i = 0; i < CT_WP_MAX; i++)
-			t->wp_fd[i] = -1;
-		return 0;
-	}
+	if (atomic_load(&t->ev_state) == RT_EV_TIMER)
+		return 0;   /* the writer opens them later, if its switches leave room */
 	open_regs(t, &t->nwp);
 	return t->nwp;
 }

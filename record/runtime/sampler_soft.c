@@ -100,7 +100,8 @@ static int timer_run(struct rt_thread *t)
 	return timer_set(t) < 0 ? -errno : 0;
 }
 
-static int timer_start(struct rt_thread *t, int why_errno)
+/* The thread's timer made and set going (timer_ok); 0 or -errno. */
+static int timer_begin(struct rt_thread *t)
 {
 	int rc = timer_make(t);
 	if (rc < 0)
@@ -110,8 +111,23 @@ static int timer_start(struct rt_thread *t, int why_errno)
 		return rc;
 	}
 	t->timer_ok = true;
-	rt_status_timer_thread(why_errno);
 	return 0;
+}
+
+/* The thread's timer stopped (async-signal-safe: timer_settime). */
+static void timer_stop(struct rt_thread *t)
+{
+	struct itimerspec off;
+	memset(&off, 0, sizeof off);
+	timer_settime(t->timer, 0, &off, NULL);
+}
+
+static int timer_start(struct rt_thread *t, int why_errno)
+{
+	int rc = timer_begin(t);
+	if (rc == 0)
+		rt_status_timer_thread(why_errno);
+	return rc;
 }
 
 /* Where commrec measured what a thread's own sampling event costs at a
@@ -127,13 +143,8 @@ static bool start_late(struct rt_thread *t)
 	if (!rt_cfg.soft_event_switch_ns || !rt_cfg.wp_budget || rt_cfg.watchpoints <= 0 ||
 	    rt_cfg.wp_soft)
 		return false;   /* (no budget: events from the start) */
-	if (timer_make(t) < 0)
+	if (timer_begin(t) < 0)
 		return false;
-	if (timer_run(t) < 0) {
-		timer_delete(t->timer);
-		return false;
-	}
-	t->timer_ok = true;
 	atomic_store(&t->ev_state, RT_EV_TIMER);
 	return true;
 }
@@ -152,9 +163,7 @@ static bool on_event(const struct rt_thread *t)
  * closed), the thread stays on its timer, with the registers. */
 static void adopt_events(struct rt_thread *t)
 {
-	struct itimerspec off;
-	memset(&off, 0, sizeof off);
-	timer_settime(t->timer, 0, &off, NULL);
+	timer_stop(t);
 	int rc = rt_perf_thread_enable(t);
 	if (atomic_load(&t->stopped)) {
 		/* the writer stopped the thread meanwhile (it sets stopped before
@@ -271,9 +280,7 @@ static void soft_thread_stop(struct rt_thread *t, int self)
 {
 	settle_late(t);
 	if (t->timer_ok) {
-		struct itimerspec off;
-		memset(&off, 0, sizeof off);
-		timer_settime(t->timer, 0, &off, NULL);
+		timer_stop(t);
 		if (self) {
 			timer_delete(t->timer);
 			t->timer_ok = false;
