@@ -192,6 +192,12 @@ double matrix_at(const struct matrix *m, size_t row, size_t col);
 /* *sum = the sum of the cells, row by row (the order of a dense loop, so
  * dense and sparse storage give the same sum).  0, -1: memory. */
 int matrix_sum(const struct matrix *m, double *sum);
+/* The off-diagonal cells of m (NULL: none) that are not 0, as keys
+ * row * n + col in ascending order (n >= m->n, the caller's size); with
+ * sym the pairs row < col of m + m^T.  The count, *keys to free; -1:
+ * memory.  Visits the stored cells only, so sparse matrices cost their
+ * pairs, not n x n. */
+ptrdiff_t matrix_support(const struct matrix *m, size_t n, bool sym, uint64_t **keys);
 
 /* A non-zero cell, for sparse outputs. */
 struct mx_triplet {

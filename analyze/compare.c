@@ -43,6 +43,28 @@ static void keep_largest(double *top, size_t *nt, size_t k, double x)
 	top[at] = x;
 }
 
+/* The keys of the cells where a or ref is not 0 (matrix_support), in
+ * ascending order: the only cells whose terms are not those of a zero
+ * cell.  The count, *keys to free; -1: memory. */
+static ptrdiff_t union_support(const struct matrix *a, const struct matrix *ref, size_t n,
+                               bool sym, uint64_t **keys)
+{
+	uint64_t *ka, *kr;
+	ptrdiff_t na = matrix_support(a, n, sym, &ka), nr = matrix_support(ref, n, sym, &kr);
+	uint64_t *u = na < 0 || nr < 0 ? NULL : malloc(((size_t)(na + nr) + 1) * sizeof *u);
+	size_t nu = 0, i = 0, j = 0;
+	while (u && (i < (size_t)na || j < (size_t)nr)) {
+		uint64_t x = j == (size_t)nr || (i < (size_t)na && ka[i] <= kr[j]) ? ka[i] : kr[j];
+		u[nu++] = x;
+		i += i < (size_t)na && ka[i] == x;
+		j += j < (size_t)nr && kr[j] == x;
+	}
+	free(ka);
+	free(kr);
+	*keys = u;
+	return u ? (ptrdiff_t)nu : -1;
+}
+
 int matrix_compare_opts(const struct matrix *a, const struct matrix *ref,
                         const struct matrix_cmp_opts *o, struct matrix_cmp *out)
 {
@@ -54,44 +76,55 @@ int matrix_compare_opts(const struct matrix *a, const struct matrix *ref,
 		n = ref->n;
 	out->n = n;
 
+	/* Only the cells where a or ref is not 0 are visited, in the order of
+	 * a row-major loop (so sums are those of the loop); the Z cells where
+	 * both are 0 add their terms at once. */
+	uint64_t *key;
+	ptrdiff_t nk = union_support(a, ref, n, sym, &key);
+	if (nk < 0)
+		return -1;
+	size_t ncells = n < 2 ? 0 : sym ? n * (n - 1) / 2 : n * (n - 1);
+	double zeros = (double)(ncells - (size_t)nk);
+
 	/* pass 1: sums and means */
-	size_t ncells = 0, nref = 0;
+	size_t nref = 0;
 	double A = 0, R = 0;
-	for (size_t r = 0; r < n; r++)
-		for (size_t c = sym ? r + 1 : 0; c < n; c++) {
-			if (r == c)
-				continue;
-			double x = val(a, r, c, sym), y = val(ref, r, c, sym);
-			A += x;
-			R += y;
-			ncells++;
-			nref += y > 0;
-		}
+	for (ptrdiff_t x = 0; x < nk; x++) {
+		size_t r = key[x] / n, c = key[x] % n;
+		double xa = val(a, r, c, sym), y = val(ref, r, c, sym);
+		A += xa;
+		R += y;
+		nref += y > 0;
+	}
 	out->sum_a = A;
 	out->sum_ref = R;
 	double ma = ncells ? A / (double)ncells : 0, mr = ncells ? R / (double)ncells : 0;
 
 	/* pass 2: distances, correlation */
-	double l1 = 0, shape = 0, exc = 0, mis = 0, sab = 0, saa = 0, srr = 0;
+	/* the correlation's sums in long double: the zero cells' terms come
+	 * in one product each, so rounding must not depend on their count */
+	double l1 = 0, shape = 0, exc = 0, mis = 0;
+	long double sab = 0, saa = 0, srr = 0;
 	bool equal = true;
-	for (size_t r = 0; r < n; r++)
-		for (size_t c = sym ? r + 1 : 0; c < n; c++) {
-			if (r == c)
-				continue;
-			double x = val(a, r, c, sym), y = val(ref, r, c, sym);
-			double d = x - y;
-			l1 += fabs(d);
-			if (A > 0 && R > 0)
-				shape += fabs(x / A - y / R);
-			if (d > 0)
-				exc += d;
-			else
-				mis -= d;
-			equal &= x == y;
-			sab += (x - ma) * (y - mr);
-			saa += (x - ma) * (x - ma);
-			srr += (y - mr) * (y - mr);
-		}
+	for (ptrdiff_t x = 0; x < nk; x++) {
+		size_t r = key[x] / n, c = key[x] % n;
+		double xa = val(a, r, c, sym), y = val(ref, r, c, sym);
+		double d = xa - y;
+		l1 += fabs(d);
+		if (A > 0 && R > 0)
+			shape += fabs(xa / A - y / R);
+		if (d > 0)
+			exc += d;
+		else
+			mis -= d;
+		equal &= xa == y;
+		sab += (long double)(xa - ma) * (y - mr);
+		saa += (long double)(xa - ma) * (xa - ma);
+		srr += (long double)(y - mr) * (y - mr);
+	}
+	sab += (long double)zeros * ma * mr;
+	saa += (long double)zeros * ma * ma;
+	srr += (long double)zeros * mr * mr;
 	if (R > 0)
 		out->l1 = l1 / R;
 	else
@@ -104,7 +137,7 @@ int matrix_compare_opts(const struct matrix *a, const struct matrix *ref,
 	out->missing = R > 0 ? mis / R : 0;
 	out->ratio = R > 0 ? A / R : 0;
 	if (saa > 0 && srr > 0) {
-		double p = sab / sqrt(saa * srr);
+		double p = (double)(sab / sqrtl(saa * srr));
 		out->pearson = p > 1 ? 1 : p < -1 ? -1 : p;
 	} else {
 		out->pearson = equal ? 1 : 0;
@@ -114,29 +147,31 @@ int matrix_compare_opts(const struct matrix *a, const struct matrix *ref,
 	size_t kk = k < nref ? k : nref;
 	out->k = kk;
 	if (!kk) {
+		free(key);
 		out->topk_recall = 1;
 		return 0;
 	}
-	/* ref's cells with r_c > 0, and a's kk largest values (not all cells:
-	 * memory grows with the pairs, not with n x n) */
+	/* ref's cells with r_c > 0, and a's kk largest values */
 	struct kcell *cr = malloc(nref * sizeof *cr);
 	double *top = malloc(kk * sizeof *top);
 	if (!cr || !top) {
+		free(key);
 		free(cr);
 		free(top);
 		memset(out, 0, sizeof *out);
 		return -1;
 	}
 	size_t nr = 0, nt = 0;
-	for (size_t r = 0; r < n; r++)
-		for (size_t c = sym ? r + 1 : 0; c < n; c++) {
-			if (r == c)
-				continue;
-			double y = val(ref, r, c, sym);
-			if (y > 0)
-				cr[nr++] = (struct kcell){ y, r * n + c };
-			keep_largest(top, &nt, kk, val(a, r, c, sym));
-		}
+	for (ptrdiff_t x = 0; x < nk; x++) {
+		size_t r = key[x] / n, c = key[x] % n;
+		double y = val(ref, r, c, sym);
+		if (y > 0)
+			cr[nr++] = (struct kcell){ y, (size_t)key[x] };
+		keep_largest(top, &nt, kk, val(a, r, c, sym));
+	}
+	for (double z = 0; nt < kk && z < zeros; z++)
+		keep_largest(top, &nt, kk, 0);
+	free(key);
 	qsort(cr, nr, sizeof *cr, kcell_cmp);
 	double vk = top[kk - 1];
 	size_t hit = 0;

@@ -453,6 +453,56 @@ ptrdiff_t matrices_triplets(const struct matrices *m, enum mx_index index, enum 
 	return (ptrdiff_t)k;
 }
 
+static int cmp_key(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Sorts keys[0..k) and drops repeats; the count left. */
+static size_t keys_unique(uint64_t *keys, size_t k)
+{
+	qsort(keys, k, sizeof *keys, cmp_key);
+	size_t u = 0;
+	for (size_t x = 0; x < k; x++)
+		if (!u || keys[u - 1] != keys[x])
+			keys[u++] = keys[x];
+	return u;
+}
+
+ptrdiff_t matrix_support(const struct matrix *m, size_t n, bool sym, uint64_t **keys)
+{
+	*keys = NULL;
+	size_t stored = !m ? 0 : m->cell ? m->n * m->n : m->sp ? m->sp->n : 0;
+	uint64_t *k = malloc((stored ? stored : 1) * sizeof *k);
+	if (!k)
+		return -1;
+	size_t nk = 0;
+	for (size_t x = 0; x < stored; x++) {
+		size_t r, c;
+		double v;
+		if (m->cell) {
+			r = x / m->n;
+			c = x % m->n;
+			v = m->cell[r * stride_of(m) + c];
+		} else {
+			r = m->sp->rc[x][0];
+			c = m->sp->rc[x][1];
+			v = m->sp->v[m->kind][x];
+		}
+		if (r == c || v == 0)
+			continue;
+		if (sym && r > c) {
+			size_t t = r;
+			r = c;
+			c = t;
+		}
+		k[nk++] = (uint64_t)r * n + c;
+	}
+	*keys = k;
+	return (ptrdiff_t)keys_unique(k, nk);
+}
+
 int matrix_sum(const struct matrix *m, double *sum)
 {
 	*sum = 0;
