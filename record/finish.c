@@ -291,6 +291,15 @@ static void status_kv(struct ct_kv *kv, const char *spool)
 		ct_kv_add(kv, "sampler_lost_unattributed", "%llu",
 		          (unsigned long long)st.ring_lost_unattributed);
 	}
+	if (st.cpu_wp) {
+		/* format 6: the comdetective model counts every recorded hit */
+		ct_kv_add(kv, "watchpoint_arming", "cpu");
+		ct_kv_add(kv, "cpu_watchpoints", "%u", st.cpu_wp);
+		ct_kv_add(kv, "cpu_watchpoint_arms", "%llu", (unsigned long long)st.cpu_wp_arms);
+		ct_kv_add(kv, "cpu_watchpoint_hits", "%llu", (unsigned long long)st.cpu_wp_hits);
+		ct_kv_add(kv, "cpu_watchpoint_other_hits", "%llu",
+		          (unsigned long long)st.cpu_wp_other_hits);
+	}
 	if (st.timer_threads) {
 		ct_kv_add(kv, "sampler_fallback", "posix-timer");
 		ct_kv_add(kv, "sampler_fallback_reason", "%s",

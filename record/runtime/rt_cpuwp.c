@@ -49,6 +49,7 @@ struct cpu_regs {
 	int fd[CT_WP_MAX];
 	uint64_t id[CT_WP_MAX];
 	bool pending[CT_WP_MAX];     /* enabled for one more hit, not seen firing since */
+	bool overrun[CT_WP_MAX];     /* seen firing while not pending: disabled in this pass */
 	void *map;
 	size_t map_len, data_len;
 };
@@ -65,7 +66,8 @@ static uint8_t scratch[4096];
 
 /* what happened, for rt_cpuwp_log_stats */
 static uint64_t st_arms, st_evicted, st_owner_hits, st_other_hits, st_foreign_hits, st_stale,
-                st_lost, st_fail, st_ioctls;
+                st_lost, st_fail, st_ioctls, st_unknown,
+                st_overruns;
 
 bool rt_cpuwp_active(void)
 {
@@ -188,25 +190,25 @@ void rt_cpuwp_forget(void)
 
 /* ---- the writer's side ------------------------------------------------------ */
 
-/* Register k on every CPU re-targeted to addr and enabled for one hit
- * where it is not already. */
+/* Register k on every CPU re-targeted to addr (MODIFY_ATTRIBUTES takes
+ * attr.disabled too: it leaves the event off) and enabled for one hit: a
+ * REFRESH adds one to the event's hits before it stops, so an event still
+ * waiting for its one hit is only enabled again. */
 static void program(unsigned k, uint64_t addr)
 {
+	tmpl[k].bp_addr = addr;
 	for (int c = 0; c < ncpus; c++) {
 		struct cpu_regs *r = &cpus[c];
-		tmpl[k].bp_addr = addr;
-		st_ioctls++;
+		st_ioctls += 2;
 		if (ioctl(r->fd[k], PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &tmpl[k]) < 0) {
 			st_fail++;
 			continue;
 		}
-		if (!r->pending[k]) {
-			st_ioctls++;
-			if (ioctl(r->fd[k], PERF_EVENT_IOC_REFRESH, 1) == 0)
-				r->pending[k] = true;
-			else
-				st_fail++;
-		}
+		if (r->pending[k] ? ioctl(r->fd[k], PERF_EVENT_IOC_ENABLE, 0) < 0
+		                  : ioctl(r->fd[k], PERF_EVENT_IOC_REFRESH, 1) < 0)
+			st_fail++;
+		else
+			r->pending[k] = true;
 	}
 }
 
@@ -273,9 +275,19 @@ static void on_hit(void *ctx, const struct perf_rec *r)
 	}
 	struct cpu_regs *cr = &cpus[x->cpu];
 	int k = r->kind == PERF_REC_SAMPLE ? reg_of(cr, r->id) : -1;
-	if (k < 0)
+	if (k < 0) {
+		st_unknown++;
 		return;
-	cr->pending[k] = false;          /* it fired: disabled by the kernel */
+	}
+	if (cr->pending[k])
+		cr->pending[k] = false;      /* it fired: disabled by the kernel */
+	else if (!cr->overrun[k]) {
+		/* it fired past its one hit (it fired after a drain and was
+		 * then enabled again as if waiting): off until a REFRESH */
+		ioctl(cr->fd[k], PERF_EVENT_IOC_DISABLE, 0);
+		cr->overrun[k] = true;
+		st_overruns++;
+	}
 	if ((pid_t)r->pid != rt_pid) {
 		st_foreign_hits++;
 		return;
@@ -303,6 +315,7 @@ void rt_cpuwp_hits(const struct soft_tid_map *map, rt_emit_fn emit)
 	struct hit_ctx x = { .map = map, .emit = emit };
 	for (x.cpu = 0; x.cpu < ncpus; x.cpu++) {
 		struct cpu_regs *r = &cpus[x.cpu];
+		memset(r->overrun, 0, sizeof r->overrun);
 		perf_ring_drain(r->map, (uint8_t *)r->map + (r->map_len - r->data_len), r->data_len,
 		                &hit_fmt, scratch, sizeof scratch, on_hit, &x);
 	}
@@ -362,10 +375,12 @@ void rt_cpuwp_log_stats(void)
 		return;
 	rt_log(2, "soft sampler, per-CPU watchpoints: %llu arms (%llu registers taken from an older "
 	       "watch), hits: %llu by the watching thread, %llu by other threads, %llu by other "
-	       "processes, %llu stale; %llu ioctls (%llu failed), %llu hits lost",
+	       "processes, %llu stale, %llu unknown, %llu past their one; %llu ioctls (%llu "
+	       "failed), %llu hits lost",
 	       (unsigned long long)st_arms, (unsigned long long)st_evicted,
 	       (unsigned long long)st_owner_hits, (unsigned long long)st_other_hits,
 	       (unsigned long long)st_foreign_hits, (unsigned long long)st_stale,
+	       (unsigned long long)st_unknown, (unsigned long long)st_overruns,
 	       (unsigned long long)st_ioctls, (unsigned long long)st_fail,
 	       (unsigned long long)st_lost);
 	rt_status_cpu_wp(nregs, st_arms, st_owner_hits, st_other_hits);
