@@ -239,6 +239,11 @@ int rec_runtime_status(const char *spool, struct rt_status *sum)
 			sum->cpu_rings = st.cpu_rings;
 		sum->ring_unattributed += st.ring_unattributed;
 		sum->ring_lost_unattributed += st.ring_lost_unattributed;
+		if (st.cpu_wp > sum->cpu_wp)
+			sum->cpu_wp = st.cpu_wp;
+		sum->cpu_wp_arms += st.cpu_wp_arms;
+		sum->cpu_wp_hits += st.cpu_wp_hits;
+		sum->cpu_wp_other_hits += st.cpu_wp_other_hits;
 		n++;
 	}
 	closedir(d);
