@@ -37,7 +37,7 @@ static int open_on(volatile uint64_t *word, struct perf_event_attr *a, int cpu)
 	a->bp_addr = (uint64_t)(uintptr_t)word;
 	a->bp_len = HW_BREAKPOINT_LEN_8;
 	a->disabled = 1;
-	a->exclude_kernel = 1;
+	a->exclude_kernel = cpu < 0;    /* per CPU the runtime counts kernel accesses too */
 	a->exclude_hv = 1;
 	return (int)syscall(SYS_perf_event_open, a, cpu < 0 ? 0 : -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }

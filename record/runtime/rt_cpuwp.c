@@ -14,11 +14,19 @@
  *
  * Each event fires once and then stops (PERF_EVENT_IOC_REFRESH 1: no
  * signal, the kernel disables it), so a hot line traps once per CPU and
- * pass, not at every access; its sample (tid, time, ip, the watched
- * address, the user registers) goes to its CPU's ring, which the writer
- * drains at its next pass: a hit of the owner is its WP_HIT; another
- * thread's (the publisher's, a third's, another process's) is no
- * communication of the owner's, and the writer enables the event again.
+ * pass, not at every access.  An event is never re-targeted or enabled
+ * again once it has fired: on this VM's kernel (6.18) such an event keeps
+ * its debug register armed but drops every trap after, and a hot word then
+ * costs the program a trap of about 4 us per access, unseen (a loop over
+ * 8 KiB ran 10x slower).  So every arm, and every re-arm after another
+ * thread's hit, opens fresh events (and closes the old ones), which write
+ * into the CPU's ring through a software dummy event that owns it (a fifth
+ * breakpoint would not fit in the four registers).  Its sample (tid, time,
+ * ip, the watched address, the user registers) goes to that ring, which
+ * the writer drains at its next pass: a hit of the owner is its WP_HIT; another
+ * thread's (the publisher's, a third's, another process's), or a system
+ * call's access in the kernel, is no communication of the owner's, and the
+ * writer enables the event again.
  *
  * Only a thread's last sample of a pass may arm: earlier ones would be
  * replaced before the writer could arm them.  So a watch lives from the
@@ -46,10 +54,11 @@
 #define HIT_RING_PAGES 8         /* 32 KiB per CPU: hits are rare, one per event and pass */
 
 struct cpu_regs {
+	int cpu;
+	int ring_fd;                 /* the software dummy event that owns the ring */
 	int fd[CT_WP_MAX];
 	uint64_t id[CT_WP_MAX];
-	bool pending[CT_WP_MAX];     /* enabled for one more hit, not seen firing since */
-	bool overrun[CT_WP_MAX];     /* seen firing while not pending: disabled in this pass */
+	bool fired[CT_WP_MAX];       /* its event fired: a fresh one for the next arm */
 	void *map;
 	size_t map_len, data_len;
 };
@@ -57,7 +66,7 @@ struct cpu_regs {
 static struct cpu_regs cpus[CPU_MAX];
 static int ncpus;
 static unsigned nregs;
-static struct perf_event_attr tmpl[CT_WP_MAX];   /* only bp_addr changes */
+static struct perf_event_attr tmpl;              /* bp_addr set per open */
 static struct perf_sample_fmt hit_fmt;
 static struct wp_pool pool;
 static _Atomic int active;
@@ -66,8 +75,7 @@ static uint8_t scratch[4096];
 
 /* what happened, for rt_cpuwp_log_stats */
 static uint64_t st_arms, st_evicted, st_owner_hits, st_other_hits, st_foreign_hits, st_stale,
-                st_lost, st_fail, st_ioctls, st_unknown,
-                st_overruns;
+                st_lost, st_fail, st_opens, st_unknown, st_kernel_hits;
 
 bool rt_cpuwp_active(void)
 {
@@ -88,7 +96,11 @@ static void attr_init(struct perf_event_attr *a)
 	a->sample_regs_user = DEC_PERF_REGS_MASK;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
-	a->exclude_kernel = 1;
+	/* kernel accesses too: the debug registers trap on them anyway (a
+	 * futex word: every futex call, about 4 us here), and excluded they
+	 * would trap without end and unseen; counted, they use up the event's
+	 * one hit like any other thread's access */
+	a->exclude_kernel = 0;
 	a->exclude_hv = 1;
 	a->disabled = 1;
 	a->watermark = 1;
@@ -99,50 +111,83 @@ static void close_cpus(void)
 {
 	for (int c = 0; c < ncpus; c++) {
 		struct cpu_regs *r = &cpus[c];
-		if (r->map)
-			munmap(r->map, r->map_len);
-		r->map = NULL;
 		for (unsigned k = 0; k < nregs; k++)
 			rt_perf_close(r->fd[k]);
+		if (r->map)
+			munmap(r->map, r->map_len);
+		rt_perf_close(r->ring_fd);
 	}
 	ncpus = 0;
 }
 
-/* Open CPU c's registers into cpus[ncpus], the first with the ring (mapped
- * before the others can write into it); 0, 1 (no such CPU: not kept) or
+static int open_fd(struct perf_event_attr *a, int cpu)
+{
+	int fd = rt_fd_high((int)syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+	if (fd >= 0) {
+		rt_perf_fd_opened(fd);
+		rt_perf_mark_fd(fd);
+	}
+	return fd;
+}
+
+/* Register k of CPU r: a fresh event on addr (the old one closed), writing
+ * into the CPU's ring, enabled for one hit when `arm`; 0 or -errno. */
+static int reopen(struct cpu_regs *r, unsigned k, uint64_t addr, bool arm)
+{
+	rt_perf_close(r->fd[k]);
+	r->fd[k] = -1;
+	r->fired[k] = false;
+	tmpl.bp_addr = addr;
+	st_opens++;
+	int fd = open_fd(&tmpl, r->cpu);
+	if (fd < 0)
+		return -errno;
+	r->fd[k] = fd;
+	if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->ring_fd) < 0 ||
+	    ioctl(fd, PERF_EVENT_IOC_ID, &r->id[k]) < 0 ||
+	    (arm && ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0))
+		return -errno;
+	return 0;
+}
+
+/* CPU c into cpus[ncpus]: its ring's owner (mapped before the registers
+ * write into it) and its registers on the dummy word, disabled (they
+ * reserve the CPU's debug registers); 0, 1 (no such CPU: not kept) or
  * -errno (what opened is left for close_cpus). */
 static int open_cpu(int c)
 {
 	struct cpu_regs *r = &cpus[ncpus++];
 	memset(r, 0, sizeof *r);
+	r->cpu = c;
 	for (unsigned k = 0; k < CT_WP_MAX; k++)
 		r->fd[k] = -1;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	for (unsigned k = 0; k < nregs; k++) {
-		int fd = rt_fd_high((int)syscall(SYS_perf_event_open, &tmpl[k], -1, c, -1,
-		                                 PERF_FLAG_FD_CLOEXEC));
-		if (fd < 0 && k == 0 && errno == ENODEV) {
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.use_clockid = 1;            /* one ring, one clock */
+	a.clockid = CLOCK_MONOTONIC;
+	a.disabled = 1;
+	r->ring_fd = open_fd(&a, c);
+	if (r->ring_fd < 0) {
+		int e = errno;
+		if (e == ENODEV)
 			ncpus--;
-			return 1;
-		}
-		if (fd < 0)
-			return -errno;
-		rt_perf_fd_opened(fd);
-		rt_perf_mark_fd(fd);
-		r->fd[k] = fd;
-		if (ioctl(fd, PERF_EVENT_IOC_ID, &r->id[k]) < 0)
-			return -errno;
-		if (k && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd[0]) < 0)
-			return -errno;
-		if (k)
-			continue;
-		r->data_len = page * HIT_RING_PAGES;
-		r->map_len = page + r->data_len;
-		r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (r->map == MAP_FAILED) {
-			r->map = NULL;
-			return -errno;
-		}
+		return e == ENODEV ? 1 : -e;
+	}
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	r->data_len = page * HIT_RING_PAGES;
+	r->map_len = page + r->data_len;
+	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, r->ring_fd, 0);
+	if (r->map == MAP_FAILED) {
+		r->map = NULL;
+		return -errno;
+	}
+	for (unsigned k = 0; k < nregs; k++) {
+		int rc = reopen(r, k, (uintptr_t)&dummy_word, false);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -153,9 +198,8 @@ int rt_cpuwp_open(unsigned n)
 	if (ncpu < 1 || ncpu > CPU_MAX)
 		return -ERANGE;
 	nregs = n < CT_WP_MAX ? n : CT_WP_MAX;
-	for (unsigned k = 0; k < nregs; k++)
-		attr_init(&tmpl[k]);
-	perf_sample_fmt_from_attr(&tmpl[0], &hit_fmt);
+	attr_init(&tmpl);
+	perf_sample_fmt_from_attr(&tmpl, &hit_fmt);
 	wp_pool_init(&pool, nregs);
 	rt_fd_window_begin();
 	int rc = 0;
@@ -179,7 +223,8 @@ void rt_cpuwp_stop(void)
 		return;
 	for (int c = 0; c < ncpus; c++)
 		for (unsigned k = 0; k < nregs; k++)
-			ioctl(cpus[c].fd[k], PERF_EVENT_IOC_DISABLE, 0);
+			if (cpus[c].fd[k] >= 0)
+				ioctl(cpus[c].fd[k], PERF_EVENT_IOC_DISABLE, 0);
 }
 
 void rt_cpuwp_forget(void)
@@ -190,44 +235,23 @@ void rt_cpuwp_forget(void)
 
 /* ---- the writer's side ------------------------------------------------------ */
 
-/* Register k on every CPU re-targeted to addr (MODIFY_ATTRIBUTES takes
- * attr.disabled too: it leaves the event off) and enabled for one hit: a
- * REFRESH adds one to the event's hits before it stops, so an event still
- * waiting for its one hit is only enabled again. */
+/* Register k on every CPU watching addr, for one hit. */
 static void program(unsigned k, uint64_t addr)
 {
-	tmpl[k].bp_addr = addr;
-	for (int c = 0; c < ncpus; c++) {
-		struct cpu_regs *r = &cpus[c];
-		st_ioctls += 2;
-		if (ioctl(r->fd[k], PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &tmpl[k]) < 0) {
+	for (int c = 0; c < ncpus; c++)
+		if (reopen(&cpus[c], k, addr, true) < 0)
 			st_fail++;
-			continue;
-		}
-		if (r->pending[k] ? ioctl(r->fd[k], PERF_EVENT_IOC_ENABLE, 0) < 0
-		                  : ioctl(r->fd[k], PERF_EVENT_IOC_REFRESH, 1) < 0)
-			st_fail++;
-		else
-			r->pending[k] = true;
-	}
 }
 
-/* Live watches whose event fired for another thread: enabled again. */
+/* Live watches whose event fired for another thread: fresh events. */
 static void refresh_live(void)
 {
 	for (unsigned k = 0; k < nregs; k++) {
 		if (!pool.s[k].owner)
 			continue;
-		for (int c = 0; c < ncpus; c++) {
-			struct cpu_regs *r = &cpus[c];
-			if (r->pending[k])
-				continue;
-			st_ioctls++;
-			if (ioctl(r->fd[k], PERF_EVENT_IOC_REFRESH, 1) == 0)
-				r->pending[k] = true;
-			else
+		for (int c = 0; c < ncpus; c++)
+			if (cpus[c].fired[k] && reopen(&cpus[c], k, pool.s[k].addr, true) < 0)
 				st_fail++;
-		}
 	}
 }
 
@@ -279,17 +303,14 @@ static void on_hit(void *ctx, const struct perf_rec *r)
 		st_unknown++;
 		return;
 	}
-	if (cr->pending[k])
-		cr->pending[k] = false;      /* it fired: disabled by the kernel */
-	else if (!cr->overrun[k]) {
-		/* it fired past its one hit (it fired after a drain and was
-		 * then enabled again as if waiting): off until a REFRESH */
-		ioctl(cr->fd[k], PERF_EVENT_IOC_DISABLE, 0);
-		cr->overrun[k] = true;
-		st_overruns++;
-	}
+	cr->fired[k] = true;             /* disabled by the kernel: not to be used again */
 	if ((pid_t)r->pid != rt_pid) {
 		st_foreign_hits++;
+		return;
+	}
+	if (r->ip >= 0x800000000000ull || (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+	                                      PERF_RECORD_MISC_KERNEL) {
+		st_kernel_hits++;    /* a system call's access: not the program's own */
 		return;
 	}
 	struct rt_thread *who = soft_tid_map_find(x->map, r->tid, r->time);
@@ -315,7 +336,6 @@ void rt_cpuwp_hits(const struct soft_tid_map *map, rt_emit_fn emit)
 	struct hit_ctx x = { .map = map, .emit = emit };
 	for (x.cpu = 0; x.cpu < ncpus; x.cpu++) {
 		struct cpu_regs *r = &cpus[x.cpu];
-		memset(r->overrun, 0, sizeof r->overrun);
 		perf_ring_drain(r->map, (uint8_t *)r->map + (r->map_len - r->data_len), r->data_len,
 		                &hit_fmt, scratch, sizeof scratch, on_hit, &x);
 	}
@@ -374,14 +394,15 @@ void rt_cpuwp_log_stats(void)
 	if (!rt_cpuwp_active())
 		return;
 	rt_log(2, "soft sampler, per-CPU watchpoints: %llu arms (%llu registers taken from an older "
-	       "watch), hits: %llu by the watching thread, %llu by other threads, %llu by other "
-	       "processes, %llu stale, %llu unknown, %llu past their one; %llu ioctls (%llu "
-	       "failed), %llu hits lost",
+	       "watch), hits: %llu by the watching thread, %llu by other threads, %llu in the kernel, "
+	       "%llu by other processes, %llu stale, %llu of events closed since; %llu events opened "
+	       "(%llu failed), %llu hits lost",
 	       (unsigned long long)st_arms, (unsigned long long)st_evicted,
 	       (unsigned long long)st_owner_hits, (unsigned long long)st_other_hits,
+	       (unsigned long long)st_kernel_hits,
 	       (unsigned long long)st_foreign_hits, (unsigned long long)st_stale,
-	       (unsigned long long)st_unknown, (unsigned long long)st_overruns,
-	       (unsigned long long)st_ioctls, (unsigned long long)st_fail,
+	       (unsigned long long)st_unknown, (unsigned long long)st_opens,
+	       (unsigned long long)st_fail,
 	       (unsigned long long)st_lost);
-	rt_status_cpu_wp(nregs, st_arms, st_owner_hits, st_other_hits);
+	rt_status_cpu_wp(nregs, st_arms, st_owner_hits, st_other_hits + st_kernel_hits);
 }
