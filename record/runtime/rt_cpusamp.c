@@ -301,8 +301,8 @@ static void watch_step(void)
 		struct rt_thread *t = pend[ord[j].i].t;
 		if (t->w_pass != pass_no) {
 			t->w_pass = pass_no;
-			ord[j].last = true;
-			watchers++;
+			ord[j].last = !t->w_end_seen;   /* (its arm would come after its end) */
+			watchers += ord[j].last;
 		}
 	}
 	for (size_t j = 0; j < n; j++) {

@@ -27,9 +27,18 @@
 #                          weigh the CPU time of their sample, about equal on
 #                          a loop nest).  Fewer than EVENTS_MIN events: SKIP
 #                          with the counts.
-#   soft_stencil/wp_budget every decision the runtime prints about the
-#                          perf events' cost at context switches follows its
-#                          rule (commrec(1), Watchpoint probe), on the stencil
+#   soft_stencil/wp_rules  where commrec armed the watchpoints per CPU
+#                          (watchpoint_arming=cpu): every hit of the stencil
+#                          recording follows pattern.py --wp-check (on its
+#                          register's word of its thread's last arm, one per
+#                          arm, not the publisher's); SKIP with commrec's
+#                          reason where it chose the per-thread path
+#   soft_stencil/wp_budget the per-thread path (COMMTRACE_WP_CPU=0: what
+#                          commrec does where per-CPU breakpoints do not
+#                          open or fire): every decision the runtime prints
+#                          about the perf events' cost at context switches
+#                          follows its rule (commrec(1), Watchpoint probe),
+#                          on the stencil
 #   soft_stencil/wp_late   the same on p2p, whose threads ask for their
 #                          events; a thread that took them arms its registers
 # The samples, events, path and r are printed (INFO).
@@ -102,6 +111,18 @@ else
 	fail soft_stencil/r "r=$r < $rmin (the 99.9% bound for $e events)"
 fi
 
+if grep -q '^ *watchpoint_arming=cpu' "$WORK/s.info"; then
+	"$COMMANALYZE" dump --raw "$WORK/s.zst" --type wp_arm,wp_hit >"$WORK/s.wp" 2>/dev/null
+	echo "INFO soft_stencil/wp_rules: $(grep -c ' wp_arm ' "$WORK/s.wp") arms, $(grep -c ' wp_hit ' "$WORK/s.wp") hits, $(sed -n 's/^ *cpu_watchpoint_other_hits=//p' "$WORK/s.info") hits by other threads (per CPU)"
+	if out=$(python3 "$PAT" --wp-check "$WORK/s.wp"); then
+		pass soft_stencil/wp_rules
+	else
+		fail soft_stencil/wp_rules "$(echo "$out" | head -3 | tr '\n' '|')"
+	fi
+else
+	skip soft_stencil/wp_rules "watchpoints per thread here: $(sed -n 's/^ *watchpoint_cpu_reason=//p' "$WORK/s.info")"
+fi
+
 record_soft o "$K/omp_reduce" -t 4 -i 20000
 counts o
 lo=$(python3 - "$PAT" "$WORK/o.out" "$WORK/o.csv" "$e" <<'PY'
@@ -142,7 +163,7 @@ fi
 # a percent, which the checks allow for); where no cost was measured (no
 # watchpoints, or they do not fire) there is none to print.
 rc=0
-"$COMMREC" -v -f -o "$WORK/wb.zst" -s soft -- "$K/stencil" -t 4 -s 20000 >"$WORK/wb.out" 2>"$WORK/wb.err" || rc=$?
+COMMTRACE_WP_CPU=0 "$COMMREC" -v -f -o "$WORK/wb.zst" -s soft -- "$K/stencil" -t 4 -s 20000 >"$WORK/wb.out" 2>"$WORK/wb.err" || rc=$?
 cost=$("$COMMANALYZE" info "$WORK/wb.zst" 2>/dev/null | sed -n 's/^  watchpoint_switch_ns=//p')
 bad=$(awk '/watchpoints closed after|sampled by its timer after/ { c = $0; sub(/.*have cost /, "", c); sub(/%.*/, "", c);
 	l = $0; sub(/.*limit /, "", l); sub(/%.*/, "", l); if (c + 0.05 <= l + 0) print }
@@ -170,7 +191,7 @@ fi
 # (no cost measured, or a machine so loaded that they switch as often as
 # the stencil's) there is nothing more to check.
 rc=0
-"$COMMREC" -v -f -o "$WORK/wc.zst" -s soft -- "$CT_BUILD/ubench/p2p" -t 4 -n 30000000 \
+COMMTRACE_WP_CPU=0 "$COMMREC" -v -f -o "$WORK/wc.zst" -s soft -- "$CT_BUILD/ubench/p2p" -t 4 -n 30000000 \
 	>"$WORK/wc.out" 2>"$WORK/wc.err" || rc=$?
 bad=$(awk '/asked for its perf events after/ { c = $0; sub(/.*switches: /, "", c); sub(/%.*/, "", c);
 	l = $0; sub(/.*half the limit, /, "", l); sub(/%.*/, "", l); if (c * 2 > l + 0.1) print }' "$WORK/wc.err")
