@@ -120,10 +120,26 @@ static void choose_period(struct rec_opts *o)
 		o->throttle_share = 0;   /* inst samples without signals: nothing to lengthen */
 }
 
+/* Per-CPU watchpoints are armed from the per-CPU sample rings: at the
+ * default period, where the switch probe says the rings cost more than the
+ * timers here (a barrier-heavy loop), the per-thread path instead. */
+static void check_rings(struct rec_opts *o)
+{
+	switch_probe_run(&o->soft_probe, o->period_used * 1000);
+	o->soft_probed = true;
+	if (!o->soft_probe.timer)
+		return;
+	char d[256];
+	switch_probe_detail(&o->soft_probe, d, sizeof d);
+	o->wp_cpu = false;
+	snprintf(o->wp_cpu_reason, sizeof o->wp_cpu_reason, "per-CPU breakpoints fire, but the "
+	         "per-CPU sample rings they are armed from cost too much here (%s)", d);
+}
+
 /* soft: watchpoints per CPU, armed by the writer from the per-CPU sample
  * rings (record/runtime/rt_cpuwp.c), where breakpoints opened per CPU fire
- * (wp_probe_cpu_run) and no timer is asked for; COMMTRACE_WP_CPU=0 or 1
- * decides instead.  Else each thread's own registers (the per-thread
+ * (wp_probe_cpu_run), no timer is asked for and the rings are affordable
+ * (check_rings); COMMTRACE_WP_CPU=0 or 1 decides instead.  Else each thread's own registers (the per-thread
  * path). */
 static void choose_wp_cpu(struct rec_opts *o)
 {
@@ -147,6 +163,8 @@ static void choose_wp_cpu(struct rec_opts *o)
 		o->wp_cpu = p->verdict == WP_FIRE && p->fired >= o->wp_used;
 		snprintf(o->wp_cpu_reason, sizeof o->wp_cpu_reason, "per-CPU probe: %s: %s",
 		         wp_verdict_name(p->verdict), detail);
+		if (o->wp_cpu && !o->period && !(timer && *timer))
+			check_rings(o);
 	}
 	rec_info(1, "watchpoints %s (%s)", o->wp_cpu ? "per CPU, armed by the writer"
 	                                              : "per thread", o->wp_cpu_reason);

@@ -27,12 +27,13 @@
 #                          weigh the CPU time of their sample, about equal on
 #                          a loop nest).  Fewer than EVENTS_MIN events: SKIP
 #                          with the counts.
-#   soft_stencil/wp_rules  where commrec armed the watchpoints per CPU
-#                          (watchpoint_arming=cpu): every hit of the stencil
-#                          recording follows pattern.py --wp-check (on its
-#                          register's word of its thread's last arm, one per
-#                          arm, not the publisher's); SKIP with commrec's
-#                          reason where it chose the per-thread path
+#   soft_stencil/wp_rules  the per-CPU watchpoints (COMMTRACE_WP_CPU=1):
+#                          every hit of a stencil recording follows
+#                          pattern.py --wp-check (on its register's word of
+#                          its thread's last arm, one per arm, not the
+#                          publisher's); SKIP with the reason where the
+#                          runtime could not open them (no per-CPU events,
+#                          their registers taken by another process)
 #   soft_stencil/wp_budget the per-thread path (COMMTRACE_WP_CPU=0: what
 #                          commrec does where per-CPU breakpoints do not
 #                          open or fire): every decision the runtime prints
@@ -111,16 +112,22 @@ else
 	fail soft_stencil/r "r=$r < $rmin (the 99.9% bound for $e events)"
 fi
 
-if grep -q '^ *watchpoint_arming=cpu' "$WORK/s.info"; then
-	"$COMMANALYZE" dump --raw "$WORK/s.zst" --type wp_arm,wp_hit >"$WORK/s.wp" 2>/dev/null
-	echo "INFO soft_stencil/wp_rules: $(grep -c ' wp_arm ' "$WORK/s.wp") arms, $(grep -c ' wp_hit ' "$WORK/s.wp") hits, $(sed -n 's/^ *cpu_watchpoint_other_hits=//p' "$WORK/s.info") hits by other threads (per CPU)"
-	if out=$(python3 "$PAT" --wp-check "$WORK/s.wp"); then
+rc=0
+COMMTRACE_WP_CPU=1 "$COMMREC" -q -f -o "$WORK/c.zst" -s soft -- "$K/stencil" -t 4 -s 50000 \
+	>"$WORK/c.out" 2>"$WORK/c.err" || rc=$?
+"$COMMANALYZE" info "$WORK/c.zst" >"$WORK/c.info" 2>&1
+if [ "$rc" -ne 0 ]; then
+	fail soft_stencil/wp_rules "commrec exited $rc: $(tail -n 2 "$WORK/c.err" | tr '\n' '|')"
+elif grep -q '^ *watchpoint_arming=cpu' "$WORK/c.info"; then
+	"$COMMANALYZE" dump --raw "$WORK/c.zst" --type wp_arm,wp_hit >"$WORK/c.wp" 2>/dev/null
+	echo "INFO soft_stencil/wp_rules: $(grep -c ' wp_arm ' "$WORK/c.wp") arms, $(grep -c ' wp_hit ' "$WORK/c.wp") hits, $(sed -n 's/^ *cpu_watchpoint_other_hits=//p' "$WORK/c.info") hits by other threads (per CPU)"
+	if out=$(python3 "$PAT" --wp-check "$WORK/c.wp"); then
 		pass soft_stencil/wp_rules
 	else
 		fail soft_stencil/wp_rules "$(echo "$out" | head -3 | tr '\n' '|')"
 	fi
 else
-	skip soft_stencil/wp_rules "watchpoints per thread here: $(sed -n 's/^ *watchpoint_cpu_reason=//p' "$WORK/s.info")"
+	skip soft_stencil/wp_rules "no per-CPU watchpoints here (COMMTRACE_WP_CPU=1: the runtime could not open them, or no watchpoints: $(sed -n 's/^ *watchpoint_probe_detail=//p' "$WORK/c.info"))"
 fi
 
 record_soft o "$K/omp_reduce" -t 4 -i 20000
