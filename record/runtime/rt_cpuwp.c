@@ -103,8 +103,6 @@ static void attr_init(struct perf_event_attr *a)
 	a->exclude_kernel = 0;
 	a->exclude_hv = 1;
 	a->disabled = 1;
-	a->watermark = 1;
-	a->wakeup_watermark = HIT_RING_PAGES * 4096 / 2;   /* nobody waits: few wake-ups */
 }
 
 static void close_cpus(void)
