@@ -78,6 +78,16 @@ void rec_list_samplers(void)
 	       sp.timer || sp.open_errno ? "POSIX CPU-time timers (signals)"
 	                                 : "inherited perf events (no signal)",
 	       detail, (double)sp.ns / 1e6);
+	if (p.verdict == WP_FIRE) {
+		struct wp_probe c;
+		wp_probe_cpu_run(&c, p.fired);
+		wp_probe_detail(&c, detail, sizeof detail);
+		bool cpu = c.verdict == WP_FIRE && c.fired >= p.fired;
+		printf("soft watchpoints: %s (per-CPU probe: %s)\n",
+		       !cpu ? "per thread" : sp.timer ? "per thread at the default period (the "
+		       "per-CPU rings they are armed from cost more than the timers here), per CPU "
+		       "with -c" : "per CPU, armed by the writer from the per-CPU rings", detail);
+	}
 	printf("software watchpoints: with --sampler inst (its default): the instrumentation "
 	       "compares every access with the watched words; no debug registers needed, on any "
 	       "machine\n");
