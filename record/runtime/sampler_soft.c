@@ -3,12 +3,14 @@
  * Three paths.  The two perf ones share one sample conversion
  * (soft_convert, soft_sample_access) on the runtime's one perf path:
  *
- * Where no watchpoint is armed (-w 0, or the probe says they do not fire):
- * one inherited task-clock event per CPU, opened once, no signal, drained
- * and decoded by the writer thread (rt_cpusamp.c): no per-switch hrtimer
- * and nothing done in the program's threads beyond the timer interrupt.
+ * Where no watchpoint is armed (-w 0, or the probe says they do not fire),
+ * or the watchpoints are per CPU (COMMTRACE_WP_CPU=1: commrec's per-CPU
+ * probe): one inherited task-clock event per CPU, opened once, no signal,
+ * drained and decoded by the writer thread (rt_cpusamp.c), which also arms
+ * the per-CPU watchpoints (rt_cpuwp.c): no per-switch hrtimer and nothing
+ * done in the program's threads beyond the timer interrupt.
  *
- * Where watchpoints are armed: a perf task-clock event per thread
+ * Where watchpoints are armed per thread: a perf task-clock event per thread
  * (sample_period = period in ns, user registers in every sample,
  * CLOCK_MONOTONIC timestamps), drained in the thread's own signal handler
  * by the one perf sample path (rt_perf.c), because the online part of
