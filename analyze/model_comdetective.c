@@ -29,6 +29,10 @@
  *                 its last two samples (loads too) when it armed
  *   ns:N          hit time - publish time <= N
  *   samples:N     the watcher took fewer than N samples since it armed
+ * except in a trace whose watchpoints the recorder armed per CPU from its
+ * writer thread (SUMMARY watchpoint_arming=cpu, format 6): it armed them
+ * late, up to a writer pass after the sample, and ended the old ones
+ * itself, so every recorded hit counts.
  * Samples, arms and hits thinned by --period-multiplier are never seen.
  *
  * Software line watches (CONFIG line_watches > 0, the inst sampler; the
@@ -104,6 +108,7 @@ struct cd {
 	struct kfilter kf;
 	struct event_consumer *out;
 	size_t nout;
+	bool hits_all;                       /* SUMMARY watchpoint_arming=cpu: every recorded hit */
 	bool owner;                          /* --estimator owner: OWNER_XFER records only */
 	double owner_w, owner_v;             /* P / J, P (P - 1) / J^2 */
 	double owner_unit;                   /* (threads - 1) P: one window's most */
@@ -198,6 +203,9 @@ static void *cd_create(const struct model_setup *s)
 	}
 	for (size_t i = 0; i < s->nthreads; i++)
 		cd->t[i].last_cpu = UINT32_MAX;
+	char arming[16];
+	cd->hits_all = s->trace && ct_trace_meta(s->trace, CT_SEC_SUMMARY, "watchpoint_arming", arming,
+	                                         sizeof arming) && !strcmp(arming, "cpu");
 	uint64_t j, p;
 	if (cd->o.estimator == ESTIMATOR_OWNER && s->trace && owner_monitor_params(s->trace, &j, &p)) {
 		cd->owner = true;
@@ -379,7 +387,7 @@ static void cd_hit(struct cd *cd, const struct ct_record *r)
 		if (cd->o.watchpoints < d)
 			d = cd->o.watchpoints;
 	}
-	if (!cd_hit_recent(&cd->rules, &cd->hist[r->thread], &th->note, r->time))
+	if (!cd->hits_all && !cd_hit_recent(&cd->rules, &cd->hist[r->thread], &th->note, r->time))
 		return;
 	struct board_view src = arm_source(cd, &th->arm);
 	hit_event(cd, r, &src, &src, th->arm_period, d * CD_WORD_BYTES);

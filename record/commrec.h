@@ -80,6 +80,9 @@ struct rec_opts {
 	int wp_available;            /* debug registers that open and fire here, 0..4 */
 	int wp_used;                 /* watchpoints passed to the runtime */
 	bool wp_soft;                /* they are software watchpoints (inst) */
+	struct wp_probe wp_cpu_probe; /* soft: do per-CPU breakpoints open and fire (wp_probe.h) */
+	bool wp_cpu;                 /* soft: watchpoints per CPU, armed by the writer */
+	char wp_cpu_reason[512];     /* why (CONFIG watchpoint_cpu_reason) */
 	int line_size_used;
 	bool line_size_from_sysfs;
 	uint64_t period_used;        /* -c or the default, raised to the floor */

@@ -239,6 +239,11 @@ int rec_runtime_status(const char *spool, struct rt_status *sum)
 			sum->cpu_rings = st.cpu_rings;
 		sum->ring_unattributed += st.ring_unattributed;
 		sum->ring_lost_unattributed += st.ring_lost_unattributed;
+		if (st.cpu_wp > sum->cpu_wp)
+			sum->cpu_wp = st.cpu_wp;
+		sum->cpu_wp_arms += st.cpu_wp_arms;
+		sum->cpu_wp_hits += st.cpu_wp_hits;
+		sum->cpu_wp_other_hits += st.cpu_wp_other_hits;
 		n++;
 	}
 	closedir(d);
@@ -290,6 +295,15 @@ static void status_kv(struct ct_kv *kv, const char *spool)
 		ct_kv_add(kv, "sampler_unattributed", "%llu", (unsigned long long)st.ring_unattributed);
 		ct_kv_add(kv, "sampler_lost_unattributed", "%llu",
 		          (unsigned long long)st.ring_lost_unattributed);
+	}
+	if (st.cpu_wp) {
+		/* format 6: the comdetective model counts every recorded hit */
+		ct_kv_add(kv, "watchpoint_arming", "cpu");
+		ct_kv_add(kv, "cpu_watchpoints", "%u", st.cpu_wp);
+		ct_kv_add(kv, "cpu_watchpoint_arms", "%llu", (unsigned long long)st.cpu_wp_arms);
+		ct_kv_add(kv, "cpu_watchpoint_hits", "%llu", (unsigned long long)st.cpu_wp_hits);
+		ct_kv_add(kv, "cpu_watchpoint_other_hits", "%llu",
+		          (unsigned long long)st.cpu_wp_other_hits);
 	}
 	if (st.timer_threads) {
 		ct_kv_add(kv, "sampler_fallback", "posix-timer");

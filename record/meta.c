@@ -83,6 +83,8 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 		bool timer = o->soft_timer || (o->soft_probed && o->soft_probe.open_errno);
 		ct_kv_add(kv, "soft_path", "%s", timer ? "timer" : "perf");
 		ct_kv_add(kv, "soft_path_reason", "%s", o->soft_path_reason);
+		if (o->wp_used)
+			ct_kv_add(kv, "watchpoint_cpu_reason", "%s", o->wp_cpu_reason);
 	}
 	ct_kv_add(kv, "board_size", "%d", o->board_size);
 	ct_kv_add(kv, "line_size", "%d", o->line_size_used);

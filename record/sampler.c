@@ -78,6 +78,16 @@ void rec_list_samplers(void)
 	       sp.timer || sp.open_errno ? "POSIX CPU-time timers (signals)"
 	                                 : "inherited perf events (no signal)",
 	       detail, (double)sp.ns / 1e6);
+	if (p.verdict == WP_FIRE) {
+		struct wp_probe c;
+		wp_probe_cpu_run(&c, p.fired);
+		wp_probe_detail(&c, detail, sizeof detail);
+		bool cpu = c.verdict == WP_FIRE && c.fired >= p.fired;
+		printf("soft watchpoints: %s (per-CPU probe: %s)\n",
+		       !cpu ? "per thread" : sp.timer ? "per thread at the default period (the "
+		       "per-CPU rings they are armed from cost more than the timers here), per CPU "
+		       "with -c" : "per CPU, armed by the writer from the per-CPU rings", detail);
+	}
 	printf("software watchpoints: with --sampler inst (its default): the instrumentation "
 	       "compares every access with the watched words; no debug registers needed, on any "
 	       "machine\n");
@@ -120,6 +130,56 @@ static void choose_period(struct rec_opts *o)
 		o->throttle_share = 0;   /* inst samples without signals: nothing to lengthen */
 }
 
+/* Per-CPU watchpoints are armed from the per-CPU sample rings: at the
+ * default period, where the switch probe says the rings cost more than the
+ * timers here (a barrier-heavy loop), the per-thread path instead. */
+static void check_rings(struct rec_opts *o)
+{
+	switch_probe_run(&o->soft_probe, o->period_used * 1000);
+	o->soft_probed = true;
+	if (!o->soft_probe.timer)
+		return;
+	char d[256];
+	switch_probe_detail(&o->soft_probe, d, sizeof d);
+	o->wp_cpu = false;
+	snprintf(o->wp_cpu_reason, sizeof o->wp_cpu_reason, "per-CPU breakpoints fire, but the "
+	         "per-CPU sample rings they are armed from cost too much here (%s)", d);
+}
+
+/* soft: watchpoints per CPU, armed by the writer from the per-CPU sample
+ * rings (record/runtime/rt_cpuwp.c), where breakpoints opened per CPU fire
+ * (wp_probe_cpu_run), no timer is asked for and the rings are affordable
+ * (check_rings); COMMTRACE_WP_CPU=0 or 1 decides instead.  Else each thread's own registers (the per-thread
+ * path). */
+static void choose_wp_cpu(struct rec_opts *o)
+{
+	o->wp_cpu = false;
+	const char *env = getenv(CT_ENV_WP_CPU);
+	const char *timer = getenv(CT_ENV_SOFT_TIMER);
+	if (strcmp(o->sampler_used, "soft") || !o->wp_used || o->wp_soft)
+		return;
+	if (timer && timer[0] == '1') {
+		snprintf(o->wp_cpu_reason, sizeof o->wp_cpu_reason, "timers asked for (%s=1): "
+		         "watchpoints per thread", CT_ENV_SOFT_TIMER);
+	} else if (env && *env) {
+		o->wp_cpu = env[0] == '1';
+		snprintf(o->wp_cpu_reason, sizeof o->wp_cpu_reason, "asked for with %s=%s",
+		         CT_ENV_WP_CPU, env);
+	} else {
+		struct wp_probe *p = &o->wp_cpu_probe;
+		wp_probe_cpu_run(p, o->wp_used);
+		char detail[200];
+		wp_probe_detail(p, detail, sizeof detail);
+		o->wp_cpu = p->verdict == WP_FIRE && p->fired >= o->wp_used;
+		snprintf(o->wp_cpu_reason, sizeof o->wp_cpu_reason, "per-CPU probe: %s: %s",
+		         wp_verdict_name(p->verdict), detail);
+		if (o->wp_cpu && !o->period && !(timer && *timer))
+			check_rings(o);
+	}
+	rec_info(1, "watchpoints %s (%s)", o->wp_cpu ? "per CPU, armed by the writer"
+	                                              : "per thread", o->wp_cpu_reason);
+}
+
 /* Watchpoints: probe whether debug registers open and fire here (full
  * traces need none; the probe still runs: its verdict goes into the trace).
  * The inst sampler watches in software by default: exact, on any machine. */
@@ -145,7 +205,8 @@ static void choose_watchpoints(struct rec_opts *o)
 	o->wp_used = want < usable ? want : usable;
 	if (!want)
 		return;
-	if (o->wp_used) {
+	choose_wp_cpu(o);
+	if (o->wp_used && !o->wp_cpu) {
 		/* soft at the default period: its per-thread events too (see
 		 * choose_soft_path) */
 		bool soft = !strcmp(o->sampler_used, "soft") && !o->period;
@@ -195,6 +256,14 @@ static void choose_soft_path(struct rec_opts *o)
 		         CT_ENV_SOFT_TIMER, env);
 		rec_info(1, "soft path: %s (%s)", o->soft_timer ? "timers" : "perf events",
 		         o->soft_path_reason);
+		return;
+	}
+	if (o->wp_cpu) {
+		o->soft_timer = false;
+		snprintf(o->soft_path_reason, sizeof o->soft_path_reason, "watchpoints per CPU: "
+		         "per-CPU sample rings decoded by the writer, which arms the CPUs' debug "
+		         "registers (watchpoint_cpu_reason)");
+		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
 		return;
 	}
 	if (o->wp_used > 0 && !o->wp_soft && !o->period && o->soft_event_switch_ns) {

@@ -46,6 +46,11 @@ struct rt_status {
 	uint64_t ring_unattributed;    /* soft, per-CPU rings: samples of threads not recorded */
 	uint64_t ring_lost_unattributed; /* soft, per-CPU rings: records the kernel lost that no
 	                                  * recorded thread could take (no tid, main thread ended) */
+	uint32_t cpu_wp;               /* soft: watchpoint registers per CPU armed by the writer, 0: not */
+	uint32_t pad3;
+	uint64_t cpu_wp_arms;          /* ... its arms */
+	uint64_t cpu_wp_hits;          /* ... hits by the watching thread (WP_HIT records) */
+	uint64_t cpu_wp_other_hits;    /* ... by other threads of the program (no communication) */
 };
 
 #define RT_STATUS_NAME "status-%d.bin"  /* in the spool, %d the pid */

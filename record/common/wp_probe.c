@@ -26,8 +26,9 @@ static uint64_t now_ns(void)
 }
 
 /* The runtime's template (record/runtime/rt_wp.c): read/write, 8 bytes,
- * user space only, disabled, on a dummy word; counting only here. */
-static int open_on(volatile uint64_t *word, struct perf_event_attr *a)
+ * user space only, disabled, on a dummy word; counting only here.  On the
+ * calling thread (cpu -1), or per CPU on CPU cpu (pid -1). */
+static int open_on(volatile uint64_t *word, struct perf_event_attr *a, int cpu)
 {
 	memset(a, 0, sizeof *a);
 	a->size = sizeof *a;
@@ -36,12 +37,12 @@ static int open_on(volatile uint64_t *word, struct perf_event_attr *a)
 	a->bp_addr = (uint64_t)(uintptr_t)word;
 	a->bp_len = HW_BREAKPOINT_LEN_8;
 	a->disabled = 1;
-	a->exclude_kernel = 1;
+	a->exclude_kernel = cpu < 0;    /* per CPU the runtime counts kernel accesses too */
 	a->exclude_hv = 1;
-	return (int)syscall(SYS_perf_event_open, a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return (int)syscall(SYS_perf_event_open, a, cpu < 0 ? 0 : -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-void wp_probe_run(struct wp_probe *p, int want)
+static void probe(struct wp_probe *p, int want, int cpu)
 {
 	/* on the stack: each probe (and each thread) its own words */
 	volatile uint64_t dummy = 0, words[CT_WP_MAX];
@@ -55,7 +56,7 @@ void wp_probe_run(struct wp_probe *p, int want)
 	p->want = want < 0 ? 0 : want;
 	for (int i = 0; i < p->want; i++) {
 		words[i] = 0;
-		fd[i] = open_on(&dummy, &attr[i]);
+		fd[i] = open_on(&dummy, &attr[i], cpu);
 		if (fd[i] < 0) {
 			p->open_errno = errno;
 			break;
@@ -89,6 +90,29 @@ void wp_probe_run(struct wp_probe *p, int want)
 	}
 	p->verdict = !p->opened ? WP_NO_OPEN : p->fired ? WP_FIRE : WP_NO_FIRE;
 	p->ns = now_ns() - t0;
+}
+
+void wp_probe_run(struct wp_probe *p, int want)
+{
+	probe(p, want, -1);
+}
+
+void wp_probe_cpu_run(struct wp_probe *p, int want)
+{
+	cpu_set_t old, one;
+	int cpu = sched_getcpu();
+	if (cpu < 0 || sched_getaffinity(0, sizeof old, &old) < 0) {
+		memset(p, 0, sizeof *p);
+		p->want = want;
+		p->open_errno = errno;
+		p->verdict = WP_NO_OPEN;
+		return;
+	}
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	sched_setaffinity(0, sizeof one, &one);   /* the writes happen on that CPU */
+	probe(p, want, cpu);
+	sched_setaffinity(0, sizeof old, &old);
 }
 
 const char *wp_verdict_name(enum wp_verdict v)
@@ -193,7 +217,7 @@ static int open_kind(const struct turn_arg *a, volatile uint64_t *word, int *fd)
 	int n = 0;
 	for (; a->kind != TURN_NONE && n < a->nregs; n++) {
 		struct perf_event_attr attr;
-		fd[n] = open_on(word, &attr);
+		fd[n] = open_on(word, &attr, -1);
 		if (fd[n] < 0 ||
 		    (a->kind == TURN_REGS_ARMED && ioctl(fd[n], PERF_EVENT_IOC_ENABLE, 0) < 0))
 			break;

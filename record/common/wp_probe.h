@@ -38,6 +38,12 @@ struct wp_probe {
 
 /* Run the probe for up to want (<= CT_WP_MAX) registers; fills *p. */
 void wp_probe_run(struct wp_probe *p, int want);
+/* The same with breakpoints opened per CPU (pid -1, on the CPU the calling
+ * thread runs on, which it is pinned to meanwhile): what the soft sampler's
+ * per-CPU watchpoints need (record/runtime/rt_cpuwp.c); they open only
+ * where perf_event_paranoid allows per-CPU events (<= 0, or
+ * CAP_PERFMON/CAP_SYS_ADMIN). */
+void wp_probe_cpu_run(struct wp_probe *p, int want);
 
 /* The verdict as stored in the trace (CONFIG watchpoint_probe): "fires",
  * "no-fire" or "no-open". */

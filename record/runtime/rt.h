@@ -65,6 +65,7 @@ struct rt_thread {
 	_Atomic bool samp_by_writer;
 	bool w_end_seen;           /* writer: end_pushed seen before this pass's collect */
 	bool w_closed;             /* writer: THREAD_END written */
+	uint64_t w_pass;           /* writer: the last pass with a sample of it (rt_cpusamp.c) */
 
 	/* sample state (signal handler context) */
 	struct cd_history cd;              /* Algorithm 1 state: usable samples, t_prev */
@@ -155,6 +156,7 @@ struct rt_config {
 	bool no_alloc;
 	bool soft_timer;           /* COMMTRACE_SOFT_TIMER=1 */
 	bool wp_async;             /* COMMTRACE_WP_ASYNC=1: O_ASYNC signal instead of sigtrap */
+	bool wp_cpu;               /* COMMTRACE_WP_CPU=1: soft: per-CPU watchpoints armed by the writer */
 	bool wp_soft;              /* COMMTRACE_WP_SOFT=1: software watchpoints (sampler_ops.watch) */
 	uint32_t wp_lines, wp_life; /* software: line watches per thread (0: words), their life */
 	uint64_t wp_switch_ns;     /* COMMTRACE_WP_SWITCH_NS: armed registers' cost per context switch */
@@ -350,6 +352,22 @@ bool rt_cpusamp_collect(void);
 const struct ct_record *rt_cpusamp_next(struct rt_thread *t, uint64_t until);
 void rt_cpusamp_log_stats(void);
 
+/* rt_cpuwp.c: its per-CPU watchpoints, armed by the writer */
+int rt_cpuwp_open(unsigned nregs);           /* main thread, before rt_cpusamp_open; 0 or -errno */
+bool rt_cpuwp_active(void);
+void rt_cpuwp_stop(void);                    /* writer, final pass */
+void rt_cpuwp_forget(void);                  /* fork child */
+/* Writer, each pass, before the samples: the hits in the CPUs' rings (the
+ * watchers' WP_HIT records through emit); live watches enabled again. */
+struct soft_tid_map;
+void rt_cpuwp_hits(const struct soft_tid_map *map, rt_emit_fn emit);
+/* Writer: Algorithm 1 on sample record s of t, the pass's samples in time
+ * order; last: t's last of the pass (only it may arm); watchers: threads
+ * with samples in the pass (they share the registers). */
+void rt_cpuwp_sample(struct rt_thread *t, const struct ct_record *s, bool last, unsigned watchers,
+                     rt_emit_fn emit);
+void rt_cpuwp_log_stats(void);
+
 /* rt_alloc.c */
 void rt_alloc_init(void);
 void *rt_boot_alloc(size_t size);
@@ -364,6 +382,7 @@ void rt_status_timer_sample(uint64_t cpu_ns);
 void rt_status_cpu_rings(uint32_t n);
 void rt_status_ring_unattributed(uint64_t n);
 void rt_status_ring_lost_unattributed(uint64_t n);
+void rt_status_cpu_wp(uint32_t nregs, uint64_t arms, uint64_t hits, uint64_t other);
 
 /* rt_maps.c */
 void rt_write_maps(void);

@@ -19,11 +19,11 @@
  * the program's threads either: a sample costs the thread only the timer
  * interrupt and the kernel's ring write.
  *
- * Why only without watchpoints (sampler_soft.c): the online part of
- * ComDetective's Algorithm 1 arms the sampling thread's debug registers at
- * its sample, in that thread; decoded late on the writer it would arm on a
- * stale sample, from the wrong thread.  And a thread with per-thread
- * events of its own (the breakpoints) loses the cheap switch anyway. */
+ * Watchpoints: not the threads' own (a thread with per-thread events of
+ * its own, breakpoints, loses the cheap switch), but per-CPU breakpoint
+ * events the writer arms from the samples it decodes (rt_cpuwp.c), where
+ * they open and fire; elsewhere the per-thread path arms each thread's
+ * registers at its sample, in its handler (sampler_soft.c). */
 #include "rt.h"
 
 #include <errno.h>
@@ -176,12 +176,14 @@ int rt_cpusamp_open(uint64_t period_ns)
 
 void rt_cpusamp_stop(void)
 {
+	rt_cpuwp_stop();
 	for (int i = 0; i < nrings; i++)
 		ioctl(rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
 void rt_cpusamp_forget(void)
 {
+	rt_cpuwp_forget();
 	if (!atomic_exchange(&active, 0))
 		return;
 	close_rings();
@@ -258,6 +260,57 @@ static int by_slot_time(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The pass's samples in time order (all threads), for Algorithm 1 on the
+ * writer: indices into pend, each thread's last of the pass marked. */
+struct order {
+	uint32_t i;
+	bool last;
+};
+static struct order *ord;
+static size_t ord_cap;
+static uint64_t pass_no;
+
+static int by_time(const void *a, const void *b)
+{
+	const struct pending *x = &pend[((const struct order *)a)->i];
+	const struct pending *y = &pend[((const struct order *)b)->i];
+	if (x->r.time != y->r.time)
+		return x->r.time < y->r.time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Algorithm 1's online part on the pass's samples (rt_cpuwp.c arms the
+ * per-CPU watchpoints and adds WP_ARM records to pend). */
+static void watch_step(void)
+{
+	if (pend_n > ord_cap) {
+		struct order *o = realloc(ord, pend_n * sizeof *o);
+		if (!o)
+			return;           /* (no arms in this pass) */
+		ord = o;
+		ord_cap = pend_n;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < pend_n; i++)
+		if (pend[i].r.type == CT_REC_SAMPLE)
+			ord[n++] = (struct order){ .i = (uint32_t)i };
+	qsort(ord, n, sizeof *ord, by_time);
+	pass_no++;
+	unsigned watchers = 0;
+	for (size_t j = n; j-- > 0;) {
+		struct rt_thread *t = pend[ord[j].i].t;
+		if (t->w_pass != pass_no) {
+			t->w_pass = pass_no;
+			ord[j].last = !t->w_end_seen;   /* (its arm would come after its end) */
+			watchers += ord[j].last;
+		}
+	}
+	for (size_t j = 0; j < n; j++) {
+		struct ct_record r = pend[ord[j].i].r;   /* (pend grows: a copy) */
+		rt_cpuwp_sample(pend[ord[j].i].t, &r, ord[j].last, watchers, pend_emit);
+	}
+}
+
 bool rt_cpusamp_collect(void)
 {
 	pend_n = pend_pos = 0;
@@ -266,6 +319,7 @@ bool rt_cpusamp_collect(void)
 	/* the ends first: a thread seen ending now has all its samples up to
 	 * its THREAD_END in the rings drained below */
 	build_map();
+	rt_cpuwp_hits(&map, pend_emit);
 	bool busy = false;
 	for (int i = 0; i < nrings; i++) {
 		struct cpu_ring *c = &rings[i];
@@ -275,6 +329,8 @@ bool rt_cpusamp_collect(void)
 		perf_ring_drain(c->map, (uint8_t *)c->map + (c->map_len - c->data_len), c->data_len, &fmt,
 		                scratch, sizeof scratch, on_cpu_rec, NULL);
 	}
+	if (rt_cpuwp_active())
+		watch_step();
 	qsort(pend, pend_n, sizeof *pend, by_slot_time);
 	return busy;
 }
@@ -290,6 +346,7 @@ const struct ct_record *rt_cpusamp_next(struct rt_thread *t, uint64_t until)
 
 void rt_cpusamp_log_stats(void)
 {
+	rt_cpuwp_log_stats();
 	if (rt_cpusamp_active() && (unattributed || lost_unattributed || pend_nomem))
 		rt_log(2, "soft sampler: %llu samples of threads that are not recorded, %llu lost by "
 		       "the kernel with no recorded thread to take them, %llu not kept (no memory)",

@@ -146,6 +146,7 @@ static void read_config(void)
 	rt_cfg.no_alloc = env_flag(CT_ENV_NO_ALLOC);
 	rt_cfg.soft_timer = env_flag(CT_ENV_SOFT_TIMER);
 	rt_cfg.wp_async = env_flag(CT_ENV_WP_ASYNC);
+	rt_cfg.wp_cpu = env_flag(CT_ENV_WP_CPU);
 	rt_cfg.wp_soft = env_flag(CT_ENV_WP_SOFT);
 	rt_cfg.wp_lines = rt_cfg.wp_soft ? (uint32_t)env_u64(CT_ENV_WP_LINES, 0) : 0;
 	if (rt_cfg.wp_lines > CD_LINES_MAX)

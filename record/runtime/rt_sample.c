@@ -45,6 +45,8 @@ void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn 
 	r.u.sample.kind = s->acc.kind;
 	r.u.sample.flags = (uint8_t)(s->acc.flags | s->extra_flags);
 	emit(t, &r);
+	if (rt_cpuwp_active() && atomic_load(&t->samp_by_writer))
+		return;   /* the writer runs Algorithm 1 on all threads' samples in time order */
 
 	/* Algorithm 1 (formats/comdetective.h): the recorder's expiry rule;
 	 * without watchpoints, no board (the history only) */

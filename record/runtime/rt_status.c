@@ -80,3 +80,11 @@ void rt_status_ring_lost_unattributed(uint64_t n)
 {
 	__atomic_store_n(&rt_st->ring_lost_unattributed, n, __ATOMIC_RELAXED);
 }
+
+void rt_status_cpu_wp(uint32_t nregs, uint64_t arms, uint64_t hits, uint64_t other)
+{
+	__atomic_store_n(&rt_st->cpu_wp, nregs, __ATOMIC_RELAXED);
+	__atomic_store_n(&rt_st->cpu_wp_arms, arms, __ATOMIC_RELAXED);
+	__atomic_store_n(&rt_st->cpu_wp_hits, hits, __ATOMIC_RELAXED);
+	__atomic_store_n(&rt_st->cpu_wp_other_hits, other, __ATOMIC_RELAXED);
+}

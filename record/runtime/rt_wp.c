@@ -165,6 +165,8 @@ int rt_wp_thread_start(struct rt_thread *t)
 		return soft_start(t);
 	if (atomic_load(&t->ev_state) == RT_EV_TIMER)
 		return 0;   /* the writer opens them later, if its switches leave room */
+	if (atomic_load(&t->samp_by_writer))
+		return 0;   /* the CPUs' registers, armed by the writer (rt_cpuwp.c) */
 	open_regs(t, &t->nwp);
 	return t->nwp;
 }

@@ -3,12 +3,14 @@
  * Three paths.  The two perf ones share one sample conversion
  * (soft_convert, soft_sample_access) on the runtime's one perf path:
  *
- * Where no watchpoint is armed (-w 0, or the probe says they do not fire):
- * one inherited task-clock event per CPU, opened once, no signal, drained
- * and decoded by the writer thread (rt_cpusamp.c): no per-switch hrtimer
- * and nothing done in the program's threads beyond the timer interrupt.
+ * Where no watchpoint is armed (-w 0, or the probe says they do not fire),
+ * or the watchpoints are per CPU (COMMTRACE_WP_CPU=1: commrec's per-CPU
+ * probe): one inherited task-clock event per CPU, opened once, no signal,
+ * drained and decoded by the writer thread (rt_cpusamp.c), which also arms
+ * the per-CPU watchpoints (rt_cpuwp.c): no per-switch hrtimer and nothing
+ * done in the program's threads beyond the timer interrupt.
  *
- * Where watchpoints are armed: a perf task-clock event per thread
+ * Where watchpoints are armed per thread: a perf task-clock event per thread
  * (sample_period = period in ns, user registers in every sample,
  * CLOCK_MONOTONIC timestamps), drained in the thread's own signal handler
  * by the one perf sample path (rt_perf.c), because the online part of
@@ -228,17 +230,26 @@ static void settle_late(struct rt_thread *t)
 	}
 }
 
-/* The inherited path where it applies: no watchpoints (their arming runs
- * in the sampled thread, at its sample) and no timer asked for.  A failure
- * leaves the per-thread path. */
+/* The inherited path where it applies: no timer asked for, and either no
+ * watchpoints or watchpoints per CPU (commrec's probe: they open and fire
+ * there), which the writer arms (rt_cpuwp.c).  A failure leaves the
+ * per-thread path (with per-thread watchpoints). */
 static int soft_process_start(void)
 {
-	if (rt_cfg.soft_timer || rt_cfg.watchpoints > 0)
+	if (rt_cfg.soft_timer || (rt_cfg.watchpoints > 0 && (!rt_cfg.wp_cpu || !rt_board_ok)))
 		return 0;
-	int rc = rt_cpusamp_open(rt_cfg.period * 1000);
-	if (rc < 0)
+	int rc = rt_cfg.watchpoints > 0 ? rt_cpuwp_open((unsigned)rt_cfg.watchpoints) : 0;
+	if (rc < 0) {
+		rt_log(2, "soft sampler: watchpoints per CPU unavailable (%s): per-thread events and "
+		       "watchpoints", strerror(-rc));
+		return 0;
+	}
+	rc = rt_cpusamp_open(rt_cfg.period * 1000);
+	if (rc < 0) {
 		rt_log(2, "soft sampler: inherited per-CPU events unavailable (%s): one event per thread",
 		       strerror(-rc));
+		rt_cpuwp_forget();
+	}
 	return 0;
 }
 

@@ -9,6 +9,19 @@
 #                      fell back to the timer)
 #   soft/timer/*       COMMTRACE_SOFT_TIMER=1 -w 0: POSIX CPU timers
 #                      (sampler_fallback=posix-timer)
+#   soft/cpu_wp/*      COMMTRACE_SOFT_TIMER=0 with watchpoints (commrec's
+#                      default): where the per-CPU probe says breakpoints
+#                      opened per CPU fire, the per-CPU rings and the
+#                      writer's per-CPU watchpoints (watchpoint_arming=cpu):
+#                      the same checks, and every hit follows the rules of
+#                      pattern.py --wp-check (on its register's word of its
+#                      thread's last arm, one per arm, not the publisher's),
+#                      the WP_ARM and WP_HIT records are as many as the
+#                      SUMMARY counts (less those of a thread that ended
+#                      between the writer's look at it and its arm: at most
+#                      one a thread); SKIP with commrec's reason where it
+#                      chose the per-thread path (no per-CPU events, or
+#                      they do not fire, or their registers are taken)
 #
 # Checks (p2p -t 4: threads in pairs 0-1, 2-3, each with a private line
 # that only it touches; the benchmark prints each thread's tid, CPU time and
@@ -160,7 +173,7 @@ soft_case() {
 	local n=40000000 try
 	for try in 1 2; do
 		UB_RC=0
-		env "$@" timeout -k 5 "$UB_TIMEOUT" "$COMMREC" -q -f -o "$WORK/$name.zst" -s soft -w 0 \
+		env "$@" timeout -k 5 "$UB_TIMEOUT" "$COMMREC" -q -f -o "$WORK/$name.zst" -s soft ${SOFT_W--w 0} \
 			-c "$PERIOD_US" -- "$UBENCH/p2p" -t 4 -n "$n" -s 0.5 -S 3 \
 			>"$WORK/$name.out" 2>"$WORK/$name.err" || UB_RC=$?
 		if [ "$UB_RC" -ne 0 ]; then
@@ -188,4 +201,29 @@ else
 fi
 soft_case timer COMMTRACE_SOFT_TIMER=1
 check soft/timer/path grep -q '^ *sampler_fallback=posix-timer' "$WORK/timer.info"
+
+SOFT_W="" soft_case cpu_wp COMMTRACE_SOFT_TIMER=0
+info=$WORK/cpu_wp.info
+if grep -q '^ *watchpoint_arming=cpu' "$info"; then
+	"$COMMANALYZE" dump --raw "$WORK/cpu_wp.zst" --type wp_arm,wp_hit >"$WORK/cpu_wp.wp" 2>/dev/null
+	arms=$(grep -c ' wp_arm ' "$WORK/cpu_wp.wp")
+	hits=$(grep -c ' wp_hit ' "$WORK/cpu_wp.wp")
+	s_arms=$(sed -n 's/^ *cpu_watchpoint_arms=//p' "$info")
+	s_hits=$(sed -n 's/^ *cpu_watchpoint_hits=//p' "$info")
+	echo "INFO soft/cpu_wp: $arms arms, $hits hits, $(sed -n 's/^ *cpu_watchpoint_other_hits=//p' "$info") hits by other threads"
+	nthr=$(sed -n 's/^ *threads=//p' "$info" | head -n 1)
+	if [ "$arms" -le "$s_arms" ] && [ "$hits" -le "$s_hits" ] &&
+		[ $((s_arms - arms + s_hits - hits)) -le "${nthr:-0}" ]; then
+		pass soft/cpu_wp/records
+	else
+		fail soft/cpu_wp/records "$arms WP_ARM and $hits WP_HIT records, SUMMARY $s_arms and $s_hits ($nthr threads)"
+	fi
+	if out=$(python3 "$CT_ROOT/tests/kernels/pattern.py" --wp-check "$WORK/cpu_wp.wp"); then
+		pass soft/cpu_wp/rules
+	else
+		fail soft/cpu_wp/rules "$(echo "$out" | head -3 | tr '\n' '|')"
+	fi
+else
+	skip soft/cpu_wp/path "watchpoints per thread here: $(sed -n 's/^ *watchpoint_cpu_reason=//p' "$info")$(grep -m1 'sampler_delivery' "$info")"
+fi
 done_tests

@@ -27,9 +27,19 @@
 #                          weigh the CPU time of their sample, about equal on
 #                          a loop nest).  Fewer than EVENTS_MIN events: SKIP
 #                          with the counts.
-#   soft_stencil/wp_budget every decision the runtime prints about the
-#                          perf events' cost at context switches follows its
-#                          rule (commrec(1), Watchpoint probe), on the stencil
+#   soft_stencil/wp_rules  the per-CPU watchpoints (COMMTRACE_WP_CPU=1):
+#                          every hit of a stencil recording follows
+#                          pattern.py --wp-check (on its register's word of
+#                          its thread's last arm, one per arm, not the
+#                          publisher's); SKIP with the reason where the
+#                          runtime could not open them (no per-CPU events,
+#                          their registers taken by another process)
+#   soft_stencil/wp_budget the per-thread path (COMMTRACE_WP_CPU=0: what
+#                          commrec does where per-CPU breakpoints do not
+#                          open or fire): every decision the runtime prints
+#                          about the perf events' cost at context switches
+#                          follows its rule (commrec(1), Watchpoint probe),
+#                          on the stencil
 #   soft_stencil/wp_late   the same on p2p, whose threads ask for their
 #                          events; a thread that took them arms its registers
 # The samples, events, path and r are printed (INFO).
@@ -102,6 +112,24 @@ else
 	fail soft_stencil/r "r=$r < $rmin (the 99.9% bound for $e events)"
 fi
 
+rc=0
+COMMTRACE_WP_CPU=1 "$COMMREC" -q -f -o "$WORK/c.zst" -s soft -- "$K/stencil" -t 4 -s 50000 \
+	>"$WORK/c.out" 2>"$WORK/c.err" || rc=$?
+"$COMMANALYZE" info "$WORK/c.zst" >"$WORK/c.info" 2>&1
+if [ "$rc" -ne 0 ]; then
+	fail soft_stencil/wp_rules "commrec exited $rc: $(tail -n 2 "$WORK/c.err" | tr '\n' '|')"
+elif grep -q '^ *watchpoint_arming=cpu' "$WORK/c.info"; then
+	"$COMMANALYZE" dump --raw "$WORK/c.zst" --type wp_arm,wp_hit >"$WORK/c.wp" 2>/dev/null
+	echo "INFO soft_stencil/wp_rules: $(grep -c ' wp_arm ' "$WORK/c.wp") arms, $(grep -c ' wp_hit ' "$WORK/c.wp") hits, $(sed -n 's/^ *cpu_watchpoint_other_hits=//p' "$WORK/c.info") hits by other threads (per CPU)"
+	if out=$(python3 "$PAT" --wp-check "$WORK/c.wp"); then
+		pass soft_stencil/wp_rules
+	else
+		fail soft_stencil/wp_rules "$(echo "$out" | head -3 | tr '\n' '|')"
+	fi
+else
+	skip soft_stencil/wp_rules "no per-CPU watchpoints here (COMMTRACE_WP_CPU=1: the runtime could not open them, or no watchpoints: $(sed -n 's/^ *watchpoint_probe_detail=//p' "$WORK/c.info"))"
+fi
+
 record_soft o "$K/omp_reduce" -t 4 -i 20000
 counts o
 lo=$(python3 - "$PAT" "$WORK/o.out" "$WORK/o.csv" "$e" <<'PY'
@@ -142,7 +170,7 @@ fi
 # a percent, which the checks allow for); where no cost was measured (no
 # watchpoints, or they do not fire) there is none to print.
 rc=0
-"$COMMREC" -v -f -o "$WORK/wb.zst" -s soft -- "$K/stencil" -t 4 -s 20000 >"$WORK/wb.out" 2>"$WORK/wb.err" || rc=$?
+COMMTRACE_WP_CPU=0 "$COMMREC" -v -f -o "$WORK/wb.zst" -s soft -- "$K/stencil" -t 4 -s 20000 >"$WORK/wb.out" 2>"$WORK/wb.err" || rc=$?
 cost=$("$COMMANALYZE" info "$WORK/wb.zst" 2>/dev/null | sed -n 's/^  watchpoint_switch_ns=//p')
 bad=$(awk '/watchpoints closed after|sampled by its timer after/ { c = $0; sub(/.*have cost /, "", c); sub(/%.*/, "", c);
 	l = $0; sub(/.*limit /, "", l); sub(/%.*/, "", l); if (c + 0.05 <= l + 0) print }
@@ -170,7 +198,7 @@ fi
 # (no cost measured, or a machine so loaded that they switch as often as
 # the stencil's) there is nothing more to check.
 rc=0
-"$COMMREC" -v -f -o "$WORK/wc.zst" -s soft -- "$CT_BUILD/ubench/p2p" -t 4 -n 30000000 \
+COMMTRACE_WP_CPU=0 "$COMMREC" -v -f -o "$WORK/wc.zst" -s soft -- "$CT_BUILD/ubench/p2p" -t 4 -n 30000000 \
 	>"$WORK/wc.out" 2>"$WORK/wc.err" || rc=$?
 bad=$(awk '/asked for its perf events after/ { c = $0; sub(/.*switches: /, "", c); sub(/%.*/, "", c);
 	l = $0; sub(/.*half the limit, /, "", l); sub(/%.*/, "", l); if (c * 2 > l + 0.1) print }' "$WORK/wc.err")

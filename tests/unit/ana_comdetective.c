@@ -366,6 +366,31 @@ static void test_watchpoint_expiry(void)
 	tb_free(&b);
 }
 
+/* Watchpoints armed per CPU by the recorder's writer (SUMMARY
+ * watchpoint_arming=cpu, format 6): the arm comes late, so every first hit
+ * of an arm counts, whatever the expiry.  The trace of
+ * test_watchpoint_expiry: its hit, 150 after the publication against an
+ * interval of 100, counts (1000 x 64 / (4 x 8) = 2000), and only once. */
+static void test_watchpoint_cpu_arming(void)
+{
+	struct tb b;
+	struct analysis a;
+	tb_init(&b, 2);
+	strcat(b.summary, "watchpoint_arming=cpu\n");
+	tb_sample(&b, 0, 150, A, 8, ST, 1000);
+	tb_sample(&b, 1, 100, FAR, 8, LD, 1000);
+	tb_sample(&b, 1, 200, FAR, 8, LD, 1000);
+	tb_arm(&b, 1, 200, 0, 150, A, 8, 4);
+	tb_sample(&b, 1, 250, FAR + 64, 8, LD, 1000);
+	tb_hit(&b, 1, 300, A + 8, 8, 1);
+	tb_hit(&b, 1, 310, A + 16, 8, 2);
+	CHECK(run(&b, &a, NULL) == 0);
+	CHECK_NEAR(cell(&a, MX_THREAD, MX_ALL, 1, 0), 2000, 1e-9);
+	CHECK_NEAR(total(&a, MX_THREAD, MX_ALL), 2000, 1e-9);
+	analysis_free(&a);
+	tb_free(&b);
+}
+
 /* --period-multiplier 2 keeps samples 0, 2, 4... of each thread and kind,
  * the arms they made and those arms' hits; weights use period x 2.
  * Expiry ns:100000 keeps everything recent.
@@ -674,6 +699,7 @@ int main(void)
 	RUN(test_watchpoint_weight);
 	RUN(test_watchpoint_true);
 	RUN(test_watchpoint_expiry);
+	RUN(test_watchpoint_cpu_arming);
 	RUN(test_line_watches);
 	RUN(test_line_writers);
 	RUN(test_period_multiplier);

@@ -2,6 +2,8 @@
  * consistent with what it measured on this machine, whatever that is, and
  * its words (CONFIG watchpoint_probe, watchpoint_probe_detail) are exact for
  * each kind of machine, built by hand. */
+#include <sched.h>
+
 #include "check.h"
 #include "commtrace.h"
 #include "wp_probe.h"
@@ -21,6 +23,29 @@ static void test_live_probe_consistent(void)
 	for (int i = 0; i < CT_WP_MAX; i++)
 		counted += p.counts[i] >= WP_PROBE_WRITES;
 	CHECK_EQ_U(counted, p.fired);
+	CHECK_EQ_U(p.verdict, !p.opened ? WP_NO_OPEN : p.fired ? WP_FIRE : WP_NO_FIRE);
+	if (p.opened == 0)
+		CHECK(p.open_errno != 0);
+}
+
+/* The per-CPU kind (pid -1 on the calling thread's CPU): the same
+ * consistency, whatever this machine allows (per-CPU events need
+ * perf_event_paranoid <= 0 or CAP_PERFMON; registers another process holds
+ * make them ENOSPC), and the thread's CPU affinity is as before. */
+static void test_live_cpu_probe_consistent(void)
+{
+	cpu_set_t before, after;
+	CHECK(sched_getaffinity(0, sizeof before, &before) == 0);
+	struct wp_probe p;
+	wp_probe_cpu_run(&p, CT_WP_MAX);
+	CHECK(sched_getaffinity(0, sizeof after, &after) == 0);
+	CHECK(CPU_EQUAL(&before, &after));
+	char d[256];
+	wp_probe_detail(&p, d, sizeof d);
+	printf("  (this machine, per CPU: %s: %s)\n", wp_verdict_name(p.verdict), d);
+	CHECK(p.opened <= p.want);
+	CHECK(p.retargeted <= p.opened);
+	CHECK(p.fired <= p.retargeted);
 	CHECK_EQ_U(p.verdict, !p.opened ? WP_NO_OPEN : p.fired ? WP_FIRE : WP_NO_FIRE);
 	if (p.opened == 0)
 		CHECK(p.open_errno != 0);
@@ -71,6 +96,7 @@ static void test_words(void)
 int main(void)
 {
 	RUN(test_live_probe_consistent);
+	RUN(test_live_cpu_probe_consistent);
 	RUN(test_live_probe_clamps_want);
 	RUN(test_words);
 	return check_summary();
