@@ -940,8 +940,24 @@ static int merge_start(struct ct_cursor *c)
 	return 0;
 }
 
+/* The best of the threads other than the winner w (the tree is built):
+ * the best of those that lost to w on its path; w itself when it is the
+ * only thread. */
+static inline size_t runner_up(const struct mview *m, size_t w)
+{
+	size_t best = w;
+	for (size_t n = (w + m->nsub) / 2; n > 0; n /= 2)
+		if (best == w || before(m, m->tree[n], best))
+			best = m->tree[n];
+	return best;
+}
+
 /* Up to n merged records into r: 1 (n of them), 0 at the end, -1 at a
- * failure (start: damage before any record of a thread). */
+ * failure (start: damage before any record of a thread).  A thread that
+ * wins twice in a row is likely in a run of records before every other
+ * thread's next one (a full trace: a thread's accesses between two of
+ * another's): its records are taken while they come before the runner-up's
+ * next one, without replaying the tree for each. */
 static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got)
 {
 	size_t k = 0;
@@ -950,6 +966,7 @@ static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t
 		c->failed = 1;
 	struct mview m = mview_of(c);
 	bool failed = c->failed;
+	size_t prev = SIZE_MAX;
 	while (k < n) {
 		if (failed) {
 			rc = -1;
@@ -963,6 +980,17 @@ static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t
 		copy_record(&r[k++], m.next[top]);
 		if (merge_advance(&m, top) < 0)
 			failed = true;    /* reported after the records before it */
+		if (top == prev && !failed) {
+			size_t ru = runner_up(&m, top);
+			while (k < n && !m.done[top] && (ru == top || before(&m, top, ru))) {
+				copy_record(&r[k++], m.next[top]);
+				if (merge_advance(&m, top) < 0) {
+					failed = true;
+					break;
+				}
+			}
+		}
+		prev = top;
 		tree_replay(&m, top);
 	}
 	c->failed = failed;
