@@ -952,6 +952,48 @@ static inline size_t runner_up(const struct mview *m, size_t w)
 	return best;
 }
 
+/* Winner w's records into r from k on (up to n) while they come before
+ * the runner-up's next one: the new k (*failed on damage).  The records w
+ * has decoded are walked with locals (a store into r could change the
+ * cursor's fields: the compiler would reload them for each record). */
+static __attribute__((noinline)) size_t merge_run(const struct mview *m, size_t w,
+                                                  struct ct_record *r, size_t k, size_t n,
+                                                  bool *failed)
+{
+	size_t ru = runner_up(m, w);
+	uint64_t limit = ru == w ? UINT64_MAX : m->key[ru];
+	bool ties = ru == w || m->done[ru] || w < ru;   /* w wins a tie with it */
+	struct tcur *c = &m->sub[w];
+	while (k < n && !m->done[w]) {
+		const struct ct_record *h = m->next[w];     /* c is past it */
+		const uint8_t *rec = c->rec;
+		size_t pos = c->pos, used = c->used;
+		bool decoded = true;                        /* h is w's next, decoded */
+		while (h->time < limit || (h->time == limit && ties)) {
+			copy_record(&r[k++], h);
+			if (pos >= used) {
+				decoded = false;
+				break;
+			}
+			h = (const void *)(rec + pos);
+			pos += cti_packed_bytes[h->type];
+			if (k == n)
+				break;
+		}
+		c->pos = pos;
+		if (decoded) {
+			m->next[w] = h;
+			m->key[w] = h->time;
+			break;
+		}
+		if (merge_advance(m, w) < 0) {
+			*failed = true;
+			break;
+		}
+	}
+	return k;
+}
+
 /* Up to n merged records into r: 1 (n of them), 0 at the end, -1 at a
  * failure (start: damage before any record of a thread).  A thread that
  * wins twice in a row is likely in a run of records before every other
@@ -980,16 +1022,8 @@ static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t
 		copy_record(&r[k++], m.next[top]);
 		if (merge_advance(&m, top) < 0)
 			failed = true;    /* reported after the records before it */
-		if (top == prev && !failed) {
-			size_t ru = runner_up(&m, top);
-			while (k < n && !m.done[top] && (ru == top || before(&m, top, ru))) {
-				copy_record(&r[k++], m.next[top]);
-				if (merge_advance(&m, top) < 0) {
-					failed = true;
-					break;
-				}
-			}
-		}
+		if (top == prev && !failed)
+			k = merge_run(&m, top, r, k, n, &failed);
 		prev = top;
 		tree_replay(&m, top);
 	}
