@@ -145,6 +145,15 @@ static inline __attribute__((always_inline)) bool board_lookup(const struct boar
 	slot->seq = s;
 	return true;
 }
+/* Does addr's slot hold addr's line, as a plain read of its address says?
+ * (false: it does not, or not yet where another thread writes it.) */
+static inline bool board_has_line(const struct board *b, uint64_t addr)
+{
+	const struct board_entry *e = &b->e[board_slot_of(b, addr)];
+	return board_line(b, atomic_load_explicit(&e->addr, memory_order_relaxed)) ==
+	       board_line(b, addr);
+}
+
 /* Write *v over the entry board_lookup read (it must hold v->addr's line's
  * slot); false when the slot could not be read or has changed since.  true
  * if published. */

@@ -332,12 +332,19 @@ cd_step_inline(const struct cd_rules *c, uint32_t self, struct cd_history *h,
 	out->lines_changed = lines && cd_lines_expire(c, h, lines);
 	if (!c->board)
 		return;
+	/* A load of a caller that never arms, whose line is not on the board,
+	 * has nothing left to do: no detection, no arming, no publishing.  (A
+	 * board of one thread, the analyzer's: its plain read is the entry.) */
+	if (!w && !a->store && !board_has_line(c->board, a->addr))
+		return;
 	struct board_view v;
 	struct board_slot slot;
 	bool have = board_lookup(c->board, a->addr, &v, &slot);
-	bool recent = have && cd_entry_recent(c, &v, a->time);
-	if (recent && board_line(c->board, v.addr) == board_line(c->board, a->addr) &&
-	    v.thread != self && v.time > h->t_prev) {
+	bool found = have && board_line(c->board, v.addr) == board_line(c->board, a->addr) &&
+	             v.thread != self && v.time > h->t_prev;
+	/* (the expiry rule only where it decides: a detection, a store) */
+	bool recent = have && (found || a->store) && cd_entry_recent(c, &v, a->time);
+	if (found && recent) {
 		out->detected = true;   /* lines 11-17 */
 		out->src = v;
 		h->t_prev = v.time;
