@@ -168,7 +168,8 @@ struct cd_step {                /* fields after a false flag are undefined */
 
 /* One sample of thread `self`, whose history is h.  w: its watchpoints, or
  * NULL when the caller never arms (the comdetective model replays recorded
- * arms); rnd: its random state (board_random), used only to arm. */
+ * arms: out's arming fields, disarm to lines_changed, are then not set);
+ * rnd: its random state (board_random), used only to arm. */
 void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
              const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
              struct cd_step *out);
@@ -324,12 +325,16 @@ cd_step_inline(const struct cd_rules *c, uint32_t self, struct cd_history *h,
                const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
                struct cd_step *out)
 {
-	out->detected = out->disarm = out->published = false;
-	out->arm.nwp = 0;           /* (a memset of *out costs more than the rest) */
-	out->narms = 0;
-	cd_history_add(h, a->time, a->store);
+	out->detected = out->published = false;
 	struct cd_lines *lines = c->wp_lines && w ? w->lines : NULL;
-	out->lines_changed = lines && cd_lines_expire(c, h, lines);
+	if (w) {                    /* (a memset of *out costs more than the rest) */
+		out->disarm = false;
+		out->arm.nwp = 0;
+		out->narms = 0;
+	}
+	cd_history_add(h, a->time, a->store);
+	if (w)
+		out->lines_changed = lines && cd_lines_expire(c, h, lines);
 	if (!c->board)
 		return;
 	/* A load of a caller that never arms, whose line is not on the board,
