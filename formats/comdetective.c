@@ -68,6 +68,11 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
              const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
              struct cd_step *out)
 {
+	if (!w) {                   /* (cd_step_inline leaves them) */
+		out->disarm = out->lines_changed = false;
+		out->arm.nwp = 0;
+		out->narms = 0;
+	}
 	cd_step_inline(c, self, h, a, w, rnd, out);
 }
 

@@ -168,8 +168,7 @@ struct cd_step {                /* fields after a false flag are undefined */
 
 /* One sample of thread `self`, whose history is h.  w: its watchpoints, or
  * NULL when the caller never arms (the comdetective model replays recorded
- * arms: out's arming fields, disarm to lines_changed, are then not set);
- * rnd: its random state (board_random), used only to arm. */
+ * arms); rnd: its random state (board_random), used only to arm. */
 void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
              const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
              struct cd_step *out);
@@ -319,7 +318,8 @@ static inline bool cd_may_replace(const struct cd_rules *c, const struct cd_hist
 }
 
 /* cd_step itself, for the callers that run it in a loop (w and rnd NULL:
- * the arming drops out). */
+ * the arming drops out, and out's arming fields, disarm to lines_changed,
+ * are not set). */
 static inline __attribute__((always_inline)) void
 cd_step_inline(const struct cd_rules *c, uint32_t self, struct cd_history *h,
                const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
