@@ -150,8 +150,7 @@ static inline __attribute__((always_inline)) bool board_lookup(const struct boar
 static inline bool board_has_line(const struct board *b, uint64_t addr)
 {
 	const struct board_entry *e = &b->e[board_slot_of(b, addr)];
-	return board_line(b, atomic_load_explicit(&e->addr, memory_order_relaxed)) ==
-	       board_line(b, addr);
+	return (atomic_load_explicit(&e->addr, memory_order_relaxed) ^ addr) >> b->line_shift == 0;
 }
 
 /* Write *v over the entry board_lookup read (it must hold v->addr's line's
