@@ -251,7 +251,7 @@ static void sample_event(struct cd *cd, const struct ct_record *r, const struct 
 }
 
 static inline __attribute__((always_inline)) void
-cd_sample(struct cd *cd, const struct ct_record *r)
+cd_sample(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r)
 {
 	const struct ct_sample *s = &r->u.sample;
 	struct cd_thread *th = &cd->t[r->thread];
@@ -263,17 +263,22 @@ cd_sample(struct cd *cd, const struct ct_record *r)
 		.store = s->kind != CT_ACCESS_LOAD,
 	};
 	struct cd_step st;
-	cd_step(&cd->rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
-	bool counted = st.detected;
-	const struct board_view pub = st.src;
+	cd_step_inline(rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
 	if (cd->lw) {
+		struct board_view src;
 		cd_lines_expire(&cd->rules, &cd->hist[r->thread], &cd->lw[r->thread].lines);
-		counted = counted && cd_credit(&cd->writers, r->thread, r->time, &st.src);
+		bool counted = st.detected;
+		if (counted) {
+			src = st.src;
+			counted = cd_credit(&cd->writers, r->thread, r->time, &src);
+		}
 		if (a.store)
 			note_writer(cd, r->thread, r->time, s->addr, s->len, s->cpu, s->ip);
+		if (counted)
+			sample_event(cd, r, &src, &st.src, w);
+	} else if (st.detected) {
+		sample_event(cd, r, &st.src, &st.src, w);
 	}
-	if (counted)
-		sample_event(cd, r, &st.src, &pub, w);
 }
 
 /* A line watch's arm: into the slot the recorder gave it. */
@@ -413,11 +418,10 @@ static void cd_owner_xfer(struct cd *cd, const struct ct_record *r)
 	emit(cd->out, cd->nout, &ev);
 }
 
-/* (inlined in cd_records' loop) */
+/* Record r, under rules (cd->rules, or cd_records' copy). */
 static inline __attribute__((always_inline)) void
-cd_record(void *self, const struct ct_record *r)
+cd_record_by(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r)
 {
-	struct cd *cd = self;
 	if (r->thread >= cd->nthreads)
 		return;
 	if (cd->owner) {
@@ -441,7 +445,7 @@ cd_record(void *self, const struct ct_record *r)
 		return;
 	}
 	if (r->type == CT_REC_SAMPLE)
-		cd_sample(cd, r);
+		cd_sample(cd, rules, r);
 	else if (r->type == CT_REC_WP_ARM)
 		cd_arm(cd, r);
 	else
@@ -481,7 +485,22 @@ static void cd_destroy(void *self)
 	free(cd);
 }
 
-MODEL_RECORDS(cd_records, cd_record)
+static void cd_record(void *self, const struct ct_record *r)
+{
+	struct cd *cd = self;
+	cd_record_by(cd, &cd->rules, r);
+}
+
+/* A block: the rules in a local copy, which no store into the model's
+ * state can change (the compiler keeps them instead of reloading them
+ * for each sample). */
+static void cd_records(void *self, const struct ct_record *r, size_t n)
+{
+	struct cd *cd = self;
+	const struct cd_rules rules = cd->rules;
+	for (size_t i = 0; i < n; i++)
+		cd_record_by(cd, &rules, &r[i]);
+}
 
 const struct model_ops model_comdetective = {
 	.name = "comdetective",

@@ -186,7 +186,9 @@ static void bloom_add(const struct sig *g, uint64_t *w, uint32_t t)
 		w[p[i] / 64] |= 1ull << (p[i] % 64);
 }
 
-static void sig_record(void *self, const struct ct_record *r)
+/* (inlined in sig_records' loop) */
+static inline __attribute__((always_inline)) void
+sig_record(void *self, const struct ct_record *r)
 {
 	struct sig *g = self;
 	if (r->type != CT_REC_SAMPLE || r->thread >= g->nthreads)
@@ -247,11 +249,14 @@ static void sig_destroy(void *self)
 	free(g);
 }
 
+MODEL_RECORDS(sig_records, sig_record)
+
 const struct model_ops model_signature = {
 	.name = "signature",
 	.summary = "full traces: DiscoPoP's asymmetric signature memory (read after write)",
 	.create = sig_create,
 	.record = sig_record,
+	.records = sig_records,
 	.finish = sig_finish,
 	.destroy = sig_destroy,
 };

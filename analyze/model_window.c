@@ -221,7 +221,9 @@ static void win_sample(struct win *w, const struct ct_record *r)
 		l->count++;
 }
 
-static void win_record(void *self, const struct ct_record *r)
+/* (inlined in win_records' loop) */
+static inline __attribute__((always_inline)) void
+win_record(void *self, const struct ct_record *r)
 {
 	struct win *w = self;
 	if (r->type != CT_REC_SAMPLE || r->thread >= w->nthreads)
@@ -243,10 +245,13 @@ static void win_destroy(void *self)
 	free(w);
 }
 
+MODEL_RECORDS(win_records, win_record)
+
 const struct model_ops model_window = {
 	.name = "window",
 	.summary = "every pair of samples of two threads on a line within --window ns, one a store",
 	.create = win_create,
 	.record = win_record,
+	.records = win_records,
 	.destroy = win_destroy,
 };

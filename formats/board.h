@@ -131,9 +131,10 @@ static inline uint64_t board_read_entry(const struct board_entry *e, struct boar
 }
 
 /* Read the entry addr's slot to decide whether to replace it: true with *v
- * when it holds a stable entry; *slot for board_replace either way. */
-static inline bool board_lookup(const struct board *b, uint64_t addr, struct board_view *v,
-                                struct board_slot *slot)
+ * when it holds a stable entry; *slot for board_replace either way.
+ * (Always inlined: the analyzer's replay looks up every sample.) */
+static inline __attribute__((always_inline)) bool
+board_lookup(const struct board *b, uint64_t addr, struct board_view *v, struct board_slot *slot)
 {
 	slot->i = board_slot_of(b, addr);
 	const struct board_entry *e = &b->e[slot->i];
@@ -144,6 +145,15 @@ static inline bool board_lookup(const struct board *b, uint64_t addr, struct boa
 	slot->seq = s;
 	return true;
 }
+
+/* Does addr's slot hold addr's line, as a plain read of its address says?
+ * (false: it does not, or not yet where another thread writes it.) */
+static inline bool board_has_line(const struct board *b, uint64_t addr)
+{
+	const struct board_entry *e = &b->e[board_slot_of(b, addr)];
+	return (atomic_load_explicit(&e->addr, memory_order_relaxed) ^ addr) >> b->line_shift == 0;
+}
+
 /* Write *v over the entry board_lookup read (it must hold v->addr's line's
  * slot); false when the slot could not be read or has changed since.  true
  * if published. */

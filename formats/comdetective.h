@@ -243,4 +243,131 @@ void cd_arm_noted(const struct cd_history *h, uint64_t pub_time, struct cd_arm_n
 bool cd_hit_recent(const struct cd_rules *c, const struct cd_history *h,
                    const struct cd_arm_note *n, uint64_t time);
 
+
+/* ---- the step, inline: the analyzer replays it for every sample --------- */
+
+/* cd_step's arming (comdetective.c): TryArmWatchpoint, and the line watches. */
+void cd_try_arm(const struct cd_rules *c, uint32_t self, const struct cd_history *h,
+                uint64_t now, const struct cd_watch *w, uint64_t *rnd, struct cd_step *out);
+void cd_arm_lines(const struct cd_rules *c, uint32_t self, struct cd_history *h,
+                  const struct cd_access *a, struct cd_lines *l, struct cd_step *out);
+
+/* Algorithm 1's history of a thread and the expiry rules (cd_step's). */
+static inline void cd_history_add(struct cd_history *h, uint64_t time, bool store)
+{
+	h->s_prev = h->s_last;
+	h->s_last = time;
+	h->nsamples++;
+	if (store) {
+		h->st_prev = h->st_last;
+		h->st_last = time;
+		h->nstores++;
+	}
+}
+
+static inline uint64_t cd_age(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
+static inline const struct cd_history *cd_publisher(const struct cd_rules *c,
+                                                     const struct board_view *v)
+{
+	return c->threads && v->thread < c->nthreads ? &c->threads[v->thread] : NULL;
+}
+
+/* The expiry rule for something of that age, `since` samples old (the
+ * rule's count), against an interval (UINT64_MAX: none yet). */
+static inline bool cd_within(const struct cd_rules *c, uint64_t age, uint64_t since,
+                             uint64_t interval)
+{
+	switch (c->expiry) {
+	case CD_EXPIRY_RECORDER:
+		return true;
+	case CD_EXPIRY_NS:
+		return age <= c->expiry_value;
+	case CD_EXPIRY_SAMPLES:
+		return since < c->expiry_value;
+	case CD_EXPIRY_INTERVAL:
+	default:
+		return age <= interval;
+	}
+}
+
+/* Is entry v still recent at `now`?  Its publisher's store samples since
+ * and last store interval count; a publisher the caller does not know of
+ * leaves it recent. */
+static inline bool cd_entry_recent(const struct cd_rules *c, const struct board_view *v,
+                                   uint64_t now)
+{
+	const struct cd_history *p = cd_publisher(c, v);
+	uint64_t since = p ? p->nstores - v->count : 0;
+	uint64_t interval = p && p->nstores >= 2 ? p->st_last - p->st_prev : UINT64_MAX;
+	return cd_within(c, cd_age(now, v->time), since, interval);
+}
+
+/* May the store sample whose history h has just taken replace the stable
+ * entry v (recent: cd_entry_recent)? */
+static inline bool cd_may_replace(const struct cd_rules *c, const struct cd_history *h,
+                                  const struct board_view *v, bool recent)
+{
+	if (c->expiry != CD_EXPIRY_RECORDER)
+		return !recent;
+	uint64_t older = h->st_prev ? h->st_prev : h->s_prev;  /* before this sample */
+	return v->time < older;
+}
+
+/* cd_step itself, for the callers that run it in a loop (w and rnd NULL:
+ * the arming drops out, and out's arming fields, disarm to lines_changed,
+ * are not set). */
+static inline __attribute__((always_inline)) void
+cd_step_inline(const struct cd_rules *c, uint32_t self, struct cd_history *h,
+               const struct cd_access *a, const struct cd_watch *w, uint64_t *rnd,
+               struct cd_step *out)
+{
+	out->detected = out->published = false;
+	struct cd_lines *lines = c->wp_lines && w ? w->lines : NULL;
+	if (w) {                    /* (a memset of *out costs more than the rest) */
+		out->disarm = false;
+		out->arm.nwp = 0;
+		out->narms = 0;
+	}
+	cd_history_add(h, a->time, a->store);
+	if (w)
+		out->lines_changed = lines && cd_lines_expire(c, h, lines);
+	if (!c->board)
+		return;
+	/* A load of a caller that never arms, whose line is not on the board,
+	 * has nothing left to do: no detection, no arming, no publishing.  (A
+	 * board of one thread, the analyzer's: its plain read is the entry.) */
+	if (!w && !a->store && !board_has_line(c->board, a->addr))
+		return;
+	struct board_view v;
+	struct board_slot slot;
+	bool have = board_lookup(c->board, a->addr, &v, &slot);
+	bool found = have && board_line(c->board, v.addr) == board_line(c->board, a->addr) &&
+	             v.thread != self && v.time > h->t_prev;
+	/* (the expiry rule only where it decides: a detection, a store) */
+	bool recent = have && (found || a->store) && cd_entry_recent(c, &v, a->time);
+	if (found && recent) {
+		out->detected = true;   /* lines 11-17 */
+		out->src = v;
+		h->t_prev = v.time;
+	} else if (!lines && w) {  /* (no call where the caller never arms) */
+		cd_try_arm(c, self, h, a->time, w, rnd, out);
+	}
+	if (lines)
+		cd_arm_lines(c, self, h, a, lines, out);
+	if (!a->store)
+		return;
+	struct board_view mine = {
+		.addr = a->addr, .time = a->time, .ip = a->ip, .count = h->nstores,
+		.thread = self, .cpu = a->cpu, .len = a->len,
+	};
+	if (!have || cd_may_replace(c, h, &v, recent))
+		out->published = board_replace(c->board, &slot, &mine);  /* lines 22-26 */
+	if (c->wp_lines)
+		board_log(c->board, &mine);
+}
+
 #endif

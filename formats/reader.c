@@ -665,6 +665,16 @@ static int tcur_fail(struct tcur *c, size_t k, const char *why, struct ct_error 
 	return -1;
 }
 
+/* The bytes of h, packed.  A SAMPLE on a predicted branch: the next
+ * record's address then does not wait for two loads (h's type, the table;
+ * merge_run's walk is a chain of them). */
+static inline size_t packed_size(const struct ct_record *h)
+{
+	if (__builtin_expect(h->type == CT_REC_SAMPLE, 1))
+		return cti_packed_bytes[CT_REC_SAMPLE];
+	return cti_packed_bytes[h->type];
+}
+
 /* *r = *h, at least the bytes that h's packed type takes (a sample's: a
  * third of the whole record), in a copy of a constant size: every decoded
  * record has a whole struct's room after its start (cti_decode_packed), so
@@ -709,7 +719,7 @@ static int tcur_load(struct tcur *c, struct ct_error *err)
 
 /* Records decoded a chunk at a time (a few KiB that stay in the first cache
  * levels; at most what the frame has left, for traces of many threads). */
-#define TCUR_CHUNK_RECORDS 32
+#define TCUR_CHUNK_RECORDS 64
 
 /* The next chunk of c's frame into c->chunk: 0, or -1 out of memory. */
 static int tcur_decode_chunk(struct tcur *c, struct ct_error *err)
@@ -940,8 +950,66 @@ static int merge_start(struct ct_cursor *c)
 	return 0;
 }
 
+/* The best of the threads other than the winner w (the tree is built):
+ * the best of those that lost to w on its path; w itself when it is the
+ * only thread. */
+static inline size_t runner_up(const struct mview *m, size_t w)
+{
+	size_t best = w;
+	for (size_t n = (w + m->nsub) / 2; n > 0; n /= 2)
+		if (best == w || before(m, m->tree[n], best))
+			best = m->tree[n];
+	return best;
+}
+
+/* Winner w's records into r from k on (up to n) while they come before
+ * the runner-up's next one: the new k (*failed on damage).  The records w
+ * has decoded are walked with locals (a store into r could change the
+ * cursor's fields: the compiler would reload them for each record). */
+static __attribute__((noinline)) size_t merge_run(const struct mview *m, size_t w,
+                                                  struct ct_record *r, size_t k, size_t n,
+                                                  bool *failed)
+{
+	size_t ru = runner_up(m, w);
+	uint64_t limit = ru == w ? UINT64_MAX : m->key[ru];
+	bool ties = ru == w || m->done[ru] || w < ru;   /* w wins a tie with it */
+	struct tcur *c = &m->sub[w];
+	while (k < n && !m->done[w]) {
+		const struct ct_record *h = m->next[w];     /* c is past it */
+		const uint8_t *rec = c->rec;
+		size_t pos = c->pos, used = c->used;
+		bool decoded = true;                        /* h is w's next, decoded */
+		while (h->time < limit || (h->time == limit && ties)) {
+			copy_record(&r[k++], h);
+			if (pos >= used) {
+				decoded = false;
+				break;
+			}
+			h = (const void *)(rec + pos);
+			pos += packed_size(h);
+			if (k == n)
+				break;
+		}
+		c->pos = pos;
+		if (decoded) {
+			m->next[w] = h;
+			m->key[w] = h->time;
+			break;
+		}
+		if (merge_advance(m, w) < 0) {
+			*failed = true;
+			break;
+		}
+	}
+	return k;
+}
+
 /* Up to n merged records into r: 1 (n of them), 0 at the end, -1 at a
- * failure (start: damage before any record of a thread). */
+ * failure (start: damage before any record of a thread).  A thread that
+ * wins twice in a row is likely in a run of records before every other
+ * thread's next one (a full trace: a thread's accesses between two of
+ * another's): its records are taken while they come before the runner-up's
+ * next one, without replaying the tree for each. */
 static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got)
 {
 	size_t k = 0;
@@ -950,6 +1018,7 @@ static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t
 		c->failed = 1;
 	struct mview m = mview_of(c);
 	bool failed = c->failed;
+	size_t prev = SIZE_MAX;
 	while (k < n) {
 		if (failed) {
 			rc = -1;
@@ -963,6 +1032,9 @@ static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t
 		copy_record(&r[k++], m.next[top]);
 		if (merge_advance(&m, top) < 0)
 			failed = true;    /* reported after the records before it */
+		if (top == prev && !failed)
+			k = merge_run(&m, top, r, k, n, &failed);
+		prev = top;
 		tree_replay(&m, top);
 	}
 	c->failed = failed;
