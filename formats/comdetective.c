@@ -102,14 +102,14 @@ static bool armed_now(const struct cd_step *out, uint64_t line)
 }
 
 /* Line watches: every candidate among the last logged store samples (see
- * comdetective.h). */
+ * comdetective.h); sampled: the line of the sample that arms (none:
+ * UINT64_MAX). */
 static void arm_lines(const struct cd_rules *c, uint32_t self, struct cd_history *h,
-                      const struct cd_access *a, struct cd_lines *l, struct cd_step *out)
+                      uint64_t now, uint64_t sampled, struct cd_lines *l, struct cd_step *out)
 {
 	struct board_view v[CD_ARMS_STEP];
 	unsigned max = c->wp_lines < CD_ARMS_STEP ? c->wp_lines : CD_ARMS_STEP;
-	unsigned n = board_pick_logged(c->board, self, &h->log_seen, a->time, v, max);
-	uint64_t sampled = board_line(c->board, a->addr);
+	unsigned n = board_pick_logged(c->board, self, &h->log_seen, now, v, max);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t line = board_line(c->board, v[i].addr);
 		if (line == sampled || armed_now(out, line))
@@ -150,7 +150,7 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
 		try_arm(c, self, h, a->time, w, rnd, out);
 	}
 	if (lines)
-		arm_lines(c, self, h, a, lines, out);
+		arm_lines(c, self, h, a->time, board_line(c->board, a->addr), lines, out);
 	if (!a->store)
 		return;
 	struct board_view mine = {
@@ -161,6 +161,17 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
 		out->published = board_replace(c->board, &slot, &mine);  /* lines 22-26 */
 	if (c->wp_lines)
 		board_log(c->board, &mine);
+}
+
+void cd_lines_catch_up(const struct cd_rules *c, uint32_t self, struct cd_history *h,
+                       uint64_t now, struct cd_lines *l, struct cd_step *out)
+{
+	out->detected = out->disarm = out->published = out->lines_changed = false;
+	out->arm.nwp = 0;
+	out->narms = 0;
+	if (c->board && c->wp_lines && h->nsamples &&
+	    board_logged(c->board) != h->log_seen)
+		arm_lines(c, self, h, now, UINT64_MAX, l, out);
 }
 
 void cd_arm_noted(const struct cd_history *h, uint64_t pub_time, struct cd_arm_note *n)

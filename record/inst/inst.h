@@ -41,12 +41,19 @@ enum inst_stat {
 	IS_MAX
 };
 
+/* Sampled mode with software line watches: a thread's countdowns also stop
+ * every INST_CATCH_UP accesses between its samples, where it arms the
+ * store samples other threads logged since its last arms (rt_lines_catch_up)
+ * instead of at its next sample only. */
+#define INST_CATCH_UP 64
 #define INST_WMAP 4096         /* granules of the software watchpoints' filter (a byte each) */
 
 struct inst_tls {
 	int64_t left[2];       /* countdown to the next recorded access, per kind */
 	int64_t refill[2];     /* the value left[] was last set to */
 	uint64_t done[2];      /* accesses counted before the last refill */
+	int64_t rest[2];       /* sampled mode: accesses from the countdown's stop to
+	                          the sample (> 0: the stop is a line watch catch-up) */
 	uintptr_t rd_addr, wr_addr; /* the last __tsan_{read,write}_range (gcc then */
 	size_t rd_len, wr_len;      /* copies with a memcpy call: not twice) */
 	/* Software watchpoints (rt_wp.c): an access starting in a 64-byte
@@ -120,10 +127,10 @@ extern unsigned inst_own_shift;         /* log2 of the line size */
 extern uint64_t inst_own_key[INST_OWN_SLOTS]; /* line number + 1, 0: free */
 extern uint64_t inst_own_window;        /* J, 0: no monitor */
 void inst_owner_init(void);
-/* The next sampling countdown of kind idx: inst_period, or for stores
- * while the monitor is on uniform in 1..2 inst_period - 1 (mean
- * inst_period), so that every store is sampled with probability
- * 1/inst_period whatever the program's loops. */
+/* The next sampling countdown of kind idx (loads and stores alike):
+ * uniform in 1..2 inst_period - 1 (mean inst_period), so that every access
+ * is sampled with probability 1/inst_period whatever the program's loops,
+ * and threads that run the same loop do not sample in step (inst_owner.c). */
 int64_t inst_owner_countdown(int idx);
 uint64_t inst_owner_left_out(void);
 /* An access (any thread) that may touch a monitored line. */
