@@ -57,8 +57,8 @@ struct inst_tls {
 	uintptr_t rd_addr, wr_addr; /* the last __tsan_{read,write}_range (gcc then */
 	size_t rd_len, wr_len;      /* copies with a memcpy call: not twice) */
 	/* Software watchpoints (rt_wp.c): an access starting in a 64-byte
-	 * granule whose byte (INST_WATCHED: granule number mod INST_WMAP) is
-	 * set may touch a watched byte: the one test every access pays (a
+	 * granule whose byte (INST_WATCHED: granule number mod INST_WMAP) has
+	 * a bit of its kind set may touch a watched byte: the one test every access pays (a
 	 * byte map: fewer instructions than a bit map); the slow path checks
 	 * the thread's watched words or lines.  A watched range sets the bytes
 	 * of its granules and of the one before it (an access of up to
@@ -105,11 +105,20 @@ void inst_watch_hit(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);
  * a tail call that keeps their fast path free of a stack frame. */
 void inst_watched_access(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip);
 #define INST_MAX_LEN 16        /* the longest access of one hook */
-#define INST_WATCHED(addr) \
-	__builtin_expect(inst_t.w_map[((uintptr_t)(addr) >> 6) % INST_WMAP] != 0, 0)
+/* A filter byte's bits: a watch there that any access hits; one that only
+ * a store can end (a line watch that has reported its first hit and waits
+ * for the overwrite: loads go by). */
+#define INST_WATCH_ANY 1
+#define INST_WATCH_STORE 2
+#define INST_WATCHED_BY(addr, bits) \
+	__builtin_expect((inst_t.w_map[((uintptr_t)(addr) >> 6) % INST_WMAP] & (bits)) != 0, 0)
+/* May an access of that kind at addr touch a watch? */
+#define INST_WATCHED(addr, kind)                                                             \
+	INST_WATCHED_BY(addr, (kind) == CT_ACCESS_LOAD ? INST_WATCH_ANY                         \
+	                                              : INST_WATCH_ANY | INST_WATCH_STORE)
 #define INST_WATCH(addr, len, kind, ip)                                                      \
 	do {                                                                                   \
-		if (INST_WATCHED(addr))                                                        \
+		if (INST_WATCHED(addr, kind))                                                  \
 			inst_watch_hit((uintptr_t)(addr), len, kind, ip);                      \
 	} while (0)
 /* The caller is this thread's recorded program code (not the runtime). */

@@ -153,11 +153,11 @@ static void map_clear(struct inst_tls *T)
 		T->w_map[i] = 0;
 }
 
-/* The filter's bytes of [lo, hi) (see inst_tls.w_map). */
-static void map_set(struct inst_tls *T, uintptr_t lo, uintptr_t hi)
+/* The filter's bytes of [lo, hi) (see inst_tls.w_map) get the bits. */
+static void map_set(struct inst_tls *T, uintptr_t lo, uintptr_t hi, uint8_t bits)
 {
 	for (uintptr_t g = (lo - (INST_MAX_LEN - 1)) >> 6; g <= (hi - 1) >> 6; g++)
-		T->w_map[g % INST_WMAP] = 1;
+		T->w_map[g % INST_WMAP] |= bits;
 	T->w_any = true;
 }
 
@@ -786,14 +786,17 @@ static void inst_watch(struct rt_thread *t)
 	map_clear(T);
 	if (rt_cfg.wp_lines) {
 		for (uint64_t m = t->wlines.live; m; m &= m - 1) {
-			uintptr_t line = (uintptr_t)t->wlines.line[__builtin_ctzll(m)];
-			map_set(T, line, line + rt_cfg.line_size);
+			unsigned i = (unsigned)__builtin_ctzll(m);
+			uintptr_t line = (uintptr_t)t->wlines.line[i];
+			map_set(T, line, line + rt_cfg.line_size,
+			        cd_lines_was_hit(&t->wlines, i) ? INST_WATCH_STORE : INST_WATCH_ANY);
 		}
 		return;
 	}
 	for (int i = 0; t->wp_armed && i < t->nwp; i++)
 		if (t->wp_slot[i] >= 0)
-			map_set(T, (uintptr_t)t->wp_addr[i], (uintptr_t)t->wp_addr[i] + CD_WORD_BYTES);
+			map_set(T, (uintptr_t)t->wp_addr[i], (uintptr_t)t->wp_addr[i] + CD_WORD_BYTES,
+			        INST_WATCH_ANY);
 }
 
 /* The watch [addr, addr+len) touches, if any: a hit (which disarms it; a
@@ -847,7 +850,7 @@ __attribute__((noinline)) void inst_owned_access(uintptr_t addr, unsigned len, u
                                                  int idx, uintptr_t ip)
 {
 	inst_owner_access(addr, len, kind, ip);
-	if (INST_WATCHED(addr))
+	if (INST_WATCHED(addr, kind))
 		inst_watched_access(addr, len, kind, idx, ip);
 	else if (--inst_t.left[idx] <= 0)
 		inst_hit(addr, len, kind, idx, ip);
@@ -980,7 +983,7 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 		extra;                                                                         \
 		if (INST_OWNED(a, len))                                                        \
 			inst_owned_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);       \
-		else if (INST_WATCHED(a))                                                           \
+		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);     \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                \
@@ -990,7 +993,7 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	{                                                                                      \
 		if (INST_OWNED(a, len))                                                        \
 			inst_owned_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);        \
-		else if (INST_WATCHED(a))                                                           \
+		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);      \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
