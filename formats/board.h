@@ -175,6 +175,12 @@ bool board_pick(const struct board *b, uint32_t self, uint64_t since, uint64_t n
 /* Offer a store sample to line watches: into the log (an entry being
  * written by another thread is left alone: this one is then not logged). */
 void board_log(struct board *b, const struct board_view *v);
+/* How many store samples were ever logged (board_log calls): a thread's
+ * arms are behind when this differs from its own count (*seen below). */
+static inline uint64_t board_logged(const struct board *b)
+{
+	return atomic_load_explicit(&b->log_n, memory_order_relaxed);
+}
 /* The store samples of other threads than `self` logged since *seen (a
  * count of board_log calls; at most the last BOARD_RECENT), taken at or
  * before `now`, newest first: up to max of them into out[]; *seen becomes

@@ -41,14 +41,14 @@ static bool armed_now(const struct cd_step *out, uint64_t line)
 }
 
 /* Line watches: every candidate among the last logged store samples (see
- * comdetective.h). */
+ * comdetective.h); sampled: the line of the sample that arms (none:
+ * UINT64_MAX). */
 void cd_arm_lines(const struct cd_rules *c, uint32_t self, struct cd_history *h,
-                      const struct cd_access *a, struct cd_lines *l, struct cd_step *out)
+                  uint64_t now, uint64_t sampled, struct cd_lines *l, struct cd_step *out)
 {
 	struct board_view v[CD_ARMS_STEP];
 	unsigned max = c->wp_lines < CD_ARMS_STEP ? c->wp_lines : CD_ARMS_STEP;
-	unsigned n = board_pick_logged(c->board, self, &h->log_seen, a->time, v, max);
-	uint64_t sampled = board_line(c->board, a->addr);
+	unsigned n = board_pick_logged(c->board, self, &h->log_seen, now, v, max);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t line = board_line(c->board, v[i].addr);
 		if (line == sampled || armed_now(out, line))
@@ -74,6 +74,17 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
 		out->narms = 0;
 	}
 	cd_step_inline(c, self, h, a, w, rnd, out);
+}
+
+void cd_lines_catch_up(const struct cd_rules *c, uint32_t self, struct cd_history *h,
+                       uint64_t now, struct cd_lines *l, struct cd_step *out)
+{
+	out->detected = out->disarm = out->published = out->lines_changed = false;
+	out->arm.nwp = 0;
+	out->narms = 0;
+	if (c->board && c->wp_lines && h->nsamples &&
+	    board_logged(c->board) != h->log_seen)
+		cd_arm_lines(c, self, h, now, UINT64_MAX, l, out);
 }
 
 void cd_arm_noted(const struct cd_history *h, uint64_t pub_time, struct cd_arm_note *n)

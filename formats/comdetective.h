@@ -191,6 +191,13 @@ void cd_step(const struct cd_rules *c, uint32_t self, struct cd_history *h,
  *                  (any hit with one_hit: rules.wp_one_hit);
  * cd_lines_drop    end slot's watch. */
 bool cd_lines_expire(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l);
+/* Between two samples of thread self (history h, which has sampled): the
+ * store samples logged since its last arms are armed now, as its next
+ * sample would arm them (out: narms and arms as cd_step's), so that an
+ * access of self before that sample is seen (the inst sampler calls it
+ * every few accesses: INST_CATCH_UP). */
+void cd_lines_catch_up(const struct cd_rules *c, uint32_t self, struct cd_history *h,
+                       uint64_t now, struct cd_lines *l, struct cd_step *out);
 unsigned cd_lines_add(const struct cd_rules *c, const struct cd_history *h, struct cd_lines *l,
                       const struct ct_wp_arm *arm);
 int cd_lines_find(const struct cd_lines *l, unsigned line_size, uint64_t addr, uint64_t len,
@@ -250,7 +257,7 @@ bool cd_hit_recent(const struct cd_rules *c, const struct cd_history *h,
 void cd_try_arm(const struct cd_rules *c, uint32_t self, const struct cd_history *h,
                 uint64_t now, const struct cd_watch *w, uint64_t *rnd, struct cd_step *out);
 void cd_arm_lines(const struct cd_rules *c, uint32_t self, struct cd_history *h,
-                  const struct cd_access *a, struct cd_lines *l, struct cd_step *out);
+                  uint64_t now, uint64_t sampled, struct cd_lines *l, struct cd_step *out);
 
 /* Algorithm 1's history of a thread and the expiry rules (cd_step's). */
 static inline void cd_history_add(struct cd_history *h, uint64_t time, bool store)
@@ -357,7 +364,7 @@ cd_step_inline(const struct cd_rules *c, uint32_t self, struct cd_history *h,
 		cd_try_arm(c, self, h, a->time, w, rnd, out);
 	}
 	if (lines)
-		cd_arm_lines(c, self, h, a, lines, out);
+		cd_arm_lines(c, self, h, a->time, board_line(c->board, a->addr), lines, out);
 	if (!a->store)
 		return;
 	struct board_view mine = {

@@ -37,10 +37,14 @@
 #define REC_INST_PERIOD_DEFAULT 1000
 #define REC_EVENT_PERIOD_MIN 10000       /* pebs, ibs */
 #define REC_THROTTLE_DEFAULT 25          /* percent of a thread's CPU time */
-/* inst's software watchpoints: lines watched per thread and the samples a
- * watch lives (measured on the kernels: doc/commrec.1, The inst sampler) */
+/* inst's software watchpoints: lines watched per thread, and the life of a
+ * watch in its thread's accesses: a thread with a accesses takes a / N
+ * samples (one countdown of mean N for loads, one for stores), so the
+ * default life is this over the period, in samples (16 at the default
+ * period; measured on the kernels and third-party programs: doc/commrec.1,
+ * The inst sampler) */
 #define REC_WATCH_LINES_DEFAULT 16
-#define REC_WATCH_LIFE_DEFAULT 16
+#define REC_WATCH_LIFE_ACCESSES 16000
 
 struct rec_opts {
 	const char *output;          /* -o (default "trace.zst") */
@@ -53,7 +57,8 @@ struct rec_opts {
 	int watchpoints;             /* -w, -1 = as many as the machine gives */
 	const char *wp_kind;         /* --watchpoint-kind: software, debug, NULL = by sampler */
 	int watch_lines;             /* --line-watches: software line watches per thread (-1: default) */
-	int watch_life;              /* --line-watch-life: samples a line watch lives (-1: default) */
+	int watch_life;              /* --line-watch-life: samples a line watch lives (0: default,
+	                                REC_WATCH_LIFE_ACCESSES over the period) */
 	int board_size;              /* -b */
 	int line_size;               /* --line-size, 0 = from sysfs */
 	bool no_alloc;               /* --no-alloc */

@@ -96,9 +96,10 @@ static void usage(FILE *f)
 "                          thread, 0..%d (default %d; 0: the debug registers'\n"
 "                          way, -w words of one line)\n"
 "      --line-watch-life N software line watches: a watch ends when its\n"
-"                          thread has taken N samples since it armed\n"
-"                          (default %d), or when the thread overwrites the\n"
-"                          published bytes\n"
+"                          thread has taken N samples since it armed, or\n"
+"                          when the thread overwrites the published bytes\n"
+"                          (default: %d accesses of the thread over the\n"
+"                          period, 16 samples at -c 1000)\n"
 "      --force-watchpoints arm debug registers even where the probe says they\n"
 "                          do not fire\n"
 "  -b, --board-size N      bulletin board entries (default %d)\n"
@@ -131,7 +132,7 @@ static void usage(FILE *f)
 "See commrec(1).\n",
 		REC_SOFT_PERIOD_DEFAULT, REC_SOFT_PERIOD_MIN, REC_EVENT_PERIOD_DEFAULT,
 		REC_EVENT_PERIOD_MIN, REC_INST_PERIOD_DEFAULT, REC_THROTTLE_DEFAULT, CT_WP_MAX,
-		CD_LINES_MAX, REC_WATCH_LINES_DEFAULT, REC_WATCH_LIFE_DEFAULT, 127, REC_EXIT_FAILED);
+		CD_LINES_MAX, REC_WATCH_LINES_DEFAULT, REC_WATCH_LIFE_ACCESSES, 127, REC_EXIT_FAILED);
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -225,7 +226,6 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 	o->sampler = "auto";
 	o->watchpoints = -1;
 	o->watch_lines = REC_WATCH_LINES_DEFAULT;
-	o->watch_life = REC_WATCH_LIFE_DEFAULT;
 	o->throttle_share = REC_THROTTLE_DEFAULT / 100.0;
 	o->board_size = 127;
 	*list_samplers = false;

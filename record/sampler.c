@@ -128,6 +128,11 @@ static void choose_period(struct rec_opts *o)
 	}
 	if (inst)
 		o->throttle_share = 0;   /* inst samples without signals: nothing to lengthen */
+	if (!o->watch_life) {
+		/* the same horizon in the watcher's accesses at any period */
+		uint64_t life = (REC_WATCH_LIFE_ACCESSES + o->period_used / 2) / o->period_used;
+		o->watch_life = life < 1 ? 1 : life > 1000000 ? 1000000 : (int)life;
+	}
 }
 
 /* Per-CPU watchpoints are armed from the per-CPU sample rings: at the

@@ -41,17 +41,24 @@ enum inst_stat {
 	IS_MAX
 };
 
+/* Sampled mode with software line watches: a thread's countdowns also stop
+ * every INST_CATCH_UP accesses between its samples, where it arms the
+ * store samples other threads logged since its last arms (rt_lines_catch_up)
+ * instead of at its next sample only. */
+#define INST_CATCH_UP 64
 #define INST_WMAP 4096         /* granules of the software watchpoints' filter (a byte each) */
 
 struct inst_tls {
 	int64_t left[2];       /* countdown to the next recorded access, per kind */
 	int64_t refill[2];     /* the value left[] was last set to */
 	uint64_t done[2];      /* accesses counted before the last refill */
+	int64_t rest[2];       /* sampled mode: accesses from the countdown's stop to
+	                          the sample (> 0: the stop is a line watch catch-up) */
 	uintptr_t rd_addr, wr_addr; /* the last __tsan_{read,write}_range (gcc then */
 	size_t rd_len, wr_len;      /* copies with a memcpy call: not twice) */
 	/* Software watchpoints (rt_wp.c): an access starting in a 64-byte
-	 * granule whose byte (INST_WATCHED: granule number mod INST_WMAP) is
-	 * set may touch a watched byte: the one test every access pays (a
+	 * granule whose byte (INST_WATCHED: granule number mod INST_WMAP) has
+	 * a bit of its kind set may touch a watched byte: the one test every access pays (a
 	 * byte map: fewer instructions than a bit map); the slow path checks
 	 * the thread's watched words or lines.  A watched range sets the bytes
 	 * of its granules and of the one before it (an access of up to
@@ -98,11 +105,20 @@ void inst_watch_hit(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);
  * a tail call that keeps their fast path free of a stack frame. */
 void inst_watched_access(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip);
 #define INST_MAX_LEN 16        /* the longest access of one hook */
-#define INST_WATCHED(addr) \
-	__builtin_expect(inst_t.w_map[((uintptr_t)(addr) >> 6) % INST_WMAP] != 0, 0)
+/* A filter byte's bits: a watch there that any access hits; one that only
+ * a store can end (a line watch that has reported its first hit and waits
+ * for the overwrite: loads go by). */
+#define INST_WATCH_ANY 1
+#define INST_WATCH_STORE 2
+#define INST_WATCHED_BY(addr, bits) \
+	__builtin_expect((inst_t.w_map[((uintptr_t)(addr) >> 6) % INST_WMAP] & (bits)) != 0, 0)
+/* May an access of that kind at addr touch a watch? */
+#define INST_WATCHED(addr, kind)                                                             \
+	INST_WATCHED_BY(addr, (kind) == CT_ACCESS_LOAD ? INST_WATCH_ANY                         \
+	                                              : INST_WATCH_ANY | INST_WATCH_STORE)
 #define INST_WATCH(addr, len, kind, ip)                                                      \
 	do {                                                                                   \
-		if (INST_WATCHED(addr))                                                        \
+		if (INST_WATCHED(addr, kind))                                                  \
 			inst_watch_hit((uintptr_t)(addr), len, kind, ip);                      \
 	} while (0)
 /* The caller is this thread's recorded program code (not the runtime). */
@@ -120,10 +136,10 @@ extern unsigned inst_own_shift;         /* log2 of the line size */
 extern uint64_t inst_own_key[INST_OWN_SLOTS]; /* line number + 1, 0: free */
 extern uint64_t inst_own_window;        /* J, 0: no monitor */
 void inst_owner_init(void);
-/* The next sampling countdown of kind idx: inst_period, or for stores
- * while the monitor is on uniform in 1..2 inst_period - 1 (mean
- * inst_period), so that every store is sampled with probability
- * 1/inst_period whatever the program's loops. */
+/* The next sampling countdown of kind idx (loads and stores alike):
+ * uniform in 1..2 inst_period - 1 (mean inst_period), so that every access
+ * is sampled with probability 1/inst_period whatever the program's loops,
+ * and threads that run the same loop do not sample in step (inst_owner.c). */
 int64_t inst_owner_countdown(int idx);
 uint64_t inst_owner_left_out(void);
 /* An access (any thread) that may touch a monitored line. */

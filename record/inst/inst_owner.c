@@ -24,12 +24,13 @@
  * another line, or whose line has OWN_WIN windows open, opens none: an
  * OWNER_WIN record says so (dropped), and the analysis reports how many.
  *
- * Sampling: with the monitor on, a thread's store countdown is refilled
- * with a uniform draw from 1 to 2N - 1 (mean N), not N: every store is then
- * sampled with probability 1/N (a renewal process independent of the
- * program), which the estimate's expectation needs; every Nth store can
- * fall on the same place of the program's loop each time (a pipeline's
- * 8 stores per line and N = 1000: always the line's first store).
+ * Sampling: a thread's countdowns (loads and stores, monitor or not) are
+ * refilled with a uniform draw from 1 to 2N - 1 (mean N), not N: every
+ * access is then sampled with probability 1/N (a renewal process
+ * independent of the program), which the estimate's expectation needs;
+ * every Nth store can fall on the same place of the program's loop each
+ * time (a pipeline's 8 stores per line and N = 1000: always the line's
+ * first store), and threads that run the same loop sample in step.
  *
  * Full mode (commrec --full --owner-window J -c N): every access is
  * recorded and, besides, a countdown of the same draws (period N) opens
@@ -106,7 +107,8 @@ static int64_t own_draw(uint64_t period)
 
 int64_t inst_owner_countdown(int idx)
 {
-	if (!inst_own_window || idx != INST_ST || inst_period < 2)
+	(void)idx;
+	if (inst_period < 2)
 		return (int64_t)inst_period;
 	return own_draw(inst_period);
 }

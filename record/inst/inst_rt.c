@@ -3,8 +3,9 @@
  *
  * Hot path: every instrumented access decrements a per-thread countdown
  * (one for loads, one for stores) and calls out only when it reaches 0:
- *   sampled mode  the countdown is N (COMMTRACE_PERIOD): every Nth load and
- *                 every Nth store of a thread becomes a SAMPLE record
+ *   sampled mode  the countdown is drawn with mean N (COMMTRACE_PERIOD,
+ *                 inst_owner_countdown): one in N loads and one in N
+ *                 stores of a thread, on average, becomes a SAMPLE record
  *                 (period N, CT_SAMPLE_EXACT) through rt_sample(), so the
  *                 bulletin board and the watchpoints work as for the PMU
  *                 samplers;
@@ -102,6 +103,37 @@ static void set_countdown(struct inst_tls *T, int idx, int64_t v)
 	T->left[idx] = T->refill[idx] = v;
 }
 
+static int64_t catch_up_every;    /* INST_CATCH_UP with line watches, else 0 */
+
+/* Kind idx's next n accesses up to its sample: the countdown stops after
+ * the first catch_up_every of them, or at the sample. */
+static void countdown_split(struct inst_tls *T, int idx, int64_t n)
+{
+	int64_t stop = catch_up_every && n > catch_up_every ? catch_up_every : n;
+	T->rest[idx] = n - stop;
+	set_countdown(T, idx, stop);
+}
+
+static void countdown_draw(struct inst_tls *T, int idx)
+{
+	countdown_split(T, idx, inst_owner_countdown(idx));
+}
+
+/* Sampled mode: kind idx's countdown stopped at an access of t: true if
+ * it is the sample (a new draw follows); else the line watches catch up. */
+static bool countdown_due(struct inst_tls *T, struct rt_thread *t, int idx)
+{
+	if (!T->rest[idx]) {
+		countdown_draw(T, idx);
+		return true;
+	}
+	countdown_split(T, idx, T->rest[idx]);
+	rt_guard++;
+	rt_lines_catch_up(t);
+	rt_guard--;
+	return false;
+}
+
 static void fold_thread(struct inst_tls *T)
 {
 	for (int k = 0; k < 2; k++)
@@ -121,11 +153,11 @@ static void map_clear(struct inst_tls *T)
 		T->w_map[i] = 0;
 }
 
-/* The filter's bytes of [lo, hi) (see inst_tls.w_map). */
-static void map_set(struct inst_tls *T, uintptr_t lo, uintptr_t hi)
+/* The filter's bytes of [lo, hi) (see inst_tls.w_map) get the bits. */
+static void map_set(struct inst_tls *T, uintptr_t lo, uintptr_t hi, uint8_t bits)
 {
 	for (uintptr_t g = (lo - (INST_MAX_LEN - 1)) >> 6; g <= (hi - 1) >> 6; g++)
-		T->w_map[g % INST_WMAP] = 1;
+		T->w_map[g % INST_WMAP] |= bits;
 	T->w_any = true;
 }
 
@@ -138,8 +170,10 @@ static void thread_off(struct inst_tls *T, uint32_t index, bool fold)
 		atomic_compare_exchange_strong(&live[index % RT_MAX_THREADS], &expect, NULL);
 	}
 	T->on = false;
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2; k++) {
 		T->left[k] = T->refill[k] = BIG;
+		T->rest[k] = 0;
+	}
 	map_clear(T);
 }
 
@@ -701,7 +735,8 @@ static __attribute__((noinline)) void hit_record(uintptr_t addr, unsigned len, u
 			inst_owner_full_access(t, addr, len, kind);
 		return;
 	}
-	set_countdown(T, idx, inst_owner_countdown(idx));
+	if (!countdown_due(T, t, idx))
+		return;
 	sample_one(t, addr, len, kind, ip);
 	inst_owner_sampled(t, addr, len, kind);
 }
@@ -751,14 +786,17 @@ static void inst_watch(struct rt_thread *t)
 	map_clear(T);
 	if (rt_cfg.wp_lines) {
 		for (uint64_t m = t->wlines.live; m; m &= m - 1) {
-			uintptr_t line = (uintptr_t)t->wlines.line[__builtin_ctzll(m)];
-			map_set(T, line, line + rt_cfg.line_size);
+			unsigned i = (unsigned)__builtin_ctzll(m);
+			uintptr_t line = (uintptr_t)t->wlines.line[i];
+			map_set(T, line, line + rt_cfg.line_size,
+			        cd_lines_was_hit(&t->wlines, i) ? INST_WATCH_STORE : INST_WATCH_ANY);
 		}
 		return;
 	}
 	for (int i = 0; t->wp_armed && i < t->nwp; i++)
 		if (t->wp_slot[i] >= 0)
-			map_set(T, (uintptr_t)t->wp_addr[i], (uintptr_t)t->wp_addr[i] + CD_WORD_BYTES);
+			map_set(T, (uintptr_t)t->wp_addr[i], (uintptr_t)t->wp_addr[i] + CD_WORD_BYTES,
+			        INST_WATCH_ANY);
 }
 
 /* The watch [addr, addr+len) touches, if any: a hit (which disarms it; a
@@ -812,7 +850,7 @@ __attribute__((noinline)) void inst_owned_access(uintptr_t addr, unsigned len, u
                                                  int idx, uintptr_t ip)
 {
 	inst_owner_access(addr, len, kind, ip);
-	if (INST_WATCHED(addr))
+	if (INST_WATCHED(addr, kind))
 		inst_watched_access(addr, len, kind, idx, ip);
 	else if (--inst_t.left[idx] <= 0)
 		inst_hit(addr, len, kind, idx, ip);
@@ -853,9 +891,8 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 		T->in_push = true;
 		return true;
 	}
-	set_countdown(T, idx, inst_owner_countdown(idx));
 	p->r = NULL;
-	return true;
+	return countdown_due(T, t, idx);
 }
 
 void inst_post(struct inst_pend *p)
@@ -927,8 +964,9 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	while (lines - k >= (uint64_t)T->left[idx] && T->left[idx] > 0) {
 		k += (size_t)T->left[idx];
 		T->left[idx] = 0;
+		if (!countdown_due(T, t, idx))
+			continue;
 		chunk(addr, n, k - 1, &ca, &cl);
-		set_countdown(T, idx, inst_owner_countdown(idx));
 		sample_one(t, ca, cl, kind, ip);
 		inst_owner_sampled(t, ca, cl, kind);
 	}
@@ -945,7 +983,7 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 		extra;                                                                         \
 		if (INST_OWNED(a, len))                                                        \
 			inst_owned_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);       \
-		else if (INST_WATCHED(a))                                                           \
+		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);     \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                \
@@ -955,7 +993,7 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 	{                                                                                      \
 		if (INST_OWNED(a, len))                                                        \
 			inst_owned_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);        \
-		else if (INST_WATCHED(a))                                                           \
+		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);      \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
 			inst_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
@@ -1140,6 +1178,8 @@ static int inst_process_init(void)
 		clock_init();
 		filt_init();
 	}
+	if (!inst_full && rt_cfg.wp_soft && rt_cfg.wp_lines && rt_cfg.watchpoints > 0)
+		catch_up_every = INST_CATCH_UP;
 	inst_owner_init();
 	inst_mem_init();
 	inst_sync_init();
@@ -1162,9 +1202,8 @@ static int inst_thread_start(struct rt_thread *t)
 	map_clear(T);
 	T->filt_owner = t->index + 1 < FILT_OWNER_MAX ? t->index + 1 : 0;
 	T->stamp = 0;
-	int64_t n = (int64_t)inst_period;
 	for (int k = 0; k < 2; k++)
-		T->left[k] = T->refill[k] = n;
+		countdown_draw(T, k);
 	struct inst_tls *expect = NULL;
 	atomic_compare_exchange_strong(&live[t->index % RT_MAX_THREADS], &expect, T);
 	atomic_fetch_add(&g_threads, 1);

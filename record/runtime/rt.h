@@ -310,6 +310,9 @@ void rt_wp_soft_hit(struct rt_thread *t, int i, uint64_t ip, unsigned kind);
  * access's bytes [addr, addr+len) in that line (the sampler has updated
  * the slots: cd_lines_hit). */
 void rt_wp_lines_step(struct rt_thread *t, const struct cd_step *st, uint64_t now);
+/* Software line watches between two samples of t (its own thread): arm the
+ * store samples logged since its last arms (cd_lines_catch_up), if any. */
+void rt_lines_catch_up(struct rt_thread *t);
 void rt_wp_line_hit(struct rt_thread *t, unsigned slot, uint64_t addr, unsigned len, uint64_t ip,
                     unsigned kind);
 int rt_wp_on_async(struct rt_thread *t, siginfo_t *si, void *uc);

@@ -15,6 +15,30 @@
 
 #define SKIP_FLUSH_EVERY 256   /* skipped samples between SKIPPED records */
 
+/* Algorithm 1 (formats/comdetective.h): the recorder's expiry rule;
+ * without watchpoints, no board (the history only) */
+static struct cd_rules recorder_rules(void)
+{
+	return (struct cd_rules){
+		.board = rt_board_ok && rt_cfg.watchpoints > 0 && !atomic_load(&rt_exiting)
+		         ? &rt_board : NULL,
+		.expiry = CD_EXPIRY_RECORDER, .line_size = rt_cfg.line_size,
+		.wp_lines = rt_cfg.wp_lines, .wp_life = rt_cfg.wp_life,
+	};
+}
+
+void rt_lines_catch_up(struct rt_thread *t)
+{
+	struct cd_rules rules = recorder_rules();
+	if (!rules.board || board_logged(rules.board) == t->cd.log_seen)
+		return;
+	uint64_t now = rt_now();
+	struct cd_step st;
+	cd_lines_catch_up(&rules, t->index, &t->cd, now, &t->wlines, &st);
+	if (st.narms)
+		rt_wp_lines_step(t, &st, now);
+}
+
 void rt_sample(struct rt_thread *t, const struct rt_sample_in *s)
 {
 	rt_sample_to(t, s, rt_push);
@@ -48,14 +72,7 @@ void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn 
 	if (rt_cpuwp_active() && atomic_load(&t->samp_by_writer))
 		return;   /* the writer runs Algorithm 1 on all threads' samples in time order */
 
-	/* Algorithm 1 (formats/comdetective.h): the recorder's expiry rule;
-	 * without watchpoints, no board (the history only) */
-	struct cd_rules rules = {
-		.board = rt_board_ok && rt_cfg.watchpoints > 0 && !atomic_load(&rt_exiting)
-		         ? &rt_board : NULL,
-		.expiry = CD_EXPIRY_RECORDER, .line_size = rt_cfg.line_size,
-		.wp_lines = rt_cfg.wp_lines, .wp_life = rt_cfg.wp_life,
-	};
+	struct cd_rules rules = recorder_rules();
 	struct cd_access a = {
 		.time = s->time, .addr = s->acc.addr, .ip = s->ip, .cpu = s->cpu,
 		.len = r.u.sample.len, .store = s->acc.kind != CT_ACCESS_LOAD,

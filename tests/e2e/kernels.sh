@@ -42,6 +42,8 @@
 #   kernels/omp_objects    its top object is the program's own vector (the heap
 #                          block main allocates in omp_reduce.c), not the
 #                          OpenMP runtime's
+#   kernels/watch_life_by_period  the default line watch life (CONFIG
+#                          line_watch_life) is 16000 accesses over the period
 # r and the event counts of every kernel are printed (INFO lines).  Sizes
 # keep each run around a second on a loaded 2-core VM.
 . "$(dirname "$0")/../lib.sh"
@@ -209,4 +211,15 @@ PY
 		fi ;;
 	esac
 done
+
+# The line watch life follows the period (16000 of the watcher's accesses):
+# 16 samples at the default period, 64 at -c 250, 4 at -c 4000.
+life=$(config s-stencil line_watch_life)
+for c in 250 4000; do
+	if rec "life-$c" stencil "-t 2 -c 256 -s 10" --sampler inst -c $c; then
+		describe "life-$c"
+		life="$life $(config "life-$c" line_watch_life)"
+	fi
+done
+check kernels/watch_life_by_period test "$life" = "16 64 4"
 done_tests

@@ -355,6 +355,42 @@ static void test_line_detection_and_log(void)
 	free(f.mem);
 }
 
+/* Between samples: nothing before the thread's first sample; then the
+ * store samples logged since its last arms, its own left out, the line of
+ * none excluded (a sample's own line is); each one once (a later sample
+ * arms only what came after); its history's samples do not move. */
+static void test_line_catch_up(void)
+{
+	struct fix f;
+	struct cd_lines l0;
+	memset(&l0, 0, sizeof l0);
+	struct cd_watch w = { .nwp = 4, .lines = &l0 };
+	struct cd_step s;
+	line_rules(&f, 4, 3);
+	step(&f, 1, 100, A + 8, true, NULL);
+	cd_lines_catch_up(&f.r, 0, &f.h[0], 150, &l0, &s);
+	CHECK_EQ_U(s.narms, 0);                      /* T0 has not sampled */
+	step(&f, 0, 200, C, false, &w);              /* arms A */
+	CHECK_EQ_U(l0.live, 1);
+	step(&f, 0, 210, C + 64, true, &w);          /* T0's own store sample */
+	step(&f, 2, 220, C + 8, true, NULL);         /* the line T0 sampled at 200 */
+	step(&f, 1, 230, B + 16, true, NULL);
+	cd_lines_catch_up(&f.r, 0, &f.h[0], 240, &l0, &s);
+	CHECK_EQ_U(s.narms, 2);
+	CHECK(!s.detected && !s.published && !s.arm.nwp);
+	CHECK_EQ_U(s.arms[0].arm.publisher, 1);
+	CHECK_EQ_U(s.arms[0].arm.wp_addr[0], B);
+	CHECK_EQ_U(s.arms[1].arm.publisher, 2);
+	CHECK_EQ_U(s.arms[1].arm.wp_addr[0], C);
+	CHECK_EQ_U(f.h[0].nsamples, 2);
+	CHECK_EQ_U(l0.born[s.arms[0].slot], 2);
+	cd_lines_catch_up(&f.r, 0, &f.h[0], 250, &l0, &s);
+	CHECK_EQ_U(s.narms, 0);                      /* nothing new */
+	s = step(&f, 0, 300, C + 128, false, &w);
+	CHECK_EQ_U(s.narms, 0);                      /* the sample does not arm them again */
+	free(f.mem);
+}
+
 /* A watch of `line` for a publication of its bytes 8..15, armed now. */
 static unsigned add(const struct fix *f, const struct cd_history *h, struct cd_lines *l,
                     uint64_t line)
@@ -512,6 +548,7 @@ int main(void)
 	RUN(test_murmur_slots);
 	RUN(test_line_arming);
 	RUN(test_line_detection_and_log);
+	RUN(test_line_catch_up);
 	RUN(test_line_slots);
 	RUN(test_line_hits);
 	RUN(test_credit);
