@@ -318,17 +318,11 @@ static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample 
 	return o;
 }
 
-size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out)
+/* The fields of the records other than SAMPLE, after type and time (apart:
+ * the SAMPLE path then keeps its few registers). */
+static __attribute__((noinline)) uint8_t *encode_other(struct ct_codec *c, const struct ct_record *r,
+                                                       uint8_t *o)
 {
-	uint8_t *o = out;
-	if (r->type == 0 || r->type > CT_REC_TYPE_MAX)
-		return 0;             /* unknown type: nothing written, state kept */
-	*o++ = r->type;
-	o = put_v_fast(o, zz(r->time - c->time));
-	c->time = r->time;
-
-	if (__builtin_expect(r->type == CT_REC_SAMPLE, 1))
-		return (size_t)(encode_sample(c, &r->u.sample, o) - out);
 	switch (r->type) {
 	case CT_REC_WP_ARM: {
 		const struct ct_wp_arm *a = &r->u.arm;
@@ -439,7 +433,20 @@ size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *
 		*o++ = r->u.owin.status;
 		break;
 	}
-	return (size_t)(o - out);
+	return o;
+}
+
+size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out)
+{
+	uint8_t *o = out;
+	if (r->type == 0 || r->type > CT_REC_TYPE_MAX)
+		return 0;             /* unknown type: nothing written, state kept */
+	*o++ = r->type;
+	o = put_v_fast(o, zz(r->time - c->time));
+	c->time = r->time;
+	if (__builtin_expect(r->type == CT_REC_SAMPLE, 1))
+		return (size_t)(encode_sample(c, &r->u.sample, o) - out);
+	return (size_t)(encode_other(c, r, o) - out);
 }
 
 /* The SAMPLE record (the bulk of every trace): its fields into locals,

@@ -99,7 +99,8 @@ static inline struct ct_record *recring_reserve_units(struct recring *r, uint32_
 	recring_count(&r->counts->produced);
 	for (;;) {
 		uint32_t pos = (uint32_t)(head & (r->cap - 1));
-		uint32_t pad = pos + k > r->cap ? r->cap - pos : 0;
+		/* (one unit never needs a pad: the compiler drops it for k = 1) */
+		uint32_t pad = k > 1 && pos + k > r->cap ? r->cap - pos : 0;
 		uint64_t need = pad + k;
 		/* Read the consumer's line only when the cached view says full. */
 		uint64_t tail = __atomic_load_n(&r->tail_cache, __ATOMIC_RELAXED);

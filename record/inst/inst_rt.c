@@ -632,7 +632,8 @@ static __attribute__((noinline)) void full_wait(struct rt_thread *t, struct inst
 	T->stat[IS_WAIT_NS] += rt_now() - t0;
 }
 
-static inline struct ct_record *full_reserve(struct rt_thread *t, struct inst_tls *T)
+static inline __attribute__((always_inline)) struct ct_record *
+full_reserve(struct rt_thread *t, struct inst_tls *T)
 {
 	struct recring *r = &t->ring;
 	/* the cached view of the writer's progress first: reading its line
