@@ -498,8 +498,7 @@ static inline bool filt_skip(const struct inst_tls *T, uintptr_t addr, unsigned 
 	return filt_tab && kind != CT_ACCESS_ATOMIC && len && filt_repeat(T, addr, len, kind);
 }
 
-/* The granules of an access of T that the table's word gets (mine), and
- * the claim's loop from the word last seen (e): the record's time. */
+/* The granules of an access that its thread's table word gets. */
 static inline __attribute__((always_inline)) uint64_t
 filt_mine(uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned gshift)
 {
@@ -508,6 +507,8 @@ filt_mine(uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned 
 	return touch | (kind == CT_ACCESS_LOAD ? 0 : (uint64_t)cover << 8);
 }
 
+/* The claim of a line by T (its table word at slot, key), from the word
+ * last seen (e), adding the granules mine: the record's time. */
 static inline __attribute__((always_inline)) uint64_t
 filt_swap(struct inst_tls *T, _Atomic uint64_t *slot, uint64_t key, uint64_t mine, uint64_t e)
 {
@@ -669,26 +670,42 @@ static inline void full_put(struct rt_thread *t, struct ct_record *r, uint64_t t
 	recring_commit(&t->ring, r);
 }
 
+/* The words a plain hook saw: its 64-byte line's table word, which the
+ * thread owns, and the granules new to its ownership (see full_owned). */
+struct filt_seen {
+	uint64_t e, mine;
+};
+
 static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t addr,
-                             unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
+                             unsigned len, unsigned kind, uintptr_t ip, unsigned flags,
+                             const struct filt_seen *seen)
 {
-	/* a synchronization access counts as a read-modify-write for the filter:
-	 * never left out, it ends every ownership of its line and starts none,
-	 * so that the rule holds with or without such records (--sync exclude) */
-	uint64_t time = filt_stamp(&inst_t, addr, len, flags & CT_SAMPLE_SYNC ? CT_ACCESS_ATOMIC : kind);
+	struct inst_tls *T = &inst_t;
+	uint64_t line = addr >> 6, time;
+	if (seen)
+		time = filt_swap(T, &filt_tab[line & FILT_MASK], filt_key(line, T->filt_owner),
+		                 seen->mine, seen->e);
+	else
+		/* a synchronization access counts as a read-modify-write for the
+		 * filter: never left out, it ends every ownership of its line and
+		 * starts none, so that the rule holds with or without such records
+		 * (--sync exclude) */
+		time = filt_stamp(T, addr, len, flags & CT_SAMPLE_SYNC ? CT_ACCESS_ATOMIC : kind);
 	full_put(t, r, time, addr, len, kind, ip, flags);
 }
 
-/* A SAMPLE record of an access the filter does not leave out. */
-static inline void full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
-                               unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
+/* A SAMPLE record of an access the filter does not leave out (seen: see
+ * full_fill). */
+static inline __attribute__((always_inline)) void
+full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind,
+            uintptr_t ip, unsigned flags, const struct filt_seen *seen)
 {
 	bool nested = T->in_push;
 	struct ct_record *r = full_reserve(t, T);
 	if (!r)
 		return;
 	T->in_push = true;
-	full_fill(t, r, addr, len, kind, ip, flags);
+	full_fill(t, r, addr, len, kind, ip, flags, seen);
 	T->in_push = nested;
 }
 
@@ -699,7 +716,7 @@ static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_
 		T->stat[IS_FILTERED]++;
 		return;
 	}
-	full_record(t, T, addr, len, kind, ip, flags);
+	full_record(t, T, addr, len, kind, ip, flags, NULL);
 }
 
 static void full_func(struct rt_thread *t, struct inst_tls *T, unsigned type, uintptr_t addr)
@@ -766,16 +783,8 @@ static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, u
 		return;
 	}
 	full_fold(T, idx);
-	bool nested = T->in_push;
-	struct ct_record *r = full_reserve(t, T);
-	if (!r)
-		return;
-	T->in_push = true;
-	uint64_t line = addr >> 6;
-	uint64_t time = filt_swap(T, &filt_tab[line & FILT_MASK], filt_key(line, T->filt_owner),
-	                          mine, e);
-	full_put(t, r, time, addr, len, kind, ip, CT_SAMPLE_EXACT);
-	T->in_push = nested;
+	const struct filt_seen seen = { e, mine };
+	full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT, &seen);
 }
 
 /* The countdown expired: the access is recorded (or, see inst_hit, not). */
@@ -799,7 +808,7 @@ static __attribute__((noinline)) void hit_record(uintptr_t addr, unsigned len, u
 	if (inst_full) {
 		full_fold(T, idx);
 		/* (inst_hit asked the filter) */
-		full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT);
+		full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT, NULL);
 		if (inst_own_window)
 			inst_owner_full_access(t, addr, len, kind);
 		return;
@@ -993,7 +1002,7 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 void inst_post(struct inst_pend *p)
 {
 	if (p->r) {
-		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT);
+		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL);
 		inst_t.in_push = p->nested;
 		if (inst_own_window)
 			inst_owner_full_access(p->t, p->addr, p->len, p->kind);
