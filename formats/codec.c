@@ -244,16 +244,17 @@ static inline uint8_t *put_v_fast(uint8_t *o, uint64_t v)
  * deltas) on straight paths. */
 static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
 {
+	/* the extension byte: nothing to say in the usual record (one test) */
 	uint8_t ext = 0;
-	if (__builtin_expect(s->cpu != c->cpu, 0)) ext |= SX_CPU;
-	if (__builtin_expect(s->period != c->period, 0)) ext |= SX_PERIOD;
-	if (__builtin_expect(s->flags != c->flags, 0)) ext |= SX_FLAGS;
-	if (s->data_src) ext |= SX_DATA_SRC;
-	if (s->weight) ext |= SX_WEIGHT;
+	if (__builtin_expect(((s->cpu ^ c->cpu) | (s->period ^ c->period) | (s->flags ^ c->flags) |
+	                      s->data_src | s->weight) != 0, 0))
+		ext = (uint8_t)((s->cpu != c->cpu ? SX_CPU : 0) | (s->period != c->period ? SX_PERIOD : 0) |
+		                (s->flags != c->flags ? SX_FLAGS : 0) | (s->data_src ? SX_DATA_SRC : 0) |
+		                (s->weight ? SX_WEIGHT : 0));
 	/* data address: the delta base with the shortest varint, the lowest
 	 * slot on ties (slot_best) */
-	uint64_t addr = s->addr, base = c->addr;
-	uint64_t d = zz(addr - base);
+	uint64_t addr = s->addr;
+	uint64_t d = zz(addr - c->addr);
 	unsigned ka = 0;
 	if (d >= 0x80) {
 		unsigned bl = vlen(d);
@@ -269,16 +270,13 @@ static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample 
 			}
 		}
 	}
-	/* code address: a recent one (slot index), else a delta */
+	/* code address: a recent one (slot index), else a delta (the search
+	 * unrolled: a full trace misses often) */
 	uint64_t ip = s->ip;
-	unsigned ki;
-	if (ip == c->ip) {
-		ki = 0;
-	} else {
-		ki = 1;
-		while (ki < IP_SLOTS && c->ip_old[ki - 1] != ip)
-			ki++;
-	}
+	const uint64_t *old = c->ip_old;
+	unsigned ki = ip == c->ip ? 0 : old[0] == ip ? 1 : old[1] == ip ? 2 : old[2] == ip ? 3 :
+	              old[3] == ip ? 4 : old[4] == ip ? 5 : old[5] == ip ? 6 : old[6] == ip ? 7 :
+	              IP_SLOTS;
 	unsigned kind = s->kind;
 	uint8_t pres = (uint8_t)((ext ? SP_EXT : 0) | (s->len != c->len ? SP_LEN : 0) |
 		(kind < SP_KIND_ESCAPE ? kind : SP_KIND_ESCAPE) << SP_KIND_SHIFT |
@@ -292,18 +290,8 @@ static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample 
 	}
 	o = put_v_fast(o, d);
 	/* move the used slots to the front (slot_use) */
-	if (ki) {
-		for (unsigned j = ki - 1; j > 0; j--)
-			c->ip_old[j] = c->ip_old[j - 1];
-		c->ip_old[0] = c->ip;
-	}
-	c->ip = ip;
-	if (ka) {
-		for (unsigned j = ka - 1; j > 0; j--)
-			c->addr_old[j] = c->addr_old[j - 1];
-		c->addr_old[0] = c->addr;
-	}
-	c->addr = addr;
+	slot_use(&c->ip, c->ip_old, IP_SLOTS - 1, ki, ip);
+	slot_use(&c->addr, c->addr_old, 3, ka, addr);
 	if (pres & SP_LEN) { *o++ = s->len; c->len = s->len; }
 	if (kind >= SP_KIND_ESCAPE) *o++ = (uint8_t)kind;
 	c->kind = (uint8_t)kind;
@@ -318,17 +306,11 @@ static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample 
 	return o;
 }
 
-size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out)
+/* The fields of the records other than SAMPLE, after type and time (apart:
+ * the SAMPLE path then keeps its few registers). */
+static __attribute__((noinline)) uint8_t *encode_other(struct ct_codec *c, const struct ct_record *r,
+                                                       uint8_t *o)
 {
-	uint8_t *o = out;
-	if (r->type == 0 || r->type > CT_REC_TYPE_MAX)
-		return 0;             /* unknown type: nothing written, state kept */
-	*o++ = r->type;
-	o = put_v_fast(o, zz(r->time - c->time));
-	c->time = r->time;
-
-	if (__builtin_expect(r->type == CT_REC_SAMPLE, 1))
-		return (size_t)(encode_sample(c, &r->u.sample, o) - out);
 	switch (r->type) {
 	case CT_REC_WP_ARM: {
 		const struct ct_wp_arm *a = &r->u.arm;
@@ -439,7 +421,20 @@ size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *
 		*o++ = r->u.owin.status;
 		break;
 	}
-	return (size_t)(o - out);
+	return o;
+}
+
+size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out)
+{
+	uint8_t *o = out;
+	if (r->type == 0 || r->type > CT_REC_TYPE_MAX)
+		return 0;             /* unknown type: nothing written, state kept */
+	*o++ = r->type;
+	o = put_v_fast(o, zz(r->time - c->time));
+	c->time = r->time;
+	if (__builtin_expect(r->type == CT_REC_SAMPLE, 1))
+		return (size_t)(encode_sample(c, &r->u.sample, o) - out);
+	return (size_t)(encode_other(c, r, o) - out);
 }
 
 /* The SAMPLE record (the bulk of every trace): its fields into locals,

@@ -91,6 +91,48 @@ void recring_init(struct recring *r, void *mem, uint32_t cap);
  * truth), or, when full, r->cap if this is the first loss since the
  * consumer last took the loss count (time to wake it), else 0. */
 struct ct_record *recring_reserve_type(struct recring *r, unsigned type, uint32_t *fill_level);
+/* recring_reserve_type for k units, inline (full recording reserves one
+ * unit per access). */
+static inline struct ct_record *recring_reserve_units(struct recring *r, uint32_t k, uint32_t *fill_level)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	recring_count(&r->counts->produced);
+	for (;;) {
+		uint32_t pos = (uint32_t)(head & (r->cap - 1));
+		/* (one unit never needs a pad: the compiler drops it for k = 1) */
+		uint32_t pad = k > 1 && pos + k > r->cap ? r->cap - pos : 0;
+		uint64_t need = pad + k;
+		/* Read the consumer's line only when the cached view says full. */
+		uint64_t tail = __atomic_load_n(&r->tail_cache, __ATOMIC_RELAXED);
+		if (head + need - tail > r->cap) {
+			tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+			__atomic_store_n(&r->tail_cache, tail, __ATOMIC_RELAXED);
+		}
+		if (__builtin_expect(head + need - tail > r->cap, 0)) {
+			uint64_t before = atomic_fetch_add_explicit(&r->lost, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&r->lost_total, 1, memory_order_relaxed);
+			recring_count(&r->counts->buffer_full);
+			if (fill_level)
+				*fill_level = before == 0 ? r->cap : 0;
+			return NULL;
+		}
+		/* A signal handler of this thread may push between the load and
+		 * the CAS: the CAS then fails and we retry with the new head. */
+		if (atomic_compare_exchange_weak_explicit(&r->head, &head, head + need,
+		                                          memory_order_acquire,
+		                                          memory_order_relaxed)) {
+			if (pad)
+				atomic_store_explicit(&r->ready[pos], (uint8_t)(RECRING_PAD | pad),
+				                      memory_order_release);
+			if (fill_level)
+				*fill_level = (uint32_t)(head + need - tail);
+			uint32_t at = (uint32_t)((head + pad) & (r->cap - 1));
+			r->units[at] = (uint8_t)k;
+			return (struct ct_record *)(r->data + (size_t)at * RECRING_UNIT);
+		}
+	}
+}
+
 /* Reserve one unit: room for a record of any type but WP_ARM, CALLSITE
  * and MARKER (the untyped form of recring_reserve_type). */
 struct ct_record *recring_reserve(struct recring *r, uint32_t *fill_level);
@@ -110,7 +152,11 @@ static inline bool recring_has_room1(struct recring *r)
 	return head + 1 - tail <= r->cap;
 }
 /* Publish a reserved record. */
-void recring_commit(struct recring *r, struct ct_record *rec);
+static inline void recring_commit(struct recring *r, struct ct_record *rec)
+{
+	size_t at = (size_t)((uint8_t *)rec - r->data) / RECRING_UNIT;
+	atomic_store_explicit(&r->ready[at], r->units[at], memory_order_release);
+}
 /* reserve + copy + commit; 0, or -1 when full. */
 int recring_push(struct recring *r, const struct ct_record *rec, uint32_t *fill_level);
 

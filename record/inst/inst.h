@@ -69,6 +69,8 @@ struct inst_tls {
 	bool on;               /* this thread is recorded by the inst sampler */
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
+	bool filt_fast;        /* full mode: the hooks ask the filter themselves (the
+	                        * thread is on, has an owner id, no line monitor) */
 	uint64_t stamp;        /* full mode: the time of this thread's last new stamp */
 	uint32_t cpu;          /* full mode: the CPU read with it */
 	uint64_t stat[IS_MAX];

@@ -170,6 +170,7 @@ static void thread_off(struct inst_tls *T, uint32_t index, bool fold)
 		atomic_compare_exchange_strong(&live[index % RT_MAX_THREADS], &expect, NULL);
 	}
 	T->on = false;
+	T->filt_fast = false;
 	for (int k = 0; k < 2; k++) {
 		T->left[k] = T->refill[k] = BIG;
 		T->rest[k] = 0;
@@ -414,7 +415,7 @@ static inline struct rt_thread *rec_thread(struct inst_tls *T)
 
 /* Full mode: a new time for a record of this thread, kept as its last stamp
  * with the CPU it runs on (the filter reuses both, see filt_stamp). */
-static inline uint64_t full_now(struct inst_tls *T)
+static __attribute__((noinline)) uint64_t full_now(struct inst_tls *T)
 {
 	uint64_t now = inst_time();
 	T->stamp = now;
@@ -461,13 +462,16 @@ static inline uint64_t filt_key(uint64_t line, uint32_t owner)
 	return ((line >> FILT_BITS) << 30) | ((uint64_t)owner << 16);
 }
 
-/* The granules [addr, addr+len) touches, and those it covers entirely. */
-static inline void filt_granules(uintptr_t addr, unsigned len, unsigned *touch, unsigned *cover)
+/* The granules [addr, addr+len) touches, and those it covers entirely
+ * (lines of 2^shift bytes, granules of 2^gshift). */
+static inline __attribute__((always_inline)) void
+filt_granules(uintptr_t addr, unsigned len, unsigned shift, unsigned gshift, unsigned *touch,
+              unsigned *cover)
 {
-	unsigned off = (unsigned)(addr & ((1u << filt_shift) - 1));
-	unsigned g = 1u << filt_gshift;
-	unsigned first = off >> filt_gshift, last = (off + len - 1) >> filt_gshift;
-	unsigned cf = (off + g - 1) >> filt_gshift, cl = (off + len) >> filt_gshift;
+	unsigned off = (unsigned)(addr & ((1u << shift) - 1));
+	unsigned g = 1u << gshift;
+	unsigned first = off >> gshift, last = (off + len - 1) >> gshift;
+	unsigned cf = (off + g - 1) >> gshift, cl = (off + len) >> gshift;
 	*touch = (2u << last) - (1u << first);
 	*cover = cl > cf ? (1u << cl) - (1u << cf) : 0;
 }
@@ -479,27 +483,101 @@ static inline bool filt_single(const struct inst_tls *T, uintptr_t addr, unsigne
 	       ((addr + len - 1) >> filt_shift) == (addr >> filt_shift);
 }
 
+/* T owns the line of addr (lines of 2^shift bytes): the table's word for it
+ * in *e. */
+static inline __attribute__((always_inline)) bool
+filt_owns(const struct inst_tls *T, uintptr_t addr, unsigned shift, uint64_t *e)
+{
+	uint64_t line = addr >> shift;
+	*e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
+	return (*e & ~0xffffull) == filt_key(line, T->filt_owner) && addr < FILT_ADDR_END;
+}
+
+/* The word e already holds the granules that the access touches (a load)
+ * or has stored (a store). */
+static inline __attribute__((always_inline)) bool
+filt_has(uint64_t e, uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned gshift)
+{
+	unsigned off = (unsigned)addr & ((1u << shift) - 1);
+	unsigned touch = (2u << ((off + len - 1) >> gshift)) - (1u << (off >> gshift));
+	unsigned have = (unsigned)(e >> (kind == CT_ACCESS_LOAD ? 0 : 8)) & 0xff;
+	return (have & touch) == touch;
+}
+
 /* A plain load or store (len >= 1) may be left out: the thread's own repeat
  * (see above).  Written for the hot path: an access across lines touches a
  * granule numbered 8 or more, which no entry holds; a thread without an
  * owner id never matches an entry it could leave out (entries of owner 0
  * are always 0: filt_stamp clears them). */
-static inline bool filt_repeat(const struct inst_tls *T, uintptr_t addr, unsigned len,
-                               unsigned kind)
+static inline __attribute__((always_inline)) bool
+filt_repeat_at(const struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind,
+               unsigned shift, unsigned gshift)
 {
-	uint64_t line = addr >> filt_shift;
-	uint64_t e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
-	unsigned off = (unsigned)addr & ((1u << filt_shift) - 1);
-	unsigned touch = (2u << ((off + len - 1) >> filt_gshift)) - (1u << (off >> filt_gshift));
-	unsigned have = (unsigned)(e >> (kind == CT_ACCESS_LOAD ? 0 : 8)) & 0xff;
-	return (e & ~0xffffull) == filt_key(line, T->filt_owner) && (have & touch) == touch &&
-	       addr < FILT_ADDR_END;
+	uint64_t e;
+	return filt_owns(T, addr, shift, &e) && filt_has(e, addr, len, kind, shift, gshift);
+}
+
+/* (64-byte lines, the usual size, with constant shifts) */
+static inline __attribute__((always_inline)) bool
+filt_repeat(const struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind)
+{
+	if (__builtin_expect(filt_shift == 6, 1))
+		return filt_repeat_at(T, addr, len, kind, 6, 3);
+	return filt_repeat_at(T, addr, len, kind, filt_shift, filt_gshift);
 }
 
 /* The access may be left out (the thread's own repeat, see above). */
 static inline bool filt_skip(const struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind)
 {
 	return filt_tab && kind != CT_ACCESS_ATOMIC && len && filt_repeat(T, addr, len, kind);
+}
+
+/* The granules of an access that its thread's table word gets. */
+static inline __attribute__((always_inline)) uint64_t
+filt_mine(uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned gshift)
+{
+	unsigned touch, cover;
+	filt_granules(addr, len, shift, gshift, &touch, &cover);
+	return touch | (kind == CT_ACCESS_LOAD ? 0 : (uint64_t)cover << 8);
+}
+
+/* The claim of a line by T (its table word at slot, key), from the word
+ * last seen (e), adding the granules mine: the record's time. */
+static inline __attribute__((always_inline)) uint64_t
+filt_swap(struct inst_tls *T, _Atomic uint64_t *slot, uint64_t key, uint64_t mine, uint64_t e)
+{
+	for (;;) {
+		/* T continues its ownership: its last stamp serves (see above) */
+		bool owned = (e & ~0xffffull) == key;
+		uint64_t time = owned ? T->stamp : full_now(T);
+#if HAVE_TSC
+		if (!owned)
+			_mm_lfence();     /* a new time is read before the swap */
+#endif
+		uint64_t w = key | mine | (owned ? (e & 0xffff) : 0);
+		if (atomic_compare_exchange_weak_explicit(slot, &e, w, memory_order_relaxed,
+		                                          memory_order_relaxed))
+			return time;
+	}
+}
+
+/* T's claim of the single line of an access (filt_single), its record's
+ * time (see above); lines of 2^shift bytes. */
+static inline __attribute__((always_inline)) uint64_t
+filt_claim(struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind, unsigned shift,
+           unsigned gshift)
+{
+	uint64_t line = addr >> shift;
+	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
+	return filt_swap(T, slot, filt_key(line, T->filt_owner),
+	                 filt_mine(addr, len, kind, shift, gshift),
+	                 atomic_load_explicit(slot, memory_order_relaxed));
+}
+
+static __attribute__((noinline)) uint64_t filt_claim_any(struct inst_tls *T, uintptr_t addr,
+                                                         unsigned len, unsigned kind)
+{
+	return filt_claim(T, addr, len, kind, filt_shift, filt_gshift);
 }
 
 /* The time of a record of this access, after the table says who owns the
@@ -514,26 +592,10 @@ static inline uint64_t filt_stamp(struct inst_tls *T, uintptr_t addr, unsigned l
 			atomic_store_explicit(&filt_tab[l & FILT_MASK], 0, memory_order_relaxed);
 		return full_now(T);
 	}
-	uint64_t line = addr >> filt_shift;
-	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
-	uint64_t key = filt_key(line, T->filt_owner);
-	unsigned touch, cover;
-	filt_granules(addr, len, &touch, &cover);
-	uint64_t mine = touch | (kind == CT_ACCESS_LOAD ? 0 : (uint64_t)cover << 8);
-	uint64_t e = atomic_load_explicit(slot, memory_order_relaxed);
-	for (;;) {
-		/* T continues its ownership: its last stamp serves (see above) */
-		bool owned = (e & ~0xffffull) == key;
-		uint64_t time = owned ? T->stamp : full_now(T);
-#if HAVE_TSC
-		if (!owned)
-			_mm_lfence();     /* a new time is read before the swap */
-#endif
-		uint64_t w = key | mine | (owned ? (e & 0xffff) : 0);
-		if (atomic_compare_exchange_weak_explicit(slot, &e, w, memory_order_relaxed,
-		                                          memory_order_relaxed))
-			return time;
-	}
+	/* (64-byte lines, the usual size, with constant shifts) */
+	if (__builtin_expect(filt_shift == 6, 1))
+		return filt_claim(T, addr, len, kind, 6, 3);
+	return filt_claim_any(T, addr, len, kind);
 }
 
 static void filt_init(void)
@@ -564,7 +626,7 @@ static void filt_init(void)
  * many threads as there are CPUs.  Not when nested in a push of this thread
  * (a signal handler of the program: the writer may be waiting for the slot
  * the interrupted push reserved) nor while the process ends. */
-static void full_wait(struct rt_thread *t, struct inst_tls *T)
+static __attribute__((noinline)) void full_wait(struct rt_thread *t, struct inst_tls *T)
 {
 	if (T->in_push || atomic_load(&rt_exiting))
 		return;
@@ -605,7 +667,8 @@ static void full_wait(struct rt_thread *t, struct inst_tls *T)
 	T->stat[IS_WAIT_NS] += rt_now() - t0;
 }
 
-static inline struct ct_record *full_reserve(struct rt_thread *t, struct inst_tls *T)
+static inline __attribute__((always_inline)) struct ct_record *
+full_reserve(struct rt_thread *t, struct inst_tls *T)
 {
 	struct recring *r = &t->ring;
 	/* the cached view of the writer's progress first: reading its line
@@ -614,7 +677,7 @@ static inline struct ct_record *full_reserve(struct rt_thread *t, struct inst_tl
 		full_wait(t, T);
 	uint32_t fill;
 	/* one unit: SAMPLE, FUNC_ENTER and FUNC_EXIT records all fit */
-	struct ct_record *rec = recring_reserve(r, &fill);
+	struct ct_record *rec = recring_reserve_units(r, 1, &fill);
 	rt_poke_if(fill);
 	return rec;
 }
@@ -622,15 +685,13 @@ static inline struct ct_record *full_reserve(struct rt_thread *t, struct inst_tl
 /* Fill a reserved SAMPLE slot and publish it.  The time is read here, after
  * the slot was reserved (a wait for the writer would otherwise sit between
  * the timestamp and the access). */
-static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t addr,
-                             unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
+static inline void full_put(struct rt_thread *t, struct ct_record *r, uint64_t time,
+                            uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip,
+                            unsigned flags)
 {
 	r->type = CT_REC_SAMPLE;
 	r->thread = 0;
-	/* a synchronization access counts as a read-modify-write for the filter:
-	 * never left out, it ends every ownership of its line and starts none,
-	 * so that the rule holds with or without such records (--sync exclude) */
-	r->time = filt_stamp(&inst_t, addr, len, flags & CT_SAMPLE_SYNC ? CT_ACCESS_ATOMIC : kind);
+	r->time = time;
 	r->u.sample.ip = ip;
 	r->u.sample.addr = addr;
 	r->u.sample.period = 1;
@@ -643,16 +704,42 @@ static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t
 	recring_commit(&t->ring, r);
 }
 
-/* A SAMPLE record of an access the filter does not leave out. */
-static inline void full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
-                               unsigned len, unsigned kind, uintptr_t ip, unsigned flags)
+/* The words a plain hook saw: its 64-byte line's table word, which the
+ * thread owns, and the granules new to its ownership (see full_owned). */
+struct filt_seen {
+	uint64_t e, mine;
+};
+
+static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t addr,
+                             unsigned len, unsigned kind, uintptr_t ip, unsigned flags,
+                             const struct filt_seen *seen)
+{
+	struct inst_tls *T = &inst_t;
+	uint64_t line = addr >> 6, time;
+	if (seen)
+		time = filt_swap(T, &filt_tab[line & FILT_MASK], filt_key(line, T->filt_owner),
+		                 seen->mine, seen->e);
+	else
+		/* a synchronization access counts as a read-modify-write for the
+		 * filter: never left out, it ends every ownership of its line and
+		 * starts none, so that the rule holds with or without such records
+		 * (--sync exclude) */
+		time = filt_stamp(T, addr, len, flags & CT_SAMPLE_SYNC ? CT_ACCESS_ATOMIC : kind);
+	full_put(t, r, time, addr, len, kind, ip, flags);
+}
+
+/* A SAMPLE record of an access the filter does not leave out (seen: see
+ * full_fill). */
+static inline __attribute__((always_inline)) void
+full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind,
+            uintptr_t ip, unsigned flags, const struct filt_seen *seen)
 {
 	bool nested = T->in_push;
 	struct ct_record *r = full_reserve(t, T);
 	if (!r)
 		return;
 	T->in_push = true;
-	full_fill(t, r, addr, len, kind, ip, flags);
+	full_fill(t, r, addr, len, kind, ip, flags, seen);
 	T->in_push = nested;
 }
 
@@ -663,7 +750,7 @@ static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_
 		T->stat[IS_FILTERED]++;
 		return;
 	}
-	full_record(t, T, addr, len, kind, ip, flags);
+	full_record(t, T, addr, len, kind, ip, flags, NULL);
 }
 
 static void full_func(struct rt_thread *t, struct inst_tls *T, unsigned type, uintptr_t addr)
@@ -708,6 +795,32 @@ static void sample_one(struct rt_thread *t, uintptr_t addr, unsigned len, unsign
 	rt_guard--;
 }
 
+/* Full mode: the accesses the countdown counted since the last record go to
+ * done (every access is a record or left out: the countdown stays at 1). */
+static inline void full_fold(struct inst_tls *T, int idx)
+{
+	T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]);
+	T->left[idx] = T->refill[idx] = 1;
+}
+
+/* The plain hooks' record of an access to a 64-byte line that the thread
+ * owns, at granules new to its ownership (mine), its table word last seen
+ * e: hit_record and filt_stamp's common case, with what the hook knows. */
+static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, unsigned kind,
+                                                 uintptr_t ip, uint64_t e, uint64_t mine)
+{
+	struct inst_tls *T = &inst_t;
+	int idx = kind == CT_ACCESS_LOAD ? INST_LD : INST_ST;
+	struct rt_thread *t = rec_thread(T);
+	if (!t) {
+		T->left[idx] = T->refill[idx] = BIG;
+		return;
+	}
+	full_fold(T, idx);
+	const struct filt_seen seen = { e, mine };
+	full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT, &seen);
+}
+
 /* The countdown expired: the access is recorded (or, see inst_hit, not). */
 static __attribute__((noinline)) void hit_record(uintptr_t addr, unsigned len, unsigned kind,
                                                  int idx, uintptr_t ip)
@@ -727,10 +840,9 @@ static __attribute__((noinline)) void hit_record(uintptr_t addr, unsigned len, u
 		return;
 	}
 	if (inst_full) {
-		T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]);
-		T->left[idx] = T->refill[idx] = 1;
+		full_fold(T, idx);
 		/* (inst_hit asked the filter) */
-		full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT);
+		full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT, NULL);
 		if (inst_own_window)
 			inst_owner_full_access(t, addr, len, kind);
 		return;
@@ -765,6 +877,35 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 		return;
 	}
 	hit_record(addr, len, kind, idx, ip);
+}
+
+/* inst_hit for the plain hooks, whose len and kind are constants: full
+ * mode's common case (the filter leaves the access out) inlined in the hook,
+ * with no call and no frame; a recorded access goes straight to its record. */
+static inline __attribute__((always_inline)) void hot_hit(uintptr_t addr, unsigned len,
+                                                          unsigned kind, int idx, uintptr_t ip)
+{
+	struct inst_tls *T = &inst_t;
+	if (__builtin_expect(T->filt_fast && !rt_guard, 1)) {
+		uint64_t e;
+		if (__builtin_expect(filt_shift == 6, 1)) {
+			/* (64-byte lines, the usual size, with constant shifts) */
+			if (filt_owns(T, addr, 6, &e) && (addr & 63) + len <= 64) {
+				if (filt_has(e, addr, len, kind, 6, 3))
+					T->stat[IS_FILTERED]++;
+				else
+					full_owned(addr, len, kind, ip, e,
+					           filt_mine(addr, len, kind, 6, 3));
+				return;
+			}
+		} else if (filt_repeat_at(T, addr, len, kind, filt_shift, filt_gshift)) {
+			T->stat[IS_FILTERED]++;
+			return;
+		}
+		hit_record(addr, len, kind, idx, ip);
+		return;
+	}
+	inst_hit(addr, len, kind, idx, ip);
 }
 
 void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip)
@@ -898,7 +1039,7 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 void inst_post(struct inst_pend *p)
 {
 	if (p->r) {
-		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT);
+		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL);
 		inst_t.in_push = p->nested;
 		if (inst_own_window)
 			inst_owner_full_access(p->t, p->addr, p->len, p->kind);
@@ -986,7 +1127,7 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);     \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
-			inst_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                \
+			hot_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                 \
 	}
 #define HOT_PC_(name, len, kind, idx)                                                        \
 	RT_EXPORT void name(void *a, void *pc)                                                 \
@@ -996,7 +1137,7 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);      \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
-			inst_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
+			hot_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
 	}
 #define NOTHING ((void)0)
 #define UNAL inst_t.stat[IS_UNALIGNED]++
@@ -1105,7 +1246,7 @@ RT_EXPORT void __tsan_vptr_update(void **p, void *new_val)
 	INST_OWN(p, sizeof *p, CT_ACCESS_STORE, INST_RET() - 1);
 	INST_WATCH(p, sizeof *p, CT_ACCESS_STORE, INST_RET() - 1);
 	if (__builtin_expect(--inst_t.left[INST_ST] <= 0, 0))
-		inst_hit((uintptr_t)p, sizeof *p, CT_ACCESS_STORE, INST_ST, INST_RET() - 1);
+		hot_hit((uintptr_t)p, sizeof *p, CT_ACCESS_STORE, INST_ST, INST_RET() - 1);
 }
 
 RT_EXPORT void __tsan_vptr_read(void **p)
@@ -1114,7 +1255,7 @@ RT_EXPORT void __tsan_vptr_read(void **p)
 	INST_OWN(p, sizeof *p, CT_ACCESS_LOAD, INST_RET() - 1);
 	INST_WATCH(p, sizeof *p, CT_ACCESS_LOAD, INST_RET() - 1);
 	if (__builtin_expect(--inst_t.left[INST_LD] <= 0, 0))
-		inst_hit((uintptr_t)p, sizeof *p, CT_ACCESS_LOAD, INST_LD, INST_RET() - 1);
+		hot_hit((uintptr_t)p, sizeof *p, CT_ACCESS_LOAD, INST_LD, INST_RET() - 1);
 }
 
 /* ---- functions ---------------------------------------------------------------------- */
@@ -1208,6 +1349,7 @@ static int inst_thread_start(struct rt_thread *t)
 	atomic_compare_exchange_strong(&live[t->index % RT_MAX_THREADS], &expect, T);
 	atomic_fetch_add(&g_threads, 1);
 	T->on = true;
+	T->filt_fast = filt_tab && T->filt_owner && !inst_own_window;
 	return 0;
 }
 

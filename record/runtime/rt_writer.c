@@ -361,6 +361,21 @@ static void put(struct rt_thread *t, struct ct_record *r, bool own)
 	w_records++;
 }
 
+/* put() for a SAMPLE record read in place from the ring, while the sink's
+ * block has room for it (no flush: nothing can fail or be dropped). */
+static inline void put_sample(struct rt_thread *t, struct ct_record *r)
+{
+	if (r->time < t->last_time)
+		r->time = t->last_time;
+	else
+		t->last_time = r->time;
+	ct_sink_append(t->sink, r);
+	if (t->sink->block_records == 1)
+		t->block_since = pass_now;
+	t->written++;
+	w_records++;
+}
+
 static int put_own(struct rt_thread *t, const struct ct_record *r)
 {
 	struct ct_record c = *r;
@@ -419,7 +434,11 @@ static void drain(struct rt_thread *t)
 		/* the next units are most likely written by now: fetch them while
 		 * this one is encoded */
 		__builtin_prefetch(ring->data + (size_t)((cur + 4) & (ring->cap - 1)) * RECRING_UNIT);
-		if (__builtin_expect(!make_sink(t), 0)) {
+		if (k == 1 && type == CT_REC_SAMPLE && !merge && t->sink &&
+		    t->sink->block_len + CT_RECORD_MAX_BYTES <= t->sink->block_cap) {
+			/* the bulk of a full trace (the units are ours until released) */
+			put_sample(t, (struct ct_record *)src);
+		} else if (__builtin_expect(!make_sink(t), 0)) {
 			t->lost_write++;
 			t->dropped_unsunk++;
 		} else {

@@ -696,6 +696,37 @@ static void test_packed_decode(void)
 	CHECK(p == buf + at[bad]);
 }
 
+/* The recent-ip table's bytes, hand-built: 8 ips fill slots 0-7 (each a
+ * miss: a zigzag delta); the oldest is then a hit in the last slot (index
+ * 7), a new ip a miss that evicts the oldest one, which is a miss again. */
+static void test_ip_slot_bytes(void)
+{
+	struct ct_codec c;
+	struct ct_record r = { .type = CT_REC_SAMPLE };
+	uint8_t o[CT_RECORD_MAX_BYTES];
+	ct_codec_reset(&c);
+	for (uint64_t i = 0; i < 8; i++) {
+		r.u.sample.ip = 0x1000 + 16 * i;
+		size_t n = ct_encode_record(&c, &r, o);
+		/* type, time 0, presence (no hit), zz(+0x1000 or +16), addr 0 */
+		const uint8_t first[] = { CT_REC_SAMPLE, 0, 0, 0x80, 0x40, 0 };
+		const uint8_t next[] = { CT_REC_SAMPLE, 0, 0, 0x20, 0 };
+		CHECK(i ? n == sizeof next && !memcmp(o, next, n) : n == sizeof first && !memcmp(o, first, n));
+	}
+	const uint8_t hit7[] = { CT_REC_SAMPLE, 0, 0x40, 7, 0 };
+	r.u.sample.ip = 0x1000;
+	CHECK(ct_encode_record(&c, &r, o) == sizeof hit7 && !memcmp(o, hit7, sizeof hit7));
+	const uint8_t miss[] = { CT_REC_SAMPLE, 0, 0, 0x80, 0x40, 0 };     /* zz(+0x1000) */
+	r.u.sample.ip = 0x2000;
+	CHECK(ct_encode_record(&c, &r, o) == sizeof miss && !memcmp(o, miss, sizeof miss));
+	/* the table now: 0x1000, 0x1070, ..., 0x1020 (0x1010 evicted) */
+	r.u.sample.ip = 0x1020;
+	CHECK(ct_encode_record(&c, &r, o) == sizeof hit7 && !memcmp(o, hit7, sizeof hit7));
+	const uint8_t gone[] = { CT_REC_SAMPLE, 0, 0, 0x1f, 0 };            /* zz(-16) = 31 */
+	r.u.sample.ip = 0x1010;
+	CHECK(ct_encode_record(&c, &r, o) == sizeof gone && !memcmp(o, gone, sizeof gone));
+}
+
 int main(void)
 {
 	RUN(test_roundtrip_every_type);
@@ -704,6 +735,7 @@ int main(void)
 	RUN(test_varint_lengths);
 	RUN(test_random_roundtrip);
 	RUN(test_slots_roundtrip);
+	RUN(test_ip_slot_bytes);
 	RUN(test_packed_decode);
 	RUN(test_random_bytes);
 	RUN(test_full_trace_raw_size);
