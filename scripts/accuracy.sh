@@ -24,6 +24,13 @@
 #                exact_*; no document): what tests/e2e/exact_invariants.sh
 #                checks in make check
 #   --configs L  only these configurations (IDs below, comma-separated)
+#   --spread R   instead of all that: the microbenchmarks' executions differ;
+#                R rounds, each a full recording (seed r) and an inst one
+#                with the line monitor (seed 100 + r) of every
+#                configuration, interleaved: exact's transfers per shared
+#                access over the executions, the inst owner estimate's, and
+#                the monitor's on the full trace against exact on it (a
+#                markdown table; doc/accuracy.md quotes one)
 # Environment: B (build directory, default build), CC (gcc), NFULL (4000000),
 # NINST (60000000), IPERIOD (10000), SEEDS (10: emulate's draws per estimator,
 # --seed 1..SEEDS, on each full trace).
@@ -61,7 +68,7 @@ case $B in /*) BD=$B ;; *) BD=$ROOT/$B ;; esac
 COMMREC=$BD/commrec
 COMMANALYZE=$BD/commanalyze
 CC=${CC:-gcc}
-OUT='' TSV='' KEEP='' QUICK=0 FULL_ONLY=0 ONLY=
+OUT='' TSV='' KEEP='' QUICK=0 FULL_ONLY=0 ONLY= SPREAD=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	-o) OUT=$2; shift 2 ;;
@@ -70,6 +77,7 @@ while [ $# -gt 0 ]; do
 	--quick) QUICK=1; shift ;;
 	--full-only) FULL_ONLY=1; shift ;;
 	--configs) ONLY=,$2,; shift 2 ;;
+	--spread) SPREAD=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed 's/^# \{0,1\}//; /^set -eu/d'; exit 0 ;;
 	*) echo "accuracy.sh: unknown argument '$1' (see -h)" >&2; exit 2 ;;
 	esac
@@ -276,6 +284,58 @@ estimators() {
 	done
 }
 KESTS="comdetective owner"   # the kernels' estimator runs
+
+# --spread R: R rounds of a full and an inst recording of every
+# configuration (interleaved), then the table
+if [ "$SPREAD" -gt 0 ]; then
+	sids=()
+	for r in $(seq 1 "$SPREAD"); do
+		for c in "${CONFIGS[@]}"; do
+			read -r id prog args <<<"$c"
+			sids+=("$id.r$r")
+			# shellcheck disable=SC2086
+			rec "$id.r$r" full "$prog" $args -n "$NFULL" -S "$r"
+			"$COMMANALYZE" report "$W/$id.r$r.full.zst" --format json --model exact \
+				>"$W/$id.r$r.exact.json" 2>>"$W/$id.r$r.fown.err"
+			fown "$id.r$r"
+			rm -f "$W/$id.r$r.full.zst"
+			# shellcheck disable=SC2086
+			rec "$id.r$r" iown "$prog" $args -n "$NINST" -S $((100 + r))
+			iest "$id.r$r" owner
+		done
+	done
+	python3 - "$W" "${sids[@]}" <<'PY'
+import json, statistics, sys
+W, sids = sys.argv[1], sys.argv[2:]
+def shared(path):
+    n = 0
+    for line in open(path):
+        f = line.split()
+        if f[:1] == ['thread'] and len(f) > 1:
+            kv = dict(x.split('=', 1) for x in f[2:])
+            n += sum(int(kv.get(k, 0)) for k in ('shared_stores', 'shared_loads', 'shared_atomics'))
+    return max(n, 1)
+def totals(path):
+    return json.load(open(path))['totals']
+runs = {}
+for s in sids:
+    b = s.rsplit('.r', 1)[0]
+    ex = totals(f'{W}/{s}.exact.json')['transfers'] / shared(f'{W}/{s}.full.out')
+    io = totals(f'{W}/{s}.iown.owner.json')['transfers'] / shared(f'{W}/{s}.iown.out')
+    fo = totals(f'{W}/{s}.fown.json')['transfers'] / max(1, totals(f'{W}/{s}.exact.exclude.json')['transfers'])
+    runs.setdefault(b, []).append((ex, io, fo))
+print("| benchmark | runs | exact: transfers per shared access, min-max (max/min) | exact's runs within 30% of its median | inst, owner: per shared access, min-max | inst runs inside exact's range | inst runs within 30% of exact's median | one execution: owner / exact, min-max | within 30% |")
+print("|---|---|---|---|---|---|---|---|---|")
+for b, rs in runs.items():
+    ex, io, fo = ([r[k] for r in rs] for k in range(3))
+    med = statistics.median(ex)
+    near = lambda v: abs(v / med - 1) <= 0.3
+    print(f"| {b} | {len(rs)} | {min(ex):.4f}-{max(ex):.4f} ({max(ex) / min(ex):.1f}) | {sum(map(near, ex))}/{len(ex)} "
+          f"| {min(io):.4f}-{max(io):.4f} | {sum(min(ex) <= v <= max(ex) for v in io)}/{len(io)} "
+          f"| {sum(map(near, io))}/{len(io)} | {min(fo):.2f}-{max(fo):.2f} | {sum(abs(v - 1) <= 0.3 for v in fo)}/{len(fo)} |")
+PY
+	exit 0
+fi
 
 ids=()
 for c in "${CONFIGS[@]}"; do
