@@ -49,31 +49,14 @@
  * so that the monitor's error is measured apart from the differences
  * between executions.
  *
- * Order without a lock.  An access to a monitored line takes its place in
- * the line's order with one atomic fetch-add on the slot's sequence and
- * writes itself into the slot's log at that place; the model's steps are
- * applied in that order by whichever thread finds the slot's applier flag
- * free (only ever tried, never waited for), which applies every entry
- * written so far, the others' too, and leaves each one's outcome in its
- * entry.  The access then waits until its own entry is applied, and
- * pushes its record (OWNER_XFER into its own stream).  Threads are thus
- * ordered by when they reach the line, not by who takes a lock next: the
- * slot lock this replaces made two threads that hammer a line alternate at
- * every access (each waiting one took the lock the moment it was released,
- * before its holder came back), so that inside windows the line changed
- * writer ~1.5x as often per store as outside (doc/accuracy.md).  A thread
- * has at most one entry in flight, so a log of OWN_LOG = 64 entries (the
- * tracked threads) is never overrun.  An access waits only for entries
- * before its own (a thread between its fetch-add and its write, a few
- * instructions, or one preempted there).
- *
  * Cost: every instrumented access reads inst_own_open (0: nothing
  * monitored, one load and a branch); while some line is monitored, one
  * more load from inst_own_key (the slot of the access's line).  Only
- * accesses to a monitored line take a place in its order.  An access from
- * a signal handler that interrupted its own thread inside the monitor is
- * left out (counted), as are those of threads from index 64 on (SUMMARY
- * inst.owner_left_out): their entries could wait on their own thread. */
+ * accesses to a monitored line take the slot's spin lock (ours: never one
+ * the program holds).  An access from a signal handler that interrupted
+ * its own thread inside the slot's lock is left out (counted).  Threads
+ * from index 64 on are not tracked as holders (their accesses are left
+ * out, counted: SUMMARY inst.owner_left_out). */
 #include "inst.h"
 
 #include <sched.h>
@@ -83,39 +66,22 @@
 #include "rtconfig.h"
 
 #define OWN_WIN 64               /* open windows per line */
-#define OWN_LOG 256              /* a slot's log (entries not yet applied or harvested) */
-#define OWN_PEND 16              /* a thread's entries whose outcome it has not taken */
-#define OWN_SPINS 4096           /* waits for the log before yielding the cpu */
+#define OWN_SPINS 4096           /* lock attempts before yielding the cpu */
 #define OWN_NO_WRITER UINT32_MAX
+
+/* The access a monitor sees. */
+struct own_acc {
+	uintptr_t addr, ip;
+	unsigned kind;
+};
 
 struct own_win {
 	uint64_t first;          /* the line's store number that opened it */
 	uint64_t nx;             /* active: the line's transfers when it became so */
 };
 
-/* What an entry asks the applier for. */
-enum own_op {
-	OWN_ACCESS,              /* a step of the model */
-	OWN_OPEN,                /* a window for the sampled store (its step came before) */
-	OWN_CLAIM,               /* the slot for the sampled store's line (the claimer won its key) */
-};
-
-/* An access in a slot's log, and its outcome. */
-struct own_entry {
-	_Atomic uint64_t tag;    /* its place in the order + 1, once written */
-	uint64_t line;           /* line number + 1 */
-	uint32_t thread;
-	uint8_t op, kind, off, len;
-	/* the applier's outcome */
-	bool xfer;               /* a transfer: the fields below */
-	uint8_t flags;           /* CT_OWNER_TRUE; OWNER_WIN: its status */
-	uint32_t src, windows;
-	uint64_t prior;
-};
-
-/* The exact model's state of the slot's line (the applier's alone). */
-struct own_state {
-	uint64_t line;           /* line number + 1, 0: the slot is free */
+struct own_slot {
+	_Atomic uint32_t lock;   /* 0 free, else the holding thread's index + 1 */
 	uint32_t writer;
 	uint64_t hold;           /* holders among threads 0..63 */
 	uint64_t wmask[2];       /* written bytes (lines up to 128 bytes) */
@@ -126,14 +92,6 @@ struct own_state {
 	struct own_win win[OWN_WIN];
 };
 
-struct own_slot {
-	_Alignas(64) _Atomic uint64_t seq;   /* places taken */
-	_Alignas(64) _Atomic uint64_t applied; /* entries applied (the next one's place) */
-	_Atomic uint32_t busy;               /* the applier's flag */
-	struct own_state st;
-	struct own_entry log[OWN_LOG];
-};
-
 RT_HIDDEN unsigned inst_own_open;
 RT_HIDDEN unsigned inst_own_shift = 6;
 RT_HIDDEN uint64_t inst_own_key[INST_OWN_SLOTS];
@@ -142,18 +100,8 @@ static struct own_slot own_slot[INST_OWN_SLOTS];
 static _Atomic uint64_t own_left_out;        /* accesses left out (see above) */
 
 static RT_TLS uint64_t own_rng;          /* this thread's draws (xorshift64) */
-static RT_TLS unsigned own_depth;        /* this thread is in a slot's order */
+static RT_TLS unsigned own_depth;        /* this thread is taking or holds a slot's lock */
 static RT_TLS int64_t own_full_left;     /* full mode: stores to the next window, 0 not drawn */
-
-/* A thread's access whose outcome (a transfer record or none) it has not
- * taken yet: entry k of slot i. */
-struct own_pend {
-	uint64_t k;
-	uintptr_t addr, ip;
-	uint32_t slot;
-};
-static RT_TLS struct own_pend own_pend[OWN_PEND];   /* a ring, oldest first */
-static RT_TLS unsigned own_pend_head, own_pend_n;
 
 /* A store countdown uniform in 1..2 period - 1 (this thread's draws). */
 static int64_t own_draw(uint64_t period)
@@ -210,6 +158,38 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* The slot's lock for thread index me; false if this thread holds it
+ * already, or is nested in a signal handler that interrupted it while it
+ * took or held some slot's lock and the lock is not free at once (two
+ * threads doing so on each other's slots would wait forever).  It is held
+ * for one model step (~100 instructions): spin; yield the cpu only when the
+ * holder seems preempted (a yield at every contention descheduled the
+ * threads of a line under load, and they stopped communicating). */
+static bool own_lock(struct own_slot *s, uint32_t me)
+{
+	bool nested = own_depth++ > 0;
+	for (unsigned spins = 0;; spins++) {
+		uint32_t cur = 0;
+		if (atomic_compare_exchange_weak_explicit(&s->lock, &cur, me + 1, memory_order_acquire,
+		                                          memory_order_relaxed))
+			return true;
+		if (cur == me + 1 || (nested && cur != 0)) {
+			own_depth--;
+			return false;
+		}
+		if (spins < OWN_SPINS)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+static void own_unlock(struct own_slot *s)
+{
+	atomic_store_explicit(&s->lock, 0, memory_order_release);
+	own_depth--;
+}
+
 /* Bytes [off, off + len) of a line of at most 128 bytes, word w of its mask. */
 static inline uint64_t mask_word(unsigned off, unsigned len, unsigned w)
 {
@@ -238,257 +218,95 @@ static void push_record(struct rt_thread *t, struct ct_record *r)
 	rt_push(t, r);
 }
 
-/* A transfer into entry e's thread on the state's line: its outcome. */
-static void own_transfer(struct own_state *st, struct own_entry *e)
+/* A transfer into the thread on the slot's line: its record (pushed once
+ * the slot's lock is released). */
+static void own_transfer(struct own_slot *s, const struct own_acc *a, unsigned off, unsigned len,
+                         struct ct_record *r)
 {
-	e->xfer = true;
-	e->src = st->writer;
-	e->windows = st->nact;
-	e->prior = st->nact * st->nx - st->sum_nx;
-	e->flags = mask_overlap(st->wmask, e->off, e->len) ? CT_OWNER_TRUE : 0;
-	st->nx++;
+	*r = (struct ct_record){ .type = CT_REC_OWNER_XFER };
+	r->u.oxfer = (struct ct_owner_xfer){
+		.ip = a->ip, .addr = a->addr, .src = s->writer, .windows = s->nact,
+		.prior = s->nact * s->nx - s->sum_nx,
+		.len = (uint8_t)len, .kind = (uint8_t)a->kind,
+		.flags = mask_overlap(s->wmask, off, len) ? CT_OWNER_TRUE : 0,
+	};
+	s->nx++;
 }
 
-/* The state's windows whose lag the line's store number st->nst has ended
+/* The slot's windows whose lag the line's store number s->nst has ended
  * become active (they hold the transfers from now on); those it has closed
- * leave, and the slot i is freed with its last one. */
-static void own_advance(struct own_state *st, size_t i)
+ * leave, and the slot is freed with its last one. */
+static void own_advance(struct own_slot *s, size_t i)
 {
 	uint64_t j = inst_own_window;
-	for (; st->nact < st->n; st->nact++) {
-		struct own_win *w = &st->win[(st->head + st->nact) % OWN_WIN];
-		if (w->first + j > st->nst)
+	for (; s->nact < s->n; s->nact++) {
+		struct own_win *w = &s->win[(s->head + s->nact) % OWN_WIN];
+		if (w->first + j > s->nst)
 			break;
-		w->nx = st->nx;
-		st->sum_nx += st->nx;
+		w->nx = s->nx;
+		s->sum_nx += s->nx;
 	}
-	while (st->nact && st->win[st->head].first + 2 * j <= st->nst) {
-		st->sum_nx -= st->win[st->head].nx;
-		st->head = (st->head + 1) % OWN_WIN;
-		st->n--;
-		st->nact--;
+	while (s->nact && s->win[s->head].first + 2 * j <= s->nst) {
+		s->sum_nx -= s->win[s->head].nx;
+		s->head = (s->head + 1) % OWN_WIN;
+		s->n--;
+		s->nact--;
 	}
-	if (!st->n) {
-		st->line = 0;
-		__atomic_store_n(&inst_own_key[i], 0, __ATOMIC_RELEASE);
+	if (!s->n) {
+		__atomic_store_n(&inst_own_key[i], 0, __ATOMIC_RELAXED);
 		__atomic_fetch_sub(&inst_own_open, 1, __ATOMIC_RELAXED);
 	}
 }
 
-/* One access of the state's line: the exact model's step (model_exact.c,
- * piece). */
-static void own_step(struct own_state *st, size_t i, struct own_entry *e)
+/* One access of thread t to the monitored line of slot i: the exact model's
+ * step (model_exact.c, piece).  True: a transfer, its record in *r. */
+static bool own_step(struct rt_thread *t, struct own_slot *s, size_t i, const struct own_acc *a,
+                     unsigned off, unsigned len, struct ct_record *r)
 {
-	uint64_t bit = 1ull << e->thread;
-	if (st->writer != OWN_NO_WRITER && st->writer != e->thread && !(st->hold & bit)) {
-		if (st->nact)
-			own_transfer(st, e);
-		else
-			st->nx++;        /* in no window (all in their lag) */
+	uint32_t me = t->index;
+	uint64_t bit = 1ull << me;
+	bool xfer = s->writer != OWN_NO_WRITER && s->writer != me && !(s->hold & bit);
+	if (xfer && !s->nact) {          /* in no window (all in their lag) */
+		s->nx++;
+		xfer = false;
+	} else if (xfer)
+		own_transfer(s, a, off, len, r);
+	if (a->kind == CT_ACCESS_LOAD) {
+		s->hold |= bit;
+		return xfer;
 	}
-	if (e->kind == CT_ACCESS_LOAD) {
-		st->hold |= bit;
-		return;
-	}
-	if (st->writer != e->thread)
-		st->wmask[0] = st->wmask[1] = 0;
-	mask_set(st->wmask, e->off, e->len);
-	st->writer = e->thread;
-	st->hold = bit;
-	st->nst++;
-	own_advance(st, i);
+	if (s->writer != me)
+		s->wmask[0] = s->wmask[1] = 0;
+	mask_set(s->wmask, off, len);
+	s->writer = me;
+	s->hold = bit;
+	s->nst++;
+	own_advance(s, i);
+	return xfer;
 }
 
-/* A window for the sampled store of entry e, whose step came before it:
- * the line's store number st->nst. */
-static uint8_t own_window(struct own_state *st)
-{
-	if (st->n == OWN_WIN)
-		return CT_OWNER_DROP_LINE;
-	st->win[(st->head + st->n) % OWN_WIN] = (struct own_win){ .first = st->nst };
-	st->n++;
-	return CT_OWNER_OPENED;
-}
-
-/* The state the sampled store of entry e leaves on its line (a new slot). */
-static void own_claim(struct own_state *st, const struct own_entry *e)
-{
-	*st = (struct own_state){ .line = e->line, .writer = e->thread, .hold = 1ull << e->thread,
-	                          .nst = 1 };
-	mask_set(st->wmask, e->off, e->len);
-	own_window(st);
-}
-
-/* Entry e applied to slot i's state.  An entry of a line the slot no
- * longer (or not yet) follows is an access to an unmonitored line. */
-static void own_apply_one(struct own_state *st, size_t i, struct own_entry *e)
-{
-	e->xfer = false;
-	e->flags = CT_OWNER_OPENED;
-	if (e->op == OWN_CLAIM)
-		own_claim(st, e);
-	else if (st->line != e->line)
-		e->flags = CT_OWNER_DROP_TABLE;   /* (an OPEN: the slot was freed) */
-	else if (e->op == OWN_OPEN)
-		e->flags = own_window(st);
-	else
-		own_step(st, i, e);
-}
-
-/* Every entry of slot i written so far, in order (the caller holds busy). */
-static void own_apply(struct own_slot *s, size_t i)
-{
-	uint64_t k = atomic_load_explicit(&s->applied, memory_order_relaxed);
-	for (;; k++) {
-		struct own_entry *e = &s->log[k % OWN_LOG];
-		if (atomic_load_explicit(&e->tag, memory_order_acquire) != k + 1)
-			break;
-		own_apply_one(&s->st, i, e);
-		atomic_store_explicit(&s->applied, k + 1, memory_order_release);
-	}
-}
-
-/* Slot i's written entries applied, unless another thread is applying
- * them (never waited for). */
-static void own_try_apply(size_t i)
-{
-	struct own_slot *s = &own_slot[i];
-	if (atomic_load_explicit(&s->busy, memory_order_relaxed) ||
-	    atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
-		return;
-	own_apply(s, i);
-	atomic_store_explicit(&s->busy, 0, memory_order_release);
-}
-
-/* Wait until slot i has applied its entries before number k, applying them
- * whenever no other thread is. */
-static void own_wait(size_t i, uint64_t k)
-{
-	struct own_slot *s = &own_slot[i];
-	for (unsigned spins = 0; atomic_load_explicit(&s->applied, memory_order_acquire) < k;
-	     spins++) {
-		own_try_apply(i);
-		if (spins < OWN_SPINS)
-			cpu_relax();
-		else
-			sched_yield();   /* an earlier entry's thread is preempted before writing it */
-	}
-}
-
-/* Thread me's entry (op, line ln + 1, its access's kind and bytes) at place
- * k of slot i's order.  The place OWN_LOG before it must have been applied:
- * a harvest that finds its entry written over takes it as lost (the tag). */
-static void own_write(size_t i, uint64_t k, enum own_op op, uint64_t ln, uint32_t me,
-                      unsigned kind, unsigned off, unsigned len)
-{
-	struct own_entry *e = &own_slot[i].log[k % OWN_LOG];
-	if (k >= OWN_LOG)
-		own_wait(i, k - OWN_LOG + 1);
-	atomic_store_explicit(&e->tag, 0, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	e->line = ln + 1;
-	e->thread = me;
-	e->op = (uint8_t)op;
-	e->kind = (uint8_t)kind;
-	e->off = (uint8_t)off;
-	e->len = (uint8_t)len;
-	atomic_store_explicit(&e->tag, k + 1, memory_order_release);
-}
-
-/* The outcome of entry k of slot i, applied: false if it was written over
- * since (read as a seqlock: the tag before and after). */
-static bool own_outcome(size_t i, uint64_t k, struct own_entry *out)
-{
-	struct own_entry *e = &own_slot[i].log[k % OWN_LOG];
-	if (atomic_load_explicit(&e->tag, memory_order_acquire) != k + 1)
-		return false;
-	out->xfer = e->xfer;
-	out->flags = e->flags;
-	out->src = e->src;
-	out->windows = e->windows;
-	out->prior = e->prior;
-	out->len = e->len;
-	out->kind = e->kind;
-	atomic_thread_fence(memory_order_acquire);
-	return atomic_load_explicit(&e->tag, memory_order_relaxed) == k + 1;
-}
-
-/* Thread me's entry at a new place in slot i's order, applied, its outcome
- * in *out (a window's opening: rare, so waited for). */
-static void own_submit(size_t i, enum own_op op, uint64_t ln, uint32_t me, unsigned kind,
-                       unsigned off, unsigned len, struct own_entry *out)
-{
-	own_depth++;
-	uint64_t k = atomic_fetch_add_explicit(&own_slot[i].seq, 1, memory_order_relaxed);
-	own_write(i, k, op, ln, me, kind, off, len);
-	own_wait(i, k + 1);
-	if (!own_outcome(i, k, out))
-		out->flags = CT_OWNER_DROP_TABLE;
-	own_depth--;
-}
-
-/* This thread may take a place in an order: not nested in the monitor
- * (a signal handler that interrupted it there), tracked as a holder. */
-static bool own_may_enter(const struct rt_thread *t)
-{
-	return t->index < 64 && !own_depth;
-}
-
-static void push_xfer(struct rt_thread *t, uintptr_t addr, uintptr_t ip, const struct own_entry *o)
-{
-	struct ct_record r = { .type = CT_REC_OWNER_XFER };
-	r.u.oxfer = (struct ct_owner_xfer){
-		.ip = ip, .addr = addr, .src = o->src, .windows = o->windows, .prior = o->prior,
-		.len = o->len, .kind = o->kind, .flags = o->flags,
-	};
-	push_record(t, &r);
-}
-
-/* This thread's accesses whose entries have been applied, oldest first:
- * their transfer records (all of them: wait). */
-static void own_harvest(struct rt_thread *t, bool all)
-{
-	for (; own_pend_n; own_pend_n--, own_pend_head = (own_pend_head + 1) % OWN_PEND) {
-		const struct own_pend *p = &own_pend[own_pend_head];
-		struct own_slot *s = &own_slot[p->slot];
-		if (atomic_load_explicit(&s->applied, memory_order_acquire) <= p->k) {
-			if (!all)
-				return;
-			own_wait(p->slot, p->k + 1);
-		}
-		struct own_entry o;
-		if (!own_outcome(p->slot, p->k, &o))
-			atomic_fetch_add_explicit(&own_left_out, 1, memory_order_relaxed);
-		else if (o.xfer)
-			push_xfer(t, p->addr, p->ip, &o);
-	}
-}
-
-/* The piece [addr, addr + len) of an access on line ln, if that line is
- * monitored: its place in the line's order, not waited for. */
-static void own_piece(struct rt_thread *t, uint64_t ln, uintptr_t addr, unsigned len,
-                      unsigned kind, uintptr_t ip)
+/* The piece [addr, addr + len) of access a on line ln, if that line is
+ * monitored. */
+static void own_piece(struct rt_thread *t, const struct own_acc *a, uint64_t ln, uintptr_t addr,
+                      unsigned len)
 {
 	size_t i = ln & (INST_OWN_SLOTS - 1);
 	if (__atomic_load_n(&inst_own_key[i], __ATOMIC_RELAXED) != ln + 1)
 		return;
-	if (!own_may_enter(t)) {
+	struct own_slot *s = &own_slot[i];
+	if (t->index >= 64 || !own_lock(s, t->index)) {
 		atomic_fetch_add_explicit(&own_left_out, 1, memory_order_relaxed);
 		return;
 	}
-	own_depth++;
-	if (own_pend_n == OWN_PEND) {   /* the oldest waited for, its outcome taken */
-		own_wait(own_pend[own_pend_head].slot, own_pend[own_pend_head].k + 1);
-		own_harvest(t, false);
-	}
-	uint64_t k = atomic_fetch_add_explicit(&own_slot[i].seq, 1, memory_order_relaxed);
-	own_write(i, k, OWN_ACCESS, ln, t->index, kind, (unsigned)(addr - (ln << inst_own_shift)),
-	          len);
-	own_pend[(own_pend_head + own_pend_n++) % OWN_PEND] =
-		(struct own_pend){ .k = k, .addr = addr, .ip = ip, .slot = (uint32_t)i };
-	own_try_apply(i);
-	own_harvest(t, false);
-	own_depth--;
+	struct ct_record r;
+	bool xfer = __atomic_load_n(&inst_own_key[i], __ATOMIC_RELAXED) == ln + 1 &&  /* still it */
+	            own_step(t, s, i, a, (unsigned)(addr - (ln << inst_own_shift)), len, &r);
+	own_unlock(s);
+	/* the record out of the lock: the other threads' accesses to the line
+	 * wait for the lock, and a longer hold makes them alternate more finely
+	 * than they do unmonitored (more transfers in the windows than out) */
+	if (xfer)
+		push_record(t, &r);
 }
 
 void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip)
@@ -497,15 +315,31 @@ void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip)
 	if (!t || rt_guard || !inst_t.on)
 		return;
 	rt_guard++;
+	struct own_acc a = { .addr = addr, .ip = ip, .kind = kind };
 	uintptr_t line = (uintptr_t)1 << inst_own_shift;
 	for (len = len ? len : 1; len; ) {      /* each line piece */
 		size_t room = line - (addr & (line - 1));
 		size_t n = len < room ? len : room;
-		own_piece(t, addr >> inst_own_shift, addr, (unsigned)n, kind, ip);
+		own_piece(t, &a, addr >> inst_own_shift, addr, (unsigned)n);
 		len -= n;
 		addr += n;
 	}
 	rt_guard--;
+}
+
+/* A new slot for line ln holding the state the store of thread me leaves. */
+static void own_claim(struct own_slot *s, size_t i, uint64_t ln, uint32_t me, unsigned off,
+                      unsigned len)
+{
+	s->writer = me;
+	s->hold = 1ull << me;
+	s->wmask[0] = s->wmask[1] = 0;
+	mask_set(s->wmask, off, len);
+	s->nst = 1;
+	s->nx = s->sum_nx = 0;
+	s->head = s->n = s->nact = 0;
+	__atomic_fetch_add(&inst_own_open, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&inst_own_key[i], ln + 1, __ATOMIC_RELEASE);
 }
 
 /* A window for the sampled store of t at addr (its first line piece):
@@ -516,20 +350,25 @@ static uint8_t own_open(struct rt_thread *t, uintptr_t addr, unsigned len)
 	unsigned off = (unsigned)(addr & (((uintptr_t)1 << inst_own_shift) - 1));
 	unsigned room = (1u << inst_own_shift) - off;
 	size_t i = ln & (INST_OWN_SLOTS - 1);
-	if (!own_may_enter(t))
+	struct own_slot *s = &own_slot[i];
+	if (t->index >= 64 || !own_lock(s, t->index))
 		return CT_OWNER_DROP_TABLE;
-	enum own_op op = OWN_OPEN;
+	uint8_t st = CT_OWNER_OPENED;
 	uint64_t key = __atomic_load_n(&inst_own_key[i], __ATOMIC_RELAXED);
-	if (key != ln + 1) {
-		if (key || !__atomic_compare_exchange_n(&inst_own_key[i], &key, ln + 1, false,
-		                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			return CT_OWNER_DROP_TABLE;
-		__atomic_fetch_add(&inst_own_open, 1, __ATOMIC_RELAXED);
-		op = OWN_CLAIM;
+	if (!key)
+		own_claim(s, i, ln, t->index, off, len < room ? len : room);
+	else if (key != ln + 1)
+		st = CT_OWNER_DROP_TABLE;
+	else if (s->n == OWN_WIN)
+		st = CT_OWNER_DROP_LINE;
+	if (st == CT_OWNER_OPENED) {
+		/* the store itself went through own_step already when the line
+		 * was monitored: it is the slot's store number nst */
+		s->win[(s->head + s->n) % OWN_WIN] = (struct own_win){ .first = s->nst };
+		s->n++;
 	}
-	struct own_entry o;
-	own_submit(i, op, ln, t->index, CT_ACCESS_STORE, off, len < room ? len : room, &o);
-	return o.flags;
+	own_unlock(s);
+	return st;
 }
 
 void inst_owner_sampled(struct rt_thread *t, uintptr_t addr, unsigned len, unsigned kind)
@@ -537,11 +376,6 @@ void inst_owner_sampled(struct rt_thread *t, uintptr_t addr, unsigned len, unsig
 	if (!inst_own_window || kind == CT_ACCESS_LOAD)
 		return;
 	rt_guard++;
-	if (own_pend_n && !own_depth) {
-		own_depth++;
-		own_harvest(t, true);
-		own_depth--;
-	}
 	struct ct_record r = { .type = CT_REC_OWNER_WIN };
 	r.u.owin.addr = addr;
 	r.u.owin.status = own_open(t, addr, len ? len : 1);
