@@ -1047,10 +1047,12 @@ EOF
   same records; exact's split of false_sharing at f=0.9 is at least 50% in
   any execution (coarse interleaving) and at most 94% (strict
   alternation), so comdetective's split was outside what the execution
-  could have had. It is the comdetective weighting (a detection stands
-  for its sample's period, whatever the transfers its line had), which
-  the issue says is not exact's in expectation: no bound follows for it
-  from the counts, and the one it had was fitted to a quiet machine. The
+  could have had. It is the comdetective estimator: each detection
+  stands for its sample's period whatever the transfers its line had, so
+  its split is that of the detections, and the two lines' transfers were
+  detected at different rates (the issue: not exact's in expectation). No
+  bound follows for it from the counts; the one it had was fitted to a
+  quiet machine. The
   test now asserts the owner estimator's split on the monitored
   recording, within 50-94% up to 4.42 of its standard errors, and prints
   comdetective's.
