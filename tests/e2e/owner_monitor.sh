@@ -20,13 +20,13 @@
 #                      warns
 #   owner/volume       the estimate E against exact's X on a full recording
 #                      of the same arguments (another execution):
-#                      |E - X| <= 4.42 sd + 2 |X - D| + B L ceil(J / 8):
+#                      |E - X| <= 4.42 sd + 2 |X - D| + B L ceil(2J / 8):
 #                      4.42 sd its sampling error at two-sided 1e-5 (sd from
 #                      the report's own variance, i.e. from the number and
 #                      weights of the windows' transfers), |X - D| exact's
 #                      schedule-dependent part (mailboxes), allowed twice for
 #                      the other execution, and the most the estimate can
-#                      miss on the lines' first J stores (it assumes J stores
+#                      miss on the lines' first 2J stores (it assumes 2J stores
 #                      before each transfer: B buffers x L lines, 8 stores a
 #                      visit)
 #   owner/same_execution commrec --full --owner-window J -c 100: one
@@ -118,7 +118,7 @@ T, items, length, bufs, j = map(int, sys.argv[3:8])
 lines = length * 8 // 64
 d = items * T * lines
 e, sd = t['transfers'], math.sqrt(t['variance'])
-bound = 4.42 * sd + 2 * abs(x - d) + bufs * lines * math.ceil(j / 8)
+bound = 4.42 * sd + 2 * abs(x - d) + bufs * lines * math.ceil(2 * j / 8)
 print(f"INFO owner: estimate {e:.0f} (sd {sd:.0f}), exact {x:.0f}, data flow {d}, bound {bound:.0f}")
 print("PASS owner/volume" if abs(e - x) <= bound else
       f"FAIL owner/volume: |{e:.0f} - {x:.0f}| > {bound:.0f}")
@@ -140,7 +140,7 @@ T, items, length, bufs, j = map(int, sys.argv[3:8])
 lines = length * 8 // 64
 d = items * T * lines
 x, e, sd = xt['transfers'], t['transfers'], math.sqrt(t['variance'])
-bound = 4.42 * sd + abs(x - d) + bufs * lines * math.ceil(j / 8)
+bound = 4.42 * sd + abs(x - d) + bufs * lines * math.ceil(2 * j / 8)
 print(f"INFO owner: one execution: estimate {e:.0f} (sd {sd:.0f}), exact {x:.0f}, bound {bound:.0f}; "
       f"false {t['false']:.0f} against exact's {xt['false']:.0f}")
 print("PASS owner/same_execution" if abs(e - x) <= bound else
