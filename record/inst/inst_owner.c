@@ -27,7 +27,7 @@
  * line's stores before it, and not since (FORMAT.md says so).  Without the
  * lag the first transfer of each window came from a tenure the window had
  * not seen begin, and was false sharing whenever the sampled store was not
- * the writer's store of the receiver's bytes (the pipeline kernel: 10.8%
+ * the writer's store of the receiver's bytes (the pipeline kernel: 11.0%
  * false against exact's 0.0% on one execution).
  *
  * Memory is fixed: OWN_SLOTS lines (direct-mapped by line number), each with
