@@ -924,7 +924,12 @@ the receiver's bytes before the sampled store: tests/inst/relay.c (two
 threads taking turns on a line, every transfer true sharing, \`--full=all
 --owner-window 16 -c 200\`, one execution, 2026-11-24): 19.6% false, with
 the lag 0% (test owner/split); the pipeline kernel at the table's
-settings: 11.0% false against exact's 0.0%, with the lag 0%.
+settings: 11.0% false against exact's 0.0%, with the lag 0%. The volume
+does not move with the lag: owner / exact on one execution of
+false_sharing (2M iterations, \`-c 1000\`, 140-660 effective events, load
+12-13, 4 runs each, interleaved) was 0.95-1.09 without the lag and
+0.99-1.10 with it at f=0.9, 1.21-1.33 and 1.17-1.26 at f=0.5 (there the
+observer effect, below).
 
 ### One execution: the monitor against exact on the same trace
 
@@ -1039,7 +1044,7 @@ instrumented program runs ~20x faster than the fully recorded one, so its
 threads interleave differently again (the benchmarks' threads are pinned
 to the two cpus, but at load 11-13 they seldom run at the same time). On
 one execution the comparison is free of that, but not of the monitor's
-observer effect (above) and its sampling error (tens of effective events
+observer effect (above) and its sampling error (1 to 43 effective events
 per run at the default period): the estimate was within 30% of exact in
 0 to 3 of 5 runs per benchmark at this load, mostly high.
 
