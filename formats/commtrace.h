@@ -206,9 +206,10 @@ struct ct_func {
 };
 
 /* The line monitor (inst sampled mode, commrec --owner-window J; FORMAT.md
- * "Line monitor"): a sampled store opens a window on its line for the line's
- * next J stores by any thread, in which the runtime plays the exact model's
- * coherence state of that line.  A transfer it sees is an OWNER_XFER in the
+ * "Line monitor"): a sampled store opens a window on its line, which holds
+ * the transfers from the line's Jth store after it to its 2Jth (any thread's
+ * stores); meanwhile the runtime plays the exact model's coherence state of
+ * that line.  A transfer it sees is an OWNER_XFER in the
  * receiving thread's stream. */
 #define CT_OWNER_TRUE 0x01       /* ct_owner_xfer.flags: true sharing */
 struct ct_owner_xfer {

@@ -24,6 +24,13 @@
 #                exact_*; no document): what tests/e2e/exact_invariants.sh
 #                checks in make check
 #   --configs L  only these configurations (IDs below, comma-separated)
+#   --spread R   instead of all that: the microbenchmarks' executions differ;
+#                R rounds, each a full recording (seed r) and an inst one
+#                with the line monitor (seed 100 + r) of every
+#                configuration, interleaved: exact's transfers per shared
+#                access over the executions, the inst owner estimate's, and
+#                the monitor's on the full trace against exact on it (a
+#                markdown table; doc/accuracy.md quotes one)
 # Environment: B (build directory, default build), CC (gcc), NFULL (4000000),
 # NINST (60000000), IPERIOD (10000), SEEDS (10: emulate's draws per estimator,
 # --seed 1..SEEDS, on each full trace).
@@ -61,7 +68,7 @@ case $B in /*) BD=$B ;; *) BD=$ROOT/$B ;; esac
 COMMREC=$BD/commrec
 COMMANALYZE=$BD/commanalyze
 CC=${CC:-gcc}
-OUT='' TSV='' KEEP='' QUICK=0 FULL_ONLY=0 ONLY=
+OUT='' TSV='' KEEP='' QUICK=0 FULL_ONLY=0 ONLY= SPREAD=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	-o) OUT=$2; shift 2 ;;
@@ -70,6 +77,7 @@ while [ $# -gt 0 ]; do
 	--quick) QUICK=1; shift ;;
 	--full-only) FULL_ONLY=1; shift ;;
 	--configs) ONLY=,$2,; shift 2 ;;
+	--spread) SPREAD=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed 's/^# \{0,1\}//; /^set -eu/d'; exit 0 ;;
 	*) echo "accuracy.sh: unknown argument '$1' (see -h)" >&2; exit 2 ;;
 	esac
@@ -276,6 +284,58 @@ estimators() {
 	done
 }
 KESTS="comdetective owner"   # the kernels' estimator runs
+
+# --spread R: R rounds of a full and an inst recording of every
+# configuration (interleaved), then the table
+if [ "$SPREAD" -gt 0 ]; then
+	sids=()
+	for r in $(seq 1 "$SPREAD"); do
+		for c in "${CONFIGS[@]}"; do
+			read -r id prog args <<<"$c"
+			sids+=("$id.r$r")
+			# shellcheck disable=SC2086
+			rec "$id.r$r" full "$prog" $args -n "$NFULL" -S "$r"
+			"$COMMANALYZE" report "$W/$id.r$r.full.zst" --format json --model exact \
+				>"$W/$id.r$r.exact.json" 2>>"$W/$id.r$r.fown.err"
+			fown "$id.r$r"
+			rm -f "$W/$id.r$r.full.zst"
+			# shellcheck disable=SC2086
+			rec "$id.r$r" iown "$prog" $args -n "$NINST" -S $((100 + r))
+			iest "$id.r$r" owner
+		done
+	done
+	python3 - "$W" "${sids[@]}" <<'PY'
+import json, statistics, sys
+W, sids = sys.argv[1], sys.argv[2:]
+def shared(path):
+    n = 0
+    for line in open(path):
+        f = line.split()
+        if f[:1] == ['thread'] and len(f) > 1:
+            kv = dict(x.split('=', 1) for x in f[2:])
+            n += sum(int(kv.get(k, 0)) for k in ('shared_stores', 'shared_loads', 'shared_atomics'))
+    return max(n, 1)
+def totals(path):
+    return json.load(open(path))['totals']
+runs = {}
+for s in sids:
+    b = s.rsplit('.r', 1)[0]
+    ex = totals(f'{W}/{s}.exact.json')['transfers'] / shared(f'{W}/{s}.full.out')
+    io = totals(f'{W}/{s}.iown.owner.json')['transfers'] / shared(f'{W}/{s}.iown.out')
+    fo = totals(f'{W}/{s}.fown.json')['transfers'] / max(1, totals(f'{W}/{s}.exact.exclude.json')['transfers'])
+    runs.setdefault(b, []).append((ex, io, fo))
+print("| benchmark | runs | exact: transfers per shared access, min-max (max/min) | exact's runs within 30% of its median | inst, owner: per shared access, min-max | inst runs inside exact's range | inst runs within 30% of exact's median | one execution: owner / exact, min-max | within 30% |")
+print("|---|---|---|---|---|---|---|---|---|")
+for b, rs in runs.items():
+    ex, io, fo = ([r[k] for r in rs] for k in range(3))
+    med = statistics.median(ex)
+    near = lambda v: abs(v / med - 1) <= 0.3
+    print(f"| {b} | {len(rs)} | {min(ex):.4f}-{max(ex):.4f} ({max(ex) / min(ex):.1f}) | {sum(map(near, ex))}/{len(ex)} "
+          f"| {min(io):.4f}-{max(io):.4f} | {sum(min(ex) <= v <= max(ex) for v in io)}/{len(io)} "
+          f"| {sum(map(near, io))}/{len(io)} | {min(fo):.2f}-{max(fo):.2f} | {sum(abs(v - 1) <= 0.3 for v in fo)}/{len(fo)} |")
+PY
+	exit 0
+fi
 
 ids=()
 for c in "${CONFIGS[@]}"; do
@@ -510,6 +570,11 @@ def estimator_runs(i, tot, xf, names):
         put(i, f'{name}_false_err_max', max(dfs))
         put(i, f'{name}_covered', cover)
 
+# the false share exact's can have in any execution of false_sharing at
+# f=0.9 (tests/accuracy.sh): from 0.5 (coarse interleaving) to 0.94
+# (strict alternation)
+SPLIT_RANGE = {'false_sharing_f0.9': (0.5, 0.94)}
+
 def inst_owner(i, exact_rate, work):
     """the inst recording with the line monitor: its rate (volume / work)
     against exact's, per estimator; its effective events"""
@@ -520,6 +585,14 @@ def inst_owner(i, exact_rate, work):
         if e == 'owner':
             put(i, 'iown_owner_neff', t['transfers'] ** 2 / t['variance'] if t['variance'] else 0.0)
             put(i, 'iown_owner_false_frac', t['false'] / t['transfers'] if t['transfers'] else float('nan'))
+            if i in SPLIT_RANGE and t['true_share_90']:
+                # how far the false share lies outside what exact's can be
+                # in any execution (tests/accuracy.sh), in standard errors
+                # (from its 90% interval: half its width / 1.645)
+                lo, hi = SPLIT_RANGE[i]
+                f = t['false'] / t['transfers']
+                sd = max((t['true_share_90'][1] - t['true_share_90'][0]) / (2 * 1.645), 1e-9)
+                put(i, 'iown_owner_false_z', (f - min(max(f, lo), hi)) / sd)
 
 def full_owner(i):
     """the monitor's estimate on the full trace against exact on it
@@ -642,6 +715,8 @@ met() {
 	echo "$k of $n"
 }
 
+# the issue's thresholds out of SEEDS runs: 9 and 8 of 10
+n9=$(( (SEEDS * 9 + 9) / 10 )) n8=$(( (SEEDS * 8 + 9) / 10 ))
 if [ $FULL_ONLY = 1 ]; then
 	echo "(full recordings and analysis $((t_end - t_start)) s; metrics: ${TSV:-not kept (--tsv)})"
 	exit 0
@@ -726,7 +801,6 @@ in one run and 200000 in the next. Full recordings use
 
 EOF
 	table
-	n9=$(( (SEEDS * 9 + 9) / 10 )) n8=$(( (SEEDS * 8 + 9) / 10 ))
 	cat <<EOF
 
 ## Estimators: comdetective and owner against exact
@@ -833,16 +907,29 @@ error, miss exact's value.
 An inst-sampled recording does not hold the accesses after a sample: the
 inst runtime's line monitor (\`commrec --owner-window J\`,
 record/inst/inst_owner.c) follows the line of each sampled store for its
-next J stores by any thread, plays the exact model's coherence state of
-that line on every access to it, and writes each transfer it sees (format
-version 4, OWNER_XFER). \`commanalyze --estimator owner\` weighs each at
-windows x P / J (commanalyze(1)). The store countdown is drawn uniformly
-from 1 to 2N - 1 (every store sampled with probability 1/N), and a
-transfer counts for every window among the J stores before it: unbiased
-where the line had at least J stores before the transfer, low on a line's
-first J stores. Bytes the writer stored before the window opened count as
-unwritten, so the false share reads high where a writer's tenure is long
-against J.
+next 2J stores by any thread, plays the exact model's coherence state of
+that line on every access to it, and writes each transfer it sees in the
+last J (format version 4, OWNER_XFER). \`commanalyze --estimator owner\`
+weighs each at windows x P / J (commanalyze(1)). The store countdown is
+drawn uniformly from 1 to 2N - 1 (every store sampled with probability
+1/N), and a transfer counts for every window among the J stores before
+its last J: unbiased where the line had at least 2J stores before the
+transfer, low on a line's first 2J stores. The first J stores (the lag)
+are for the true/false split: the monitor learns the writer's bytes from
+the sampled store on, so it knows them whenever it saw the writer's tenure
+begin, which the lag makes so for every tenure that began at most J stores
+before its transfer. Without the lag a window's first transfer came from
+a tenure it had not seen begin and read false where the writer had stored
+the receiver's bytes before the sampled store: tests/inst/relay.c (two
+threads taking turns on a line, every transfer true sharing, \`--full=all
+--owner-window 16 -c 200\`, one execution, 2026-11-24): 19.6% false, with
+the lag 0% (test owner/split); the pipeline kernel at the table's
+settings: 11.0% false against exact's 0.0%, with the lag 0%. The volume
+does not move with the lag: owner / exact on one execution of
+false_sharing (2M iterations, \`-c 1000\`, 140-660 effective events, load
+12-13, 4 runs each, interleaved) was 0.95-1.09 without the lag and
+0.99-1.10 with it at f=0.9, 1.21-1.33 and 1.17-1.26 at f=0.5 (there the
+observer effect, below).
 
 ### One execution: the monitor against exact on the same trace
 
@@ -879,7 +966,18 @@ sampled store, 1.08-1.14x at 65-256, 1.09x beyond. The monitor takes a
 lock on every access to a monitored line: two threads that both hammer
 the line then alternate at every access, where unmonitored one keeps the
 line for a burst. The estimate is right about what it sees; the program
-communicates more while it is seen.
+communicates more while it is seen. It is not the lock's hand-over alone:
+a monitor that ordered the accesses without a lock (one fetch-add on the
+line's sequence, an entry in the slot's log, the model applied in that
+order by whichever thread found the applier free, the access not waiting
+for its outcome; commit ac5275a, reverted) measured no better, 1.28,
+1.49, 1.66 and 1.74 against the lock's 1.40, 1.42, 1.46 and 1.53 (writer
+changes per store inside / outside the windows, false_sharing -f 0.5,
+1M iterations, \`-c 1000\`, load 11-17, 2026-11-24; p2p: 1.41 against
+1.22). Any per-access bookkeeping that the line's threads share (a lock,
+a sequence, a log) couples them; what would not is a monitor that writes
+each access to its own thread's buffer and leaves the order and the model
+to the analysis.
 
 ### Another execution: transfers per shared access
 
@@ -909,6 +1007,46 @@ EOF
 			"$(f2 "$(get "$i" iown_comdetective_rate_ratio)")"
 	done
 	cat <<EOF
+
+### How much the executions differ
+
+Issue 13 compares the inst recording with exact across executions: within
+30% of exact's transfers per shared access in 9 runs of 10. How far apart
+are two executions of one configuration? \`scripts/accuracy.sh --spread 5\`
+(2026-11-24, commit 67a6df1, load 11-13 on the 2 cpus: four other builds
+and test suites): five rounds, each a full recording (seed r, with the
+line monitor) and an inst recording with the line monitor (seed 100 + r)
+of every microbenchmark, interleaved. *exact*: exact's transfers per
+shared access of each full recording; *inst, owner*: the owner estimate's
+of each inst recording; *one execution*: the monitor's estimate on the
+full trace over exact's on the same trace (\`--sync exclude\`).
+
+| benchmark | runs | exact: transfers per shared access, min-max (max/min) | exact's runs within 30% of its median | inst, owner: per shared access, min-max | inst runs inside exact's range | inst runs within 30% of exact's median | one execution: owner / exact, min-max | within 30% |
+|---|---|---|---|---|---|---|---|---|
+| write_volume | 5 | 0.0103-0.0239 (2.3) | 2/5 | 0.0060-0.0184 | 2/5 | 2/5 | 0.66-1.79 | 3/5 |
+| false_sharing | 5 | 0.0006-0.0243 (41.5) | 3/5 | 0.0026-0.0166 | 5/5 | 1/5 | 0.43-1.51 | 1/5 |
+| false_sharing_f0.9 | 5 | 0.0052-0.0262 (5.1) | 2/5 | 0.0016-0.0287 | 3/5 | 3/5 | 1.44-2.04 | 0/5 |
+| read_write | 5 | 0.0039-0.0125 (3.2) | 2/5 | 0.0005-0.0201 | 3/5 | 2/5 | 1.06-1.82 | 3/5 |
+| p2p | 5 | 0.0069-0.0266 (3.9) | 3/5 | 0.0004-0.0324 | 2/5 | 1/5 | 0.57-1.50 | 2/5 |
+| objects | 5 | 0.0076-0.0403 (5.3) | 2/5 | 0.0000-0.0370 | 4/5 | 2/5 | 0.87-1.49 | 3/5 |
+
+Exact's own rate differs by 2.3x to 41x between executions of one
+configuration, and only 2 or 3 of its 5 runs lie within 30% of its own
+median: an estimator that were exact on its own execution would meet "within
+30% of exact's rate in 9 runs of 10" no more often than that. On this
+machine, at this load, the criterion across executions is decided by
+exact's spread between executions, not by the estimator. (An earlier
+round, 6 runs of each with the monitor before the lag, load 9-13: exact's
+rate differed 2.5x to 49x, 2 to 5 of 6 runs within 30% of its median, and
+the inst estimate lay inside exact's range in 2 to 4 of 6.) The inst
+estimates spread as widely as exact's and mostly within its range; the
+instrumented program runs ~20x faster than the fully recorded one, so its
+threads interleave differently again (the benchmarks' threads are pinned
+to the two cpus, but at load 11-13 they seldom run at the same time). On
+one execution the comparison is free of that, but not of the monitor's
+observer effect (above) and its sampling error (1 to 43 effective events
+per run at the default period): the estimate was within 30% of exact in
+0 to 3 of 5 runs per benchmark at this load, mostly high.
 
 ## How to read it
 
@@ -944,7 +1082,25 @@ EOF
 - The rate errors of inst and soft are not accuracy figures (other
   executions; soft weights are CPU time). soft's false share was 32-75% at
   f=0.5 and 51-89% at f=0.9 over repeated runs: too few samples (and
-  CPU-time weights) for a stable split; inst's was 41-51% and 81-93%.
+  CPU-time weights) for a stable split; inst's was 41-51% and 81-93%
+  on a quiet machine (2026-11-21). On a loaded one (load 5-13,
+  2026-11-24) inst's comdetective split at f=0.9 was 37-80% over 10
+  recordings, below the bound of 70% that tests/accuracy.sh had for it in
+  6 (h13b's runs: 59% and 35%). Not the recording: on 6 of them, made
+  with the line monitor too, comdetective said 38-71% (90% intervals
+  33-47% and 40-51% in two) where the owner estimator said 87-93% on the
+  same records; exact's split of false_sharing at f=0.9 is at least 50% in
+  any execution (coarse interleaving) and at most 94% (strict
+  alternation), so comdetective's split was outside what the execution
+  could have had. It is the comdetective estimator: each detection
+  stands for its sample's period whatever the transfers its line had, so
+  its split is that of the detections, and the two lines' transfers were
+  detected at different rates (the issue: not exact's in expectation). No
+  bound follows for it from the counts; the one it had was fitted to a
+  quiet machine. The
+  test now asserts the owner estimator's split on the monitored
+  recording, within 50-94% up to 4.42 of its standard errors, and prints
+  comdetective's.
 EOF
 } >"$OUT"
 echo "accuracy.sh: wrote $OUT ($((t_end - t_start)) s)" >&2

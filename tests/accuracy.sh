@@ -144,13 +144,31 @@ for s in inst soft; do
 	# expected_cells and pairs tests above).
 	within "accuracy/$s/p2p/pearson" p2p ${s}_pearson 0.5 1
 done
-# inst: the false share follows f.  Seen at f=0.5 [0.41, 0.51], at f=0.9
-# [0.81, 0.93] (~100 detections per run: binomial sd ~0.05):
-# f=0.5 within 0.35-0.65, f=0.9 above 0.7.  Not asserted for soft: its
-# false share at f=0.9 ranged [0.51, 0.89] (few samples, CPU-time weights;
-# see doc/accuracy.md).
+# inst: the false share follows f.  At f=0.5 the two lines are
+# exchangeable for the program whatever the schedule (not quite for the
+# runtime, below): 0.5 up to noise (~100 detections per run: binomial sd
+# ~0.05), 0.35-0.65.
+# At f=0.9 comdetective's split is not asserted: it is not exact's in
+# expectation (the issue's complaint), and no bound follows for it from the
+# counts.  Seen: 0.81-0.93 on a quiet machine (2026-11-21); 0.37-0.80 over
+# 10 recordings at load 5-13 (2026-11-24), and on 6 of them, recorded with
+# the line monitor too, 0.38-0.71 (90% intervals [0.33, 0.47] and
+# [0.40, 0.51] in two) against the owner estimator's 0.87-0.93 on the same
+# recordings: below 0.5, where exact's split cannot be in any execution.
+# Instead the owner estimator's split on the inst recording with the line
+# monitor (unbiased for the execution as monitored) is asserted: at f=0.5
+# in the same band as comdetective's (seen 0.50-0.58 in 7 recordings: the
+# runtime does not treat the two lines alike, a line watch on the common
+# word ends at the watcher's first store to it, one on the other thread's
+# word lives on, so the recorded execution need not be exchangeable); at
+# f=0.9 where exact's can be in any execution, 0.5-0.94 (above), within
+# 4.42 of its standard errors (two-sided 1e-5; the standard error from its
+# reported 90% interval).
 within accuracy/inst/false_sharing/false_half false_sharing inst_false_frac 0.35 0.65
-within accuracy/inst/false_sharing_f0.9/false_share false_sharing_f0.9 inst_false_frac 0.7 1
+echo "INFO accuracy/inst/false_sharing_f0.9/false_share: comdetective $(awk -F'\t' \
+	'$1 == "false_sharing_f0.9" && $2 == "inst_false_frac" { print $3 }' "$T")"
+within accuracy/inst_owner/false_sharing/false_half false_sharing iown_owner_false_frac 0.35 0.65
+within accuracy/inst_owner/false_sharing_f0.9/false_share false_sharing_f0.9 iown_owner_false_z -4.42 4.42
 
 # ---- the owner estimator (emulate --estimator owner, SEEDS=10 draws) ----------
 # owner: --owner-window 64 N (the default), owner_j1: 1, owner_fine: N = 1000.
