@@ -19,6 +19,17 @@
 
 #define KV_CAP (1u << 20)
 
+/* The oldest reader that reads the trace right: before version 6 a reader
+ * applies the watcher's expiry to per-CPU watchpoints' hits (and counts
+ * almost none); before version 4 it does not know the line monitor's
+ * records. */
+static uint16_t min_version(const struct rec_opts *o)
+{
+	if (o->wp_cpu && o->wp_used > 0)
+		return 6;
+	return o->owner_window ? 4 : CT_FORMAT_MIN_READ;
+}
+
 static uint64_t features(const struct rec_opts *o)
 {
 	/* the launcher embeds symbols at the end (it may fail: the bit says a
@@ -118,8 +129,7 @@ int rec_write_meta(const struct rec_opts *o, const char *spool)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	struct ct_header h = {
 		.version = CT_FORMAT_VERSION,
-		/* a reader before version 4 does not know the line monitor's records */
-		.min_version = o->owner_window ? 4 : CT_FORMAT_MIN_READ,
+		.min_version = min_version(o),
 		.features = features(o),
 		.created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
 	};

@@ -32,12 +32,12 @@
 #define CT_ENV_WP_SWITCH_NS "COMMTRACE_WP_SWITCH_NS" /* ns the armed debug registers add to a context switch (commrec's measurement) */
 #define CT_ENV_WP_OPEN_SWITCH_NS "COMMTRACE_WP_OPEN_SWITCH_NS" /* ns they add open but disabled */
 #define CT_ENV_SOFT_EVENT_SWITCH_NS "COMMTRACE_SOFT_EVENT_SWITCH_NS" /* soft: ns a per-thread sampling event adds (0: keep it) */
+#define CT_ENV_WP_CPU      "COMMTRACE_WP_CPU"       /* soft: "1": watchpoints per CPU, armed by the writer from the per-CPU sample rings (commrec's probe: they open and fire; a user may set 0 or 1 for commrec) */
 #define CT_ENV_PID         "COMMTRACE_PID"          /* pid the settings are for: a forked child ignores them */
 
 /* Tuning, not set by the launcher (a user may set them; defaults in brackets). */
 #define CT_ENV_SOFT_TIMER  "COMMTRACE_SOFT_TIMER"   /* soft: "1": POSIX per-thread CPU-time timer instead of perf task-clock */
 #define CT_ENV_WP_BUDGET   "COMMTRACE_WP_BUDGET"    /* percent of a thread's CPU time its armed debug registers may cost at context switches, 0 no limit [5] */
-#define CT_ENV_WP_CPU      "COMMTRACE_WP_CPU"       /* soft: "1": watchpoints per CPU, armed by the writer from the per-CPU sample rings (commrec's probe: they open and fire) */
 #define CT_ENV_WP_ASYNC    "COMMTRACE_WP_ASYNC"     /* "1": watchpoint traps by O_ASYNC real-time signal, not attr.sigtrap SIGTRAP */
 #define CT_ENV_SIGNAL      "COMMTRACE_SIGNAL"       /* the runtime's signal: a number or RTMIN+k [SIGRTMIN+7] */
 #define CT_ENV_RING_UNITS  "COMMTRACE_RING_UNITS"   /* record ring per thread, 64-byte units, power of 2 [4096] */

@@ -50,7 +50,7 @@ struct rt_status {
 	uint32_t pad3;
 	uint64_t cpu_wp_arms;          /* ... its arms */
 	uint64_t cpu_wp_hits;          /* ... hits by the watching thread (WP_HIT records) */
-	uint64_t cpu_wp_other_hits;    /* ... by other threads of the program (no communication) */
+	uint64_t cpu_wp_other_hits;    /* ... by other threads of the program or the kernel (no communication) */
 };
 
 #define RT_STATUS_NAME "status-%d.bin"  /* in the spool, %d the pid */

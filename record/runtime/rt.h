@@ -360,6 +360,9 @@ int rt_cpuwp_open(unsigned nregs);           /* main thread, before rt_cpusamp_o
 bool rt_cpuwp_active(void);
 void rt_cpuwp_stop(void);                    /* writer, final pass */
 void rt_cpuwp_forget(void);                  /* fork child */
+/* writer: t's watch ends with it (before its memory is unmapped, so that a
+ * later thread at the same address does not inherit it) */
+void rt_cpuwp_thread_gone(const struct rt_thread *t);
 /* Writer, each pass, before the samples: the hits in the CPUs' rings (the
  * watchers' WP_HIT records through emit); live watches enabled again. */
 struct soft_tid_map;

@@ -70,6 +70,7 @@ static struct perf_event_attr tmpl;              /* bp_addr set per open */
 static struct perf_sample_fmt hit_fmt;
 static struct wp_pool pool;
 static _Atomic int active;
+static bool stopping;                            /* the final passes: nothing armed again */
 static uint64_t dummy_word;                      /* registers out of use watch this */
 static uint8_t scratch[4096];
 
@@ -219,6 +220,7 @@ void rt_cpuwp_stop(void)
 {
 	if (!rt_cpuwp_active())
 		return;
+	stopping = true;
 	for (int c = 0; c < ncpus; c++)
 		for (unsigned k = 0; k < nregs; k++)
 			if (cpus[c].fd[k] >= 0)
@@ -233,7 +235,8 @@ void rt_cpuwp_forget(void)
 
 /* ---- the writer's side ------------------------------------------------------ */
 
-/* Register k on every CPU watching addr, for one hit. */
+/* Register k on every CPU watching addr, for one hit (the caller holds
+ * the descriptors' window: rt_fd_window_begin). */
 static void program(unsigned k, uint64_t addr)
 {
 	for (int c = 0; c < ncpus; c++)
@@ -241,16 +244,28 @@ static void program(unsigned k, uint64_t addr)
 			st_fail++;
 }
 
-/* Live watches whose event fired for another thread: fresh events. */
+/* Live watches whose event fired for another thread: fresh events (in the
+ * descriptors' window, opened at the first: the program's own descriptors
+ * stay below its limit). */
 static void refresh_live(void)
 {
-	for (unsigned k = 0; k < nregs; k++) {
+	bool window = false;
+	for (unsigned k = 0; k < nregs && !stopping; k++) {
 		if (!pool.s[k].owner)
 			continue;
-		for (int c = 0; c < ncpus; c++)
-			if (cpus[c].fired[k] && reopen(&cpus[c], k, pool.s[k].addr, true) < 0)
+		for (int c = 0; c < ncpus; c++) {
+			if (!cpus[c].fired[k])
+				continue;
+			if (!window) {
+				rt_fd_window_begin();
+				window = true;
+			}
+			if (reopen(&cpus[c], k, pool.s[k].addr, true) < 0)
 				st_fail++;
+		}
 	}
+	if (window)
+		rt_fd_window_end();
 }
 
 struct hit_ctx {
@@ -349,8 +364,10 @@ static void arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t logi
 	unsigned reg[CT_WP_MAX], nev;
 	const void *ev[CT_WP_MAX];
 	unsigned k = wp_pool_take(&pool, t, plan->wp_addr, plan->nwp, reg, ev, &nev);
+	rt_fd_window_begin();
 	for (unsigned i = 0; i < k; i++)
 		program(reg[i], plan->wp_addr[i]);
+	rt_fd_window_end();
 	st_evicted += nev;
 	st_arms++;
 	r.u.arm = *plan;
@@ -383,8 +400,14 @@ void rt_cpuwp_sample(struct rt_thread *t, const struct ct_record *s, bool last, 
 	cd_step(&rules, t->index, &t->cd, &a, last ? &w : NULL, &t->rnd, &st);
 	if (st.disarm)
 		wp_pool_release(&pool, t);
-	if (st.arm.nwp)
+	if (st.arm.nwp && !stopping)
 		arm(t, &st.arm, s->time, emit);
+}
+
+void rt_cpuwp_thread_gone(const struct rt_thread *t)
+{
+	if (rt_cpuwp_active())
+		wp_pool_release(&pool, t);   /* (its registers' next hit is stale) */
 }
 
 void rt_cpuwp_log_stats(void)

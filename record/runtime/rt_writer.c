@@ -512,6 +512,7 @@ static void finish_thread(uint32_t slot, struct rt_thread *t)
 	if (t->counts_page)
 		munmap(t->counts_page, 4096);   /* the counts are final */
 	atomic_store(&rt_threads[slot], NULL);
+	rt_cpuwp_thread_gone(t);
 	munmap(t, t->map_bytes);
 }
 

@@ -233,23 +233,26 @@ static void settle_late(struct rt_thread *t)
 /* The inherited path where it applies: no timer asked for, and either no
  * watchpoints or watchpoints per CPU (commrec's probe: they open and fire
  * there), which the writer arms (rt_cpuwp.c).  A failure leaves the
- * per-thread path (with per-thread watchpoints). */
+ * per-thread path; watchpoints asked for per CPU that cannot be had are
+ * none (commrec measured no switch cost for per-thread registers then, so
+ * no budget would bound theirs). */
 static int soft_process_start(void)
 {
 	if (rt_cfg.soft_timer || (rt_cfg.watchpoints > 0 && (!rt_cfg.wp_cpu || !rt_board_ok)))
 		return 0;
-	int rc = rt_cfg.watchpoints > 0 ? rt_cpuwp_open((unsigned)rt_cfg.watchpoints) : 0;
-	if (rc < 0) {
-		rt_log(2, "soft sampler: watchpoints per CPU unavailable (%s): per-thread events and "
+	bool cpu_wp = rt_cfg.watchpoints > 0;
+	int rc = cpu_wp ? rt_cpuwp_open((unsigned)rt_cfg.watchpoints) : 0;
+	if (rc < 0)
+		rt_log(2, "soft sampler: watchpoints per CPU unavailable (%s): sampling without "
 		       "watchpoints", strerror(-rc));
-		return 0;
-	}
 	rc = rt_cpusamp_open(rt_cfg.period * 1000);
 	if (rc < 0) {
-		rt_log(2, "soft sampler: inherited per-CPU events unavailable (%s): one event per thread",
-		       strerror(-rc));
+		rt_log(2, "soft sampler: inherited per-CPU events unavailable (%s): one event per "
+		       "thread%s", strerror(-rc), cpu_wp ? ", without watchpoints" : "");
 		rt_cpuwp_forget();
 	}
+	if (cpu_wp && !rt_cpuwp_active())
+		rt_cfg.watchpoints = 0;
 	return 0;
 }
 

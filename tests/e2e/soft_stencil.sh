@@ -33,7 +33,9 @@
 #                          its thread's last arm, one per arm, not the
 #                          publisher's); SKIP with the reason where the
 #                          runtime could not open them (no per-CPU events,
-#                          their registers taken by another process)
+#                          their registers taken by another process); and
+#                          the trace has min_version 6 (older readers would
+#                          count almost none of its hits)
 #   soft_stencil/wp_budget the per-thread path (COMMTRACE_WP_CPU=0: what
 #                          commrec does where per-CPU breakpoints do not
 #                          open or fire): every decision the runtime prints
@@ -121,10 +123,12 @@ if [ "$rc" -ne 0 ]; then
 elif grep -q '^ *watchpoint_arming=cpu' "$WORK/c.info"; then
 	"$COMMANALYZE" dump --raw "$WORK/c.zst" --type wp_arm,wp_hit >"$WORK/c.wp" 2>/dev/null
 	echo "INFO soft_stencil/wp_rules: $(grep -c ' wp_arm ' "$WORK/c.wp") arms, $(grep -c ' wp_hit ' "$WORK/c.wp") hits, $(sed -n 's/^ *cpu_watchpoint_other_hits=//p' "$WORK/c.info") hits by other threads (per CPU)"
-	if out=$(python3 "$PAT" --wp-check "$WORK/c.wp"); then
-		pass soft_stencil/wp_rules
-	else
+	if ! out=$(python3 "$PAT" --wp-check "$WORK/c.wp"); then
 		fail soft_stencil/wp_rules "$(echo "$out" | head -3 | tr '\n' '|')"
+	elif ! grep -q '^format: version [0-9]* (readable by 6 and later)' "$WORK/c.info"; then
+		fail soft_stencil/wp_rules "not min_version 6: $(grep '^format:' "$WORK/c.info")"
+	else
+		pass soft_stencil/wp_rules
 	fi
 else
 	skip soft_stencil/wp_rules "no per-CPU watchpoints here (COMMTRACE_WP_CPU=1: the runtime could not open them, or no watchpoints: $(sed -n 's/^ *watchpoint_probe_detail=//p' "$WORK/c.info"))"
