@@ -803,6 +803,22 @@ static inline void full_fold(struct inst_tls *T, int idx)
 	T->left[idx] = T->refill[idx] = 1;
 }
 
+/* A countdown that expired where nothing is recorded (no recording thread):
+ * it does not expire again. */
+static inline void countdown_off(struct inst_tls *T, int idx)
+{
+	T->left[idx] = T->refill[idx] = BIG;
+}
+
+/* Program code run by the runtime (a signal handler that interrupted it):
+ * the access is not recorded, not counted. */
+static inline void skip_unrecorded(struct inst_tls *T, int idx)
+{
+	T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]) - 1;
+	T->left[idx] = T->refill[idx] = 1;
+	T->stat[IS_UNRECORDED]++;
+}
+
 /* The plain hooks' record of an access to a 64-byte line that the thread
  * owns, at granules new to its ownership (mine), its table word last seen
  * e: hit_record and filt_stamp's common case, with what the hook knows. */
@@ -813,7 +829,7 @@ static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, u
 	int idx = kind == CT_ACCESS_LOAD ? INST_LD : INST_ST;
 	struct rt_thread *t = rec_thread(T);
 	if (!t) {
-		T->left[idx] = T->refill[idx] = BIG;
+		countdown_off(T, idx);
 		return;
 	}
 	full_fold(T, idx);
@@ -828,15 +844,11 @@ static __attribute__((noinline)) void hit_record(uintptr_t addr, unsigned len, u
 	struct inst_tls *T = &inst_t;
 	struct rt_thread *t = rec_thread(T);
 	if (!t) {
-		T->left[idx] = T->refill[idx] = BIG;
+		countdown_off(T, idx);
 		return;
 	}
 	if (rt_guard) {
-		/* program code run by the runtime (a signal handler that
-		 * interrupted it): not recorded, not counted */
-		T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]) - 1;
-		T->left[idx] = T->refill[idx] = 1;
-		T->stat[IS_UNRECORDED]++;
+		skip_unrecorded(T, idx);
 		return;
 	}
 	if (inst_full) {
@@ -1008,13 +1020,11 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 	struct inst_tls *T = &inst_t;
 	struct rt_thread *t = rec_thread(T);
 	if (!t) {
-		T->left[idx] = T->refill[idx] = BIG;
+		countdown_off(T, idx);
 		return false;
 	}
 	if (rt_guard) {
-		T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]) - 1;
-		T->left[idx] = T->refill[idx] = 1;
-		T->stat[IS_UNRECORDED]++;
+		skip_unrecorded(T, idx);
 		return false;
 	}
 	p->t = t;
@@ -1023,8 +1033,7 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 	p->len = (uint8_t)len;
 	p->kind = (uint8_t)kind;
 	if (inst_full) {
-		T->done[idx] += (uint64_t)(T->refill[idx] - T->left[idx]);
-		T->left[idx] = T->refill[idx] = 1;
+		full_fold(T, idx);
 		p->nested = T->in_push;
 		p->r = full_reserve(t, T);
 		if (!p->r)

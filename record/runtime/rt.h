@@ -305,6 +305,12 @@ int rt_wp_on_sigtrap(struct rt_thread *t, siginfo_t *si, void *uc);
 /* Software watchpoints: the thread's own access (kind, at ip) touched the
  * word of register i: WP_HIT, then everything is disarmed, as for a trap. */
 void rt_wp_soft_hit(struct rt_thread *t, int i, uint64_t ip, unsigned kind);
+/* A trap's access kind from the instruction before its ip (decoded: 0 when
+ * dec_sample_access or soft_sample_access decoded it into a): set only where
+ * that instruction's address is on the watched line, since its registers may
+ * have changed since the access. */
+struct dec_access;
+void rt_wp_hit_kind(int decoded, const struct dec_access *a, uint64_t watched, uint8_t *kind);
 /* Software line watches: the WP_ARM records of the watches cd_step armed
  * (and the sampler told of every change); a hit of watch `slot` by the
  * access's bytes [addr, addr+len) in that line (the sampler has updated
@@ -313,6 +319,8 @@ void rt_wp_lines_step(struct rt_thread *t, const struct cd_step *st, uint64_t no
 /* Software line watches between two samples of t (its own thread): arm the
  * store samples logged since its last arms (cd_lines_catch_up), if any. */
 void rt_lines_catch_up(struct rt_thread *t);
+/* Algorithm 1's rules as the recorder applies them (rt_sample.c) */
+struct cd_rules rt_recorder_rules(void);
 void rt_wp_line_hit(struct rt_thread *t, unsigned slot, uint64_t addr, unsigned len, uint64_t ip,
                     unsigned kind);
 int rt_wp_on_async(struct rt_thread *t, siginfo_t *si, void *uc);

@@ -294,10 +294,8 @@ static void owner_hit(struct rt_thread *t, const struct perf_rec *r, unsigned re
 	h.u.hit.cpu = r->cpu;
 	h.u.hit.kind = CT_ACCESS_LOAD;
 	struct dec_access a;
-	if (soft_sample_access(r, hit_fmt.regs_user_mask, t->fs_base, true, &a) == 0 &&
-	    (a.flags & CT_SAMPLE_PREV_INSN) &&
-	    board_line(&rt_board, a.addr) == board_line(&rt_board, r->addr))
-		h.u.hit.kind = a.kind;
+	rt_wp_hit_kind(soft_sample_access(r, hit_fmt.regs_user_mask, t->fs_base, true, &a), &a,
+	               r->addr, &h.u.hit.kind);
 	t->wp_hit = true;
 	t->traps++;
 	emit(t, &h);
@@ -383,10 +381,7 @@ static void arm(struct rt_thread *t, const struct ct_wp_arm *plan, uint64_t logi
 void rt_cpuwp_sample(struct rt_thread *t, const struct ct_record *s, bool last, unsigned watchers,
                      rt_emit_fn emit)
 {
-	struct cd_rules rules = {
-		.board = rt_board_ok && !atomic_load(&rt_exiting) ? &rt_board : NULL,
-		.expiry = CD_EXPIRY_RECORDER, .line_size = rt_cfg.line_size,
-	};
+	struct cd_rules rules = rt_recorder_rules();   /* (no line watches: soft) */
 	const struct ct_sample *x = &s->u.sample;
 	struct cd_access a = {
 		.time = s->time, .addr = x->addr, .ip = x->ip, .cpu = x->cpu, .len = x->len,

@@ -17,7 +17,7 @@
 
 /* Algorithm 1 (formats/comdetective.h): the recorder's expiry rule;
  * without watchpoints, no board (the history only) */
-static struct cd_rules recorder_rules(void)
+struct cd_rules rt_recorder_rules(void)
 {
 	return (struct cd_rules){
 		.board = rt_board_ok && rt_cfg.watchpoints > 0 && !atomic_load(&rt_exiting)
@@ -29,7 +29,7 @@ static struct cd_rules recorder_rules(void)
 
 void rt_lines_catch_up(struct rt_thread *t)
 {
-	struct cd_rules rules = recorder_rules();
+	struct cd_rules rules = rt_recorder_rules();
 	if (!rules.board || board_logged(rules.board) == t->cd.log_seen)
 		return;
 	uint64_t now = rt_now();
@@ -72,7 +72,7 @@ void rt_sample_to(struct rt_thread *t, const struct rt_sample_in *s, rt_emit_fn 
 	if (rt_cpuwp_active() && atomic_load(&t->samp_by_writer))
 		return;   /* the writer runs Algorithm 1 on all threads' samples in time order */
 
-	struct cd_rules rules = recorder_rules();
+	struct cd_rules rules = rt_recorder_rules();
 	struct cd_access a = {
 		.time = s->time, .addr = s->acc.addr, .ip = s->ip, .cpu = s->cpu,
 		.len = r.u.sample.len, .store = s->acc.kind != CT_ACCESS_LOAD,

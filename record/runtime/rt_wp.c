@@ -484,6 +484,13 @@ void rt_wp_line_hit(struct rt_thread *t, unsigned slot, uint64_t addr, unsigned 
 	soft_tell(t);
 }
 
+void rt_wp_hit_kind(int decoded, const struct dec_access *a, uint64_t watched, uint8_t *kind)
+{
+	if (decoded == 0 && (a->flags & CT_SAMPLE_PREV_INSN) &&
+	    board_line(&rt_board, a->addr) == board_line(&rt_board, watched))
+		*kind = a->kind;
+}
+
 static void hit(struct rt_thread *t, int i, void *uc)
 {
 	ucontext_t *u = uc;
@@ -491,17 +498,13 @@ static void hit(struct rt_thread *t, int i, void *uc)
 	if (!hit_start(t, i, (uint64_t)u->uc_mcontext.gregs[REG_RIP], &r))
 		return;                 /* late: already disarmed */
 	struct ct_wp_hit *h = &r.u.hit;
-	/* The access is done: the instruction before ip made it.  Decode it
-	 * for the kind (its registers may have changed since: accept only an
-	 * address on the watched line). */
+	/* The access is done: the instruction before ip made it (rt_wp_hit_kind). */
 	struct dec_regs regs;
 	memset(&regs, 0, sizeof regs);
 	dec_regs_from_ucontext(&regs, uc);
 	regs.fs_base = t->fs_base;
 	struct dec_access a;
-	if (dec_sample_access(&regs, &a) == 0 && (a.flags & CT_SAMPLE_PREV_INSN) &&
-	    board_line(&rt_board, a.addr) == board_line(&rt_board, h->addr))
-		h->kind = a.kind;
+	rt_wp_hit_kind(dec_sample_access(&regs, &a), &a, h->addr, &h->kind);
 	hit_end(t, &r);
 }
 
