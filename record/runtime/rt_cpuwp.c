@@ -40,6 +40,7 @@
 #include "rt.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -270,9 +271,22 @@ static void refresh_live(void)
 
 struct hit_ctx {
 	const struct soft_tid_map *map;
-	rt_emit_fn emit;
 	int cpu;
 };
+
+/* A hit of the program's own code, kept until the pass's rings are all
+ * drained: the hits are then taken in time order (a watcher that hit on two
+ * CPUs in one pass: its first hit ends the watch). */
+struct pass_hit {
+	uint64_t time, ip, addr;
+	struct rt_thread *who;       /* NULL: not a recorded thread */
+	uint32_t cpu;
+	uint8_t k, kind;
+};
+
+#define PASS_HITS (CT_WP_MAX * CPU_MAX)   /* each event fires once a pass */
+static struct pass_hit phit[PASS_HITS];
+static size_t nphit;
 
 static int reg_of(const struct cpu_regs *r, uint64_t id)
 {
@@ -282,23 +296,44 @@ static int reg_of(const struct cpu_regs *r, uint64_t id)
 	return -1;
 }
 
-/* The owner's hit: its WP_HIT, the kind from the instruction before ip
- * when it decodes to the watched line (as rt_wp.c's trap handler). */
-static void owner_hit(struct rt_thread *t, const struct perf_rec *r, unsigned reg, rt_emit_fn emit)
+static int by_hit_time(const void *a, const void *b)
 {
-	struct ct_record h = { .type = CT_REC_WP_HIT, .time = r->time };
-	h.u.hit.ip = r->ip;
-	h.u.hit.addr = r->addr;
-	h.u.hit.len = CD_WORD_BYTES;
-	h.u.hit.reg = (uint8_t)reg;
-	h.u.hit.cpu = r->cpu;
-	h.u.hit.kind = CT_ACCESS_LOAD;
-	struct dec_access a;
-	rt_wp_hit_kind(soft_sample_access(r, hit_fmt.regs_user_mask, t->fs_base, true, &a), &a,
-	               r->addr, &h.u.hit.kind);
-	t->wp_hit = true;
-	t->traps++;
-	emit(t, &h);
+	const struct pass_hit *x = a, *y = b;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* The kept hits in time order: the owner's is its WP_HIT (the kind decoded
+ * when the hit was kept), another thread's leaves the watch armed. */
+static void take_hits(rt_emit_fn emit)
+{
+	qsort(phit, nphit, sizeof *phit, by_hit_time);
+	for (size_t i = 0; i < nphit; i++) {
+		const struct pass_hit *x = &phit[i];
+		unsigned reg = 0;
+		switch (wp_pool_hit(&pool, x->k, x->addr, x->who, &reg)) {
+		case WP_POOL_OWNER: {
+			st_owner_hits++;
+			struct ct_record h = { .type = CT_REC_WP_HIT, .time = x->time };
+			h.u.hit.ip = x->ip;
+			h.u.hit.addr = x->addr;
+			h.u.hit.len = CD_WORD_BYTES;
+			h.u.hit.reg = (uint8_t)reg;
+			h.u.hit.cpu = x->cpu;
+			h.u.hit.kind = x->kind;
+			x->who->wp_hit = true;
+			x->who->traps++;
+			emit(x->who, &h);
+			break;
+		}
+		case WP_POOL_OTHER:
+			st_other_hits++;
+			break;
+		case WP_POOL_STALE:
+			st_stale++;
+			break;
+		}
+	}
+	nphit = 0;
 }
 
 static void on_hit(void *ctx, const struct perf_rec *r)
@@ -324,32 +359,34 @@ static void on_hit(void *ctx, const struct perf_rec *r)
 		st_kernel_hits++;    /* a system call's access: not the program's own */
 		return;
 	}
-	struct rt_thread *who = soft_tid_map_find(x->map, r->tid, r->time);
-	unsigned reg = 0;
-	switch (wp_pool_hit(&pool, (unsigned)k, r->addr, who, &reg)) {
-	case WP_POOL_OWNER:
-		st_owner_hits++;
-		owner_hit(who, r, reg, x->emit);
-		break;
-	case WP_POOL_OTHER:
-		st_other_hits++;
-		break;
-	case WP_POOL_STALE:
-		st_stale++;
-		break;
+	if (nphit == PASS_HITS) {
+		st_lost++;               /* (more than the events can give) */
+		return;
 	}
+	struct pass_hit *h = &phit[nphit++];
+	*h = (struct pass_hit){
+		.time = r->time, .ip = r->ip, .addr = r->addr, .cpu = r->cpu, .k = (uint8_t)k,
+		.who = soft_tid_map_find(x->map, r->tid, r->time), .kind = CT_ACCESS_LOAD,
+	};
+	/* the kind from the instruction before ip, decoded now: r's registers
+	 * are the ring's until the next record */
+	struct dec_access a;
+	if (h->who)
+		rt_wp_hit_kind(soft_sample_access(r, hit_fmt.regs_user_mask, h->who->fs_base, true,
+		                                  &a), &a, r->addr, &h->kind);
 }
 
 void rt_cpuwp_hits(const struct soft_tid_map *map, rt_emit_fn emit)
 {
 	if (!rt_cpuwp_active())
 		return;
-	struct hit_ctx x = { .map = map, .emit = emit };
+	struct hit_ctx x = { .map = map };
 	for (x.cpu = 0; x.cpu < ncpus; x.cpu++) {
 		struct cpu_regs *r = &cpus[x.cpu];
 		perf_ring_drain(r->map, (uint8_t *)r->map + (r->map_len - r->data_len), r->data_len,
 		                &hit_fmt, scratch, sizeof scratch, on_hit, &x);
 	}
+	take_hits(emit);
 	refresh_live();
 }
 
