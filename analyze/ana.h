@@ -362,6 +362,9 @@ void progress_end(struct progress *p);
 const char *fmt_count(double v, char *buf, size_t cap);   /* 1234567 -> "1.23M" */
 const char *fmt_bytes(double v, char *buf, size_t cap);   /* "1.5 MiB" */
 const char *fmt_duration(uint64_t ns, char *buf, size_t cap);
+/* Sorts v[0..n) in ascending order and drops repeats: the count left
+ * (matrices.c). */
+size_t u64_sort_unique(uint64_t *v, size_t n);
 
 /* ---- matrices for the writers (cmd_matrix.c) ------------------------------ */
 

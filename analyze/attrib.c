@@ -1037,12 +1037,6 @@ static void flag_notes(struct attrib *a)
 	}
 }
 
-static int cmp_pc(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-	return a < b ? -1 : a > b;
-}
-
 /* The return addresses of the trace's allocation call stacks, sorted and
  * unique (the sites whose blocks the DWARF loader types; the recorder
  * collects the same ones for the embedded symbols).  NULL when there are
@@ -1076,13 +1070,7 @@ static uint64_t *callsite_pcs(struct ct_trace *t, size_t *np)
 		if (c)
 			ct_cursor_free(c);
 	}
-	if (n)
-		qsort(v, n, sizeof *v, cmp_pc);
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!o || v[o - 1] != v[i])
-			v[o++] = v[i];
-	*np = o;
+	*np = u64_sort_unique(v, n);
 	return v;
 }
 

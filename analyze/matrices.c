@@ -453,20 +453,20 @@ ptrdiff_t matrices_triplets(const struct matrices *m, enum mx_index index, enum 
 	return (ptrdiff_t)k;
 }
 
-static int cmp_key(const void *x, const void *y)
+static int cmp_u64(const void *x, const void *y)
 {
 	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
 	return a < b ? -1 : a > b;
 }
 
-/* Sorts keys[0..k) and drops repeats; the count left. */
-static size_t keys_unique(uint64_t *keys, size_t k)
+size_t u64_sort_unique(uint64_t *v, size_t n)
 {
-	qsort(keys, k, sizeof *keys, cmp_key);
+	if (n)
+		qsort(v, n, sizeof *v, cmp_u64);
 	size_t u = 0;
-	for (size_t x = 0; x < k; x++)
-		if (!u || keys[u - 1] != keys[x])
-			keys[u++] = keys[x];
+	for (size_t x = 0; x < n; x++)
+		if (!u || v[u - 1] != v[x])
+			v[u++] = v[x];
 	return u;
 }
 
@@ -500,7 +500,7 @@ ptrdiff_t matrix_support(const struct matrix *m, size_t n, bool sym, uint64_t **
 		k[nk++] = (uint64_t)r * n + c;
 	}
 	*keys = k;
-	return (ptrdiff_t)keys_unique(k, nk);
+	return (ptrdiff_t)u64_sort_unique(k, nk);
 }
 
 int matrix_sum(const struct matrix *m, double *sum)
