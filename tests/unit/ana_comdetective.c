@@ -337,17 +337,22 @@ static void test_watchpoint_true(void)
  *   ns:200: counted (2000); ns:100: not
  *   samples:1: T1 takes one more sample (250) before the hit: not counted;
  *   samples:2: counted */
+static void expiry_trace(struct tb *b)
+{
+	tb_sample(b, 0, 150, A, 8, ST, 1000);
+	tb_sample(b, 1, 100, FAR, 8, LD, 1000);
+	tb_sample(b, 1, 200, FAR, 8, LD, 1000);
+	tb_arm(b, 1, 200, 0, 150, A, 8, 4);
+	tb_sample(b, 1, 250, FAR + 64, 8, LD, 1000);
+	tb_hit(b, 1, 300, A + 8, 8, 1);
+}
+
 static void test_watchpoint_expiry(void)
 {
 	struct tb b;
 	struct analysis a;
 	tb_init(&b, 2);
-	tb_sample(&b, 0, 150, A, 8, ST, 1000);
-	tb_sample(&b, 1, 100, FAR, 8, LD, 1000);
-	tb_sample(&b, 1, 200, FAR, 8, LD, 1000);
-	tb_arm(&b, 1, 200, 0, 150, A, 8, 4);
-	tb_sample(&b, 1, 250, FAR + 64, 8, LD, 1000);
-	tb_hit(&b, 1, 300, A + 8, 8, 1);
+	expiry_trace(&b);
 	CHECK(run(&b, &a, NULL) == 0);
 	CHECK_NEAR(total(&a, MX_THREAD, MX_ALL), 0, 1e-9);
 	analysis_free(&a);
@@ -377,12 +382,7 @@ static void test_watchpoint_cpu_arming(void)
 	struct analysis a;
 	tb_init(&b, 2);
 	strcat(b.summary, "watchpoint_arming=cpu\n");
-	tb_sample(&b, 0, 150, A, 8, ST, 1000);
-	tb_sample(&b, 1, 100, FAR, 8, LD, 1000);
-	tb_sample(&b, 1, 200, FAR, 8, LD, 1000);
-	tb_arm(&b, 1, 200, 0, 150, A, 8, 4);
-	tb_sample(&b, 1, 250, FAR + 64, 8, LD, 1000);
-	tb_hit(&b, 1, 300, A + 8, 8, 1);
+	expiry_trace(&b);
 	tb_hit(&b, 1, 310, A + 16, 8, 2);
 	CHECK(run(&b, &a, NULL) == 0);
 	CHECK_NEAR(cell(&a, MX_THREAD, MX_ALL, 1, 0), 2000, 1e-9);
