@@ -348,14 +348,20 @@ static bool make_sink(struct rt_thread *t)
 	return true;
 }
 
-/* One record into the thread's stream, in time order (a record stamped
- * before the last one written gets its time: see DESIGN). */
-static void put(struct rt_thread *t, struct ct_record *r, bool own)
+/* The thread's stream is in time order: a record stamped before the last
+ * one written gets its time (see DESIGN). */
+static inline void keep_time_order(struct rt_thread *t, struct ct_record *r)
 {
 	if (r->time < t->last_time)
 		r->time = t->last_time;
 	else
 		t->last_time = r->time;
+}
+
+/* One record into the thread's stream (keep_time_order). */
+static void put(struct rt_thread *t, struct ct_record *r, bool own)
+{
+	keep_time_order(t, r);
 	sink_put(t, r, own);
 	t->written++;
 	w_records++;
@@ -365,10 +371,7 @@ static void put(struct rt_thread *t, struct ct_record *r, bool own)
  * block has room for it (no flush: nothing can fail or be dropped). */
 static inline void put_sample(struct rt_thread *t, struct ct_record *r)
 {
-	if (r->time < t->last_time)
-		r->time = t->last_time;
-	else
-		t->last_time = r->time;
+	keep_time_order(t, r);
 	ct_sink_append(t->sink, r);
 	if (t->sink->block_records == 1)
 		t->block_since = pass_now;
