@@ -288,8 +288,10 @@ static void choose_soft_path(struct rec_opts *o)
 		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
 		return;
 	}
-	switch_probe_run(&o->soft_probe, o->period_used * 1000);
-	o->soft_probed = true;
+	if (!o->soft_probed) {       /* (check_rings may have run it) */
+		switch_probe_run(&o->soft_probe, o->period_used * 1000);
+		o->soft_probed = true;
+	}
 	o->soft_timer = o->soft_probe.timer;
 	switch_probe_detail(&o->soft_probe, o->soft_path_reason, sizeof o->soft_path_reason);
 	rec_info(1, "soft path: %s (probe: %s, %.0f ms)", o->soft_timer ? "timers" : "perf events",
