@@ -138,11 +138,11 @@ extern unsigned inst_own_shift;         /* log2 of the line size */
 extern uint64_t inst_own_key[INST_OWN_SLOTS]; /* line number + 1, 0: free */
 extern uint64_t inst_own_window;        /* J, 0: no monitor */
 void inst_owner_init(void);
-/* The next sampling countdown of kind idx (loads and stores alike):
+/* The next sampling countdown (loads and stores alike):
  * uniform in 1..2 inst_period - 1 (mean inst_period), so that every access
  * is sampled with probability 1/inst_period whatever the program's loops,
  * and threads that run the same loop do not sample in step (inst_owner.c). */
-int64_t inst_owner_countdown(int idx);
+int64_t inst_owner_countdown(void);
 uint64_t inst_owner_left_out(void);
 /* An access (any thread) that may touch a monitored line. */
 void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);

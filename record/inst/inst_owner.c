@@ -117,9 +117,8 @@ static int64_t own_draw(uint64_t period)
 	return (int64_t)(1 + x % (2 * period - 1));
 }
 
-int64_t inst_owner_countdown(int idx)
+int64_t inst_owner_countdown(void)
 {
-	(void)idx;
 	if (inst_period < 2)
 		return (int64_t)inst_period;
 	return own_draw(inst_period);

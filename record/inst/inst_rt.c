@@ -116,7 +116,7 @@ static void countdown_split(struct inst_tls *T, int idx, int64_t n)
 
 static void countdown_draw(struct inst_tls *T, int idx)
 {
-	countdown_split(T, idx, inst_owner_countdown(idx));
+	countdown_split(T, idx, inst_owner_countdown());
 }
 
 /* Sampled mode: kind idx's countdown stopped at an access of t: true if
