@@ -266,7 +266,7 @@ cd_sample(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r
 	cd_step_inline(rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
 	if (cd->lw) {
 		struct board_view src;
-		cd_lines_expire(&cd->rules, &cd->hist[r->thread], &cd->lw[r->thread].lines);
+		cd_lines_expire(rules, &cd->hist[r->thread], &cd->lw[r->thread].lines);
 		bool counted = st.detected;
 		if (counted) {
 			src = st.src;
