@@ -93,11 +93,12 @@ fi
 # record_soft ID [COMMREC OPTIONS] -- PROGRAM ARGS...: the soft sampler at
 # its default period on the perf path (COMMTRACE_SOFT_TIMER=0: the per-CPU
 # rings, with per-CPU watchpoints where they fire; the switch probe's own
-# choice follows the machine's load, and at a load of 2-5 it picked the
-# timers, which fire once per scheduler tick and, on these barrier-heavy
-# kernels, land 75-80% in the barrier's futex: 40-70 usable samples a
-# second); the report, info, objects and CSV matrix of the trace
-# ($WORK/ID.*); ends the tests on a failure
+# choice follows the machine's load: at loads of 2-6 it picked the timers,
+# which fire once per scheduler tick and on the stencil land 75-80% in the
+# barrier's futex, 33-70 usable samples in a 1 s run, and there the threads
+# of both kernels never get their registers: 0 events); the report, info,
+# objects and CSV matrix of the trace ($WORK/ID.*); ends the tests on a
+# failure
 record_soft() {
 	local id=$1 rc=0
 	shift
