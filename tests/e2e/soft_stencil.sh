@@ -20,8 +20,9 @@
 #                          counts of samples, arms and events, and how many
 #                          events the bound needs to reach 0.8.  On this VM
 #                          it always skips: 0 to 1 events on the arrays in 5 s
-#                          at any period (commrec(1), The soft sampler).
-#                          Wrong pairs lower r below the bound.
+#                          at any period (commrec(1), Costs, "The soft
+#                          default period").  Wrong pairs lower r below the
+#                          bound.
 #   soft_stencil/omp_master  on the OpenMP reduction kernel (omp_reduce -t 4
 #                          -i 60000, some 4500 samples): the master's three
 #                          pairs carry at least 3/4 of the exact volume
@@ -164,7 +165,7 @@ ed=${data% *}; r=${data#* }
 rmin=$(python3 "$PAT" --r-min "$ed" 3)
 echo "INFO soft_stencil: path ${path:-?}, $wps watchpoints ($arms arms), $samples samples taken ($usable usable), $e events, $ed of them on the arrays, whose r=$r against exact (bound $rmin)"
 if [ "$ed" -lt "$EVENTS_MIN" ]; then
-	skip soft_stencil/r "too few to decide: $samples samples taken ($usable usable, $wps watchpoints, $arms arms) gave $e communication events, $ed of them on the arrays (the others on the barrier's line, synchronization), fewer than $EVENTS_MIN (the 99.9% bound of r would be below 0.5; it reaches 0.8 from 49 events).  The neighbour exchange is about one line per chunk edge per sweep, 0.04% of the accesses: measured on this VM (commrec(1), The soft sampler), 0 to 1 array events in 5 s at any period from 1000 to 100 us, 1% of the per-CPU arms hit by their watcher"
+	skip soft_stencil/r "too few to decide: $samples samples taken ($usable usable, $wps watchpoints, $arms arms) gave $e communication events, $ed of them on the arrays (the others on the barrier's line, synchronization), fewer than $EVENTS_MIN (the 99.9% bound of r would be below 0.5; it reaches 0.8 from 49 events).  The neighbour exchange is about one line per chunk edge per sweep, about 0.05% of the accesses: measured on this VM (commrec(1), Costs, "The soft default period"), 0 to 1 array events in 5 s at any period from 1000 to 100 us, 1% of the per-CPU arms hit by their watcher"
 elif python3 -c "import sys; sys.exit(0 if $r >= $rmin else 1)"; then
 	pass soft_stencil/r
 else
@@ -197,7 +198,7 @@ fi
 # Without watchpoints armed (-w 0: what commrec does where they do not
 # fire) the master's pattern does not show (measured: 0 to 43 events at
 # periods 1000 to 100 us, on libgomp's and the barrier's lines, r -0.99 to
-# 0.73 against exact; commrec(1), The soft sampler): there only a pass
+# 0.73 against exact; commrec(1), Costs): there only a pass
 # decides, else SKIP with the counts.
 omp_master() {
 	local id=$1 name=$2
@@ -226,7 +227,7 @@ PY
 	if python3 -c "import sys; sys.exit(0 if $e >= $EVENTS_MIN and $lo > 0.5 else 1)"; then
 		pass "$name"
 	elif [ "${wps:-0}" -eq 0 ] || [ "$arms" -eq 0 ]; then
-		skip "$name" "no watchpoints armed: $counts, master pairs' share $share; without watchpoints sampling finds the runtime's and the barrier's lines, not the master's (commrec(1), The soft sampler)"
+		skip "$name" "no watchpoints armed: $counts, master pairs' share $share; without watchpoints sampling finds the runtime's and the barrier's lines, not the master's (commrec(1), Costs, "The soft default period")"
 	elif [ "$e" -ge "$EVENTS_MIN" ] && python3 -c "import sys; sys.exit(0 if $hi < 0.5 else 1)"; then
 		fail "$name" "the master pairs' share $share of $e events: upper bound $hi < 1/2"
 	else
