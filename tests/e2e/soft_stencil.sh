@@ -227,7 +227,7 @@ PY
 	if python3 -c "import sys; sys.exit(0 if $e >= $EVENTS_MIN and $lo > 0.5 else 1)"; then
 		pass "$name"
 	elif [ "${wps:-0}" -eq 0 ] || [ "$arms" -eq 0 ]; then
-		skip "$name" "no watchpoints armed: $counts, master pairs' share $share; without watchpoints sampling finds the runtime's and the barrier's lines, not the master's (commrec(1), Costs, "The soft default period")"
+		skip "$name" "no watchpoints armed: $counts, master pairs' share $share; without watchpoints sampling finds the runtime's and the barrier's lines, not the master's (commrec(1), Costs: The soft default period)"
 	elif [ "$e" -ge "$EVENTS_MIN" ] && python3 -c "import sys; sys.exit(0 if $hi < 0.5 else 1)"; then
 		fail "$name" "the master pairs' share $share of $e events: upper bound $hi < 1/2"
 	else
