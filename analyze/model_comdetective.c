@@ -264,7 +264,7 @@ cd_sample(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r
 	};
 	struct cd_step st;
 	cd_step_inline(rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
-	if (cd->lw) {
+	if (rules->wp_lines) {      /* (cd->lw is there) */
 		struct board_view src;
 		cd_lines_expire(rules, &cd->hist[r->thread], &cd->lw[r->thread].lines);
 		bool counted = st.detected;
@@ -277,7 +277,8 @@ cd_sample(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r
 		if (counted)
 			sample_event(cd, r, &src, &st.src, w);
 	} else if (st.detected) {
-		sample_event(cd, r, &st.src, &st.src, w);
+		struct board_view src = st.src;   /* (a copy: st stays out of memory) */
+		sample_event(cd, r, &src, &src, w);
 	}
 }
 
