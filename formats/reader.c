@@ -1012,14 +1012,14 @@ static __attribute__((noinline)) size_t merge_run(const struct mview *m, size_t 
  * next one, without replaying the tree for each. */
 static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got)
 {
-	size_t k = 0;
 	int rc = 1;
 	if (!c->started && merge_start(c) < 0)
 		c->failed = 1;
 	struct mview m = mview_of(c);
 	bool failed = c->failed;
 	size_t prev = SIZE_MAX;
-	while (k < n) {
+	struct ct_record *o = r, *end = r + n;    /* (a pointer: no index times 152) */
+	while (o < end) {
 		if (failed) {
 			rc = -1;
 			break;
@@ -1029,16 +1029,16 @@ static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t
 			rc = 0;
 			break;
 		}
-		copy_record(&r[k++], m.next[top]);
+		copy_record(o++, m.next[top]);
 		if (merge_advance(&m, top) < 0)
 			failed = true;    /* reported after the records before it */
 		if (top == prev && !failed)
-			k = merge_run(&m, top, r, k, n, &failed);
+			o = r + merge_run(&m, top, r, (size_t)(o - r), n, &failed);
 		prev = top;
 		tree_replay(&m, top);
 	}
 	c->failed = failed;
-	*got = k;
+	*got = (size_t)(o - r);
 	return rc;
 }
 
