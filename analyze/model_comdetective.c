@@ -419,7 +419,19 @@ static void cd_owner_xfer(struct cd *cd, const struct ct_record *r)
 	emit(cd->out, cd->nout, &ev);
 }
 
-/* Record r, under rules (cd->rules, or cd_records' copy). */
+/* Does the kind filter (kfilter) keep record r?  An arm it drops leaves
+ * its thread unarmed. */
+static inline bool cd_kept(struct cd *cd, const struct ct_record *r)
+{
+	if (cd->kf.k == 1 || kfilter_keep(&cd->kf, r))
+		return true;
+	if (r->type == CT_REC_WP_ARM)
+		cd->t[r->thread].armed = false;
+	return false;
+}
+
+/* Record r, under rules (cd->rules, or cd_records' copy): a sample is
+ * asked for first (the bulk of every trace). */
 static inline __attribute__((always_inline)) void
 cd_record_by(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r)
 {
@@ -432,25 +444,16 @@ cd_record_by(struct cd *cd, const struct cd_rules *rules, const struct ct_record
 			cd->windows[r->u.owin.status]++;
 		return;
 	}
-	switch (r->type) {
-	case CT_REC_SAMPLE:
-	case CT_REC_WP_ARM:
-	case CT_REC_WP_HIT:
-		break;
-	default:
-		return;
+	if (r->type == CT_REC_SAMPLE) {
+		if (cd_kept(cd, r))
+			cd_sample(cd, rules, r);
+	} else if (r->type == CT_REC_WP_ARM) {
+		if (cd_kept(cd, r))
+			cd_arm(cd, r);
+	} else if (r->type == CT_REC_WP_HIT) {
+		if (cd_kept(cd, r))
+			cd_hit(cd, r);
 	}
-	if (cd->kf.k != 1 && !kfilter_keep(&cd->kf, r)) {
-		if (r->type == CT_REC_WP_ARM)
-			cd->t[r->thread].armed = false;
-		return;
-	}
-	if (r->type == CT_REC_SAMPLE)
-		cd_sample(cd, rules, r);
-	else if (r->type == CT_REC_WP_ARM)
-		cd_arm(cd, r);
-	else
-		cd_hit(cd, r);
 }
 
 static void cd_finish(void *self)
