@@ -752,8 +752,14 @@ static uint32_t decode_sample_run(struct ct_codec *c, const uint8_t **pp, const 
 	same.u.sample.period = c->period;
 	same.u.sample.cpu = c->cpu;
 	same.u.sample.flags = c->flags;
-	uint32_t i = 0;
-	for (; i < n && end - p >= SAMPLE_ROOM && *p == CT_REC_SAMPLE; i++) {
+	/* the loop's bounds as pointers: the last start of a whole record in
+	 * reach, the end of the room for n records (fewer registers) */
+	if (end - p < SAMPLE_ROOM)
+		return 0;
+	const uint8_t *last = end - SAMPLE_ROOM;
+	struct ct_record *r = (void *)out, *rend = (void *)(out + (size_t)n * PACKED(sample));
+	for (; r < rend && p <= last && *p == CT_REC_SAMPLE;
+	     r = (void *)((uint8_t *)r + PACKED(sample))) {
 		uint64_t v;
 		const uint8_t *q = get_v5(p + 1, &v);
 		if (!q)
@@ -785,7 +791,6 @@ static uint32_t decode_sample_run(struct ct_codec *c, const uint8_t **pp, const 
 		time = t;
 		slot_use(&ip, c->ip_old, IP_SLOTS - 1, ki, nip);
 		slot_use(&addr, c->addr_old, 3, ka, naddr);
-		struct ct_record *r = (struct ct_record *)(void *)(out + (size_t)i * PACKED(sample));
 		memcpy(r, &same, PACKED(sample));
 		r->time = t;
 		r->u.sample.ip = nip;
@@ -800,7 +805,7 @@ static uint32_t decode_sample_run(struct ct_codec *c, const uint8_t **pp, const 
 	c->len = len;
 	c->kind = kind;
 	*pp = p;
-	return i;
+	return (uint32_t)(((uint8_t *)r - out) / PACKED(sample));
 }
 
 uint32_t cti_decode_packed(struct ct_codec *c, const uint8_t **pp, const uint8_t *end,
