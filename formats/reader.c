@@ -1021,7 +1021,8 @@ static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t
 			break;
 		}
 		size_t top = m.tree[0];
-		if (m.done[top]) {
+		/* (done: its key is the largest; a record's time can be that too) */
+		if (m.key[top] == UINT64_MAX && m.done[top]) {
 			rc = 0;
 			break;
 		}
