@@ -144,7 +144,7 @@ static inline uint8_t get_u8(struct rd *r)
 	return *r->p++;
 }
 
-static inline uint64_t get_zz(struct rd *r, uint64_t prev)
+static inline __attribute__((always_inline)) uint64_t get_zz(struct rd *r, uint64_t prev)
 {
 	return prev + unzz(get_v(r));
 }
@@ -512,11 +512,12 @@ decode_sample(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct c
 	return decode_sample_in(c, p, end, r, false);
 }
 
-/* Every type but SAMPLE (ct_decode_record), out of the SAMPLE loop's way. */
-static __attribute__((noinline)) size_t decode_other(struct ct_codec *c, const uint8_t *p,
-                                                     const uint8_t *end, struct ct_record *r)
+/* Every type but SAMPLE (decode_other), roomy as in decode_sample_in. */
+static inline __attribute__((always_inline)) size_t
+decode_other_in(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct ct_record *r,
+                bool roomy)
 {
-	struct rd d = { p, end, 1, false };
+	struct rd d = { p, end, 1, roomy };
 	struct ct_codec n = *c;       /* committed only on success */
 	r->type = get_u8(&d);
 	r->time = get_zz(&d, n.time);
@@ -665,6 +666,18 @@ static __attribute__((noinline)) size_t decode_other(struct ct_codec *c, const u
 		return 0;
 	*c = n;
 	return (size_t)(d.p - p);
+}
+
+/* Every type but SAMPLE (ct_decode_record), out of the SAMPLE loop's way:
+ * without a check of the end for each byte where the longest record (a
+ * CALLSITE, 182 bytes; at most CT_RECORD_MAX_BYTES) and a varint's load
+ * of 8 bytes past it are there. */
+static __attribute__((noinline)) size_t decode_other(struct ct_codec *c, const uint8_t *p,
+                                                     const uint8_t *end, struct ct_record *r)
+{
+	if (end - p >= CT_RECORD_MAX_BYTES + 8)
+		return decode_other_in(c, p, end, r, true);
+	return decode_other_in(c, p, end, r, false);
 }
 
 static inline __attribute__((always_inline)) size_t
