@@ -165,6 +165,7 @@ void ct_codec_reset(struct ct_codec *c)
 #define SP_IP_HIT     0x40u /* ip equals a recent ip: its slot index follows */
 #define SP_RESERVED   0x80
 #define IP_SLOTS      8
+_Static_assert(IP_SLOTS % 2 == 0, "slot_use moves the old ips a pair at a time");
 /* SAMPLE extension byte */
 #define SX_CPU      0x01   /* cpu changed: varint follows */
 #define SX_PERIOD   0x02   /* period changed: varint follows */
@@ -185,11 +186,15 @@ static inline uint64_t slot_get(uint64_t cur, const uint64_t *old, unsigned k)
 static inline void slot_use(uint64_t *cur, uint64_t *old, unsigned nold, unsigned k, uint64_t v)
 {
 	if (k == nold) {
-		/* nold is a constant: two copies of a known size, inlined (a loop
-		 * or a memmove became a call) */
-		uint64_t keep[8];
-		memcpy(keep, old, (nold - 1) * sizeof *old);
-		memcpy(old + 1, keep, (nold - 1) * sizeof *old);
+		/* nold is a constant (odd: IP_SLOTS - 1 and 3): the move a pair
+		 * at a time from the top, which the compiler makes into a few
+		 * 16-byte moves (a loop of one at a time or a memmove became a
+		 * call, a copy through a buffer stored the buffer too) */
+		for (unsigned j = nold - 1; j >= 2; j -= 2) {
+			uint64_t pair[2];
+			memcpy(pair, old + j - 2, sizeof pair);
+			memcpy(old + j - 1, pair, sizeof pair);
+		}
 		old[0] = *cur;
 	} else if (k) {
 		for (unsigned j = k - 1; j > 0; j--)
