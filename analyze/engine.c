@@ -21,7 +21,7 @@
 #include "ana.h"
 
 #define REPLAY_BATCH 4096         /* records per batch (threaded) */
-#define REPLAY_BATCH_INLINE 128   /* ... in one thread: the batch stays in cache */
+#define REPLAY_BATCH_INLINE 64    /* ... in one thread: the batch stays in cache */
 #define REPLAY_SUB 128            /* records per sub-block (run_batch) */
 #define REPLAY_RING_PER_WORKER 4
 #define REPLAY_RING_MAX 32

@@ -717,7 +717,7 @@ static int tcur_load(struct tcur *c, struct ct_error *err)
 
 /* Records decoded a chunk at a time (a few KiB that stay in the first cache
  * levels; at most what the frame has left, for traces of many threads). */
-#define TCUR_CHUNK_RECORDS 128
+#define TCUR_CHUNK_RECORDS 64
 
 /* The next chunk of c's frame into c->chunk: 0, or -1 out of memory. */
 static int tcur_decode_chunk(struct tcur *c, struct ct_error *err)
