@@ -264,7 +264,7 @@ cd_sample(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r
 	};
 	struct cd_step st;
 	cd_step_inline(rules, r->thread, &cd->hist[r->thread], &a, NULL, NULL, &st);
-	if (cd->lw) {
+	if (rules->wp_lines) {      /* (cd->lw is there) */
 		struct board_view src;
 		cd_lines_expire(rules, &cd->hist[r->thread], &cd->lw[r->thread].lines);
 		bool counted = st.detected;
@@ -277,7 +277,8 @@ cd_sample(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r
 		if (counted)
 			sample_event(cd, r, &src, &st.src, w);
 	} else if (st.detected) {
-		sample_event(cd, r, &st.src, &st.src, w);
+		struct board_view src = st.src;   /* (a copy: st stays out of memory) */
+		sample_event(cd, r, &src, &src, w);
 	}
 }
 
@@ -418,38 +419,41 @@ static void cd_owner_xfer(struct cd *cd, const struct ct_record *r)
 	emit(cd->out, cd->nout, &ev);
 }
 
-/* Record r, under rules (cd->rules, or cd_records' copy). */
-static inline __attribute__((always_inline)) void
-cd_record_by(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r)
+/* Does the kind filter (kfilter) keep record r?  An arm it drops leaves
+ * its thread unarmed. */
+static inline bool cd_kept(struct cd *cd, const struct ct_record *r)
 {
-	if (r->thread >= cd->nthreads)
-		return;
-	if (cd->owner) {
-		if (r->type == CT_REC_OWNER_XFER)
-			cd_owner_xfer(cd, r);
-		else if (r->type == CT_REC_OWNER_WIN)
-			cd->windows[r->u.owin.status]++;
-		return;
+	if (cd->kf.k == 1 || kfilter_keep(&cd->kf, r))
+		return true;
+	if (r->type == CT_REC_WP_ARM)
+		cd->t[r->thread].armed = false;
+	return false;
+}
+
+/* A record of the line monitor (--estimator owner reads only those). */
+static void cd_owner_record(struct cd *cd, const struct ct_record *r)
+{
+	if (r->type == CT_REC_OWNER_XFER)
+		cd_owner_xfer(cd, r);
+	else if (r->type == CT_REC_OWNER_WIN)
+		cd->windows[r->u.owin.status]++;
+}
+
+/* A record of Algorithm 1, under rules (cd->rules, or cd_records' copy):
+ * a sample is asked for first (the bulk of every trace). */
+static inline __attribute__((always_inline)) void
+cd_board_record(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r)
+{
+	if (r->type == CT_REC_SAMPLE) {
+		if (cd_kept(cd, r))
+			cd_sample(cd, rules, r);
+	} else if (r->type == CT_REC_WP_ARM) {
+		if (cd_kept(cd, r))
+			cd_arm(cd, r);
+	} else if (r->type == CT_REC_WP_HIT) {
+		if (cd_kept(cd, r))
+			cd_hit(cd, r);
 	}
-	switch (r->type) {
-	case CT_REC_SAMPLE:
-	case CT_REC_WP_ARM:
-	case CT_REC_WP_HIT:
-		break;
-	default:
-		return;
-	}
-	if (cd->kf.k != 1 && !kfilter_keep(&cd->kf, r)) {
-		if (r->type == CT_REC_WP_ARM)
-			cd->t[r->thread].armed = false;
-		return;
-	}
-	if (r->type == CT_REC_SAMPLE)
-		cd_sample(cd, rules, r);
-	else if (r->type == CT_REC_WP_ARM)
-		cd_arm(cd, r);
-	else
-		cd_hit(cd, r);
 }
 
 static void cd_finish(void *self)
@@ -488,18 +492,29 @@ static void cd_destroy(void *self)
 static void cd_record(void *self, const struct ct_record *r)
 {
 	struct cd *cd = self;
-	cd_record_by(cd, &cd->rules, r);
+	if (r->thread >= cd->nthreads)
+		return;
+	if (cd->owner)
+		cd_owner_record(cd, r);
+	else
+		cd_board_record(cd, &cd->rules, r);
 }
 
-/* A block: the rules in a local copy, which no store into the model's
- * state can change (the compiler keeps them instead of reloading them
- * for each sample). */
+/* A block: the estimator asked once, the rules in a local copy, which no
+ * store into the model's state can change (the compiler keeps them
+ * instead of reloading them for each sample). */
 static void cd_records(void *self, const struct ct_record *r, size_t n)
 {
 	struct cd *cd = self;
+	if (cd->owner) {
+		for (size_t i = 0; i < n; i++)
+			cd_record(cd, &r[i]);
+		return;
+	}
 	const struct cd_rules rules = cd->rules;
 	for (size_t i = 0; i < n; i++)
-		cd_record_by(cd, &rules, &r[i]);
+		if (r[i].thread < cd->nthreads)
+			cd_board_record(cd, &rules, &r[i]);
 }
 
 const struct model_ops model_comdetective = {

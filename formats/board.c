@@ -22,27 +22,6 @@ void board_init(struct board *b, void *mem, uint32_t size, uint32_t line_size)
 		b->line_shift++;
 }
 
-/* Write *v into e if its sequence number is still seq (even); see board.h. */
-static bool entry_write(struct board_entry *e, uint64_t seq, const struct board_view *v)
-{
-	if (seq & 1)
-		return false;
-	if (!atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
-	                                             memory_order_acquire,
-	                                             memory_order_relaxed))
-		return false;
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&e->addr, v->addr, memory_order_relaxed);
-	atomic_store_explicit(&e->time, v->time, memory_order_relaxed);
-	atomic_store_explicit(&e->ip, v->ip, memory_order_relaxed);
-	atomic_store_explicit(&e->count, v->count, memory_order_relaxed);
-	atomic_store_explicit(&e->thread, v->thread, memory_order_relaxed);
-	atomic_store_explicit(&e->cpu, v->cpu, memory_order_relaxed);
-	atomic_store_explicit(&e->len, v->len, memory_order_relaxed);
-	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
-	return true;
-}
-
 bool board_get(const struct board *b, uint64_t addr, struct board_view *v)
 {
 	return board_read_entry(&b->e[board_slot_of(b, addr)], v) != 0;
@@ -53,15 +32,6 @@ bool board_get_slot(const struct board *b, uint32_t i, struct board_view *v)
 	if (i >= b->size)
 		return false;
 	return board_read_entry(&b->e[i], v) != 0;
-}
-
-bool board_replace(struct board *b, const struct board_slot *slot, const struct board_view *v)
-{
-	if (!entry_write(&b->e[slot->i], slot->seq, v))
-		return false;
-	uint64_t k = atomic_fetch_add_explicit(&b->recent_n, 1, memory_order_relaxed);
-	atomic_store_explicit(&b->recent[k % BOARD_RECENT], slot->i, memory_order_release);
-	return true;
 }
 
 bool board_publish(struct board *b, uint64_t addr, uint8_t len, uint32_t thread,
@@ -115,7 +85,7 @@ void board_log(struct board *b, const struct board_view *v)
 {
 	uint64_t k = atomic_fetch_add_explicit(&b->log_n, 1, memory_order_relaxed);
 	struct board_entry *e = &b->log[k % BOARD_RECENT];
-	entry_write(e, atomic_load_explicit(&e->seq, memory_order_acquire), v);
+	board_entry_write(e, atomic_load_explicit(&e->seq, memory_order_acquire), v);
 }
 
 unsigned board_pick_logged(const struct board *b, uint32_t self, uint64_t *seen, uint64_t now,

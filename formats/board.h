@@ -154,10 +154,42 @@ static inline bool board_has_line(const struct board *b, uint64_t addr)
 	return (atomic_load_explicit(&e->addr, memory_order_relaxed) ^ addr) >> b->line_shift == 0;
 }
 
+/* Write *v into e if its sequence number is still seq (even): claimed by
+ * CAS (odd while written), then stable again at seq + 2. */
+static inline bool board_entry_write(struct board_entry *e, uint64_t seq,
+                                     const struct board_view *v)
+{
+	if (seq & 1)
+		return false;
+	if (!atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1,
+	                                             memory_order_acquire,
+	                                             memory_order_relaxed))
+		return false;
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&e->addr, v->addr, memory_order_relaxed);
+	atomic_store_explicit(&e->time, v->time, memory_order_relaxed);
+	atomic_store_explicit(&e->ip, v->ip, memory_order_relaxed);
+	atomic_store_explicit(&e->count, v->count, memory_order_relaxed);
+	atomic_store_explicit(&e->thread, v->thread, memory_order_relaxed);
+	atomic_store_explicit(&e->cpu, v->cpu, memory_order_relaxed);
+	atomic_store_explicit(&e->len, v->len, memory_order_relaxed);
+	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+	return true;
+}
+
 /* Write *v over the entry board_lookup read (it must hold v->addr's line's
  * slot); false when the slot could not be read or has changed since.  true
- * if published. */
-bool board_replace(struct board *b, const struct board_slot *slot, const struct board_view *v);
+ * if published.  (Inline: the analyzer's replay publishes every few
+ * samples.) */
+static inline bool board_replace(struct board *b, const struct board_slot *slot,
+                                 const struct board_view *v)
+{
+	if (!board_entry_write(&b->e[slot->i], slot->seq, v))
+		return false;
+	uint64_t k = atomic_fetch_add_explicit(&b->recent_n, 1, memory_order_relaxed);
+	atomic_store_explicit(&b->recent[k % BOARD_RECENT], slot->i, memory_order_release);
+	return true;
+}
 
 /* Publish <addr, len, thread, now> if the slot is empty or its entry was
  * published before `older_than` (the recorder's rule: the publisher's

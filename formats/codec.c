@@ -144,7 +144,7 @@ static inline uint8_t get_u8(struct rd *r)
 	return *r->p++;
 }
 
-static inline uint64_t get_zz(struct rd *r, uint64_t prev)
+static inline __attribute__((always_inline)) uint64_t get_zz(struct rd *r, uint64_t prev)
 {
 	return prev + unzz(get_v(r));
 }
@@ -165,6 +165,7 @@ void ct_codec_reset(struct ct_codec *c)
 #define SP_IP_HIT     0x40u /* ip equals a recent ip: its slot index follows */
 #define SP_RESERVED   0x80
 #define IP_SLOTS      8
+_Static_assert(IP_SLOTS % 2 == 0, "slot_use moves the old ips a pair at a time");
 /* SAMPLE extension byte */
 #define SX_CPU      0x01   /* cpu changed: varint follows */
 #define SX_PERIOD   0x02   /* period changed: varint follows */
@@ -185,11 +186,15 @@ static inline uint64_t slot_get(uint64_t cur, const uint64_t *old, unsigned k)
 static inline void slot_use(uint64_t *cur, uint64_t *old, unsigned nold, unsigned k, uint64_t v)
 {
 	if (k == nold) {
-		/* nold is a constant: two copies of a known size, inlined (a loop
-		 * or a memmove became a call) */
-		uint64_t keep[8];
-		memcpy(keep, old, (nold - 1) * sizeof *old);
-		memcpy(old + 1, keep, (nold - 1) * sizeof *old);
+		/* nold is a constant (odd: IP_SLOTS - 1 and 3): the move a pair
+		 * at a time from the top, which the compiler makes into a few
+		 * 16-byte moves (a loop of one at a time or a memmove became a
+		 * call, a copy through a buffer stored the buffer too) */
+		for (unsigned j = nold - 1; j >= 2; j -= 2) {
+			uint64_t pair[2];
+			memcpy(pair, old + j - 2, sizeof pair);
+			memcpy(old + j - 1, pair, sizeof pair);
+		}
 		old[0] = *cur;
 	} else if (k) {
 		for (unsigned j = k - 1; j > 0; j--)
@@ -512,11 +517,12 @@ decode_sample(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct c
 	return decode_sample_in(c, p, end, r, false);
 }
 
-/* Every type but SAMPLE (ct_decode_record), out of the SAMPLE loop's way. */
-static __attribute__((noinline)) size_t decode_other(struct ct_codec *c, const uint8_t *p,
-                                                     const uint8_t *end, struct ct_record *r)
+/* Every type but SAMPLE (decode_other), roomy as in decode_sample_in. */
+static inline __attribute__((always_inline)) size_t
+decode_other_in(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct ct_record *r,
+                bool roomy)
 {
-	struct rd d = { p, end, 1, false };
+	struct rd d = { p, end, 1, roomy };
 	struct ct_codec n = *c;       /* committed only on success */
 	r->type = get_u8(&d);
 	r->time = get_zz(&d, n.time);
@@ -667,6 +673,18 @@ static __attribute__((noinline)) size_t decode_other(struct ct_codec *c, const u
 	return (size_t)(d.p - p);
 }
 
+/* Every type but SAMPLE (ct_decode_record), out of the SAMPLE loop's way:
+ * without a check of the end for each byte where the longest record (a
+ * CALLSITE, 182 bytes; at most CT_RECORD_MAX_BYTES) and a varint's load
+ * of 8 bytes past it are there. */
+static __attribute__((noinline)) size_t decode_other(struct ct_codec *c, const uint8_t *p,
+                                                     const uint8_t *end, struct ct_record *r)
+{
+	if (end - p >= CT_RECORD_MAX_BYTES + 8)
+		return decode_other_in(c, p, end, r, true);
+	return decode_other_in(c, p, end, r, false);
+}
+
 static inline __attribute__((always_inline)) size_t
 decode_one(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct ct_record *r)
 {
@@ -742,11 +760,24 @@ static uint32_t decode_sample_run(struct ct_codec *c, const uint8_t **pp, const 
 	const uint8_t *p = *pp;
 	uint64_t time = c->time, ip = c->ip, addr = c->addr;
 	uint8_t len = c->len, kind = c->kind;
-	const uint64_t period = c->period;
-	const uint32_t cpu = c->cpu;
-	const uint8_t flags = c->flags;
-	uint32_t i = 0;
-	for (; i < n && end - p >= SAMPLE_ROOM && *p == CT_REC_SAMPLE; i++) {
+	/* what every record of the run shares (type, thread, period, data_src,
+	 * weight, cpu, flags): copied as a block, the fields that change
+	 * written over it (fewer stores than field by field) */
+	struct ct_record same;
+	memset(&same, 0, PACKED(sample));
+	same.type = CT_REC_SAMPLE;
+	same.thread = thread;
+	same.u.sample.period = c->period;
+	same.u.sample.cpu = c->cpu;
+	same.u.sample.flags = c->flags;
+	/* the loop's bounds as pointers: the last start of a whole record in
+	 * reach, the end of the room for n records (fewer registers) */
+	if (end - p < SAMPLE_ROOM)
+		return 0;
+	const uint8_t *last = end - SAMPLE_ROOM;
+	struct ct_record *r = (void *)out, *rend = (void *)(out + (size_t)n * PACKED(sample));
+	for (; r < rend && p <= last && *p == CT_REC_SAMPLE;
+	     r = (void *)((uint8_t *)r + PACKED(sample))) {
 		uint64_t v;
 		const uint8_t *q = get_v5(p + 1, &v);
 		if (!q)
@@ -778,20 +809,12 @@ static uint32_t decode_sample_run(struct ct_codec *c, const uint8_t **pp, const 
 		time = t;
 		slot_use(&ip, c->ip_old, IP_SLOTS - 1, ki, nip);
 		slot_use(&addr, c->addr_old, 3, ka, naddr);
-		struct ct_record *r = (struct ct_record *)(void *)(out + (size_t)i * PACKED(sample));
-		r->type = CT_REC_SAMPLE;
-		r->thread = thread;
+		memcpy(r, &same, PACKED(sample));
 		r->time = t;
-		struct ct_sample *o = &r->u.sample;   /* field by field: cheaper */
-		o->ip = nip;
-		o->addr = naddr;
-		o->period = period;
-		o->data_src = 0;
-		o->weight = 0;
-		o->cpu = cpu;
-		o->len = len;
-		o->kind = kind;
-		o->flags = flags;
+		r->u.sample.ip = nip;
+		r->u.sample.addr = naddr;
+		r->u.sample.len = len;
+		r->u.sample.kind = kind;
 		p = q;
 	}
 	c->time = time;
@@ -800,7 +823,7 @@ static uint32_t decode_sample_run(struct ct_codec *c, const uint8_t **pp, const 
 	c->len = len;
 	c->kind = kind;
 	*pp = p;
-	return i;
+	return (uint32_t)(((uint8_t *)r - out) / PACKED(sample));
 }
 
 uint32_t cti_decode_packed(struct ct_codec *c, const uint8_t **pp, const uint8_t *end,

@@ -385,8 +385,8 @@ struct tcur {
 	struct ct_trace *t;
 	size_t slot;
 	size_t k;               /* next frame to load */
-	const uint8_t *rec;     /* packed records decoded (the chunk or cur's), */
-	size_t pos, used;       /* the next one at pos, used bytes of them */
+	const uint8_t *at;      /* packed records decoded (the chunk or cur's): */
+	const uint8_t *stop;    /* the next one at `at`, their end */
 	uint8_t *buf;
 	size_t bufcap;
 	const uint8_t *p, *end; /* the frame read a chunk at a time: its bytes left, */
@@ -652,8 +652,7 @@ static void tcur_release(struct tcur *c)
 	free(c->chunk);
 	c->chunk = NULL;
 	c->chunkcap = 0;
-	c->rec = NULL;
-	c->pos = c->used = 0;
+	c->at = c->stop = NULL;
 }
 
 static int tcur_fail(struct tcur *c, size_t k, const char *why, struct ct_error *err)
@@ -699,9 +698,8 @@ static int tcur_load(struct tcur *c, struct ct_error *err)
 	char why[256];
 	if (c->ahead) {
 		c->cur = par_take(c);
-		c->rec = c->cur->rec;
-		c->pos = 0;
-		c->used = c->cur->used;
+		c->at = c->cur->rec;
+		c->stop = c->at + c->cur->used;
 	} else {
 		const struct frame_ref *fr = &th->f[c->k];
 		const struct src *s = &c->t->src[fr->src];
@@ -733,9 +731,8 @@ static int tcur_decode_chunk(struct tcur *c, struct ct_error *err)
 	                                 c->chunk, c->chunkcap, &used);
 	c->malformed = got < n;    /* (the chunk always has room for n records) */
 	c->left -= got;
-	c->rec = c->chunk;
-	c->pos = 0;
-	c->used = used;
+	c->at = c->chunk;
+	c->stop = c->chunk + used;
 	return 0;
 }
 
@@ -754,7 +751,7 @@ static int tcur_refill(struct tcur *c, struct ct_error *err)
 			}
 			par_release(c->par, d);
 			c->cur = NULL;
-			c->used = c->pos = 0;
+			c->at = c->stop = NULL;
 		} else if (c->malformed) {
 			snprintf(why, sizeof why, "record %u of %u: malformed (type %u)",
 			         c->nrec - c->left, c->nrec, c->p < c->end ? *c->p : 0);
@@ -762,7 +759,7 @@ static int tcur_refill(struct tcur *c, struct ct_error *err)
 		} else if (c->left) {
 			if (tcur_decode_chunk(c, err) < 0)
 				return -1;
-			if (c->pos < c->used)
+			if (c->at < c->stop)
 				return 1;
 			continue;
 		} else if (c->p != c->end) {
@@ -776,7 +773,7 @@ static int tcur_refill(struct tcur *c, struct ct_error *err)
 		}
 		if (tcur_load(c, err) < 0)
 			return -1;
-		if (c->pos < c->used)
+		if (c->at < c->stop)
 			return 1;
 	}
 }
@@ -785,13 +782,13 @@ static int tcur_refill(struct tcur *c, struct ct_error *err)
  * until the next call).  1, 0 at the end, -1 on damage. */
 static inline int tcur_next(struct tcur *c, const struct ct_record **out, struct ct_error *err)
 {
-	if (__builtin_expect(c->pos >= c->used, 0)) {
+	if (__builtin_expect(c->at >= c->stop, 0)) {
 		int rc = tcur_refill(c, err);
 		if (rc <= 0)
 			return rc;
 	}
-	const struct ct_record *h = (const void *)(c->rec + c->pos);
-	c->pos += cti_packed_bytes[h->type];
+	const struct ct_record *h = (const void *)c->at;
+	c->at += cti_packed_bytes[h->type];
 	*out = h;
 	return 1;
 }
@@ -976,21 +973,20 @@ static __attribute__((noinline)) size_t merge_run(const struct mview *m, size_t 
 	struct tcur *c = &m->sub[w];
 	while (k < n && !m->done[w]) {
 		const struct ct_record *h = m->next[w];     /* c is past it */
-		const uint8_t *rec = c->rec;
-		size_t pos = c->pos, used = c->used;
+		const uint8_t *at = c->at, *stop = c->stop;
 		bool decoded = true;                        /* h is w's next, decoded */
 		while (h->time < limit || (h->time == limit && ties)) {
 			copy_record(&r[k++], h);
-			if (pos >= used) {
+			if (at >= stop) {
 				decoded = false;
 				break;
 			}
-			h = (const void *)(rec + pos);
-			pos += packed_size(h);
+			h = (const void *)at;
+			at += packed_size(h);
 			if (k == n)
 				break;
 		}
-		c->pos = pos;
+		c->at = at;
 		if (decoded) {
 			m->next[w] = h;
 			m->key[w] = h->time;
@@ -1012,33 +1008,34 @@ static __attribute__((noinline)) size_t merge_run(const struct mview *m, size_t 
  * next one, without replaying the tree for each. */
 static int merge_read(struct ct_cursor *c, struct ct_record *r, size_t n, size_t *got)
 {
-	size_t k = 0;
 	int rc = 1;
 	if (!c->started && merge_start(c) < 0)
 		c->failed = 1;
 	struct mview m = mview_of(c);
 	bool failed = c->failed;
 	size_t prev = SIZE_MAX;
-	while (k < n) {
+	struct ct_record *o = r, *end = r + n;    /* (a pointer: no index times 152) */
+	while (o < end) {
 		if (failed) {
 			rc = -1;
 			break;
 		}
 		size_t top = m.tree[0];
-		if (m.done[top]) {
+		/* (done: its key is the largest; a record's time can be that too) */
+		if (m.key[top] == UINT64_MAX && m.done[top]) {
 			rc = 0;
 			break;
 		}
-		copy_record(&r[k++], m.next[top]);
+		copy_record(o++, m.next[top]);
 		if (merge_advance(&m, top) < 0)
 			failed = true;    /* reported after the records before it */
 		if (top == prev && !failed)
-			k = merge_run(&m, top, r, k, n, &failed);
+			o = r + merge_run(&m, top, r, (size_t)(o - r), n, &failed);
 		prev = top;
 		tree_replay(&m, top);
 	}
 	c->failed = failed;
-	*got = k;
+	*got = (size_t)(o - r);
 	return rc;
 }
 
