@@ -38,6 +38,7 @@ enum inst_stat {
 	IS_WAIT_NS,
 	IS_FILTERED,           /* full mode: accesses the filter left out (FORMAT.md) */
 	IS_SYNC,               /* full mode: accesses implied by synchronization calls */
+	IS_MERGED,             /* full mode: loads whose record became their store's (FORMAT.md) */
 	IS_MAX
 };
 
@@ -71,6 +72,9 @@ struct inst_tls {
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
 	bool filt_fast;        /* full mode: the hooks ask the filter themselves (the
 	                        * thread is on, has an owner id, no line monitor) */
+	struct ct_record *held; /* full mode: this thread's last record, held back in its
+	                        * ring: a load that a store of the same bytes may
+	                        * replace (full_merge_store), NULL: none */
 	uint64_t stamp;        /* full mode: the time of this thread's last new stamp */
 	uint32_t cpu;          /* full mode: the CPU read with it */
 	uint64_t stat[IS_MAX];

@@ -88,7 +88,7 @@ static const char *const stat_name[IS_MAX] = {
 	[IS_UNALIGNED] = "unaligned", [IS_VOLATILE] = "volatile", [IS_VPTR] = "vptr",
 	[IS_FUNC_ENTER] = "func_enter", [IS_FUNC_EXIT] = "func_exit",
 	[IS_UNRECORDED] = "unrecorded", [IS_WAITS] = "full_waits", [IS_WAIT_NS] = "full_wait_ns",
-	[IS_FILTERED] = "full_filtered", [IS_SYNC] = "sync_accesses",
+	[IS_FILTERED] = "full_filtered", [IS_SYNC] = "sync_accesses", [IS_MERGED] = "full_merged",
 };
 
 static inline uint64_t counted(const struct inst_tls *T, int idx)
@@ -626,9 +626,9 @@ static void filt_init(void)
  * many threads as there are CPUs.  Not when nested in a push of this thread
  * (a signal handler of the program: the writer may be waiting for the slot
  * the interrupted push reserved) nor while the process ends. */
-static __attribute__((noinline)) void full_wait(struct rt_thread *t, struct inst_tls *T)
+static __attribute__((noinline)) void full_wait(struct rt_thread *t, struct inst_tls *T, bool nested)
 {
-	if (T->in_push || atomic_load(&rt_exiting))
+	if (nested || atomic_load(&rt_exiting))
 		return;
 	struct recring *r = &t->ring;
 	if (recring_has_room(r, CT_REC_SAMPLE))
@@ -667,14 +667,31 @@ static __attribute__((noinline)) void full_wait(struct rt_thread *t, struct inst
 	T->stat[IS_WAIT_NS] += rt_now() - t0;
 }
 
+/* Commit the record this thread holds back, if any (full_publish), unless
+ * the writer took it.  Called with in_push set, not nested: a signal handler
+ * that interrupts it then neither holds nor commits one. */
+static inline void full_release(struct rt_thread *t, struct inst_tls *T)
+{
+	struct ct_record *h = T->held;
+	if (h) {
+		T->held = NULL;
+		if (recring_unhold(&t->ring, h))
+			recring_commit(&t->ring, h);
+	}
+}
+
+/* A ring slot for the next record (after the held one, committed now),
+ * with in_push set; nested: in a push this signal handler interrupted. */
 static inline __attribute__((always_inline)) struct ct_record *
-full_reserve(struct rt_thread *t, struct inst_tls *T)
+full_reserve(struct rt_thread *t, struct inst_tls *T, bool nested)
 {
 	struct recring *r = &t->ring;
+	if (!nested)
+		full_release(t, T);
 	/* the cached view of the writer's progress first: reading its line
 	 * at every access made the line bounce between the two CPUs */
 	if (__builtin_expect(!recring_has_room1(r), 0))
-		full_wait(t, T);
+		full_wait(t, T, nested);
 	uint32_t fill;
 	/* one unit: SAMPLE, FUNC_ENTER and FUNC_EXIT records all fit */
 	struct ct_record *rec = recring_reserve_units(r, 1, &fill);
@@ -682,12 +699,11 @@ full_reserve(struct rt_thread *t, struct inst_tls *T)
 	return rec;
 }
 
-/* Fill a reserved SAMPLE slot and publish it.  The time is read here, after
- * the slot was reserved (a wait for the writer would otherwise sit between
- * the timestamp and the access). */
-static inline void full_put(struct rt_thread *t, struct ct_record *r, uint64_t time,
-                            uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip,
-                            unsigned flags)
+/* Fill a reserved SAMPLE slot (full_publish publishes it).  The time is
+ * read here, after the slot was reserved (a wait for the writer would
+ * otherwise sit between the timestamp and the access). */
+static inline void full_put(struct ct_record *r, uint64_t time, uintptr_t addr, unsigned len,
+                            unsigned kind, uintptr_t ip, unsigned flags)
 {
 	r->type = CT_REC_SAMPLE;
 	r->thread = 0;
@@ -701,7 +717,6 @@ static inline void full_put(struct rt_thread *t, struct ct_record *r, uint64_t t
 	r->u.sample.len = (uint8_t)len;
 	r->u.sample.kind = (uint8_t)kind;
 	r->u.sample.flags = (uint8_t)flags;
-	recring_commit(&t->ring, r);
 }
 
 /* The words a plain hook saw: its 64-byte line's table word, which the
@@ -710,9 +725,8 @@ struct filt_seen {
 	uint64_t e, mine;
 };
 
-static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t addr,
-                             unsigned len, unsigned kind, uintptr_t ip, unsigned flags,
-                             const struct filt_seen *seen)
+static inline void full_fill(struct ct_record *r, uintptr_t addr, unsigned len, unsigned kind,
+                             uintptr_t ip, unsigned flags, const struct filt_seen *seen)
 {
 	struct inst_tls *T = &inst_t;
 	uint64_t line = addr >> 6, time;
@@ -725,7 +739,53 @@ static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t
 		 * starts none, so that the rule holds with or without such records
 		 * (--sync exclude) */
 		time = filt_stamp(T, addr, len, flags & CT_SAMPLE_SYNC ? CT_ACCESS_ATOMIC : kind);
-	full_put(t, r, time, addr, len, kind, ip, flags);
+	full_put(r, time, addr, len, kind, ip, flags);
+}
+
+/* Publish a filled SAMPLE record, or hold it back (not nested): a plain
+ * load within one 64-byte line of the filter, whose record the store of
+ * the same bytes that may follow takes over (full_merge_store).  The
+ * writer takes a held record itself when it reaches it (recring_hold). */
+static inline void full_publish(struct rt_thread *t, struct inst_tls *T, struct ct_record *r,
+                                bool nested)
+{
+	const struct ct_sample *s = &r->u.sample;
+	if (!nested && s->kind == CT_ACCESS_LOAD && s->flags == CT_SAMPLE_EXACT && filt_tab &&
+	    filt_shift == 6 && (s->addr & 63) + s->len <= 64) {
+		recring_hold(&t->ring, r);
+		T->held = r;
+	} else {
+		recring_commit(&t->ring, r);
+	}
+}
+
+/* A store of exactly the bytes of the load this thread holds back, to a
+ * 64-byte line it owns (seen, full_owned): the load's record becomes the
+ * store's, at the load's time and place in the stream (FORMAT.md,
+ * "Filtered full traces", version 7).  Only while the load is the thread's
+ * last reservation and the line still the thread's (the swap of the word
+ * it saw fails if another thread claimed it since).  True when done. */
+static inline bool full_merge_store(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
+                                    unsigned len, uintptr_t ip, const struct filt_seen *seen)
+{
+	struct ct_record *h = T->held;
+	if (h->u.sample.addr != addr || h->u.sample.len != len || !recring_is_last(&t->ring, h))
+		return false;
+	T->held = NULL;
+	if (!recring_unhold(&t->ring, h))
+		return false;                   /* the writer took it */
+	uint64_t e = seen->e;
+	if (!atomic_compare_exchange_strong_explicit(&filt_tab[(addr >> 6) & FILT_MASK], &e,
+	                                             seen->e | seen->mine, memory_order_relaxed,
+	                                             memory_order_relaxed)) {
+		recring_commit(&t->ring, h);
+		return false;
+	}
+	h->u.sample.kind = CT_ACCESS_STORE;
+	h->u.sample.ip = ip;
+	recring_commit(&t->ring, h);
+	T->stat[IS_MERGED]++;
+	return true;
 }
 
 /* A SAMPLE record of an access the filter does not leave out (seen: see
@@ -735,11 +795,17 @@ full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned le
             uintptr_t ip, unsigned flags, const struct filt_seen *seen)
 {
 	bool nested = T->in_push;
-	struct ct_record *r = full_reserve(t, T);
-	if (!r)
-		return;
 	T->in_push = true;
-	full_fill(t, r, addr, len, kind, ip, flags, seen);
+	if (!nested && T->held && seen && kind == CT_ACCESS_STORE &&
+	    full_merge_store(t, T, addr, len, ip, seen)) {
+		T->in_push = false;
+		return;
+	}
+	struct ct_record *r = full_reserve(t, T, nested);
+	if (r) {
+		full_fill(r, addr, len, kind, ip, flags, seen);
+		full_publish(t, T, r, nested);
+	}
 	T->in_push = nested;
 }
 
@@ -756,10 +822,12 @@ static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_
 static void full_func(struct rt_thread *t, struct inst_tls *T, unsigned type, uintptr_t addr)
 {
 	bool nested = T->in_push;
-	struct ct_record *r = full_reserve(t, T);
-	if (!r)
-		return;
 	T->in_push = true;
+	struct ct_record *r = full_reserve(t, T, nested);
+	if (!r) {
+		T->in_push = nested;
+		return;
+	}
 	r->type = (uint8_t)type;
 	r->thread = 0;
 	r->time = full_now(T);
@@ -1035,10 +1103,12 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 	if (inst_full) {
 		full_fold(T, idx);
 		p->nested = T->in_push;
-		p->r = full_reserve(t, T);
-		if (!p->r)
-			return false;
 		T->in_push = true;
+		p->r = full_reserve(t, T, p->nested);
+		if (!p->r) {
+			T->in_push = p->nested;
+			return false;
+		}
 		return true;
 	}
 	p->r = NULL;
@@ -1048,7 +1118,8 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 void inst_post(struct inst_pend *p)
 {
 	if (p->r) {
-		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL);
+		full_fill(p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL);
+		recring_commit(&p->t->ring, p->r);
 		inst_t.in_push = p->nested;
 		if (inst_own_window)
 			inst_owner_full_access(p->t, p->addr, p->len, p->kind);
@@ -1349,6 +1420,7 @@ static int inst_thread_start(struct rt_thread *t)
 	memset(T->stat, 0, sizeof T->stat);
 	T->done[0] = T->done[1] = 0;
 	T->in_push = false;
+	T->held = NULL;
 	map_clear(T);
 	T->filt_owner = t->index + 1 < FILT_OWNER_MAX ? t->index + 1 : 0;
 	T->stamp = 0;
