@@ -27,7 +27,7 @@ extern "C" {
 
 /* ---- versions ---------------------------------------------------------- */
 
-#define CT_FORMAT_VERSION 6     /* written by this library (FORMAT.md, Changelog) */
+#define CT_FORMAT_VERSION 7     /* written by this library (FORMAT.md, Changelog) */
 #define CT_FORMAT_MIN_READ 1    /* oldest version this library reads */
 
 /* Feature bits in the header: what kinds of content a trace may hold.  A

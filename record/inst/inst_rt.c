@@ -667,14 +667,22 @@ static __attribute__((noinline)) void full_wait(struct rt_thread *t, struct inst
 	T->stat[IS_WAIT_NS] += rt_now() - t0;
 }
 
+/* The slot of a load's ip in inst_tls.hold_ip. */
+static inline unsigned hold_slot(uintptr_t ip)
+{
+	return (unsigned)(ip ^ ip >> 6) & (INST_HOLD_IPS - 1);
+}
+
 /* Commit the record this thread holds back, if any (full_publish), unless
- * the writer took it.  Called with in_push set, not nested: a signal handler
+ * the writer took it; its load's ip is held no longer (no store of the same
+ * bytes followed).  Called with in_push set, not nested: a signal handler
  * that interrupts it then neither holds nor commits one. */
 static inline void full_release(struct rt_thread *t, struct inst_tls *T)
 {
 	struct ct_record *h = T->held;
 	if (h) {
 		T->held = NULL;
+		T->hold_ip[hold_slot(h->u.sample.ip)] = 0;
 		if (recring_unhold(&t->ring, h))
 			recring_commit(&t->ring, h);
 	}
@@ -744,19 +752,33 @@ static inline void full_fill(struct ct_record *r, uintptr_t addr, unsigned len, 
 
 /* Publish a filled SAMPLE record, or hold it back (not nested): a plain
  * load within one 64-byte line of the filter, whose record the store of
- * the same bytes that may follow takes over (full_merge_store).  The
- * writer takes a held record itself when it reaches it (recring_hold). */
+ * the same bytes that may follow takes over (full_merge_store), at an ip
+ * where that happened last time (full_learn_hold).  The writer takes a held
+ * record itself when it reaches it (recring_hold). */
 static inline void full_publish(struct rt_thread *t, struct inst_tls *T, struct ct_record *r,
                                 bool nested)
 {
 	const struct ct_sample *s = &r->u.sample;
 	if (!nested && s->kind == CT_ACCESS_LOAD && s->flags == CT_SAMPLE_EXACT && filt_tab &&
 	    filt_shift == 6 && (s->addr & 63) + s->len <= 64) {
-		recring_hold(&t->ring, r);
-		T->held = r;
-	} else {
-		recring_commit(&t->ring, r);
+		T->ld_addr = s->addr;
+		T->ld_len = s->len;
+		T->ld_ip = s->ip;
+		if (T->hold_ip[hold_slot(s->ip)] == s->ip) {
+			recring_hold(&t->ring, r);
+			T->held = r;
+			return;
+		}
 	}
+	recring_commit(&t->ring, r);
+}
+
+/* A store recorded on its own: if it stores the bytes of the thread's last
+ * recorded load, that load's ip is held back from now on (full_publish). */
+static inline void full_learn_hold(struct inst_tls *T, uintptr_t addr, unsigned len)
+{
+	if (addr == T->ld_addr && len == T->ld_len)
+		T->hold_ip[hold_slot(T->ld_ip)] = T->ld_ip;
 }
 
 /* A store of exactly the bytes of the load this thread holds back, to a
@@ -796,10 +818,12 @@ full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned le
 {
 	bool nested = T->in_push;
 	T->in_push = true;
-	if (!nested && T->held && seen && kind == CT_ACCESS_STORE &&
-	    full_merge_store(t, T, addr, len, ip, seen)) {
-		T->in_push = false;
-		return;
+	if (!nested && seen && kind == CT_ACCESS_STORE) {
+		if (T->held && full_merge_store(t, T, addr, len, ip, seen)) {
+			T->in_push = false;
+			return;
+		}
+		full_learn_hold(T, addr, len);
 	}
 	struct ct_record *r = full_reserve(t, T, nested);
 	if (r) {
@@ -1421,6 +1445,7 @@ static int inst_thread_start(struct rt_thread *t)
 	T->done[0] = T->done[1] = 0;
 	T->in_push = false;
 	T->held = NULL;
+	memset(T->hold_ip, 0, sizeof T->hold_ip);
 	map_clear(T);
 	T->filt_owner = t->index + 1 < FILT_OWNER_MAX ? t->index + 1 : 0;
 	T->stamp = 0;
