@@ -484,13 +484,15 @@ static inline bool filt_single(const struct inst_tls *T, uintptr_t addr, unsigne
 }
 
 /* T owns the line of addr (lines of 2^shift bytes): the table's word for it
- * in *e. */
+ * in *e.  The word's key without its low 16 bits (filt_key >> 16), computed
+ * so that it does not overflow: an address at or above FILT_ADDR_END has a
+ * tag no word holds (their lines are never claimed), so it owns nothing. */
 static inline __attribute__((always_inline)) bool
 filt_owns(const struct inst_tls *T, uintptr_t addr, unsigned shift, uint64_t *e)
 {
 	uint64_t line = addr >> shift;
 	*e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
-	return (*e & ~0xffffull) == filt_key(line, T->filt_owner) && addr < FILT_ADDR_END;
+	return *e >> 16 == ((line >> FILT_BITS) << 14 | T->filt_owner);
 }
 
 /* The word e already holds the granules that the access touches (a load)
@@ -983,33 +985,38 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 	hit_record(addr, len, kind, idx, ip);
 }
 
-/* inst_hit for the plain hooks, whose len and kind are constants: full
- * mode's common case (the filter leaves the access out) inlined in the hook,
- * with no call and no frame; a recorded access goes straight to its record. */
+/* Full mode with the filter (inst_tls.filt_fast): a plain hook's access,
+ * whose len and kind are constants.  The common case (the filter leaves the
+ * access out) inline in the hook, with no call and no frame; an access to a
+ * line the thread owns goes straight to its record (full_owned), any other
+ * to inst_hit.  ip 0: the hook's return address, read only there (read
+ * before, it took a register that the hook saved on the stack in every
+ * mode). */
+static inline __attribute__((always_inline)) void full_hot(uintptr_t addr, unsigned len,
+                                                           unsigned kind, int idx, uintptr_t ip)
+{
+	struct inst_tls *T = &inst_t;
+	uint64_t e;
+	/* (64-byte lines, the usual size, with constant shifts) */
+	if (__builtin_expect(!rt_guard && filt_shift == 6, 1) && filt_owns(T, addr, 6, &e) &&
+	    (addr & 63) + len <= 64) {
+		if (filt_has(e, addr, len, kind, 6, 3))
+			T->stat[IS_FILTERED]++;
+		else
+			full_owned(addr, len, kind, ip ? ip : INST_RET() - 1, e, filt_mine(addr, len, kind, 6, 3));
+		return;
+	}
+	inst_hit(addr, len, kind, idx, ip ? ip : INST_RET() - 1);
+}
+
+/* A plain hook's access whose countdown expired (len and kind constants). */
 static inline __attribute__((always_inline)) void hot_hit(uintptr_t addr, unsigned len,
                                                           unsigned kind, int idx, uintptr_t ip)
 {
-	struct inst_tls *T = &inst_t;
-	if (__builtin_expect(T->filt_fast && !rt_guard, 1)) {
-		uint64_t e;
-		if (__builtin_expect(filt_shift == 6, 1)) {
-			/* (64-byte lines, the usual size, with constant shifts) */
-			if (filt_owns(T, addr, 6, &e) && (addr & 63) + len <= 64) {
-				if (filt_has(e, addr, len, kind, 6, 3))
-					T->stat[IS_FILTERED]++;
-				else
-					full_owned(addr, len, kind, ip, e,
-					           filt_mine(addr, len, kind, 6, 3));
-				return;
-			}
-		} else if (filt_repeat_at(T, addr, len, kind, filt_shift, filt_gshift)) {
-			T->stat[IS_FILTERED]++;
-			return;
-		}
-		hit_record(addr, len, kind, idx, ip);
-		return;
-	}
-	inst_hit(addr, len, kind, idx, ip);
+	if (inst_t.filt_fast)
+		full_hot(addr, len, kind, idx, ip);
+	else
+		inst_hit(addr, len, kind, idx, ip);
 }
 
 void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip)
@@ -1222,26 +1229,34 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 
 #define HOT(...) HOT_(__VA_ARGS__)
 #define HOT_PC(...) HOT_PC_(__VA_ARGS__)
+/* Full mode with the filter (filt_fast: no line monitor, no watches) asks
+ * the filter first; the countdown still counts the access (counted()). */
 #define HOT_(name, len, kind, idx, extra)                                                    \
 	RT_EXPORT void name(void *a)                                                           \
 	{                                                                                      \
 		extra;                                                                         \
-		if (INST_OWNED(a, len))                                                        \
+		if (inst_t.filt_fast) {                                                        \
+			inst_t.left[idx]--;                                                    \
+			full_hot((uintptr_t)a, len, kind, idx, 0);                             \
+		} else if (INST_OWNED(a, len))                                                 \
 			inst_owned_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);       \
 		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);     \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
-			hot_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                 \
+			inst_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                \
 	}
 #define HOT_PC_(name, len, kind, idx)                                                        \
 	RT_EXPORT void name(void *a, void *pc)                                                 \
 	{                                                                                      \
-		if (INST_OWNED(a, len))                                                        \
+		if (inst_t.filt_fast) {                                                        \
+			inst_t.left[idx]--;                                                    \
+			full_hot((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
+		} else if (INST_OWNED(a, len))                                                 \
 			inst_owned_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);        \
 		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);      \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
-			hot_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
+			inst_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
 	}
 #define NOTHING ((void)0)
 #define UNAL inst_t.stat[IS_UNALIGNED]++
