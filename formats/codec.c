@@ -429,17 +429,40 @@ static __attribute__((noinline)) uint8_t *encode_other(struct ct_codec *c, const
 	return o;
 }
 
-size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out)
+/* The type and time of a record (all types). */
+static inline uint8_t *encode_head(struct ct_codec *c, const struct ct_record *r, uint8_t *o)
 {
-	uint8_t *o = out;
-	if (r->type == 0 || r->type > CT_REC_TYPE_MAX)
-		return 0;             /* unknown type: nothing written, state kept */
 	*o++ = r->type;
 	o = put_v_fast(o, zz(r->time - c->time));
 	c->time = r->time;
+	return o;
+}
+
+size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out)
+{
+	if (r->type == 0 || r->type > CT_REC_TYPE_MAX)
+		return 0;             /* unknown type: nothing written, state kept */
+	uint8_t *o = encode_head(c, r, out);
 	if (__builtin_expect(r->type == CT_REC_SAMPLE, 1))
 		return (size_t)(encode_sample(c, &r->u.sample, o) - out);
 	return (size_t)(encode_other(c, r, o) - out);
+}
+
+size_t ct_encode_samples(struct ct_codec *c, const void *recs, size_t stride, size_t n,
+                         uint8_t *out, size_t room, size_t *taken)
+{
+	const uint8_t *p = recs;
+	uint8_t *o = out;
+	size_t k = 0;
+	if (room >= CT_RECORD_MAX_BYTES) {
+		const uint8_t *last = out + (room - CT_RECORD_MAX_BYTES);   /* the last start with room */
+		for (; k < n && o <= last; k++, p += stride) {
+			const struct ct_record *r = (const struct ct_record *)p;
+			o = encode_sample(c, &r->u.sample, encode_head(c, r, o));
+		}
+	}
+	*taken = k;
+	return (size_t)(o - out);
 }
 
 /* The SAMPLE record (the bulk of every trace): its fields into locals,

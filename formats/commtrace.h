@@ -27,7 +27,7 @@ extern "C" {
 
 /* ---- versions ---------------------------------------------------------- */
 
-#define CT_FORMAT_VERSION 6     /* written by this library (FORMAT.md, Changelog) */
+#define CT_FORMAT_VERSION 7     /* written by this library (FORMAT.md, Changelog) */
 #define CT_FORMAT_MIN_READ 1    /* oldest version this library reads */
 
 /* Feature bits in the header: what kinds of content a trace may hold.  A
@@ -293,6 +293,11 @@ void ct_codec_reset(struct ct_codec *c);
 /* Encode r into out (at least CT_RECORD_MAX_BYTES); returns bytes written.
  * Async-signal-safe, no allocation. */
 size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out);
+/* ct_encode_record for a run of SAMPLE records: the n records at recs,
+ * recs + stride, ..., into out while room - (bytes written) >= CT_RECORD_MAX_BYTES
+ * (the same bytes, one call).  Returns bytes written, *taken the records. */
+size_t ct_encode_samples(struct ct_codec *c, const void *recs, size_t stride, size_t n,
+                         uint8_t *out, size_t room, size_t *taken);
 /* Decode one record from [p, end); returns bytes consumed, 0 on malformed
  * input (never reads past end; the codec state is then unchanged).
  * r->thread is left unchanged; r->type, r->time and the whole union member
@@ -385,6 +390,10 @@ struct ct_sink {
 
 int ct_sink_init(struct ct_sink *s, int fd, size_t block_cap, int level);
 int ct_sink_append(struct ct_sink *s, const struct ct_record *r);  /* 0 or -errno */
+/* ct_sink_append for a run of SAMPLE records (ct_encode_samples) while the
+ * block has room for them, never flushing: returns how many it took (0:
+ * the block is full, or there is none). */
+size_t ct_sink_append_samples(struct ct_sink *s, const void *recs, size_t stride, size_t n);
 int ct_sink_flush(struct ct_sink *s);                               /* 0 or -errno */
 /* Drop the block being built (its frame may already be half in the file):
  * its records count as dropped. */

@@ -162,6 +162,18 @@ int ct_sink_append(struct ct_sink *s, const struct ct_record *r)
 	return rc;
 }
 
+size_t ct_sink_append_samples(struct ct_sink *s, const void *recs, size_t stride, size_t n)
+{
+	if (!s->block || s->block_len > s->block_cap)
+		return 0;
+	size_t taken;
+	s->block_len += ct_encode_samples(&s->codec, recs, stride, n, s->block + s->block_len,
+	                                  s->block_cap - s->block_len, &taken);
+	s->block_records += (uint32_t)taken;
+	s->records += taken;
+	return taken;
+}
+
 /* ---- sections ------------------------------------------------------------------ */
 
 /* The 16 bytes before a section's body: skippable frame header, section

@@ -40,12 +40,24 @@ void recring_init(struct recring *r, void *mem, uint32_t cap)
 	atomic_init(&r->lost, 0);
 	atomic_init(&r->lost_total, 0);
 	r->tail_cache = 0;
+	atomic_init(&r->held, 0);
 	r->cap = cap;
 	r->data = mem;
 	r->ready = (_Atomic uint8_t *)((uint8_t *)mem + (size_t)cap * RECRING_UNIT);
 	r->units = (uint8_t *)mem + (size_t)cap * RECRING_UNIT + cap;
 	memset(&r->own_counts, 0, sizeof r->own_counts);
 	r->counts = &r->own_counts;
+}
+
+bool recring_take_held(struct recring *r, uint64_t cur)
+{
+	uint32_t at = (uint32_t)(cur & (r->cap - 1)), want = at + 1;
+	if (atomic_load_explicit(&r->held, memory_order_relaxed) != want ||
+	    !atomic_compare_exchange_strong_explicit(&r->held, &want, 0, memory_order_acquire,
+	                                             memory_order_relaxed))
+		return false;
+	atomic_store_explicit(&r->ready[at], r->units[at], memory_order_relaxed);
+	return true;
 }
 
 struct ct_record *recring_reserve_type(struct recring *r, unsigned type, uint32_t *fill_level)
@@ -87,8 +99,11 @@ int recring_pop(struct recring *r, struct ct_record *out)
 			return 0;
 		uint32_t pos = (uint32_t)(tail & (r->cap - 1));
 		uint8_t k = atomic_load_explicit(&r->ready[pos], memory_order_acquire);
-		if (!k)
-			return 0;
+		if (!k) {
+			if (!recring_take_held(r, tail))
+				return 0;
+			k = atomic_load_explicit(&r->ready[pos], memory_order_relaxed);
+		}
 		atomic_store_explicit(&r->ready[pos], 0, memory_order_relaxed);
 		if (k & RECRING_PAD) {
 			tail += k & ~RECRING_PAD;

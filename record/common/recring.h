@@ -52,6 +52,7 @@ struct recring {
 	uint8_t *units;             /* cap bytes: units reserved for the record starting here */
 	struct ct_counts *counts;   /* produced, buffer_full (&own_counts until redirected) */
 	struct ct_counts own_counts;
+	_Atomic uint32_t held;      /* unit + 1 of a record held back (recring_hold), 0: none */
 	/* consumer side (the writer), on its own cache line */
 	_Alignas(64) _Atomic uint64_t tail;  /* next unit to consume */
 };
@@ -157,6 +158,34 @@ static inline void recring_commit(struct recring *r, struct ct_record *rec)
 	size_t at = (size_t)((uint8_t *)rec - r->data) / RECRING_UNIT;
 	atomic_store_explicit(&r->ready[at], r->units[at], memory_order_release);
 }
+/* Hold back a filled record instead of committing it: its producer may
+ * still change it (recring_unhold) until either the producer commits it or
+ * the consumer, stopped at it, takes it (recring_take_held).  At most one
+ * record is held at a time. */
+static inline void recring_hold(struct recring *r, struct ct_record *rec)
+{
+	uint32_t at = (uint32_t)(((uint8_t *)rec - r->data) / RECRING_UNIT);
+	atomic_store_explicit(&r->held, at + 1, memory_order_release);
+}
+/* The producer takes its held record back: true if the consumer did not
+ * take it (the producer then changes it and commits it), false if the
+ * consumer did (it is committed and may be consumed: hands off). */
+static inline bool recring_unhold(struct recring *r, struct ct_record *rec)
+{
+	uint32_t want = (uint32_t)(((uint8_t *)rec - r->data) / RECRING_UNIT) + 1;
+	return atomic_compare_exchange_strong_explicit(&r->held, &want, 0, memory_order_acquire,
+	                                               memory_order_relaxed);
+}
+/* The record is the producer's last reservation (nothing reserved after
+ * it).  Producer side only. */
+static inline bool recring_is_last(const struct recring *r, const struct ct_record *rec)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	return ((head - 1) & (r->cap - 1)) == (uint64_t)(((const uint8_t *)rec - r->data) / RECRING_UNIT);
+}
+/* Consumer: the record at unit cur is not committed; if its producer holds
+ * it back, commit it (true: recring_peek can go on). */
+bool recring_take_held(struct recring *r, uint64_t cur);
 /* reserve + copy + commit; 0, or -1 when full. */
 int recring_push(struct recring *r, const struct ct_record *rec, uint32_t *fill_level);
 
@@ -169,7 +198,8 @@ int recring_pop(struct recring *r, struct ct_record *out);
  *   while ((rec = recring_peek(r, &cur, &k)) != NULL) { use rec (k units) }
  *   recring_release(r, cur);
  * recring_peek returns the next committed record at *cur (skipping pads),
- * or NULL when the next one is not committed (or the ring is empty: the
+ * or NULL when the next one is not committed (a record its producer holds
+ * back is committed here, recring_take_held) (or the ring is empty: the
  * consumer does not read head, only the ready bytes, or a whole ring has
  * been read since the last release), and advances *cur past it.  The record stays valid until recring_release(r, cur') with
  * cur' beyond it; release clears the ready bytes of [tail, cur) and
@@ -190,8 +220,11 @@ static inline const struct ct_record *recring_peek(struct recring *r, uint64_t *
 			return NULL;
 		uint32_t pos = (uint32_t)(*cur & (r->cap - 1));
 		uint8_t k = atomic_load_explicit(&r->ready[pos], memory_order_acquire);
-		if (!k)
-			return NULL;
+		if (!k) {
+			if (!recring_take_held(r, *cur))
+				return NULL;
+			continue;
+		}
 		if (k & RECRING_PAD) {
 			*cur += k & ~RECRING_PAD;
 			continue;

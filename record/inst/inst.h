@@ -38,6 +38,7 @@ enum inst_stat {
 	IS_WAIT_NS,
 	IS_FILTERED,           /* full mode: accesses the filter left out (FORMAT.md) */
 	IS_SYNC,               /* full mode: accesses implied by synchronization calls */
+	IS_MERGED,             /* full mode: loads whose record became their store's (FORMAT.md) */
 	IS_MAX
 };
 
@@ -47,6 +48,8 @@ enum inst_stat {
  * instead of at its next sample only. */
 #define INST_CATCH_UP 64
 #define INST_WMAP 4096         /* granules of the software watchpoints' filter (a byte each) */
+
+#define INST_HOLD_IPS 64        /* loads whose records are held back, by ip (inst_tls) */
 
 struct inst_tls {
 	int64_t left[2];       /* countdown to the next recorded access, per kind */
@@ -71,6 +74,14 @@ struct inst_tls {
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
 	bool filt_fast;        /* full mode: the hooks ask the filter themselves (the
 	                        * thread is on, has an owner id, no line monitor) */
+	struct ct_record *held; /* full mode: this thread's last record, held back in its
+	                        * ring: a load that a store of the same bytes may
+	                        * replace (full_merge_store), NULL: none */
+	uintptr_t ld_addr, ld_ip; /* full mode: this thread's last recorded load */
+	unsigned ld_len;
+	uintptr_t hold_ip[INST_HOLD_IPS]; /* full mode: loads (by ip, direct-mapped) that a
+	                        * store of the same bytes followed last time: the
+	                        * ones held back (holding costs an atomic operation) */
 	uint64_t stamp;        /* full mode: the time of this thread's last new stamp */
 	uint32_t cpu;          /* full mode: the CPU read with it */
 	uint64_t stat[IS_MAX];

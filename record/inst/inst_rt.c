@@ -88,7 +88,7 @@ static const char *const stat_name[IS_MAX] = {
 	[IS_UNALIGNED] = "unaligned", [IS_VOLATILE] = "volatile", [IS_VPTR] = "vptr",
 	[IS_FUNC_ENTER] = "func_enter", [IS_FUNC_EXIT] = "func_exit",
 	[IS_UNRECORDED] = "unrecorded", [IS_WAITS] = "full_waits", [IS_WAIT_NS] = "full_wait_ns",
-	[IS_FILTERED] = "full_filtered", [IS_SYNC] = "sync_accesses",
+	[IS_FILTERED] = "full_filtered", [IS_SYNC] = "sync_accesses", [IS_MERGED] = "full_merged",
 };
 
 static inline uint64_t counted(const struct inst_tls *T, int idx)
@@ -450,7 +450,9 @@ static __attribute__((noinline)) uint64_t full_now(struct inst_tls *T)
  * costs 30-45 ns here.  Writes that make nobody the owner (accesses across
  * lines, atomics that read, threads without an owner id) only lose
  * filtering and need no order. */
-#define FILT_BITS 17                         /* 2^17 lines: 1 MiB, touched lazily */
+/* 2^20 lines, 8 MiB touched lazily (2^17 forgot lines of LULESH -s 20 whose
+ * entries collided: 22% more records) */
+#define FILT_BITS 20
 #define FILT_MASK ((1u << FILT_BITS) - 1)
 #define FILT_OWNER_MAX ((1u << 14) - 1)
 #define FILT_ADDR_END (1ull << 47)           /* user addresses below: tag fits */
@@ -484,13 +486,15 @@ static inline bool filt_single(const struct inst_tls *T, uintptr_t addr, unsigne
 }
 
 /* T owns the line of addr (lines of 2^shift bytes): the table's word for it
- * in *e. */
+ * in *e.  The word's key without its low 16 bits (filt_key >> 16), computed
+ * so that it does not overflow: an address at or above FILT_ADDR_END has a
+ * tag no word holds (their lines are never claimed), so it owns nothing. */
 static inline __attribute__((always_inline)) bool
 filt_owns(const struct inst_tls *T, uintptr_t addr, unsigned shift, uint64_t *e)
 {
 	uint64_t line = addr >> shift;
 	*e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
-	return (*e & ~0xffffull) == filt_key(line, T->filt_owner) && addr < FILT_ADDR_END;
+	return *e >> 16 == ((line >> FILT_BITS) << 14 | T->filt_owner);
 }
 
 /* The word e already holds the granules that the access touches (a load)
@@ -626,9 +630,9 @@ static void filt_init(void)
  * many threads as there are CPUs.  Not when nested in a push of this thread
  * (a signal handler of the program: the writer may be waiting for the slot
  * the interrupted push reserved) nor while the process ends. */
-static __attribute__((noinline)) void full_wait(struct rt_thread *t, struct inst_tls *T)
+static __attribute__((noinline)) void full_wait(struct rt_thread *t, struct inst_tls *T, bool nested)
 {
-	if (T->in_push || atomic_load(&rt_exiting))
+	if (nested || atomic_load(&rt_exiting))
 		return;
 	struct recring *r = &t->ring;
 	if (recring_has_room(r, CT_REC_SAMPLE))
@@ -667,14 +671,39 @@ static __attribute__((noinline)) void full_wait(struct rt_thread *t, struct inst
 	T->stat[IS_WAIT_NS] += rt_now() - t0;
 }
 
+/* The slot of a load's ip in inst_tls.hold_ip. */
+static inline unsigned hold_slot(uintptr_t ip)
+{
+	return (unsigned)(ip ^ ip >> 6) & (INST_HOLD_IPS - 1);
+}
+
+/* Commit the record this thread holds back, if any (full_publish), unless
+ * the writer took it; its load's ip is held no longer (no store of the same
+ * bytes followed).  Called with in_push set, not nested: a signal handler
+ * that interrupts it then neither holds nor commits one. */
+static inline void full_release(struct rt_thread *t, struct inst_tls *T)
+{
+	struct ct_record *h = T->held;
+	if (h) {
+		T->held = NULL;
+		T->hold_ip[hold_slot(h->u.sample.ip)] = 0;
+		if (recring_unhold(&t->ring, h))
+			recring_commit(&t->ring, h);
+	}
+}
+
+/* A ring slot for the next record (after the held one, committed now),
+ * with in_push set; nested: in a push this signal handler interrupted. */
 static inline __attribute__((always_inline)) struct ct_record *
-full_reserve(struct rt_thread *t, struct inst_tls *T)
+full_reserve(struct rt_thread *t, struct inst_tls *T, bool nested)
 {
 	struct recring *r = &t->ring;
+	if (!nested)
+		full_release(t, T);
 	/* the cached view of the writer's progress first: reading its line
 	 * at every access made the line bounce between the two CPUs */
 	if (__builtin_expect(!recring_has_room1(r), 0))
-		full_wait(t, T);
+		full_wait(t, T, nested);
 	uint32_t fill;
 	/* one unit: SAMPLE, FUNC_ENTER and FUNC_EXIT records all fit */
 	struct ct_record *rec = recring_reserve_units(r, 1, &fill);
@@ -682,12 +711,11 @@ full_reserve(struct rt_thread *t, struct inst_tls *T)
 	return rec;
 }
 
-/* Fill a reserved SAMPLE slot and publish it.  The time is read here, after
- * the slot was reserved (a wait for the writer would otherwise sit between
- * the timestamp and the access). */
-static inline void full_put(struct rt_thread *t, struct ct_record *r, uint64_t time,
-                            uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip,
-                            unsigned flags)
+/* Fill a reserved SAMPLE slot (full_publish publishes it).  The time is
+ * read here, after the slot was reserved (a wait for the writer would
+ * otherwise sit between the timestamp and the access). */
+static inline void full_put(struct ct_record *r, uint64_t time, uintptr_t addr, unsigned len,
+                            unsigned kind, uintptr_t ip, unsigned flags)
 {
 	r->type = CT_REC_SAMPLE;
 	r->thread = 0;
@@ -701,7 +729,6 @@ static inline void full_put(struct rt_thread *t, struct ct_record *r, uint64_t t
 	r->u.sample.len = (uint8_t)len;
 	r->u.sample.kind = (uint8_t)kind;
 	r->u.sample.flags = (uint8_t)flags;
-	recring_commit(&t->ring, r);
 }
 
 /* The words a plain hook saw: its 64-byte line's table word, which the
@@ -710,9 +737,8 @@ struct filt_seen {
 	uint64_t e, mine;
 };
 
-static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t addr,
-                             unsigned len, unsigned kind, uintptr_t ip, unsigned flags,
-                             const struct filt_seen *seen)
+static inline void full_fill(struct ct_record *r, uintptr_t addr, unsigned len, unsigned kind,
+                             uintptr_t ip, unsigned flags, const struct filt_seen *seen)
 {
 	struct inst_tls *T = &inst_t;
 	uint64_t line = addr >> 6, time;
@@ -725,7 +751,67 @@ static inline void full_fill(struct rt_thread *t, struct ct_record *r, uintptr_t
 		 * starts none, so that the rule holds with or without such records
 		 * (--sync exclude) */
 		time = filt_stamp(T, addr, len, flags & CT_SAMPLE_SYNC ? CT_ACCESS_ATOMIC : kind);
-	full_put(t, r, time, addr, len, kind, ip, flags);
+	full_put(r, time, addr, len, kind, ip, flags);
+}
+
+/* Publish a filled SAMPLE record, or hold it back (not nested): a plain
+ * load within one 64-byte line of the filter, whose record the store of
+ * the same bytes that may follow takes over (full_merge_store), at an ip
+ * where that happened last time (full_learn_hold).  The writer takes a held
+ * record itself when it reaches it (recring_hold). */
+static inline void full_publish(struct rt_thread *t, struct inst_tls *T, struct ct_record *r,
+                                bool nested)
+{
+	const struct ct_sample *s = &r->u.sample;
+	if (!nested && s->kind == CT_ACCESS_LOAD && s->flags == CT_SAMPLE_EXACT && filt_tab &&
+	    filt_shift == 6 && (s->addr & 63) + s->len <= 64) {
+		T->ld_addr = s->addr;
+		T->ld_len = s->len;
+		T->ld_ip = s->ip;
+		if (T->hold_ip[hold_slot(s->ip)] == s->ip) {
+			recring_hold(&t->ring, r);
+			T->held = r;
+			return;
+		}
+	}
+	recring_commit(&t->ring, r);
+}
+
+/* A store recorded on its own: if it stores the bytes of the thread's last
+ * recorded load, that load's ip is held back from now on (full_publish). */
+static inline void full_learn_hold(struct inst_tls *T, uintptr_t addr, unsigned len)
+{
+	if (addr == T->ld_addr && len == T->ld_len)
+		T->hold_ip[hold_slot(T->ld_ip)] = T->ld_ip;
+}
+
+/* A store of exactly the bytes of the load this thread holds back, to a
+ * 64-byte line it owns (seen, full_owned): the load's record becomes the
+ * store's, at the load's time and place in the stream (FORMAT.md,
+ * "Filtered full traces", version 7).  Only while the load is the thread's
+ * last reservation and the line still the thread's (the swap of the word
+ * it saw fails if another thread claimed it since).  True when done. */
+static inline bool full_merge_store(struct rt_thread *t, struct inst_tls *T, uintptr_t addr,
+                                    unsigned len, uintptr_t ip, const struct filt_seen *seen)
+{
+	struct ct_record *h = T->held;
+	if (h->u.sample.addr != addr || h->u.sample.len != len || !recring_is_last(&t->ring, h))
+		return false;
+	T->held = NULL;
+	if (!recring_unhold(&t->ring, h))
+		return false;                   /* the writer took it */
+	uint64_t e = seen->e;
+	if (!atomic_compare_exchange_strong_explicit(&filt_tab[(addr >> 6) & FILT_MASK], &e,
+	                                             seen->e | seen->mine, memory_order_relaxed,
+	                                             memory_order_relaxed)) {
+		recring_commit(&t->ring, h);
+		return false;
+	}
+	h->u.sample.kind = CT_ACCESS_STORE;
+	h->u.sample.ip = ip;
+	recring_commit(&t->ring, h);
+	T->stat[IS_MERGED]++;
+	return true;
 }
 
 /* A SAMPLE record of an access the filter does not leave out (seen: see
@@ -735,11 +821,19 @@ full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned le
             uintptr_t ip, unsigned flags, const struct filt_seen *seen)
 {
 	bool nested = T->in_push;
-	struct ct_record *r = full_reserve(t, T);
-	if (!r)
-		return;
 	T->in_push = true;
-	full_fill(t, r, addr, len, kind, ip, flags, seen);
+	if (!nested && seen && kind == CT_ACCESS_STORE) {
+		if (T->held && full_merge_store(t, T, addr, len, ip, seen)) {
+			T->in_push = false;
+			return;
+		}
+		full_learn_hold(T, addr, len);
+	}
+	struct ct_record *r = full_reserve(t, T, nested);
+	if (r) {
+		full_fill(r, addr, len, kind, ip, flags, seen);
+		full_publish(t, T, r, nested);
+	}
 	T->in_push = nested;
 }
 
@@ -756,10 +850,12 @@ static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_
 static void full_func(struct rt_thread *t, struct inst_tls *T, unsigned type, uintptr_t addr)
 {
 	bool nested = T->in_push;
-	struct ct_record *r = full_reserve(t, T);
-	if (!r)
-		return;
 	T->in_push = true;
+	struct ct_record *r = full_reserve(t, T, nested);
+	if (!r) {
+		T->in_push = nested;
+		return;
+	}
 	r->type = (uint8_t)type;
 	r->thread = 0;
 	r->time = full_now(T);
@@ -891,33 +987,38 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 	hit_record(addr, len, kind, idx, ip);
 }
 
-/* inst_hit for the plain hooks, whose len and kind are constants: full
- * mode's common case (the filter leaves the access out) inlined in the hook,
- * with no call and no frame; a recorded access goes straight to its record. */
+/* Full mode with the filter (inst_tls.filt_fast): a plain hook's access,
+ * whose len and kind are constants.  The common case (the filter leaves the
+ * access out) inline in the hook, with no call and no frame; an access to a
+ * line the thread owns goes straight to its record (full_owned), any other
+ * to inst_hit.  ip 0: the hook's return address, read only there (read
+ * before, it took a register that the hook saved on the stack in every
+ * mode). */
+static inline __attribute__((always_inline)) void full_hot(uintptr_t addr, unsigned len,
+                                                           unsigned kind, int idx, uintptr_t ip)
+{
+	struct inst_tls *T = &inst_t;
+	uint64_t e;
+	/* (64-byte lines, the usual size, with constant shifts) */
+	if (__builtin_expect(!rt_guard && filt_shift == 6, 1) && filt_owns(T, addr, 6, &e) &&
+	    (addr & 63) + len <= 64) {
+		if (filt_has(e, addr, len, kind, 6, 3))
+			T->stat[IS_FILTERED]++;
+		else
+			full_owned(addr, len, kind, ip ? ip : INST_RET() - 1, e, filt_mine(addr, len, kind, 6, 3));
+		return;
+	}
+	inst_hit(addr, len, kind, idx, ip ? ip : INST_RET() - 1);
+}
+
+/* A plain hook's access whose countdown expired (len and kind constants). */
 static inline __attribute__((always_inline)) void hot_hit(uintptr_t addr, unsigned len,
                                                           unsigned kind, int idx, uintptr_t ip)
 {
-	struct inst_tls *T = &inst_t;
-	if (__builtin_expect(T->filt_fast && !rt_guard, 1)) {
-		uint64_t e;
-		if (__builtin_expect(filt_shift == 6, 1)) {
-			/* (64-byte lines, the usual size, with constant shifts) */
-			if (filt_owns(T, addr, 6, &e) && (addr & 63) + len <= 64) {
-				if (filt_has(e, addr, len, kind, 6, 3))
-					T->stat[IS_FILTERED]++;
-				else
-					full_owned(addr, len, kind, ip, e,
-					           filt_mine(addr, len, kind, 6, 3));
-				return;
-			}
-		} else if (filt_repeat_at(T, addr, len, kind, filt_shift, filt_gshift)) {
-			T->stat[IS_FILTERED]++;
-			return;
-		}
-		hit_record(addr, len, kind, idx, ip);
-		return;
-	}
-	inst_hit(addr, len, kind, idx, ip);
+	if (inst_t.filt_fast)
+		full_hot(addr, len, kind, idx, ip);
+	else
+		inst_hit(addr, len, kind, idx, ip);
 }
 
 void inst_sync_access(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip)
@@ -1035,10 +1136,12 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 	if (inst_full) {
 		full_fold(T, idx);
 		p->nested = T->in_push;
-		p->r = full_reserve(t, T);
-		if (!p->r)
-			return false;
 		T->in_push = true;
+		p->r = full_reserve(t, T, p->nested);
+		if (!p->r) {
+			T->in_push = p->nested;
+			return false;
+		}
 		return true;
 	}
 	p->r = NULL;
@@ -1048,7 +1151,8 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 void inst_post(struct inst_pend *p)
 {
 	if (p->r) {
-		full_fill(p->t, p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL);
+		full_fill(p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL);
+		recring_commit(&p->t->ring, p->r);
 		inst_t.in_push = p->nested;
 		if (inst_own_window)
 			inst_owner_full_access(p->t, p->addr, p->len, p->kind);
@@ -1127,26 +1231,34 @@ void inst_range(uintptr_t addr, size_t n, unsigned kind, uintptr_t ip)
 
 #define HOT(...) HOT_(__VA_ARGS__)
 #define HOT_PC(...) HOT_PC_(__VA_ARGS__)
+/* Full mode with the filter (filt_fast: no line monitor, no watches) asks
+ * the filter first; the countdown still counts the access (counted()). */
 #define HOT_(name, len, kind, idx, extra)                                                    \
 	RT_EXPORT void name(void *a)                                                           \
 	{                                                                                      \
 		extra;                                                                         \
-		if (INST_OWNED(a, len))                                                        \
+		if (inst_t.filt_fast) {                                                        \
+			inst_t.left[idx]--;                                                    \
+			full_hot((uintptr_t)a, len, kind, idx, 0);                             \
+		} else if (INST_OWNED(a, len))                                                 \
 			inst_owned_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);       \
 		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, INST_RET() - 1);     \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
-			hot_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                 \
+			inst_hit((uintptr_t)a, len, kind, idx, INST_RET() - 1);                \
 	}
 #define HOT_PC_(name, len, kind, idx)                                                        \
 	RT_EXPORT void name(void *a, void *pc)                                                 \
 	{                                                                                      \
-		if (INST_OWNED(a, len))                                                        \
+		if (inst_t.filt_fast) {                                                        \
+			inst_t.left[idx]--;                                                    \
+			full_hot((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
+		} else if (INST_OWNED(a, len))                                                 \
 			inst_owned_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);        \
 		else if (INST_WATCHED(a, kind))                                                \
 			inst_watched_access((uintptr_t)a, len, kind, idx, (uintptr_t)pc);      \
 		else if (__builtin_expect(--inst_t.left[idx] <= 0, 0))                         \
-			hot_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
+			inst_hit((uintptr_t)a, len, kind, idx, (uintptr_t)pc);                 \
 	}
 #define NOTHING ((void)0)
 #define UNAL inst_t.stat[IS_UNALIGNED]++
@@ -1349,6 +1461,8 @@ static int inst_thread_start(struct rt_thread *t)
 	memset(T->stat, 0, sizeof T->stat);
 	T->done[0] = T->done[1] = 0;
 	T->in_push = false;
+	T->held = NULL;
+	memset(T->hold_ip, 0, sizeof T->hold_ip);
 	map_clear(T);
 	T->filt_owner = t->index + 1 < FILT_OWNER_MAX ? t->index + 1 : 0;
 	T->stamp = 0;

@@ -367,16 +367,40 @@ static void put(struct rt_thread *t, struct ct_record *r, bool own)
 	w_records++;
 }
 
-/* put() for a SAMPLE record read in place from the ring, while the sink's
- * block has room for it (no flush: nothing can fail or be dropped). */
-static inline void put_sample(struct rt_thread *t, struct ct_record *r)
+/* Records of one unit read in place and encoded in one call (put_samples). */
+#define SAMPLE_RUN 64
+
+/* put() for the SAMPLE records of one unit each from unit at on (the first
+ * one peeked: the units are ours until released), up to SAMPLE_RUN of them,
+ * the ring's end, the first other or uncommitted unit, the units read before
+ * (end: the last release + the ring's size) and as many as the sink's block
+ * surely has room for (no flush: nothing can fail or be dropped), encoded in
+ * one call.  Returns the unit after the last one. */
+static uint64_t put_samples(struct rt_thread *t, struct recring *ring, uint64_t at, uint64_t end)
 {
-	keep_time_order(t, r);
-	ct_sink_append(t->sink, r);
-	if (t->sink->block_records == 1)
+	struct ct_sink *s = t->sink;
+	uint32_t pos = (uint32_t)(at & (ring->cap - 1));
+	uint64_t max = (s->block_cap - s->block_len - CT_RECORD_MAX_BYTES) / CT_RECORD_MAX_BYTES + 1;
+	if (max > SAMPLE_RUN)
+		max = SAMPLE_RUN;
+	if (max > ring->cap - pos)
+		max = ring->cap - pos;
+	if (max > end - at)
+		max = end - at;
+	uint8_t *first = ring->data + (size_t)pos * RECRING_UNIT;
+	uint32_t n = 0;
+	do {
+		struct ct_record *r = (struct ct_record *)(first + (size_t)n * RECRING_UNIT);
+		keep_time_order(t, r);
+		n++;
+	} while (n < max && atomic_load_explicit(&ring->ready[pos + n], memory_order_acquire) == 1 &&
+	         ((struct ct_record *)(first + (size_t)n * RECRING_UNIT))->type == CT_REC_SAMPLE);
+	if (s->block_records == 0)
 		t->block_since = pass_now;
-	t->written++;
-	w_records++;
+	ct_sink_append_samples(s, first, RECRING_UNIT, n);   /* (takes all n: max) */
+	t->written += n;
+	w_records += n;
+	return at + n;
 }
 
 static int put_own(struct rt_thread *t, const struct ct_record *r)
@@ -439,8 +463,8 @@ static void drain(struct rt_thread *t)
 		__builtin_prefetch(ring->data + (size_t)((cur + 4) & (ring->cap - 1)) * RECRING_UNIT);
 		if (k == 1 && type == CT_REC_SAMPLE && !merge && t->sink &&
 		    t->sink->block_len + CT_RECORD_MAX_BYTES <= t->sink->block_cap) {
-			/* the bulk of a full trace (the units are ours until released) */
-			put_sample(t, (struct ct_record *)src);
+			/* the bulk of a full trace (this record is at cur - 1) */
+			cur = put_samples(t, ring, cur - 1, released + ring->cap);
 		} else if (__builtin_expect(!make_sink(t), 0)) {
 			t->lost_write++;
 			t->dropped_unsunk++;

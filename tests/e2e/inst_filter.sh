@@ -9,7 +9,11 @@
 #     accepted range and the emulate model are refused on it, accepted on
 #     the unfiltered trace
 #   - both made the same loads and stores, and every access of the filtered
-#     one is a record or counted as left out (inst.full_filtered)
+#     one is a record, counted as left out (inst.full_filtered) or a load
+#     whose record became its store's (inst.full_merged: turns.c's `+=` on
+#     bytes and words; format version 7)
+#   - tests/inst/held.c: a load held back when its thread blocks for good
+#     is in the trace (the writer writes it at the end)
 . "$(dirname "$0")/../lib.sh"
 
 INSTLIB=${COMMREC_INST_LIBDIR:-$CT_BUILD}
@@ -88,17 +92,22 @@ PY
 "$COMMANALYZE" info "$F" >"$WORK/info" 2>&1
 "$COMMANALYZE" info "$A" >"$WORK/info.all" 2>&1
 # the counts: the same accesses made (the schedule is fixed), and each one
-# either a SAMPLE record or left out (inst.full_filtered), in both traces
-counts() { awk -F'[=:, ]+' '/^ *inst\.(loads|stores|full_filtered)=/ { print $2, $3 }
+# either a SAMPLE record, left out (inst.full_filtered) or merged into its
+# store's record (inst.full_merged), in both traces
+counts() { awk -F'[=:, ]+' '/^ *inst\.(loads|stores|full_filtered|full_merged)=/ { print $2, $3 }
 	/^records:/ { print "samples", $4 }' "$1"; }
 counts "$WORK/info" >"$WORK/c.f"
 counts "$WORK/info.all" >"$WORK/c.a"
 v() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+kv_of() { awk -F= -v k="$2" '{ sub(/^ +/, "") } $1 == k { print $2; exit }' "$1"; }
 check inst_filter_same_access_counts test -n "$(v "$WORK/c.f" inst.loads)" -a \
 	"$(v "$WORK/c.f" inst.loads) $(v "$WORK/c.f" inst.stores)" = "$(v "$WORK/c.a" inst.loads) $(v "$WORK/c.a" inst.stores)"
-check inst_filter_all_leaves_out_none test "$(v "$WORK/c.a" inst.full_filtered)" = 0
+check inst_filter_all_leaves_out_none test "$(v "$WORK/c.a" inst.full_filtered) $(v "$WORK/c.a" inst.full_merged)" = "0 0"
+# turns.c's `+=` loads and stores the same bytes: with the filter, the
+# load's record becomes the store's (the matrices above are still the same)
+check inst_filter_merges test "$(v "$WORK/c.f" inst.full_merged)" -gt 0
 check inst_filter_samples_plus_left_out test -n "$(v "$WORK/c.f" samples)" -a \
-	"$(( $(v "$WORK/c.f" samples) + $(v "$WORK/c.f" inst.full_filtered) ))" = "$(v "$WORK/c.a" samples)"
+	"$(( $(v "$WORK/c.f" samples) + $(v "$WORK/c.f" inst.full_filtered) + $(v "$WORK/c.f" inst.full_merged) ))" = "$(v "$WORK/c.a" samples)"
 # the line monitor beside --full sees every store but changes nothing of
 # what the filter does: every access a record or left out, and far more
 # than half left out (as without the monitor: the interleaving decides the
@@ -112,6 +121,20 @@ if "$COMMREC" -q -f --line-size 64 -o "$WORK/own.zst" --sampler inst --full --ow
 		"$(( ${so:-0} + $(v "$WORK/c.o" inst.full_filtered) ))" = "$(v "$WORK/c.a" samples)"
 else
 	fail inst_filter_record_with_monitor "$(tail -c 300 "$WORK/err")"
+fi
+# a held load (tests/inst/held.c): the worker's `+=` loads become its stores'
+# records, and its last load, held back when it blocks for good, is written
+# by the writer thread at the process's end
+if CC=gcc "$CT_ROOT/record/commrec-cc" -O1 -pthread "$CT_ROOT/tests/inst/held.c" -o "$WORK/held" \
+	2>"$WORK/cc.err" && "$COMMREC" -q -f --line-size 64 -o "$WORK/held.zst" --sampler inst --full \
+	-- "$WORK/held" >"$WORK/held.out" 2>"$WORK/err"; then
+	"$COMMANALYZE" info "$WORK/held.zst" >"$WORK/info.held" 2>&1
+	check inst_filter_held_merges test "$(kv_of "$WORK/info.held" inst.full_merged)" -ge 4000
+	last=$(cat "$WORK/held.out")
+	check inst_filter_held_last_load bash -c "'$COMMANALYZE' dump --raw --type sample '$WORK/held.zst' |
+		grep -q 'T1 sample .*addr=$last len=8 kind=load'"
+else
+	fail inst_filter_held_record "$(tail -c 300 "$WORK/cc.err" "$WORK/err")"
 fi
 check inst_filter_config grep -q '^ *full_filter_line=64$' "$WORK/info"
 check inst_filter_feature grep -q '^format: version [0-9]* .*filtered' "$WORK/info"

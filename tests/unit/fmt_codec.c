@@ -387,6 +387,56 @@ static void test_random_roundtrip(void)
 	CHECK(p == big + len);
 }
 
+/* ct_encode_samples (a run of SAMPLE records, the recorder's writer) writes
+ * the bytes that ct_encode_record writes record by record, with the codec
+ * in the same state after; it takes records while CT_RECORD_MAX_BYTES of
+ * room remain, and none with less. */
+static void test_encode_samples_run(void)
+{
+	enum { N = 3000 };
+	static uint8_t one[N * CT_RECORD_MAX_BYTES], run[N * CT_RECORD_MAX_BYTES];
+	static struct ct_record in[N];
+	uint64_t ips[5] = { 0x401000, 0x401008, 0x401010, 0x7f0000001234, 0x401000 - 4096 };
+	for (int i = 0; i < N; i++) {
+		memset(&in[i], 0, sizeof in[i]);
+		in[i].type = CT_REC_SAMPLE;
+		in[i].time = 1000 + (uint64_t)i * (rnd() % 3) - (rnd() % 8 == 0 ? 2000 : 0);
+		if (rnd() % 4) {             /* mostly the usual full-trace record */
+			in[i].u.sample = (struct ct_sample){ .ip = ips[rnd() % 5],
+				.addr = 0x7f1200000000 + (rnd() & 0xffff), .period = 1,
+				.len = (uint8_t)(1u << (rnd() % 4)), .kind = (uint8_t)(rnd() % 3),
+				.flags = CT_SAMPLE_EXACT, .cpu = (uint32_t)(rnd() % 2) };
+		} else {
+			random_record(&in[i]);
+			in[i].type = CT_REC_SAMPLE;
+		}
+	}
+	struct ct_codec c1, c2;
+	ct_codec_reset(&c1);
+	ct_codec_reset(&c2);
+	size_t l1 = 0;
+	for (int i = 0; i < N; i++)
+		l1 += ct_encode_record(&c1, &in[i], one + l1);
+	size_t l2 = 0, k = 0;
+	while (k < N) {                      /* runs of 1 to 64 records */
+		size_t n = 1 + rnd() % 64, taken;
+		if (n > N - k)
+			n = N - k;
+		l2 += ct_encode_samples(&c2, &in[k], sizeof in[k], n, run + l2, sizeof run - l2, &taken);
+		CHECK_EQ_U(taken, n);
+		k += n;
+	}
+	CHECK_EQ_U(l2, l1);
+	CHECK(!memcmp(one, run, l1));
+	CHECK(!memcmp(&c1, &c2, sizeof c1));
+	/* room: none below CT_RECORD_MAX_BYTES, then one record per such room */
+	size_t taken = 99;
+	CHECK_EQ_U(ct_encode_samples(&c2, in, sizeof in[0], 4, run, CT_RECORD_MAX_BYTES - 1, &taken), 0);
+	CHECK_EQ_U(taken, 0);
+	size_t got = ct_encode_samples(&c2, in, sizeof in[0], 4, run, CT_RECORD_MAX_BYTES, &taken);
+	CHECK(taken == 1 && got > 0 && got <= CT_RECORD_MAX_BYTES);
+}
+
 /* Samples drawing ips and addresses from small sets exercise the recent-ip
  * table (hits, misses, evictions) and the data address slots. */
 static void test_slots_roundtrip(void)
@@ -735,6 +785,7 @@ int main(void)
 	RUN(test_varint_lengths);
 	RUN(test_random_roundtrip);
 	RUN(test_slots_roundtrip);
+	RUN(test_encode_samples_run);
 	RUN(test_ip_slot_bytes);
 	RUN(test_packed_decode);
 	RUN(test_random_bytes);
