@@ -152,10 +152,15 @@ static inline bool recring_has_room1(struct recring *r)
 	__atomic_store_n(&r->tail_cache, tail, __ATOMIC_RELAXED);
 	return head + 1 - tail <= r->cap;
 }
+/* The unit a reserved record starts at. */
+static inline uint32_t recring_unit_of(const struct recring *r, const struct ct_record *rec)
+{
+	return (uint32_t)(((const uint8_t *)rec - r->data) / RECRING_UNIT);
+}
 /* Publish a reserved record. */
 static inline void recring_commit(struct recring *r, struct ct_record *rec)
 {
-	size_t at = (size_t)((uint8_t *)rec - r->data) / RECRING_UNIT;
+	uint32_t at = recring_unit_of(r, rec);
 	atomic_store_explicit(&r->ready[at], r->units[at], memory_order_release);
 }
 /* Hold back a filled record instead of committing it: its producer may
@@ -164,15 +169,14 @@ static inline void recring_commit(struct recring *r, struct ct_record *rec)
  * record is held at a time. */
 static inline void recring_hold(struct recring *r, struct ct_record *rec)
 {
-	uint32_t at = (uint32_t)(((uint8_t *)rec - r->data) / RECRING_UNIT);
-	atomic_store_explicit(&r->held, at + 1, memory_order_release);
+	atomic_store_explicit(&r->held, recring_unit_of(r, rec) + 1, memory_order_release);
 }
 /* The producer takes its held record back: true if the consumer did not
  * take it (the producer then changes it and commits it), false if the
  * consumer did (it is committed and may be consumed: hands off). */
 static inline bool recring_unhold(struct recring *r, struct ct_record *rec)
 {
-	uint32_t want = (uint32_t)(((uint8_t *)rec - r->data) / RECRING_UNIT) + 1;
+	uint32_t want = recring_unit_of(r, rec) + 1;
 	return atomic_compare_exchange_strong_explicit(&r->held, &want, 0, memory_order_acquire,
 	                                               memory_order_relaxed);
 }
@@ -181,7 +185,7 @@ static inline bool recring_unhold(struct recring *r, struct ct_record *rec)
 static inline bool recring_is_last(const struct recring *r, const struct ct_record *rec)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	return ((head - 1) & (r->cap - 1)) == (uint64_t)(((const uint8_t *)rec - r->data) / RECRING_UNIT);
+	return ((head - 1) & (r->cap - 1)) == recring_unit_of(r, rec);
 }
 /* Consumer: the record at unit cur is not committed; if its producer holds
  * it back, commit it (true: recring_peek can go on). */
