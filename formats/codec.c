@@ -165,7 +165,13 @@ void ct_codec_reset(struct ct_codec *c)
 #define SP_IP_HIT     0x40u /* ip equals a recent ip: its slot index follows */
 #define SP_RESERVED   0x80
 #define IP_SLOTS      8
+/* the older addresses of the delta bases (SP_ADDR_SHIFT: 2 bits, 4 bases) */
+#define ADDR_OLD      3
 _Static_assert(IP_SLOTS % 2 == 0, "slot_use moves the old ips a pair at a time");
+_Static_assert(ADDR_OLD % 2 == 1 &&
+               sizeof ((struct ct_codec *)0)->addr_old == ADDR_OLD * sizeof(uint64_t) &&
+               sizeof ((struct ct_codec *)0)->ip_old == (IP_SLOTS - 1) * sizeof(uint64_t),
+               "slot_use moves the old addresses a pair at a time: an odd count");
 /* SAMPLE extension byte */
 #define SX_CPU      0x01   /* cpu changed: varint follows */
 #define SX_PERIOD   0x02   /* period changed: varint follows */
@@ -186,10 +192,11 @@ static inline uint64_t slot_get(uint64_t cur, const uint64_t *old, unsigned k)
 static inline void slot_use(uint64_t *cur, uint64_t *old, unsigned nold, unsigned k, uint64_t v)
 {
 	if (k == nold) {
-		/* nold is a constant (odd: IP_SLOTS - 1 and 3): the move a pair
-		 * at a time from the top, which the compiler makes into a few
-		 * 16-byte moves (a loop of one at a time or a memmove became a
-		 * call, a copy through a buffer stored the buffer too) */
+		/* nold is a constant (odd: IP_SLOTS - 1 and ADDR_OLD, asserted
+		 * above): the move a pair at a time from the top, which the
+		 * compiler makes into a few 16-byte moves (a loop of one at a
+		 * time or a memmove became a call, a copy through a buffer
+		 * stored the buffer too) */
 		for (unsigned j = nold - 1; j >= 2; j -= 2) {
 			uint64_t pair[2];
 			memcpy(pair, old + j - 2, sizeof pair);
@@ -296,7 +303,7 @@ static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample 
 	o = put_v_fast(o, d);
 	/* move the used slots to the front (slot_use) */
 	slot_use(&c->ip, c->ip_old, IP_SLOTS - 1, ki, ip);
-	slot_use(&c->addr, c->addr_old, 3, ka, addr);
+	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
 	if (pres & SP_LEN) { *o++ = s->len; c->len = s->len; }
 	if (kind >= SP_KIND_ESCAPE) *o++ = (uint8_t)kind;
 	c->kind = (uint8_t)kind;
@@ -513,7 +520,7 @@ decode_sample_in(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struc
 		return 0;
 	c->time = time;
 	slot_use(&c->ip, c->ip_old, IP_SLOTS - 1, ki, ip);
-	slot_use(&c->addr, c->addr_old, 3, ka, addr);
+	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
 	c->len = len;
 	c->kind = kind;
 	c->cpu = cpu;
@@ -831,7 +838,7 @@ static uint32_t decode_sample_run(struct ct_codec *c, const uint8_t **pp, const 
 		kind = (uint8_t)k;
 		time = t;
 		slot_use(&ip, c->ip_old, IP_SLOTS - 1, ki, nip);
-		slot_use(&addr, c->addr_old, 3, ka, naddr);
+		slot_use(&addr, c->addr_old, ADDR_OLD, ka, naddr);
 		memcpy(r, &same, PACKED(sample));
 		r->time = t;
 		r->u.sample.ip = nip;
