@@ -133,12 +133,19 @@ static void *consumer(void *arg)
 	}
 }
 
-static void test_concurrent(void)
+/* A ring of cap units on the heap, for the concurrent tests (free the
+ * memory returned). */
+static void *ring_alloc(struct recring *r, uint32_t cap)
 {
-	uint32_t cap = 256;
 	void *mem = aligned_alloc(64, recring_bytes(cap) + 64);
 	memset(mem, 0, recring_bytes(cap));
-	recring_init(&g_ring, mem, cap);
+	recring_init(r, mem, cap);
+	return mem;
+}
+
+static void test_concurrent(void)
+{
+	void *mem = ring_alloc(&g_ring, 256);
 	uint64_t got[3] = { 0, 0, 0 };
 	/* The consumer is created with SIGALRM blocked: the process-directed
 	 * timer signal must reach the producer thread only (the ring has one
@@ -403,10 +410,7 @@ static void *hold_consumer(void *arg)
 
 static void test_hold_concurrent(void)
 {
-	uint32_t cap = 64;
-	void *mem = aligned_alloc(64, recring_bytes(cap) + 64);
-	memset(mem, 0, recring_bytes(cap));
-	recring_init(&h_ring, mem, cap);
+	void *mem = ring_alloc(&h_ring, 64);
 	uint64_t got[3] = { 0, 0, 0 }, marked = 0, taken = 0, n = 500000;
 	pthread_t th;
 	pthread_create(&th, NULL, hold_consumer, got);
