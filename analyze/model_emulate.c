@@ -48,11 +48,13 @@
  * stands for the transfers of its line's next J accesses, which the full
  * trace shows exactly (on a sampled recording the inst runtime's line
  * monitor records them for windows of stores, record/inst/inst_owner.c,
- * and the comdetective model weighs them).  Its sampler takes each load and each store
- * with probability 1/N, independently (the thread's generator), not every
- * Nth: then its expectation is exact's volume and split whatever the
- * program's loops (every Nth store aliased with false_sharing's loop: +33%
- * at N = 100, +6% at N = 2, on one full trace).
+ * and the comdetective model weighs them).  Its sampler is the recorder's:
+ * one load in each block of N loads of the thread and one store in each
+ * block of N stores, at a random place in the block (sample_gap_stratified
+ * in formats/board.h), not every Nth: then its expectation is exact's
+ * volume and split whatever the program's loops (every Nth store aliased
+ * with false_sharing's loop: +33% at N = 100, +6% at N = 2, on one full
+ * trace), and its variance is smaller than with independent draws.
  *
  * Randomness: one xorshift generator per thread, seeded from its index
  * and --seed: runs are reproducible, and --seed gives other draws. */
@@ -72,6 +74,7 @@ struct emu_thread {
 	uint64_t nload, nstore;
 	struct cd_history hist;  /* the recorder's Algorithm 1 state */
 	uint64_t rnd;
+	uint64_t own_left[2], own_rest[2]; /* the owner sampler: loads, stores */
 	bool armed, hit;
 	uint64_t arm_time;
 	unsigned nwp;
@@ -206,6 +209,16 @@ static void check_hit(struct emu *e, struct emu_thread *th, const struct ct_reco
 	}
 }
 
+/* The owner estimator's sampler: the recorder's (sample_gap_stratified),
+ * loads and stores counted apart. */
+static bool owner_sampled(const struct emu *e, struct emu_thread *th, bool store)
+{
+	uint64_t *left = &th->own_left[store];
+	if (*left == 0)
+		*left = sample_gap_stratified(board_random(&th->rnd), e->period, &th->own_rest[store]);
+	return --*left == 0;
+}
+
 static void emu_record(void *self, const struct ct_record *r)
 {
 	struct emu *e = self;
@@ -222,7 +235,7 @@ static void emu_record(void *self, const struct ct_record *r)
 	uint64_t n = store ? ++th->nstore : ++th->nload;
 	uint64_t period = e->period * (s->period ? s->period : 1);
 	if (e->inner == &model_exact) {
-		bool sampled = board_random(&th->rnd) % e->period == 0;
+		bool sampled = owner_sampled(e, th, store);
 		exact_owner_access(e->in, r, sampled ? (double)period : 0);
 		return;
 	}

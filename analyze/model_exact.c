@@ -46,7 +46,12 @@
  * P_s (P_s - 1) Z_s^2 over the sampled accesses: a transfer adds to
  * comm_event.var what it adds to that sum (Z_s grows by 1/m for every
  * sampled s in the window: sum P (P - 1) (2 Z_s / m + 1 / m^2), Z_s =
- * c - c(s), c the line's running sum of 1/m).  Why a window: where a
+ * c - c(s), c the line's running sum of 1/m).  The samplers that feed it
+ * (emulate's, the inst recorder's) take one access in each block of P_s
+ * (sample_gap_stratified), not independent ones: the same probability
+ * 1/P_s, so the same expectation, and since every Z_s >= 0 a variance of
+ * at most the independent one, which var (and so the intervals) keeps as a
+ * bound.  Why a window: where a
  * thread touches a line many times between two transfers (bursts), only
  * the access just before a transfer would stand for it with J = 1; the
  * window lets any of the J accesses before it stand for it, at weight

@@ -230,6 +230,26 @@ static inline uint64_t board_random(uint64_t *state)
 	return *state = x;
 }
 
+/* The owner estimator's sampler (record/inst/inst_owner.c, and the emulate
+ * model's): one access in each block of `period` consecutive accesses (of
+ * one thread and kind), at a place drawn uniformly with the random number r
+ * afresh for every block.  Every access is sampled with probability exactly
+ * 1/period whatever the program's loops, and k consecutive blocks hold
+ * exactly k samples, where independent draws hold k +- sqrt(k): for a sum
+ * of nonnegative terms (the transfers a sampled access stands for) the
+ * variance is at most that of independent sampling with the same
+ * probability, which the reported intervals assume (commanalyze(1)).
+ * *block_rest: the accesses of the current block after its sample (0 before
+ * the first).  Returns the accesses up to and including the next sample:
+ * 1 .. 2 period - 1. */
+static inline uint64_t sample_gap_stratified(uint64_t r, uint64_t period, uint64_t *block_rest)
+{
+	uint64_t pick = r % period;
+	uint64_t gap = *block_rest + pick + 1;
+	*block_rest = period - 1 - pick;
+	return gap;
+}
+
 /* The words of a picked line to watch: up to `want` distinct word indices
  * (0..words-1) drawn with board_random(rnd) into chosen[], giving up after
  * 64 draws.  Returns how many were chosen. */

@@ -813,7 +813,14 @@ the J accesses to its line (loads and stores, by any thread) before the
 access that receives it, and counts P / J (P / m on the line's first m < J
 accesses) for each of them that was sampled. Its expectation is exact's
 volume and true/false split whatever J when each access is sampled with
-probability 1/N (its emulate sampler). J = 1 is "a sampled access weighs
+probability 1/N. Its sampler, in emulate as in the recorder, takes one
+load in each block of N loads of a thread and one store in each block of
+N stores, at a random place in the block: every access is sampled with
+probability exactly 1/N, and the number of samples in any stretch of a
+thread's run is fixed up to one, where independent draws leave it
+Poisson (on one false_sharing trace, 30 seeds: 0.99-1.01 of exact's
+volume against 0.91-1.11 with independent draws; write_volume 29 of 30
+within 15% against 26 of 30). J = 1 is "a sampled access weighs
 its period x the transfers the next access to its line receives". A large
 J lets every sampled access of a line stand for the line's transfers over
 its next J accesses: where threads touch a line many times between two
@@ -910,9 +917,9 @@ record/inst/inst_owner.c) follows the line of each sampled store for its
 next 2J stores by any thread, plays the exact model's coherence state of
 that line on every access to it, and writes each transfer it sees in the
 last J (format version 4, OWNER_XFER). \`commanalyze --estimator owner\`
-weighs each at windows x P / J (commanalyze(1)). The store countdown is
-drawn uniformly from 1 to 2N - 1 (every store sampled with probability
-1/N), and a transfer counts for every window among the J stores before
+weighs each at windows x P / J (commanalyze(1)). The store countdown
+takes one store in each block of N, at a random place (every store
+sampled with probability 1/N), and a transfer counts for every window among the J stores before
 its last J: unbiased where the line had at least 2J stores before the
 transfer, low on a line's first 2J stores. The first J stores (the lag)
 are for the true/false split: the monitor learns the writer's bytes from

@@ -57,6 +57,8 @@ struct inst_tls {
 	uint64_t done[2];      /* accesses counted before the last refill */
 	int64_t rest[2];       /* sampled mode: accesses from the countdown's stop to
 	                          the sample (> 0: the stop is a line watch catch-up) */
+	uint64_t block_rest[2]; /* sampled mode: the countdown's block state
+	                          (inst_owner_countdown) */
 	uintptr_t rd_addr, wr_addr; /* the last __tsan_{read,write}_range (gcc then */
 	size_t rd_len, wr_len;      /* copies with a memcpy call: not twice) */
 	/* Software watchpoints (rt_wp.c): an access starting in a 64-byte
@@ -149,11 +151,13 @@ extern unsigned inst_own_shift;         /* log2 of the line size */
 extern uint64_t inst_own_key[INST_OWN_SLOTS]; /* line number + 1, 0: free */
 extern uint64_t inst_own_window;        /* J, 0: no monitor */
 void inst_owner_init(void);
-/* The next sampling countdown (loads and stores alike):
- * uniform in 1..2 inst_period - 1 (mean inst_period), so that every access
- * is sampled with probability 1/inst_period whatever the program's loops,
- * and threads that run the same loop do not sample in step (inst_owner.c). */
-int64_t inst_owner_countdown(void);
+/* The next sampling countdown of one kind (loads and stores alike), with
+ * that kind's block state *block_rest: one access in each block of
+ * inst_period, at a random place (sample_gap_stratified), so that every
+ * access is sampled with probability 1/inst_period whatever the program's
+ * loops, and threads that run the same loop do not sample in step
+ * (inst_owner.c). */
+int64_t inst_owner_countdown(uint64_t *block_rest);
 uint64_t inst_owner_left_out(void);
 /* An access (any thread) that may touch a monitored line. */
 void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);

@@ -3,9 +3,9 @@
  *
  * Hot path: every instrumented access decrements a per-thread countdown
  * (one for loads, one for stores) and calls out only when it reaches 0:
- *   sampled mode  the countdown is drawn with mean N (COMMTRACE_PERIOD,
- *                 inst_owner_countdown): one in N loads and one in N
- *                 stores of a thread, on average, becomes a SAMPLE record
+ *   sampled mode  the countdown takes one access in each block of N
+ *                 (COMMTRACE_PERIOD, inst_owner_countdown): one in N
+ *                 loads and one in N stores of a thread becomes a SAMPLE record
  *                 (period N, CT_SAMPLE_EXACT) through rt_sample(), so the
  *                 bulletin board and the watchpoints work as for the PMU
  *                 samplers;
@@ -116,7 +116,7 @@ static void countdown_split(struct inst_tls *T, int idx, int64_t n)
 
 static void countdown_draw(struct inst_tls *T, int idx)
 {
-	countdown_split(T, idx, inst_owner_countdown());
+	countdown_split(T, idx, inst_owner_countdown(&T->block_rest[idx]));
 }
 
 /* Sampled mode: kind idx's countdown stopped at an access of t: true if

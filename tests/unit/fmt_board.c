@@ -163,6 +163,37 @@ static void test_choose_words(void)
 	CHECK_EQ_U(board_choose_words(&rnd, 0, 4, (uint32_t[4]){ 0 }), 0);
 }
 
+/* The owner sampler's countdowns (sample_gap_stratified): exactly one
+ * sample in each block of N accesses, gaps 1..2N-1, and the sample's place
+ * in its block uniform: a chi-square statistic over the N = 8 places of
+ * 80,000 blocks (7 degrees of freedom) below 41.9, its upper 1e-6 quantile
+ * (Wilson-Hilferty). */
+static void test_sample_gap_stratified(void)
+{
+	static const uint64_t periods[] = { 1, 2, 7, 8, 1000 };
+	uint64_t rnd = 99;
+	for (unsigned k = 0; k < sizeof periods / sizeof periods[0]; k++) {
+		uint64_t n = periods[k], rest = 0, at = 0, blocks = n == 8 ? 80000 : 2000;
+		uint64_t places[8] = { 0 };
+		for (uint64_t b = 0; b < blocks; b++) {
+			uint64_t gap = sample_gap_stratified(board_random(&rnd), n, &rest);
+			CHECK(gap >= 1 && gap <= 2 * n - 1);
+			at += gap;                          /* the sample: access number at (1-based) */
+			CHECK_EQ_U((at - 1) / n, b);        /* in block b, its only sample */
+			if (n == 8)
+				places[(at - 1) % n]++;
+			if (check_case_failed)
+				return;
+		}
+		if (n != 8)
+			continue;
+		double chi2 = 0, expect = blocks / 8.0;
+		for (unsigned i = 0; i < 8; i++)
+			chi2 += (places[i] - expect) * (places[i] - expect) / expect;
+		CHECK(chi2 < 41.9);
+	}
+}
+
 int main(void)
 {
 	RUN(test_publish_and_get);
@@ -170,5 +201,6 @@ int main(void)
 	RUN(test_pick);
 	RUN(test_concurrent);
 	RUN(test_choose_words);
+	RUN(test_sample_gap_stratified);
 	return check_summary();
 }
