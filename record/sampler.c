@@ -84,9 +84,8 @@ void rec_list_samplers(void)
 		wp_probe_detail(&c, detail, sizeof detail);
 		bool cpu = c.verdict == WP_FIRE && c.fired >= p.fired;
 		printf("soft watchpoints: %s (per-CPU probe: %s)\n",
-		       !cpu ? "per thread" : sp.timer ? "per thread at the default period (the "
-		       "per-CPU rings they are armed from cost more than the timers here), per CPU "
-		       "with -c" : "per CPU, armed by the writer from the per-CPU rings", detail);
+		       cpu ? "per CPU, armed by the writer from the per-CPU rings" : "per thread",
+		       detail);
 	}
 	printf("software watchpoints: with --sampler inst (its default): the instrumentation "
 	       "compares every access with the watched words; no debug registers needed, on any "
@@ -135,27 +134,14 @@ static void choose_period(struct rec_opts *o)
 	}
 }
 
-/* Per-CPU watchpoints are armed from the per-CPU sample rings: at the
- * default period, where the switch probe says the rings cost more than the
- * timers here (a barrier-heavy loop), the per-thread path instead. */
-static void check_rings(struct rec_opts *o)
-{
-	switch_probe_run(&o->soft_probe, o->period_used * 1000);
-	o->soft_probed = true;
-	if (!o->soft_probe.timer)
-		return;
-	char d[256];
-	switch_probe_detail(&o->soft_probe, d, sizeof d);
-	o->wp_cpu = false;
-	snprintf(o->wp_cpu_reason, sizeof o->wp_cpu_reason, "per-CPU breakpoints fire, but the "
-	         "per-CPU sample rings they are armed from cost too much here (%s)", d);
-}
-
 /* soft: watchpoints per CPU, armed by the writer from the per-CPU sample
  * rings (record/runtime/rt_cpuwp.c), where breakpoints opened per CPU fire
- * (wp_probe_cpu_run), no timer is asked for and the rings are affordable
- * (check_rings); COMMTRACE_WP_CPU=0 or 1 decides instead.  Else each thread's own registers (the per-thread
- * path). */
+ * (wp_probe_cpu_run) and no timer is asked for, at every period: the
+ * per-thread path arms a thread's registers only once its context switches
+ * leave room in its budget, which in a program that waits at barriers
+ * (LULESH, OpenMP) is never (0 arms, 0 events), while the rings cost such
+ * programs 1.07-1.25x (commrec(1), Costs).  COMMTRACE_WP_CPU=0 or 1 decides
+ * instead.  Else each thread's own registers (the per-thread path). */
 static void choose_wp_cpu(struct rec_opts *o)
 {
 	o->wp_cpu = false;
@@ -178,8 +164,6 @@ static void choose_wp_cpu(struct rec_opts *o)
 		o->wp_cpu = p->verdict == WP_FIRE && p->fired >= o->wp_used;
 		snprintf(o->wp_cpu_reason, sizeof o->wp_cpu_reason, "per-CPU probe: %s: %s",
 		         wp_verdict_name(p->verdict), detail);
-		if (o->wp_cpu && !o->period && !(timer && *timer))
-			check_rings(o);
 	}
 	rec_info(1, "watchpoints %s (%s)", o->wp_cpu ? "per CPU, armed by the writer"
 	                                              : "per thread", o->wp_cpu_reason);
@@ -288,10 +272,8 @@ static void choose_soft_path(struct rec_opts *o)
 		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
 		return;
 	}
-	if (!o->soft_probed) {       /* (check_rings may have run it) */
-		switch_probe_run(&o->soft_probe, o->period_used * 1000);
-		o->soft_probed = true;
-	}
+	switch_probe_run(&o->soft_probe, o->period_used * 1000);
+	o->soft_probed = true;
 	o->soft_timer = o->soft_probe.timer;
 	switch_probe_detail(&o->soft_probe, o->soft_path_reason, sizeof o->soft_path_reason);
 	rec_info(1, "soft path: %s (probe: %s, %.0f ms)", o->soft_timer ? "timers" : "perf events",
