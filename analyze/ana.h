@@ -222,6 +222,9 @@ int kfilter_init(struct kfilter *f, unsigned k, size_t nthreads);
 void kfilter_free(struct kfilter *f);
 /* true: keep the record.  Records of other types are always kept. */
 bool kfilter_keep(struct kfilter *f, const struct ct_record *r);
+/* false, with why, where a multiplier k > 1 cannot stand for a longer
+ * period on trace t (software line watches: kfilter.c). */
+bool kfilter_trace_check(const struct ct_trace *t, unsigned k, char *why, size_t cap);
 
 /* ---- running an analysis ----------------------------------------------- */
 

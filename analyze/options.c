@@ -60,7 +60,8 @@ struct model_opt {
 	  "use hits on registers < D only, scale as D\n(0: no watchpoint hits)", \
 	  " comdetective emulate ") \
 	X("period-multiplier", OPT_UINT, period_multiplier, 1, 1000000, "1", NULL, -1, "K", \
-	  "keep every Kth sample per thread and kind", " comdetective window ") \
+	  "keep every Kth sample per thread and kind\n(not on inst traces: line watches)", \
+	  " comdetective window ") \
 	X("window", OPT_TIME, window_ns, 1, UINT64_MAX, "1ms", NULL, 0, "NS", \
 	  "window model: pair distance, ns or with\na unit: us, ms, s", " window ") \
 	X("signature-size", OPT_UINT, signature_size, 1, 1u << 30, NULL, "default", 0, "N", \

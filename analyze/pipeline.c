@@ -163,7 +163,8 @@ int analysis_run_hooks(struct analysis *a, const char *path, const struct model_
 	int st = analysis_open(a, path);
 	if (st)
 		return st;
-	full_trace_check(a->trace, a->model->name, a->warning, sizeof a->warning);
+	if (full_trace_check(a->trace, a->model->name, a->warning, sizeof a->warning))
+		kfilter_trace_check(a->trace, o->period_multiplier, a->warning, sizeof a->warning);
 	a->line_size = resolve_line_size(o, a->trace, &a->line_size_source);
 	if (trace_stats_init(&a->stats, a->nthreads)) {
 		ana_err("out of memory");

@@ -565,6 +565,20 @@ static void warn_full_trace_models(const struct sweep *s, struct ct_trace *tr, c
 	}
 }
 
+/* A period multiplier that cannot stand for a longer period on this trace
+ * (kfilter_trace_check): one warning, for the largest of the run's points. */
+static void warn_period_multiplier(const struct sweep *s, const struct ct_trace *tr,
+                                   const char *path, const size_t *points, size_t n)
+{
+	unsigned k = 1;
+	for (size_t i = 0; i < n; i++)
+		if (s->opts[points[i]].period_multiplier > k)
+			k = s->opts[points[i]].period_multiplier;
+	char why[320];
+	if (!kfilter_trace_check(tr, k, why, sizeof why))
+		ana_warn("%s: %s", path, why);
+}
+
 int sweep_run_trace(struct sweep *s, size_t t, const size_t *points, size_t n)
 {
 	struct sweep_trace *ti = &s->traces[t];
@@ -586,6 +600,7 @@ int sweep_run_trace(struct sweep *s, size_t t, const size_t *points, size_t n)
 	}
 	if (!status) {
 		warn_full_trace_models(s, a.trace, ti->path, points, n);
+		warn_period_multiplier(s, a.trace, ti->path, points, n);
 		for (size_t i = 0; i < n; i++)
 			pts[i].opts = &s->opts[points[i]];
 		double t0 = now_s();

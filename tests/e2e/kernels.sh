@@ -230,4 +230,19 @@ for c in 250 4000; do
 	fi
 done
 check kernels/watch_life_by_period test "$life" = "16 64 4"
+
+# --period-multiplier cannot thin a trace with line watches: the report and
+# the sweep say so at K > 1, and not at K = 1.
+if [ -f "$WORK/s-stencil.zst" ]; then
+	"$COMMANALYZE" report "$WORK/s-stencil.zst" --period-multiplier 2 >"$WORK/k2.report" 2>&1
+	"$COMMANALYZE" report "$WORK/s-stencil.zst" --period-multiplier 1 >"$WORK/k1.report" 2>&1
+	"$COMMANALYZE" sweep "$WORK/s-stencil.zst" --param period-multiplier=1..3 >/dev/null \
+		2>"$WORK/k.sweep.err"
+	check kernels/period_multiplier_line_watches_warned \
+		grep -q "period-multiplier 2 cannot stand for" "$WORK/k2.report"
+	check kernels/period_multiplier_1_not_warned \
+		bash -c "! grep -q 'cannot stand for' '$WORK/k1.report'"
+	check kernels/period_multiplier_sweep_warned \
+		grep -q "period-multiplier 3 cannot stand for" "$WORK/k.sweep.err"
+fi
 done_tests
