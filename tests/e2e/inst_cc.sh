@@ -4,6 +4,9 @@
 #     the link gets -fsanitize=thread; the program references __tsan_* (from
 #     libcommrec-inst, not libtsan), runs, and a full inst recording of it
 #     has samples
+#   - sources by suffix, as gcc knows them: a .cxx (g++) and a Fortran .f90
+#     (gfortran) compiled and linked in one step are instrumented (-g and
+#     -fsanitize=thread in the compile step, __tsan_* references)
 . "$(dirname "$0")/../lib.sh"
 
 CC_WRAP="$CT_ROOT/record/commrec-cc"
@@ -52,6 +55,48 @@ if CC=gcc "$CC_WRAP" -O2 -flto=auto -c lto_main.c lto_bump.c 2>cc.err &&
 	check inst_cc_lto_two_steps instrumented lto2
 else
 	fail inst_cc_lto_two_steps "$(head -c 300 cc.err)"
+fi
+
+# ---- sources by suffix ---------------------------------------------------------
+# compiled_with_tsan FILE: the compile step of commrec-cc --show had
+# -fsanitize=thread and -g
+compiled_with_tsan() { grep -- ' -c ' "$1" | grep -q -- '-fsanitize=thread.* -g'; }
+if command -v g++ >/dev/null; then
+	printf 'int cxx_x;\nint main() { cxx_x++; return cxx_x - 1; }\n' >"$WORK/prog.cxx"
+	if CC=g++ "$CC_WRAP" --show -O2 prog.cxx -o cxx 2>cxx.show; then
+		check inst_cc_cxx_source sh -c "grep -q -- '-fsanitize=thread' cxx.show && nm -D cxx | grep -q ' U __tsan_func_entry' && ./cxx"
+	else
+		fail inst_cc_cxx_source "$(head -c 300 cxx.show)"
+	fi
+else
+	skip inst_cc_cxx_source "needs g++"
+fi
+if command -v gfortran >/dev/null; then
+	cat >"$WORK/heat.f90" <<'F'
+program heat
+  implicit none
+  integer, parameter :: n = 64
+  real(8) :: a(n), b(n)
+  integer :: i, it
+  a = 0; b = 0; a(n/2) = 1
+  do it = 1, 10
+    do i = 2, n-1
+      b(i) = 0.5d0*a(i) + 0.25d0*(a(i-1)+a(i+1))
+    end do
+    a(2:n-1) = b(2:n-1)
+  end do
+  print *, sum(a)
+end program
+F
+	# gcc drives gfortran's compiler for .f90, as the tester's command did
+	if CC=gcc "$CC_WRAP" --show -O2 heat.f90 -o heat -lgfortran 2>f90.show; then
+		check inst_cc_fortran_compile compiled_with_tsan f90.show
+		check inst_cc_fortran_instrumented sh -c "nm -D heat | grep -q ' U __tsan_func_entry' && ./heat >/dev/null"
+	else
+		fail inst_cc_fortran_compile "$(head -c 300 f90.show)"
+	fi
+else
+	skip inst_cc_fortran_compile "needs gfortran (not installed)"
 fi
 
 done_tests
