@@ -24,7 +24,8 @@ instrumented() {
 
 # full_samples PROG: the SAMPLE records of a full inst recording of PROG
 full_samples() {
-	local t="$WORK/$(basename "$1").zst"
+	local t
+	t="$WORK/$(basename "$1").zst"
 	"$COMMREC" -q -f -o "$t" --sampler inst --full -- "$1" >/dev/null 2>"$t.err" &&
 		"$COMMANALYZE" dump --raw "$t" 2>/dev/null | grep -c ' sample '
 }

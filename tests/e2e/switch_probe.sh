@@ -65,6 +65,8 @@ C
 if cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -I"$CT_ROOT/record" -I"$CT_ROOT/record/common" \
 	-I"$CT_ROOT/formats" -o "$WORK/harness" "$WORK/harness.c" "$CT_ROOT/record/switch_probe.c" \
 	"$CT_BUILD/librecord-common.a" "$CT_BUILD/libctformat.a" -lpthread 2>"$WORK/cc.err"; then
+	# its FAIL lines fail the script (done_tests, tests/lib.sh)
+	# shellcheck disable=SC2034
 	"$WORK/harness" || ct_failed=1
 else
 	fail switch_probe_build "$(head -c 400 "$WORK/cc.err")"
