@@ -26,8 +26,9 @@
 #include "machine.h"
 #include "rtstatus.h"
 
-/* Why the runtime may not have loaded into the program at path. */
-static void explain_no_runtime(const char *path, char *why, size_t cap)
+/* Why the runtime may not have loaded into the program at path, which
+ * exited with status (-1: not yet run). */
+static void explain_no_runtime(const char *path, int status, char *why, size_t cap)
 {
 	struct stat st;
 	struct elf_kind k;
@@ -39,6 +40,15 @@ static void explain_no_runtime(const char *path, char *why, size_t cap)
 	if (elf_kind_read(path, &k) == 0 && k.is_elf && !k.has_interp) {
 		snprintf(why, cap, "%s is statically linked: LD_PRELOAD cannot load the runtime "
 		         "into it; link it dynamically", path);
+		return;
+	}
+	if (status == 127) {
+		/* the dynamic loader's status; it said why on the program's stderr
+		 * (e.g. libcommrec-inst.so, where the program's RUNPATH points to
+		 * a build directory since removed) */
+		snprintf(why, cap, "the program could not start: a shared library was not found "
+		         "(exit 127; see the loader's message above; for --sampler inst programs: "
+		         "libcommrec-inst.so, set LD_LIBRARY_PATH or rebuild)");
 		return;
 	}
 	snprintf(why, cap, "the runtime did not start in %s (statically linked? set-user-ID? "
@@ -54,7 +64,7 @@ static void warn_before_run(const char *path)
 	                   getuid() != 0) ||
 	                  (elf_kind_read(path, &k) == 0 && k.is_elf && !k.has_interp);
 	if (suspicious) {
-		explain_no_runtime(path, why, sizeof why);
+		explain_no_runtime(path, -1, why, sizeof why);
 		rec_warn("warning: nothing will be recorded: %s", why);
 	}
 }
@@ -312,8 +322,8 @@ int main(int argc, char **argv)
 		         "limit; raise the hard limit, ulimit -Hn" : "");
 	} else if (nthreads <= 0) {
 		char why[512];
-		explain_no_runtime(prog, why, sizeof why);
-		rec_err("the program ran (exit status %d) but nothing was recorded: %s", status, why);
+		explain_no_runtime(prog, status, why, sizeof why);
+		rec_err("nothing was recorded (the program's exit status: %d): %s", status, why);
 		if (o.keep_spool)
 			rec_err("spool kept in %s", spool_rel);
 		else

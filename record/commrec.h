@@ -101,6 +101,8 @@ struct rec_opts {
 /* options.c: 0 ok, 1 done (--help, --version, --list-samplers printed; exit
  * 0), -1 usage error (message printed; exit REC_EXIT_FAILED). */
 int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samplers);
+/* The options of a command line with none given. */
+void rec_default_options(struct rec_opts *o);
 
 /* Messages on stderr, prefixed "commrec: ". */
 extern int rec_verbose;
@@ -116,6 +118,9 @@ void rec_list_samplers(void);
  * wp_available and wp_used, and for soft the path (soft_timer: by
  * COMMTRACE_SOFT_TIMER, perf events with -c, else by soft_probe); 0 or -1 with a message printed. */
 int rec_choose_sampler(struct rec_opts *o);
+/* soft, after rec_choose_sampler: the recording samples with the timers
+ * (chosen, or the perf events do not open: the runtime falls back). */
+bool rec_soft_timer_used(const struct rec_opts *o);
 
 /* meta.c: write SPOOL/meta.zst; 0 or -1 with a message printed. */
 int rec_write_meta(const struct rec_opts *o, const char *spool);

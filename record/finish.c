@@ -436,6 +436,29 @@ int rec_join(const struct rec_opts *o, const char *spool, const struct rec_run *
  * million records: beyond this, the line gives the record count instead. */
 #define COUNT_RECORDS_MAX 20000000ull
 
+/* A recording whose threads ran but took no sample: why it likely is so,
+ * from the trace's own CONFIG (a --recover has no sampler chosen). */
+static void warn_no_samples(struct ct_trace *t)
+{
+	char sampler[32] = "", period[32] = "", unit[32] = "", full[8] = "";
+	ct_trace_meta(t, CT_SEC_CONFIG, "sampler", sampler, sizeof sampler);
+	ct_trace_meta(t, CT_SEC_CONFIG, "period", period, sizeof period);
+	ct_trace_meta(t, CT_SEC_CONFIG, "period_unit", unit, sizeof unit);
+	ct_trace_meta(t, CT_SEC_CONFIG, "full", full, sizeof full);
+	char brief[160] = "";      /* the recording was shorter than one period */
+	if (!strcmp(unit, "us-cpu"))
+		snprintf(brief, sizeof brief, "each thread ran less than one period (-c %s: %s us of "
+		         "CPU time; a shorter -c samples more often), ", period, period);
+	else if (full[0] != '1')
+		snprintf(brief, sizeof brief, "each thread made fewer than one period of %s (-c %s), ",
+		         unit, period);
+	rec_warn("warning: no samples: %s%sor it exec'd another program (sh -c 'exec PROG', a "
+	         "wrapper script: the exec'd image is not recorded; record PROG itself)",
+	         !strcmp(sampler, "inst") ? "the program's code is likely not instrumented (only "
+	         "linked by commrec-cc, or compiled by a plain compiler: see commrec-cc(1)), " : "",
+	         brief);
+}
+
 void rec_report(const struct rec_opts *o)
 {
 	struct stat st;
@@ -468,6 +491,8 @@ void rec_report(const struct rec_opts *o)
 		}
 		ct_cursor_free(c);
 	}
+	if (counted && nthreads && !samples)
+		warn_no_samples(t);
 	char lost_txt[64] = "";
 	if (lost)
 		snprintf(lost_txt, sizeof lost_txt, ", %llu lost", lost);

@@ -90,9 +90,7 @@ static void config_kv(const struct rec_opts *o, struct ct_kv *kv)
 	ct_kv_add(kv, "watchpoint_open_switch_ns", "%llu", (unsigned long long)o->wp_open_switch_ns);
 	ct_kv_add(kv, "soft_event_switch_ns", "%llu", (unsigned long long)o->soft_event_switch_ns);
 	if (!strcmp(o->sampler_used, "soft")) {
-		/* events that do not open: the runtime falls back to the timers */
-		bool timer = o->soft_timer || (o->soft_probed && o->soft_probe.open_errno);
-		ct_kv_add(kv, "soft_path", "%s", timer ? "timer" : "perf");
+		ct_kv_add(kv, "soft_path", "%s", rec_soft_timer_used(o) ? "timer" : "perf");
 		ct_kv_add(kv, "soft_path_reason", "%s", o->soft_path_reason);
 		if (o->wp_used)
 			ct_kv_add(kv, "watchpoint_cpu_reason", "%s", o->wp_cpu_reason);

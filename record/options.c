@@ -128,7 +128,8 @@ static void usage(FILE *f)
 "                          (default FILE: SPOOL without .spool)\n"
 "  -q, --quiet             print only errors\n"
 "  -v, --verbose           say what is being done (repeat for more)\n"
-"      --list-samplers     which samplers work on this machine, and why not\n"
+"      --list-samplers     which samplers work on this machine, and why not;\n"
+"                          how a soft recording samples here, and why\n"
 "  -h, --help              this text\n"
 "  -V, --version           version\n"
 "\n"
@@ -225,7 +226,7 @@ static bool valid_event(const char *s)
 	return !at || parse_u64(at + 1, 1, UINT64_MAX, &p);
 }
 
-int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samplers)
+void rec_default_options(struct rec_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->output = "trace.zst";
@@ -234,6 +235,11 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 	o->watch_lines = REC_WATCH_LINES_DEFAULT;
 	o->throttle_share = REC_THROTTLE_DEFAULT / 100.0;
 	o->board_size = 127;
+}
+
+int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samplers)
+{
+	rec_default_options(o);
 	*list_samplers = false;
 	uint64_t v;
 	int c;

@@ -46,16 +46,63 @@ static const char *wp_meaning(enum wp_verdict v)
 	}
 }
 
+bool rec_soft_timer_used(const struct rec_opts *o)
+{
+	return o->soft_timer || (o->soft_probed && o->soft_probe.open_errno);
+}
+
+/* How the soft sampler's samples are taken, as choose_soft_path chose
+ * (its reason says why). */
+static const char *soft_path_words(const struct rec_opts *o)
+{
+	if (rec_soft_timer_used(o))
+		return "POSIX CPU-time timers per thread (a signal per sample)";
+	if (o->wp_used > 0 && !o->wp_cpu)
+		return "perf task-clock events per thread (a signal per sample, which arms the "
+		       "thread's debug registers)";
+	return "perf task-clock events per CPU into rings the writer drains (no signal)";
+}
+
+/* What a soft recording does here, at the default period or with -c
+ * period: the choice a recording makes (rec_choose_sampler: the same
+ * probes), its messages silenced. */
+static void list_soft_choice(uint64_t period)
+{
+	struct rec_opts o;
+	rec_default_options(&o);
+	o.sampler = "soft";
+	o.period = period;
+	int verbose = rec_verbose;
+	rec_verbose = -1;
+	int r = rec_choose_sampler(&o);
+	rec_verbose = verbose;
+	char at[48] = "the default period";
+	if (period)
+		snprintf(at, sizeof at, "-c %llu", (unsigned long long)period);
+	if (r < 0) {
+		printf("soft at %s: cannot record (see soft above)\n", at);
+		return;
+	}
+	printf("soft at %s: %s; why: %s\n", at, soft_path_words(&o), o.soft_path_reason);
+	if (o.wp_used > 0)
+		printf("soft at %s: %d watchpoint%s %s; why: %s\n", at, o.wp_used,
+		       o.wp_used == 1 ? "" : "s", o.wp_cpu ? "per CPU, armed by the writer from the "
+		       "per-CPU rings" : "per thread", o.wp_cpu_reason[0] ? o.wp_cpu_reason :
+		       "per-CPU breakpoints not probed");
+}
+
 void rec_list_samplers(void)
 {
 	static const char *const names[] = {"pebs", "ibs", "soft", "inst"};
 	const char *pick = NULL;
+	bool soft_ok = false;
 	printf("%-8s %-6s %s\n", "SAMPLER", "WORKS", "WHY, AND WHAT TO DO");
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		char why[512];
 		bool ok = rec_sampler_works(names[i], why, sizeof why);
 		if (ok && !pick && strcmp(names[i], "inst"))
 			pick = names[i];
+		soft_ok |= ok && !strcmp(names[i], "soft");
 		printf("%-8s %-6s %s\n", names[i], ok ? "yes" : "no", why);
 	}
 	printf("%-8s %-6s %s\n", "auto", pick ? "yes" : "no",
@@ -71,21 +118,9 @@ void rec_list_samplers(void)
 		printf("watchpoints: %s here (probe: %s, %.2f ms): %s\n",
 		       p.verdict == WP_NO_FIRE ? "do not fire" : "none", detail, (double)p.ns / 1e6,
 		       wp_meaning(p.verdict));
-	struct switch_probe sp;
-	switch_probe_run(&sp, REC_SOFT_PERIOD_DEFAULT * 1000ull);
-	switch_probe_detail(&sp, detail, sizeof detail);
-	printf("soft path: %s (probe: %s, %.0f ms)\n",
-	       sp.timer || sp.open_errno ? "POSIX CPU-time timers (signals)"
-	                                 : "inherited perf events (no signal)",
-	       detail, (double)sp.ns / 1e6);
-	if (p.verdict == WP_FIRE) {
-		struct wp_probe c;
-		wp_probe_cpu_run(&c, p.fired);
-		wp_probe_detail(&c, detail, sizeof detail);
-		bool cpu = c.verdict == WP_FIRE && c.fired >= p.fired;
-		printf("soft watchpoints: %s (per-CPU probe: %s)\n",
-		       cpu ? "per CPU, armed by the writer from the per-CPU rings" : "per thread",
-		       detail);
+	if (soft_ok) {
+		list_soft_choice(0);
+		list_soft_choice(REC_SOFT_PERIOD_DEFAULT);
 	}
 	printf("software watchpoints: with --sampler inst (its default): the instrumentation "
 	       "compares every access with the watched words; no debug registers needed, on any "

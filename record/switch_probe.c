@@ -150,15 +150,23 @@ void switch_probe_run(struct switch_probe *p, uint64_t period_ns)
 		for (int i = 0; i < n; i++)
 			close(fds[i]);
 	}
-	p->added_ns = p->plain_ns && p->event_ns && p->switches
-	              ? ((int64_t)p->event_ns - (int64_t)p->plain_ns) / (int64_t)p->switches : 0;
-	p->added_pct = p->plain_ns && p->event_ns
-	               ? (int)(((int64_t)p->event_ns - (int64_t)p->plain_ns) * 100 / (int64_t)p->plain_ns)
-	               : 0;
+	switch_probe_decide(p);
+	p->ns = mono_ns() - t0;
+}
+
+void switch_probe_decide(struct switch_probe *p)
+{
+	int64_t added = p->plain_ns && p->event_ns ? (int64_t)p->event_ns - (int64_t)p->plain_ns : 0;
+	/* the best run with the events took less CPU time than the best without:
+	 * the difference is the runs' noise, the events cost nothing measurable */
+	p->noise = added < 0;
+	if (p->noise)
+		added = 0;
+	p->added_ns = p->switches ? added / (int64_t)p->switches : 0;
+	p->added_pct = p->plain_ns ? (int)(added * 100 / (int64_t)p->plain_ns) : 0;
 	/* events that do not open: the runtime's own fallback takes the timers
 	 * then, and says why (SUMMARY sampler_fallback_reason) */
 	p->timer = !p->open_errno && p->added_pct > SWITCH_PROBE_LIMIT_PCT;
-	p->ns = mono_ns() - t0;
 }
 
 void switch_probe_detail(const struct switch_probe *p, char *buf, size_t cap)
@@ -166,6 +174,12 @@ void switch_probe_detail(const struct switch_probe *p, char *buf, size_t cap)
 	if (p->open_errno)
 		snprintf(buf, cap, "inherited task-clock events do not open (%s): the runtime "
 		         "falls back to the timers", strerror(p->open_errno));
+	else if (p->noise)
+		snprintf(buf, cap, "inherited task-clock events at a %.0f us period: no measurable "
+		         "cost (within noise: %.1f ms with them against %.1f ms without, %llu "
+		         "switches); limit %d%%", (double)p->period_ns / 1e3, (double)p->event_ns / 1e6,
+		         (double)p->plain_ns / 1e6, (unsigned long long)p->switches,
+		         SWITCH_PROBE_LIMIT_PCT);
 	else
 		snprintf(buf, cap, "inherited task-clock events at a %.0f us period add %d%% CPU "
 		         "time, %.1f us per context switch (%llu switches: %.1f ms against %.1f ms); "

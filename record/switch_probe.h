@@ -40,8 +40,9 @@ struct switch_probe {
 	uint64_t switches;        /* context switches of the best plain run */
 	uint64_t plain_ns;        /* best process CPU time without the events */
 	uint64_t event_ns;        /* best with them */
-	int64_t added_ns;         /* per switch: (event - plain) / switches */
-	int added_pct;            /* (event - plain) / plain, percent */
+	int64_t added_ns;         /* per switch: (event - plain) / switches, 0 if noise */
+	int added_pct;            /* (event - plain) / plain, percent, 0 if noise */
+	bool noise;               /* event < plain: no measurable cost (the runs' noise) */
 	int open_errno;           /* the events could not be opened (then not timer: the
 	                           * runtime falls back to the timers itself, saying why) */
 	uint64_t ns;              /* wall time of the probe */
@@ -51,9 +52,15 @@ struct switch_probe {
 /* Run the probe with events of that period; fills *p. */
 void switch_probe_run(struct switch_probe *p, uint64_t period_ns);
 
+/* From what was measured (plain_ns, event_ns, switches, open_errno): the
+ * costs added_ns, added_pct, noise, and the verdict, timer. */
+void switch_probe_decide(struct switch_probe *p);
+
 /* One line of what was measured (CONFIG soft_probe_detail), e.g.
  * "inherited task-clock events at a 1000 us period add 12% CPU time, 0.4 us
- * per context switch (7253 switches: 25.9 ms against 23.1 ms); limit 5%". */
+ * per context switch (7253 switches: 25.9 ms against 23.1 ms); limit 5%", or
+ * where the events' runs took less CPU time "...: no measurable cost (within
+ * noise: 13.2 ms with them against 15.1 ms without, 1981 switches); limit 5%". */
 void switch_probe_detail(const struct switch_probe *p, char *buf, size_t cap);
 
 #endif

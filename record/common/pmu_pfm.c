@@ -330,7 +330,9 @@ static bool probe_soft(char *why, size_t cap)
 	int fd = pmu_sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd >= 0) {
 		close(fd);
-		pmu_say(why, cap, "task-clock sampling through perf_event_open");
+		pmu_say(why, cap, "perf task-clock events open here; a recording samples through "
+		        "them or through POSIX CPU-time timers (commrec --list-samplers: the lines "
+		        "'soft at ...' say which)");
 		return true;
 	}
 	int err = errno;

@@ -14,6 +14,9 @@
 
 void *rt_real(const char *name)
 {
+	/* dlsym and dlopen allocate (dlerror's buffer, the handles): the
+	 * runtime's, not the program's, allocations */
+	rt_guard++;
 	void *f = dlsym(RTLD_NEXT, name);
 	static const char *const owners[] = { "libgomp.so.1", "libc.so.6" };
 	for (size_t i = 0; !f && i < sizeof owners / sizeof owners[0]; i++) {
@@ -23,6 +26,7 @@ void *rt_real(const char *name)
 			dlclose(h);
 		}
 	}
+	rt_guard--;
 	return f;
 }
 

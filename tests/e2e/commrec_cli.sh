@@ -54,6 +54,25 @@ check list_watchpoints has list.out '^watchpoints: '
 check list_watchpoints_verdict grep -Eq '^watchpoints: ([1-4] debug registers? per thread \(probe: |do not fire here \(probe: .*: the debug registers do not work on this machine|none here)' list.out
 # every "no" row says what to do or why
 check list_reasons awk '$2 == "no" && NF < 4 { bad = 1 } END { exit bad }' list.out
+# the soft lines say what a soft recording does here, one way: the path at
+# the default period and with -c, as the recording's CONFIG soft_path says
+# (COMMTRACE_SOFT_TIMER fixes the choice, which the probes make otherwise)
+if grep -q '^soft  *yes' list.out && [ -x "$COMMANALYZE" ] && [ -e "$CT_BUILD/libcommrec.so" ]; then
+	check list_soft_one_way sh -c "[ \$(grep -c '^soft at the default period: [a-zA-Z]' list.out) -eq 1 ] &&
+		[ \$(grep -c '^soft at -c [0-9]*: [a-zA-Z]' list.out) -eq 1 ] && ! grep -q '^soft path' list.out"
+	for t in 1 0; do
+		want=$([ $t = 1 ] && echo 'POSIX CPU-time timers' || echo 'perf task-clock events')
+		path=$([ $t = 1 ] && echo timer || echo perf)
+		COMMTRACE_SOFT_TIMER=$t "$COMMREC" --list-samplers >list$t.out 2>&1
+		COMMTRACE_SOFT_TIMER=$t "$COMMREC" -q -o soft$t.zst -s soft -- /bin/true >/dev/null 2>&1
+		"$COMMANALYZE" info soft$t.zst >info$t.out 2>&1
+		check "list_soft_timer${t}_says" has list$t.out "^soft at the default period: $want"
+		check "list_soft_timer${t}_records" has info$t.out "soft_path=$path\$"
+	done
+	rm -f soft1.zst soft0.zst
+else
+	skip list_soft_one_way "the soft sampler does not work here, or the runtime is not built"
+fi
 
 # ---- option errors: status 125 and a message ------------------------------------
 opt_error() {  # NAME EXPECTED-MESSAGE ARGS...
