@@ -21,6 +21,11 @@
 
 /* ---- building ------------------------------------------------------------ */
 
+static const char *model_name(const struct model_opts *o)
+{
+	return o->model ? o->model : "comdetective";
+}
+
 void sweep_init(struct sweep *s)
 {
 	memset(s, 0, sizeof *s);
@@ -308,6 +313,20 @@ size_t sweep_finest_point(const struct sweep *s)
 	return idx;
 }
 
+const char *sweep_models(const struct sweep *s, char *buf, size_t cap)
+{
+	size_t l = 0;
+	buf[0] = 0;
+	for (size_t p = 0; p < s->ngrid; p++) {
+		bool seen = false;
+		for (size_t q = 0; q < p && !seen; q++)
+			seen = !strcmp(model_name(&s->opts[q]), model_name(&s->opts[p]));
+		if (!seen && l < cap)
+			l += (size_t)snprintf(buf + l, cap - l, "%s%s", l ? "," : "", model_name(&s->opts[p]));
+	}
+	return s->ngrid ? buf : model_name(&s->base);
+}
+
 static bool same_opts(const struct model_opts *a, const struct model_opts *b)
 {
 	char x[128], y[128];
@@ -398,7 +417,7 @@ int sweep_set_reference(struct sweep *s, const char *ref, const char *ref_model,
 			return -1;
 		}
 		snprintf(s->ref_desc, sizeof s->ref_desc, "trace %s analyzed with the %s model", ref,
-		         s->ref_opts.model ? s->ref_opts.model : "comdetective");
+		         model_name(&s->ref_opts));
 		return 0;
 	}
 	/* a point: the finest or the first, or the finest with the options
@@ -555,7 +574,7 @@ static void warn_full_trace_models(const struct sweep *s, struct ct_trace *tr, c
 		if (full_trace_check(tr, name, why, sizeof why))
 			continue;
 		size_t q = 0;
-		while (q < s->npoints && strcmp(s->opts[q].model ? s->opts[q].model : "comdetective", name))
+		while (q < s->npoints && strcmp(model_name(&s->opts[q]), name))
 			q++;
 		for (size_t i = 0; q < s->npoints && i < n; i++)
 			if (points[i] == q) {
@@ -717,7 +736,8 @@ void sweep_print_table(const struct sweep *s, FILE *f)
 			fprintf(f, "%s%s: %zu", k ? " x " : "", s->params[k].name, s->params[k].nvalues);
 		fprintf(f, ")");
 	}
-	fprintf(f, ", model %s", s->base.model ? s->base.model : "comdetective");
+	char models[200];
+	fprintf(f, ", model %s", sweep_models(s, models, sizeof models));
 	if (s->ntraces == 1)
 		fprintf(f, ", trace %s", s->traces[0].path);
 	else
@@ -989,13 +1009,14 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 		return EXIT_USAGE;
 	}
 	/* a parameter no point's model uses changes nothing: say so */
+	char models[200];
 	for (size_t k = 0; k < s->nparams; k++) {
 		bool used = !strcmp(s->params[k].name, "model");
 		for (size_t p = 0; p < s->ngrid && !used; p++)
 			used = model_opt_relevant(s->opts[p].model, s->params[k].name);
 		if (!used)
 			ana_warn("sweep: --param %s: not used by the %s model (its points are all alike)",
-			         s->params[k].name, s->base.model ? s->base.model : "comdetective");
+			         s->params[k].name, sweep_models(s, models, sizeof models));
 	}
 	if (sweep_alloc_results(s)) {
 		ana_err("out of memory");

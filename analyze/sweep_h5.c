@@ -292,7 +292,8 @@ int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err
 	free(tp);
 	if (s->ntraces == 1)
 		h5w_attr_str(&h, file, "trace", s->traces[0].path);
-	h5w_attr_str(&h, file, "model", s->base.model ? s->base.model : "comdetective");
+	char models[200];
+	h5w_attr_str(&h, file, "model", sweep_models(s, models, sizeof models));
 	for (size_t k = 0; model_opt_names[k]; k++) {
 		char key[64], v[128];
 		snprintf(key, sizeof key, "fixed:%s", model_opt_names[k]);

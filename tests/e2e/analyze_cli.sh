@@ -400,6 +400,20 @@ run help_sweep_options 0 "$A" sweep --help && check help_sweep_reference_model g
 run help_default_report 0 "$A" "$G" --help && check help_default_is_report grep -q '^usage: commanalyze \[report\]' "$WORK/out"
 run help_unknown_cmd 1 "$A" help frobnicate && pass help_unknown_cmd
 
+# ---- sweep: the model named is the one swept ----------------------------------
+if run sweep_model_label 0 "$A" sweep "$G" --param model=exact --param sync=include,exclude \
+	--plot "$WORK/sw.svg" --csv "$WORK/sw.csv"; then
+	check sweep_model_label_text grep -q '^sweep: 2 points (model: 1 x sync: 2), model exact, ' "$WORK/out"
+	check sweep_model_label_svg grep -q 'commanalyze sweep: [^<]* (model exact)<' "$WORK/sw.svg"
+fi
+run sweep_models_label 0 "$A" sweep "$G" --param model=window,exact &&
+	check sweep_models_label_text grep -q '^sweep: 2 points (model: 2), model window,exact, ' "$WORK/out"
+if command -v h5dump >/dev/null && "$A" sweep "$G" --param model=exact -q -o "$WORK/sw.h5" 2>/dev/null; then
+	check sweep_model_label_h5 bash -c "h5dump -a /model '$WORK/sw.h5' | grep -q '\"exact\"'"
+else
+	skip sweep_model_label_h5 "needs h5dump and an HDF5 build"
+fi
+
 # ---- malformed traces: exit 2, one line naming the file -------------------------
 size=$(stat -c %s "$G")
 : >"$WORK/zero.zst"
