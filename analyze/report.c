@@ -135,14 +135,21 @@ static bool recorded_watchpoints_matter(const struct analysis *a)
 	return !strcmp(a->model->name, "comdetective") && !(h && (h->features & CT_FEAT_FULL));
 }
 
-/* The debug-register probe's verdict ("" when the trace's watchpoints were
- * software ones, inst: the probe does not concern them). */
-static void debug_register_probe(struct ct_trace *t, char *probe, size_t cap)
+/* Were the trace's watchpoints software ones (inst: the instrumented
+ * accesses check the watched lines; no debug register involved)? */
+static bool software_watchpoints(struct ct_trace *t)
 {
 	char kind[16] = "";
-	probe[0] = '\0';
 	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_kind", kind, sizeof kind);
-	if (strcmp(kind, "software"))
+	return !strcmp(kind, "software");
+}
+
+/* The debug-register probe's verdict ("" when the trace's watchpoints were
+ * software ones: the probe does not concern them). */
+static void debug_register_probe(struct ct_trace *t, char *probe, size_t cap)
+{
+	probe[0] = '\0';
+	if (!software_watchpoints(t))
 		ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_probe", probe, cap);
 }
 
@@ -181,6 +188,10 @@ static void watchpoint_warnings(struct report *r, uint64_t arms, uint64_t hits)
 		        "are scaled as the registers actually armed", a->opts.watchpoints, w);
 	else if (!arms && a->stats.samples)
 		warn(r, "no watchpoint was armed although %" PRIu64 " registers were configured", w);
+	else if (arms >= MANY_ARMS && !hits && software_watchpoints(t))
+		warn(r, "%" PRIu64 " software watchpoint arms and not one hit: software watchpoints "
+		        "are checked by the instrumented accesses themselves, so this simply means that "
+		        "no other thread touched the watched lines before they expired", arms);
 	else if (arms >= MANY_ARMS && !hits)
 		warn(r, "%" PRIu64 " watchpoint arms and not one hit: the debug registers may not "
 		        "fire on the recording machine%s ('commrec --list-samplers' probes them), or "

@@ -175,6 +175,12 @@ done
 if run report_armsnohit 0 "$A" report "$WORK/armsnohit.zst"; then
 	check report_arms_no_hit grep -q '160 watchpoint arms and not one hit' "$WORK/out"
 fi
+# the same with software watchpoints (inst): they cannot fail to fire
+"$MK" "$WORK/armsnohitsoft.zst" armsnohitsoft || fail mktrace_armsnohitsoft
+if run report_armsnohit_soft 0 "$A" report "$WORK/armsnohitsoft.zst"; then
+	check report_arms_no_hit_soft bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q '160 software watchpoint arms and not one hit: .* no other thread touched the watched lines'"
+	check report_arms_no_hit_soft_no_debugreg bash -c "! grep -q 'debug registers' '$WORK/out'"
+fi
 # a soft-sampler trace (periods in CPU time): the totals are relative, and say so
 LC_ALL=C sed 's/period_unit=events/period_unit=us-cpu/' "$G" >"$WORK/soft.zst"
 if run report_soft 0 "$A" "$WORK/soft.zst"; then

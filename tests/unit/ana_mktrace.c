@@ -6,6 +6,7 @@
  *   ana_mktrace OUT nofire       recorded where watchpoints do not fire (none armed),
  *                                a throttled thread, many samples in the runtime
  *   ana_mktrace OUT armsnohit    150 watchpoint arms, not one hit
+ *   ana_mktrace OUT armsnohitsoft  the same with software watchpoints (inst)
  *   ana_mktrace OUT fullwp0      a full trace (every access), watchpoints off
  *   ana_mktrace OUT cpus         3 threads on 4 logical cpus (two per physical
  *                                core): ComDetective's cpu-indexed files
@@ -123,6 +124,10 @@ static void build_variant(struct tb *b, const char *kind)
 	} else if (!strcmp(kind, "armsnohit")) {
 		build_pingpong(b, "sampler=soft\nperiod=1000\nperiod_unit=us-cpu\nwatchpoints=4\n"
 		               "watchpoint_probe=fires\nline_size=64\n", 1000000, true);
+	} else if (!strcmp(kind, "armsnohitsoft")) {
+		build_pingpong(b, "sampler=inst\nperiod=1000\nperiod_unit=accesses\nwatchpoints=4\n"
+		               "watchpoint_kind=software\nwatchpoint_probe=fires\nline_size=64\n", 1000,
+		               true);
 	} else {
 		build_pingpong(b, "sampler=inst\nperiod=1\nperiod_unit=accesses\nwatchpoints=0\n"
 		               "watchpoint_probe=no-fire\nfull=1\nline_size=64\n", 1, false);
@@ -303,10 +308,10 @@ int main(int argc, char **argv)
 			return 1;
 		build_ring(&b, n, !strcmp(argv[2], "regions"));
 	} else if (!strcmp(argv[2], "nofire") || !strcmp(argv[2], "armsnohit") ||
-	           !strcmp(argv[2], "fullwp0")) {
+	           !strcmp(argv[2], "armsnohitsoft") || !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|cpus|nofire|armsnohit|fullwp0|big N|threads N|regions N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|big N|threads N|regions N\n");
 		return 1;
 	}
 	unlink(b.path);
