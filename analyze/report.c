@@ -429,7 +429,15 @@ static void sec_totals(struct report *r)
 		       "error only;\n   a biased estimator's error is not in them: --estimator)\n");
 	char probe[32] = "";
 	debug_register_probe(a->trace, probe, sizeof probe);
-	if (!r->events && a->stats.samples && !strcmp(probe, "no-fire") &&
+	if (!a->stats.samples && ct_trace_nthreads(a->trace))
+		warn(r, "no access was sampled: %zu thread%s recorded, not one sample, so there is "
+		        "nothing to analyze. Usual causes: the program exec'd another program (commrec "
+		        "records the program it starts, not what that one execs), it was not "
+		        "instrumented (--sampler inst samples only code built with commrec-cc), or it "
+		        "ran too briefly, or mostly blocked, for one sampling period (a smaller "
+		        "commrec -c)", ct_trace_nthreads(a->trace),
+		     ct_trace_nthreads(a->trace) == 1 ? "" : "s");
+	else if (!r->events && a->stats.samples && !strcmp(probe, "no-fire") &&
 	    recorded_watchpoints_matter(a))
 		warn(r, "no communication detected: without watchpoints (see below) the samples of "
 		        "two threads must meet on a line; try --model window, which pairs samples "

@@ -181,6 +181,14 @@ if run report_armsnohit_soft 0 "$A" report "$WORK/armsnohitsoft.zst"; then
 	check report_arms_no_hit_soft bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q '160 software watchpoint arms and not one hit: .* no other thread touched the watched lines'"
 	check report_arms_no_hit_soft_no_debugreg bash -c "! grep -q 'debug registers' '$WORK/out'"
 fi
+# threads and not one sample: said in the warnings, text and JSON
+"$MK" "$WORK/nosamples.zst" nosamples || fail mktrace_nosamples
+if run report_nosamples 0 "$A" report "$WORK/nosamples.zst"; then
+	check report_nosamples_threads grep -q '^  threads       2 (0 with samples)$' "$WORK/out"
+	check report_nosamples_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'no access was sampled: 2 threads recorded, not one sample.* exec.d another program.* commrec-cc.* too briefly'"
+fi
+run report_nosamples_json 0 "$A" report "$WORK/nosamples.zst" --format json &&
+	check report_nosamples_json_warning grep -q '"no access was sampled: 2 threads recorded' "$WORK/out"
 # a soft-sampler trace (periods in CPU time): the totals are relative, and say so
 LC_ALL=C sed 's/period_unit=events/period_unit=us-cpu/' "$G" >"$WORK/soft.zst"
 if run report_soft 0 "$A" "$WORK/soft.zst"; then

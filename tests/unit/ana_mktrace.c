@@ -8,6 +8,7 @@
  *   ana_mktrace OUT armsnohit    150 watchpoint arms, not one hit
  *   ana_mktrace OUT armsnohitsoft  the same with software watchpoints (inst)
  *   ana_mktrace OUT fullwp0      a full trace (every access), watchpoints off
+ *   ana_mktrace OUT nosamples    2 threads that start and end, not one sample
  *   ana_mktrace OUT cpus         3 threads on 4 logical cpus (two per physical
  *                                core): ComDetective's cpu-indexed files
  *   ana_mktrace OUT threads N    N threads in a ring: thread i stores a word of
@@ -255,6 +256,17 @@ static void build_cpus(struct tb *b)
 	tb_sample_cpu(b, 1, 600, 0x2004, 4, CT_ACCESS_LOAD, 1000, 2);
 }
 
+/* Two threads that start and end, and nothing between (a program that
+ * exec'd, or was not instrumented). */
+static void build_nosamples(struct tb *b)
+{
+	tb_init(b, 2);
+	for (uint32_t t = 0; t < 2; t++) {
+		tb_add(b, t, CT_REC_THREAD_START, 10 + t);
+		tb_add(b, t, CT_REC_THREAD_END, 1000 + t);
+	}
+}
+
 static void marker(struct tb *b, uint32_t t, uint64_t time, int kind, const char *name)
 {
 	struct ct_record *r = tb_add(b, t, CT_REC_MARKER, time);
@@ -296,6 +308,8 @@ int main(int argc, char **argv)
 		b.complete = !strcmp(argv[2], "basic");
 	} else if (!strcmp(argv[2], "cpus")) {
 		build_cpus(&b);
+	} else if (!strcmp(argv[2], "nosamples")) {
+		build_nosamples(&b);
 	} else if (!strcmp(argv[2], "big") && argc > 3) {
 		if (write_big(argv[1], strtoull(argv[3], NULL, 10)) < 0) {
 			perror(argv[1]);
@@ -311,7 +325,7 @@ int main(int argc, char **argv)
 	           !strcmp(argv[2], "armsnohitsoft") || !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|big N|threads N|regions N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|big N|threads N|regions N\n");
 		return 1;
 	}
 	unlink(b.path);
