@@ -350,6 +350,43 @@ static const char *share_ci(const struct report *r, double part, double total, c
 	return buf;
 }
 
+/* Sampled stores whose window the line monitor could not open (the owner
+ * estimator): what they would have seen is in no figure, nor interval. */
+static uint64_t owner_windows_missed(const struct analysis *a)
+{
+	const uint64_t *w = a->stats.owner_windows;
+	return a->opts.estimator == ESTIMATOR_OWNER ? w[CT_OWNER_DROP_TABLE] + w[CT_OWNER_DROP_LINE]
+	                                            : 0;
+}
+
+/* How low the owner estimate may be: the volume were the missed windows
+ * like the opened ones, and the most they could hold (one window at most
+ * r->unit_max, (threads - 1) P: model_comdetective.c). */
+static void owner_windows_warning(struct report *r)
+{
+	const uint64_t *w = r->a->stats.owner_windows;
+	uint64_t missed = owner_windows_missed(r->a), opened = w[CT_OWNER_OPENED];
+	if (!missed)
+		return;
+	char like[160] = "", most[160] = "", b1[32], b2[32];
+	if (opened && r->total > 0)
+		snprintf(like, sizeof like, " Were the missed windows like the opened ones, the volume "
+		         "would be about %s (x %.1f).", fmt_count(r->total * (double)(missed + opened) /
+		                                                  (double)opened, b1, sizeof b1),
+		         (double)(missed + opened) / (double)opened);
+	if (r->unit_max > 0)
+		snprintf(most, sizeof most, " At most it is %s: each missed window could hold up to "
+		         "(threads - 1) x period = %s transfers.",
+		         fmt_count(r->total + (double)missed * r->unit_max, b1, sizeof b1),
+		         fmt_count(r->unit_max, b2, sizeof b2));
+	warn(r, "the line monitor opened no window for %" PRIu64 " of %" PRIu64 " sampled stores "
+	        "(%" PRIu64 ": its table was full, %" PRIu64 ": their line had its most windows "
+	        "open): the owner estimate leaves out what those windows would have seen, so it is "
+	        "low, and its 90%% interval covers the opened windows only.%s%s Fewer windows open "
+	        "at once: a longer commrec -c period or a smaller commrec --owner-window", missed,
+	     missed + opened, w[CT_OWNER_DROP_TABLE], w[CT_OWNER_DROP_LINE], like, most);
+}
+
 /* The volume's interval line, and the warning when few events are behind it. */
 static void volume_ci(struct report *r)
 {
@@ -360,7 +397,8 @@ static void volume_ci(struct report *r)
 	struct interval ci = volume_interval(r->total, r->var, r->unit_max);
 	fmt_count(ci.lo, lo, sizeof lo);
 	fmt_count(ci.hi, hi, sizeof hi);
-	fprintf(r->f, "  %-26s %s to %s (from %.0f effective events)\n", "  90% interval", lo, hi, n);
+	fprintf(r->f, "  %-26s %s to %s (from %.0f effective events%s)\n", "  90% interval", lo, hi, n,
+	        owner_windows_missed(r->a) ? ", in the opened windows" : "");
 	char count[96];
 	snprintf(count, sizeof count, "%" PRIu64 " communication events (%.0f effective: the "
 	         "weights differ)", r->events, n);
@@ -411,6 +449,7 @@ static void sec_totals(struct report *r)
 	else
 		fprintf(r->f, "\n");
 	volume_ci(r);
+	owner_windows_warning(r);
 	fprintf(r->f, "  %-26s %-9s transfers x %u bytes\n", "estimated bytes",
 	       fmt_bytes(r->total * a->line_size, b2, sizeof b2), a->line_size);
 	char ci[48];

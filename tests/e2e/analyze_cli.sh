@@ -189,6 +189,15 @@ if run report_nosamples 0 "$A" report "$WORK/nosamples.zst"; then
 fi
 run report_nosamples_json 0 "$A" report "$WORK/nosamples.zst" --format json &&
 	check report_nosamples_json_warning grep -q '"no access was sampled: 2 threads recorded' "$WORK/out"
+# the owner estimator where the line monitor opened 1 window of 3: said in
+# the warnings, with the scale-up (15 x 3) and the bound (15 + 2 x 20)
+"$MK" "$WORK/owner.zst" owner || fail mktrace_owner
+if run report_owner_missed 0 "$A" report "$WORK/owner.zst" --estimator owner; then
+	check report_owner_interval_says grep -q '^    90% interval .*, in the opened windows)$' "$WORK/out"
+	check report_owner_missed_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'opened no window for 2 of 3 sampled stores (1: its table was full, 1: their line had its most windows open).* 90% interval covers the opened windows only. .* about 45 (x 3.0). At most it is 55: .* = 20 transfers'"
+fi
+run report_owner_json 0 "$A" report "$WORK/owner.zst" --estimator owner --format json &&
+	check report_owner_json_warning grep -q '"the line monitor opened no window for 2 of 3 sampled stores' "$WORK/out"
 # a soft-sampler trace (periods in CPU time): the totals are relative, and say so
 LC_ALL=C sed 's/period_unit=events/period_unit=us-cpu/' "$G" >"$WORK/soft.zst"
 if run report_soft 0 "$A" "$WORK/soft.zst"; then
