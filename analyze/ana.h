@@ -115,7 +115,10 @@ int cli_trace(const struct cli *p, const char **path);
 char cli_model_letter(const char *name);
 /* "A, B or C" of the n names into buf. */
 const char *names_list(const char *const *names, size_t n, char *buf, size_t cap);
-/* ct_trace_open, with the reason printed when it fails (then NULL: exit
+/* ct_trace_open; a directory without meta.zst is said to be neither a
+ * trace nor a commrec spool (not "DIR/meta.zst: No such file"). */
+struct ct_trace *ana_trace_open(const char *path, struct ct_error *err);
+/* ana_trace_open, with the reason printed when it fails (then NULL: exit
  * with EXIT_BADTRACE). */
 struct ct_trace *ana_open_trace(const char *path);
 /* Parse an unsigned decimal number; false if not a number or out of range. */

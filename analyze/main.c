@@ -341,6 +341,31 @@ static const struct command *command_like(const char *word)
 	return NULL;
 }
 
+/* A word in the command's place that is no file, and either looks like
+ * a command (no '/' or '.') or is followed by another operand that could
+ * be the trace: "commanalyze compare a.zst b.zst" is not a report of two
+ * traces. */
+static bool unknown_command(const char *word, int argc, char **argv)
+{
+	if (word[0] == '-' || !access(word, F_OK))
+		return false;
+	if (!strpbrk(word, "/."))
+		return true;
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+		if (argv[i][0] != '-' && !access(argv[i], F_OK))
+			return true;
+	return false;
+}
+
+static void say_unknown_command(const char *word)
+{
+	char list[256];
+	size_t l = 0;
+	for (size_t i = 0; i < sizeof commands / sizeof *commands && l < sizeof list; i++)
+		l += (size_t)snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", commands[i].name);
+	ana_err("'%s' is neither a command nor a trace (commands: %s; see --help)", word, list);
+}
+
 int main(int argc, char **argv)
 {
 	cli_help = help_for;
@@ -368,6 +393,10 @@ int main(int argc, char **argv)
 	if (!c && cmd[0] != '-' && (c = command_like(cmd))) {
 		ana_err("'%s' is not a command and not a file: did you mean '%s'? (see --help)", cmd,
 		        c->name);
+		return EXIT_USAGE;
+	}
+	if (!c && unknown_command(cmd, argc, argv)) {
+		say_unknown_command(cmd);
 		return EXIT_USAGE;
 	}
 	if (!c)

@@ -403,7 +403,7 @@ int sweep_set_reference(struct sweep *s, const char *ref, const char *ref_model,
 		const char *model = ref_model;
 		if (!model) {
 			struct ct_error ce = {{0}};
-			struct ct_trace *t = ct_trace_open(ref, &ce);
+			struct ct_trace *t = ana_trace_open(ref, &ce);
 			if (!t) {
 				snprintf(err, cap, "--reference: %s", ce.msg);
 				return -1;

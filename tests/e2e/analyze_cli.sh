@@ -390,6 +390,17 @@ run cli_cluster_help 0 "$A" matrix -qh && check cli_cluster_help_usage grep -q '
 # a mistyped command: named, not taken for a trace
 run cli_typo 1 "$A" matirx "$G" &&
 	check cli_typo_msg grep -q "'matirx' is not a command and not a file: did you mean 'matrix'" "$WORK/err"
+# a word that is no command and no file before a trace: not a report of two
+# traces; a directory that is no spool: said so, not its missing meta.zst
+run cli_not_command 1 "$A" compare "$G" "$G" &&
+	check cli_not_command_msg grep -q "'compare' is neither a command nor a trace (commands: report, .*sweep" "$WORK/err"
+run cli_not_command_alone 1 "$A" compare &&
+	check cli_not_command_alone_msg grep -q "'compare' is neither a command nor a trace" "$WORK/err"
+mkdir -p "$WORK/notspool"
+for c in report info sweep; do
+	run "cli_dir_$c" 2 "$A" $c "$WORK/notspool" &&
+		check "cli_dir_${c}_msg" grep -q "notspool: a directory that is neither a trace nor a commrec spool" "$WORK/err"
+done
 run usage_bad_option 1 "$A" --bogus && pass usage_bad_option
 (cd "$WORK/none" && run usage_info_notrace 2 "$A" info) && pass usage_info_notrace
 run usage_info_option 1 "$A" info "$G" --x && pass usage_info_option
