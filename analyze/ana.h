@@ -121,6 +121,11 @@ struct ct_trace *ana_trace_open(const char *path, struct ct_error *err);
 /* ana_trace_open, with the reason printed when it fails (then NULL: exit
  * with EXIT_BADTRACE). */
 struct ct_trace *ana_open_trace(const char *path);
+/* -o FILE of the commands that print to standard output (info, dump):
+ * ana_stdout_to sends it to path (NULL: leaves it), ana_stdout_done
+ * flushes it.  0, or EXIT_BADTRACE (message printed). */
+int ana_stdout_to(const char *path);
+int ana_stdout_done(const char *path);
 /* Parse an unsigned decimal number; false if not a number or out of range. */
 bool parse_u64(const char *s, uint64_t *out);
 /* A duration: a number with an optional unit (ns, us, ms, s; plain: ns). */

@@ -106,15 +106,17 @@ static const struct command {
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n"
 "  --no-demangle            C++ names as in the binary\n", true, NULL },
 		{ "info", cmd_info,
-"usage: commanalyze info TRACE [--format text|json]\n"
+"usage: commanalyze info TRACE [--format text|json] [-o FILE]\n"
 "\n"
 "What the trace holds: format version and features, completeness, machine,\n"
 "configuration, command line, per-thread record counts, lost and skipped\n"
 "samples, exit status.\n"
 "  --format text|json   (default text) json: one object (schema\n"
-"                       commtrace-info/1: commanalyze(1))\n", false, NULL },
+"                       commtrace-info/1: commanalyze(1))\n"
+"  -o FILE              write to FILE instead of standard output\n", false, NULL },
 		{ "dump", cmd_dump,
 "usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N] [--raw]\n"
+"                        [-o FILE]\n"
 "\n"
 "One line per record in time order: TIME T<thread> TYPE key=value..., as perf\n"
 "script: TIME in seconds since the recording began, code addresses with their\n"
@@ -124,7 +126,8 @@ static const struct command {
 "                    free, callsite, thread_start, thread_end, marker, lost,\n"
 "                    skipped, func_enter, func_exit\n"
 "  --limit N         the first N lines shown\n"
-"  --raw             TIME in the recorded monotonic nanoseconds, no symbols\n", false, NULL },
+"  --raw             TIME in the recorded monotonic nanoseconds, no symbols\n"
+"  -o FILE           write to FILE instead of standard output\n", false, NULL },
 		{ "matrix", cmd_matrix,
 "usage: commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"

@@ -459,6 +459,22 @@ struct ct_trace *ana_open_trace(const char *path)
 	return t;
 }
 
+int ana_stdout_to(const char *path)
+{
+	if (!path || freopen(path, "w", stdout))
+		return 0;
+	ana_err("cannot write %s: %s", path, strerror(errno));
+	return EXIT_BADTRACE;
+}
+
+int ana_stdout_done(const char *path)
+{
+	if (!fflush(stdout) && !ferror(stdout))
+		return 0;
+	ana_err("cannot write %s: %s", path ? path : "standard output", strerror(errno));
+	return EXIT_BADTRACE;
+}
+
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
 	fprintf(stderr, "commanalyze: %s", prefix);

@@ -110,6 +110,15 @@ if run info 0 "$A" info "$G"; then
 	check info_cmdline grep -qx 'command: ./app --threads 2' "$WORK/out"
 	check info_exit grep -qx 'exit status: 0' "$WORK/out"
 fi
+# -o FILE as every command: the same text, json
+run info_o 0 "$A" info "$G" -o "$WORK/info.txt" &&
+	check info_o_same bash -c "'$A' info '$G' | cmp -s - '$WORK/info.txt'"
+run info_qo_json 0 "$A" info "$G" --format json -qo "$WORK/info.json" &&
+	check info_qo_json_file grep -q '"schema":"commtrace-info/1"' "$WORK/info.json"
+run dump_o 0 "$A" dump "$G" --raw -o "$WORK/dump.o" &&
+	check dump_o_same cmp -s "$WORK/dump.want" "$WORK/dump.o"
+run info_o_unwritable 2 "$A" info "$G" -o "$WORK/nodir/x" &&
+	check info_o_unwritable_msg grep -q "cannot write $WORK/nodir/x" "$WORK/err"
 if run info_incomplete 0 "$A" info "$WORK/incomplete.zst"; then
 	check info_incomplete_line grep -qx 'complete: no' "$WORK/out"
 	check info_incomplete_why grep -q 'cut off' "$WORK/out"
