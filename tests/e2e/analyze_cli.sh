@@ -410,6 +410,14 @@ for c in report info sweep; do
 	run "cli_dir_$c" 2 "$A" $c "$WORK/notspool" &&
 		check "cli_dir_${c}_msg" grep -q "notspool: a directory that is neither a trace nor a commrec spool" "$WORK/err"
 done
+# timeline --interval: at most 100000 windows of the run (SUMMARY
+# duration_ns, 5 s): refused before the replay, saying how many and what
+# interval would do; 5 s / 50 us = 100000 (+ 1) is one too many
+"$MK" "$WORK/long.zst" long || fail mktrace_long
+run timeline_interval_too_short 1 "$A" timeline "$WORK/long.zst" --interval 1us &&
+	check timeline_interval_msg grep -q -- '--interval 1.0 us makes 5000001 windows of the 5.000 s trace, at most 100000: give --interval 51us or longer' "$WORK/err"
+run timeline_interval_limit 1 "$A" timeline "$WORK/long.zst" --interval 50us --changes && pass timeline_interval_limit
+run timeline_interval_fits 0 "$A" timeline "$WORK/long.zst" --interval 51us --format csv && pass timeline_interval_fits
 run usage_bad_option 1 "$A" --bogus && pass usage_bad_option
 (cd "$WORK/none" && run usage_info_notrace 2 "$A" info) && pass usage_info_notrace
 run usage_info_option 1 "$A" info "$G" --x && pass usage_info_option
