@@ -270,6 +270,34 @@ static void throttle_line(struct report *r)
 	     n == 1 ? "" : "s", limit, when);
 }
 
+/* Threads the trace lacks: fewer than the program started (SUMMARY
+ * threads_started), or, in a trace cut off before that summary, how many
+ * are there and how many were cut (no end record): threads whose records
+ * all came after the cut leave no trace at all. */
+static void missing_threads(struct report *r, bool complete)
+{
+	const struct analysis *a = r->a;
+	size_t k = ct_trace_nthreads(a->trace), cut = 0;
+	char v[32];
+	uint64_t n;
+	if (ct_trace_meta(a->trace, CT_SEC_SUMMARY, "threads_started", v, sizeof v) &&
+	    parse_u64(v, &n)) {
+		if (n > k)
+			warn(r, "%" PRIu64 " of the %" PRIu64 " threads the program started have no records "
+			        "in the trace (its summary: threads_started=%" PRIu64 "): what they "
+			        "communicated is missing", n - (uint64_t)k, n, n);
+		return;
+	}
+	if (complete)
+		return;
+	for (size_t i = 0; i < a->stats.nthreads; i++)
+		cut += thread_by_index(a->trace, i) && !a->stats.th[i].ended;
+	warn(r, "threads may be missing: the trace holds %zu thread%s (%zu without an end record: "
+	        "cut off), but the summary that says how many the program started is lost with the "
+	        "end of the recording; a thread whose records all came after the cut is not in the "
+	        "trace at all", k, k == 1 ? "" : "s", cut);
+}
+
 static void sec_trace(struct report *r)
 {
 	struct analysis *a = r->a;
@@ -299,6 +327,7 @@ static void sec_trace(struct report *r)
 	fprintf(r->f, "  %-13s %s%s%s\n", "complete", complete ? "yes" : "NO: ", complete ? "" : buf, "");
 	if (!complete)
 		warn(r, "incomplete trace: %s", buf);
+	missing_threads(r, complete);
 	uint64_t arms = 0, hits = 0;
 	for (size_t i = 0; i < a->stats.nthreads; i++) {
 		arms += a->stats.th[i].wp_arm;

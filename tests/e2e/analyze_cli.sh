@@ -217,6 +217,15 @@ fi
 run report_cmd 0 "$A" report "$G" --model window --window 1ms
 if run report_incomplete 0 "$A" report "$WORK/incomplete.zst"; then
 	check report_incomplete_warning grep -q 'incomplete trace' "$WORK/out"
+	# cut off: how many threads are there and how many were cut (T2 has no end)
+	check report_incomplete_threads bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'threads may be missing: the trace holds 3 threads (1 without an end record: cut off)'"
+fi
+run report_complete_no_missing 0 "$A" report "$G" &&
+	check report_complete_no_missing_threads bash -c "! grep -q 'threads may be missing\|threads the program started' '$WORK/out'"
+# the summary says 5 threads started, 3 have records
+"$MK" "$WORK/unrecorded.zst" unrecorded || fail mktrace_unrecorded
+if run report_unrecorded 0 "$A" report "$WORK/unrecorded.zst"; then
+	check report_unrecorded_threads bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q '2 of the 5 threads the program started have no records in the trace'"
 fi
 
 # full-trace models on a sampled trace: a warning (report: Warnings section;

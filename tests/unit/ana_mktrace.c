@@ -3,6 +3,7 @@
  *   ana_mktrace OUT basic        every record type, 3 threads, cpu map, small frames
  *   ana_mktrace OUT incomplete   the same without the end summary
  *   ana_mktrace OUT long         the same, its summary saying the run took 5 s
+ *   ana_mktrace OUT unrecorded   the same, its summary saying 5 threads started
  *   ana_mktrace OUT big N        N samples over 4 threads (and arms/hits), streamed
  *   ana_mktrace OUT nofire       recorded where watchpoints do not fire (none armed),
  *                                a throttled thread, many samples in the runtime
@@ -326,11 +327,14 @@ int main(int argc, char **argv)
 		return check_summary();
 	}
 	struct tb b;
-	if (!strcmp(argv[2], "basic") || !strcmp(argv[2], "incomplete") || !strcmp(argv[2], "long")) {
+	if (!strcmp(argv[2], "basic") || !strcmp(argv[2], "incomplete") || !strcmp(argv[2], "long") ||
+	    !strcmp(argv[2], "unrecorded")) {
 		build_basic(&b);
 		b.complete = strcmp(argv[2], "incomplete");
 		if (!strcmp(argv[2], "long"))
 			strcat(b.summary, "duration_ns=5000000000\n");
+		if (!strcmp(argv[2], "unrecorded"))
+			strcat(b.summary, "threads_started=5\n");
 	} else if (!strcmp(argv[2], "cpus")) {
 		build_cpus(&b);
 	} else if (!strcmp(argv[2], "nosamples")) {
@@ -352,7 +356,7 @@ int main(int argc, char **argv)
 	           !strcmp(argv[2], "armsnohitsoft") || !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|long|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|owner|big N|threads N|regions N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|long|unrecorded|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|owner|big N|threads N|regions N\n");
 		return 1;
 	}
 	unlink(b.path);
