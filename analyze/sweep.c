@@ -203,11 +203,10 @@ int sweep_add_param(struct sweep *s, const char *spec, char *err, size_t cap)
 		snprintf(err, cap, "--param: unknown model option '%s' (known: %s)", name, list);
 		return -1;
 	}
-	for (size_t k = 0; k < s->nparams; k++)
-		if (!strcmp(s->params[k].name, name)) {
-			snprintf(err, cap, "--param %s given twice (list every value in one --param)", name);
-			return -1;
-		}
+	if (sweep_swept(s, name)) {
+		snprintf(err, cap, "--param %s given twice (list every value in one --param)", name);
+		return -1;
+	}
 	if (s->nparams >= SWEEP_MAX_PARAMS) {
 		snprintf(err, cap, "--param: at most %d parameters", SWEEP_MAX_PARAMS);
 		return -1;
@@ -311,6 +310,14 @@ size_t sweep_finest_point(const struct sweep *s)
 		idx = idx * p->nvalues + best;
 	}
 	return idx;
+}
+
+bool sweep_swept(const struct sweep *s, const char *name)
+{
+	for (size_t k = 0; k < s->nparams; k++)
+		if (!strcmp(s->params[k].name, name))
+			return true;
+	return false;
 }
 
 const char *sweep_models(const struct sweep *s, char *buf, size_t cap)

@@ -296,6 +296,8 @@ int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err
 	h5w_attr_str(&h, file, "model", sweep_models(s, models, sizeof models));
 	for (size_t k = 0; model_opt_names[k]; k++) {
 		char key[64], v[128];
+		if (sweep_swept(s, model_opt_names[k]))
+			continue;   /* not fixed: its values are /grid/NAME */
 		snprintf(key, sizeof key, "fixed:%s", model_opt_names[k]);
 		h5w_attr_value(&h, file, key, model_opts_format(&s->base, model_opt_names[k], v, sizeof v));
 	}

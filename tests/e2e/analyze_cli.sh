@@ -470,6 +470,9 @@ run sweep_models_label 0 "$A" sweep "$G" --param model=window,exact &&
 	check sweep_models_label_text grep -q '^sweep: 2 points (model: 2), model window,exact, ' "$WORK/out"
 if command -v h5dump >/dev/null && "$A" sweep "$G" --param model=exact -q -o "$WORK/sw.h5" 2>/dev/null; then
 	check sweep_model_label_h5 bash -c "h5dump -a /model '$WORK/sw.h5' | grep -q '\"exact\"'"
+	# a swept option is no fixed one
+	check sweep_fixed_not_swept bash -c "h5dump -A '$WORK/sw.h5' | grep -q 'ATTRIBUTE \"fixed:hash\"' &&
+		! h5dump -A '$WORK/sw.h5' | grep -q 'ATTRIBUTE \"fixed:model\"'"
 else
 	skip sweep_model_label_h5 "needs h5dump and an HDF5 build"
 fi
