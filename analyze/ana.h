@@ -115,9 +115,17 @@ int cli_trace(const struct cli *p, const char **path);
 char cli_model_letter(const char *name);
 /* "A, B or C" of the n names into buf. */
 const char *names_list(const char *const *names, size_t n, char *buf, size_t cap);
-/* ct_trace_open, with the reason printed when it fails (then NULL: exit
+/* ct_trace_open; a directory without meta.zst is said to be neither a
+ * trace nor a commrec spool (not "DIR/meta.zst: No such file"). */
+struct ct_trace *ana_trace_open(const char *path, struct ct_error *err);
+/* ana_trace_open, with the reason printed when it fails (then NULL: exit
  * with EXIT_BADTRACE). */
 struct ct_trace *ana_open_trace(const char *path);
+/* -o FILE of the commands that print to standard output (info, dump):
+ * ana_stdout_to sends it to path (NULL: leaves it), ana_stdout_done
+ * flushes it.  0, or EXIT_BADTRACE (message printed). */
+int ana_stdout_to(const char *path);
+int ana_stdout_done(const char *path);
 /* Parse an unsigned decimal number; false if not a number or out of range. */
 bool parse_u64(const char *s, uint64_t *out);
 /* A duration: a number with an optional unit (ns, us, ms, s; plain: ns). */
@@ -165,6 +173,7 @@ struct trace_stats {
 	uint64_t lost_total, skipped_total;
 	uint64_t first_time, last_time;
 	uint64_t bad_thread;              /* records naming a thread out of range */
+	uint64_t owner_windows[CT_OWNER_OPEN_MAX + 1]; /* the line monitor's OWNER_WIN, by status */
 };
 
 int trace_stats_init(struct trace_stats *s, size_t nthreads);

@@ -263,10 +263,10 @@ static bool load_symbols(struct ct_trace *t, struct symtab *s)
 	return true;
 }
 
-enum { O_THREAD = 1, O_TYPE, O_LIMIT, O_RAW };
+enum { O_THREAD = 1, O_TYPE, O_LIMIT, O_RAW, O_OUTPUT };
 static const struct cli_opt dump_opts[] = {
 	{ "thread", 0, true, O_THREAD }, { "type", 0, true, O_TYPE }, { "limit", 0, true, O_LIMIT },
-	{ "raw", 0, false, O_RAW },
+	{ "raw", 0, false, O_RAW }, { "output", 'o', true, O_OUTPUT },
 };
 
 /* --type LIST: the bits of the record types named into *types; 0 or -1
@@ -295,7 +295,7 @@ static int parse_types(const char *v, uint32_t *types)
 
 int cmd_dump(int argc, char **argv)
 {
-	const char *path, *v;
+	const char *path, *v, *out = NULL;
 	uint64_t thread = UINT64_MAX, limit = UINT64_MAX;
 	uint32_t types = 0;   /* bit per type, 0: all */
 	bool raw = false;
@@ -311,6 +311,8 @@ int cmd_dump(int argc, char **argv)
 			bad = parse_types(v, &types);
 		} else if (id == O_RAW) {
 			raw = true;
+		} else if (id == O_OUTPUT) {
+			out = v;
 		} else if (id == O_LIMIT && !parse_u64(v, &limit)) {
 			ana_err("dump: --limit: '%s' is not a number", v);
 			bad = 1;
@@ -321,6 +323,10 @@ int cmd_dump(int argc, char **argv)
 	struct ct_trace *t = ana_open_trace(path);
 	if (!t)
 		return EXIT_BADTRACE;
+	if (ana_stdout_to(out)) {
+		ct_trace_close(t);
+		return EXIT_BADTRACE;
+	}
 	struct ct_error err = {{0}};
 	static char obuf[1 << 16];
 	setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
@@ -365,7 +371,8 @@ int cmd_dump(int argc, char **argv)
 	if (rc == 0 && ct_trace_damage(t))
 		snprintf(damage, sizeof damage, "%s", ct_trace_damage(t));
 	ct_trace_close(t);
-	fflush(stdout);
+	if (ana_stdout_done(out))
+		return EXIT_BADTRACE;
 	if (rc < 0) {
 		fprintf(stderr, "commanalyze: %s\n", err.msg[0] ? err.msg : "damaged trace");
 		return EXIT_BADTRACE;

@@ -209,19 +209,29 @@ static void info_json(FILE *f, struct ct_trace *t, const struct trace_stats *st,
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct cli_opt opts[] = { { "format", 0, true, 1 } };
+	enum { O_FORMAT = 1, O_OUTPUT };
+	static const struct cli_opt opts[] = { { "format", 0, true, O_FORMAT },
+	                                        { "output", 'o', true, O_OUTPUT } };
 	static const char *const formats[] = { "text", "json" };
-	const char *path, *v;
+	const char *path, *v, *out = NULL;
 	struct cli p;
-	cli_init(&p, "info", argc, argv, opts, 1, NULL);
+	cli_init(&p, "info", argc, argv, opts, 2, NULL);
 	int id, format = 0, bad = 0;
-	while (!bad && (id = cli_next(&p, &v)) > 0)
-		bad = cli_choice(&p, v, formats, 2, &format);
+	while (!bad && (id = cli_next(&p, &v)) > 0) {
+		if (id == O_FORMAT)
+			bad = cli_choice(&p, v, formats, 2, &format);
+		else
+			out = v;
+	}
 	if (bad || id < 0 || cli_trace(&p, &path))
 		return EXIT_USAGE;
 	struct ct_trace *t = ana_open_trace(path);
 	if (!t)
 		return EXIT_BADTRACE;
+	if (ana_stdout_to(out)) {
+		ct_trace_close(t);
+		return EXIT_BADTRACE;
+	}
 	struct ct_error err = {{0}};
 	size_t n = thread_space(t);
 	struct trace_stats st;
@@ -241,7 +251,7 @@ int cmd_info(int argc, char **argv)
 		bad = bad || ct_trace_damage(t);
 		trace_stats_free(&st);
 		ct_trace_close(t);
-		return bad || fflush(stdout) ? EXIT_BADTRACE : 0;
+		return ana_stdout_done(out) || bad ? EXIT_BADTRACE : 0;
 	}
 
 	const struct ct_header *h = ct_trace_header(t);
@@ -348,7 +358,8 @@ int cmd_info(int argc, char **argv)
 	print_kv_section(t, CT_SEC_SUMMARY, "summary", "thread.");
 	trace_stats_free(&st);
 	ct_trace_close(t);
-	fflush(stdout);
+	if (ana_stdout_done(out))
+		return EXIT_BADTRACE;
 	if (bad) {
 		fprintf(stderr, "commanalyze: %s\n", err.msg);
 		return EXIT_BADTRACE;

@@ -106,15 +106,17 @@ static const struct command {
 "  --symbols-from-binaries  read symbols from the binaries on this machine\n"
 "  --no-demangle            C++ names as in the binary\n", true, NULL },
 		{ "info", cmd_info,
-"usage: commanalyze info TRACE [--format text|json]\n"
+"usage: commanalyze info TRACE [--format text|json] [-o FILE]\n"
 "\n"
 "What the trace holds: format version and features, completeness, machine,\n"
 "configuration, command line, per-thread record counts, lost and skipped\n"
 "samples, exit status.\n"
 "  --format text|json   (default text) json: one object (schema\n"
-"                       commtrace-info/1: commanalyze(1))\n", false, NULL },
+"                       commtrace-info/1: commanalyze(1))\n"
+"  -o FILE              write to FILE instead of standard output\n", false, NULL },
 		{ "dump", cmd_dump,
 "usage: commanalyze dump TRACE [--thread N] [--type TYPE[,TYPE...]] [--limit N] [--raw]\n"
+"                        [-o FILE]\n"
 "\n"
 "One line per record in time order: TIME T<thread> TYPE key=value..., as perf\n"
 "script: TIME in seconds since the recording began, code addresses with their\n"
@@ -124,7 +126,8 @@ static const struct command {
 "                    free, callsite, thread_start, thread_end, marker, lost,\n"
 "                    skipped, func_enter, func_exit\n"
 "  --limit N         the first N lines shown\n"
-"  --raw             TIME in the recorded monotonic nanoseconds, no symbols\n", false, NULL },
+"  --raw             TIME in the recorded monotonic nanoseconds, no symbols\n"
+"  -o FILE           write to FILE instead of standard output\n", false, NULL },
 		{ "matrix", cmd_matrix,
 "usage: commanalyze matrix TRACE [--kind all|true|false] [--index thread|core|socket]\n"
 "                   [--format text|csv|json|h5|svg] [--directed] [-o FILE]\n"
@@ -223,7 +226,8 @@ static const struct command {
 "Per slice: start and end (ms from the first record), the phase, total, true\n"
 "and false sharing, the top thread pair.\n"
 "  --interval DURATION            windows of that length (ns, us, ms, s: 10ms;\n"
-"                                 --window is the window model's option)\n"
+"                                 --window is the window model's option), at\n"
+"                                 most 100000 of the run (else a usage error)\n"
 "  --changes                      phases detected from the pattern: the windows\n"
 "                                 (of --interval, default 10ms) grouped while\n"
 "                                 their thread pairs stay alike (chi-square\n"
@@ -341,6 +345,31 @@ static const struct command *command_like(const char *word)
 	return NULL;
 }
 
+/* A word in the command's place that is no file, and either looks like
+ * a command (no '/' or '.') or is followed by another operand that could
+ * be the trace: "commanalyze compare a.zst b.zst" is not a report of two
+ * traces. */
+static bool unknown_command(const char *word, int argc, char **argv)
+{
+	if (word[0] == '-' || !access(word, F_OK))
+		return false;
+	if (!strpbrk(word, "/."))
+		return true;
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+		if (argv[i][0] != '-' && !access(argv[i], F_OK))
+			return true;
+	return false;
+}
+
+static void say_unknown_command(const char *word)
+{
+	char list[256];
+	size_t l = 0;
+	for (size_t i = 0; i < sizeof commands / sizeof *commands && l < sizeof list; i++)
+		l += (size_t)snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", commands[i].name);
+	ana_err("'%s' is neither a command nor a trace (commands: %s; see --help)", word, list);
+}
+
 int main(int argc, char **argv)
 {
 	cli_help = help_for;
@@ -368,6 +397,10 @@ int main(int argc, char **argv)
 	if (!c && cmd[0] != '-' && (c = command_like(cmd))) {
 		ana_err("'%s' is not a command and not a file: did you mean '%s'? (see --help)", cmd,
 		        c->name);
+		return EXIT_USAGE;
+	}
+	if (!c && unknown_command(cmd, argc, argv)) {
+		say_unknown_command(cmd);
 		return EXIT_USAGE;
 	}
 	if (!c)

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ana.h"
 #include "comdetective.h"
@@ -436,13 +438,42 @@ void model_opt_list(FILE *f, int col, int at)
 	print_wrapped_at(f, list, at + 1, col);
 }
 
+struct ct_trace *ana_trace_open(const char *path, struct ct_error *err)
+{
+	struct ct_trace *t = ct_trace_open(path, err);
+	struct stat st;
+	char meta[4096];
+	if (!t && !stat(path, &st) && S_ISDIR(st.st_mode) &&
+	    (size_t)snprintf(meta, sizeof meta, "%s/meta.zst", path) < sizeof meta &&
+	    access(meta, F_OK))
+		snprintf(err->msg, sizeof err->msg, "%s: a directory that is neither a trace nor a "
+		         "commrec spool (a spool holds meta.zst and the threads' files)", path);
+	return t;
+}
+
 struct ct_trace *ana_open_trace(const char *path)
 {
 	struct ct_error err = {{0}};
-	struct ct_trace *t = ct_trace_open(path, &err);
+	struct ct_trace *t = ana_trace_open(path, &err);
 	if (!t)
 		fprintf(stderr, "commanalyze: %s\n", err.msg);
 	return t;
+}
+
+int ana_stdout_to(const char *path)
+{
+	if (!path || freopen(path, "w", stdout))
+		return 0;
+	ana_err("cannot write %s: %s", path, strerror(errno));
+	return EXIT_BADTRACE;
+}
+
+int ana_stdout_done(const char *path)
+{
+	if (!fflush(stdout) && !ferror(stdout))
+		return 0;
+	ana_err("cannot write %s: %s", path ? path : "standard output", strerror(errno));
+	return EXIT_BADTRACE;
 }
 
 static void vmsg(const char *prefix, const char *fmt, va_list ap)

@@ -26,7 +26,7 @@ int analysis_hooks_add(struct analysis_hooks *h, const struct record_consumer *r
 int analysis_open(struct analysis *a, const char *path)
 {
 	a->path = path;
-	a->trace = ct_trace_open(path, &a->err);
+	a->trace = ana_trace_open(path, &a->err);
 	if (!a->trace) {
 		fprintf(stderr, "commanalyze: %s\n", a->err.msg);
 		return EXIT_BADTRACE;

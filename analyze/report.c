@@ -135,14 +135,21 @@ static bool recorded_watchpoints_matter(const struct analysis *a)
 	return !strcmp(a->model->name, "comdetective") && !(h && (h->features & CT_FEAT_FULL));
 }
 
-/* The debug-register probe's verdict ("" when the trace's watchpoints were
- * software ones, inst: the probe does not concern them). */
-static void debug_register_probe(struct ct_trace *t, char *probe, size_t cap)
+/* Were the trace's watchpoints software ones (inst: the instrumented
+ * accesses check the watched lines; no debug register involved)? */
+static bool software_watchpoints(struct ct_trace *t)
 {
 	char kind[16] = "";
-	probe[0] = '\0';
 	ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_kind", kind, sizeof kind);
-	if (strcmp(kind, "software"))
+	return !strcmp(kind, "software");
+}
+
+/* The debug-register probe's verdict ("" when the trace's watchpoints were
+ * software ones: the probe does not concern them). */
+static void debug_register_probe(struct ct_trace *t, char *probe, size_t cap)
+{
+	probe[0] = '\0';
+	if (!software_watchpoints(t))
 		ct_trace_meta(t, CT_SEC_CONFIG, "watchpoint_probe", probe, cap);
 }
 
@@ -181,6 +188,10 @@ static void watchpoint_warnings(struct report *r, uint64_t arms, uint64_t hits)
 		        "are scaled as the registers actually armed", a->opts.watchpoints, w);
 	else if (!arms && a->stats.samples)
 		warn(r, "no watchpoint was armed although %" PRIu64 " registers were configured", w);
+	else if (arms >= MANY_ARMS && !hits && software_watchpoints(t))
+		warn(r, "%" PRIu64 " software watchpoint arms and not one hit: software watchpoints "
+		        "are checked by the instrumented accesses themselves, so this simply means that "
+		        "no other thread touched the watched lines before they expired", arms);
 	else if (arms >= MANY_ARMS && !hits)
 		warn(r, "%" PRIu64 " watchpoint arms and not one hit: the debug registers may not "
 		        "fire on the recording machine%s ('commrec --list-samplers' probes them), or "
@@ -259,6 +270,34 @@ static void throttle_line(struct report *r)
 	     n == 1 ? "" : "s", limit, when);
 }
 
+/* Threads the trace lacks: fewer than the program started (SUMMARY
+ * threads_started), or, in a trace cut off before that summary, how many
+ * are there and how many were cut (no end record): threads whose records
+ * all came after the cut leave no trace at all. */
+static void missing_threads(struct report *r, bool complete)
+{
+	const struct analysis *a = r->a;
+	size_t k = ct_trace_nthreads(a->trace), cut = 0;
+	char v[32];
+	uint64_t n;
+	if (ct_trace_meta(a->trace, CT_SEC_SUMMARY, "threads_started", v, sizeof v) &&
+	    parse_u64(v, &n)) {
+		if (n > k)
+			warn(r, "%" PRIu64 " of the %" PRIu64 " threads the program started have no records "
+			        "in the trace (its summary: threads_started=%" PRIu64 "): what they "
+			        "communicated is missing", n - (uint64_t)k, n, n);
+		return;
+	}
+	if (complete)
+		return;
+	for (size_t i = 0; i < a->stats.nthreads; i++)
+		cut += thread_by_index(a->trace, i) && !a->stats.th[i].ended;
+	warn(r, "threads may be missing: the trace holds %zu thread%s (%zu without an end record: "
+	        "cut off), but the summary that says how many the program started is lost with the "
+	        "end of the recording; a thread whose records all came after the cut is not in the "
+	        "trace at all", k, k == 1 ? "" : "s", cut);
+}
+
 static void sec_trace(struct report *r)
 {
 	struct analysis *a = r->a;
@@ -288,6 +327,7 @@ static void sec_trace(struct report *r)
 	fprintf(r->f, "  %-13s %s%s%s\n", "complete", complete ? "yes" : "NO: ", complete ? "" : buf, "");
 	if (!complete)
 		warn(r, "incomplete trace: %s", buf);
+	missing_threads(r, complete);
 	uint64_t arms = 0, hits = 0;
 	for (size_t i = 0; i < a->stats.nthreads; i++) {
 		arms += a->stats.th[i].wp_arm;
@@ -339,6 +379,43 @@ static const char *share_ci(const struct report *r, double part, double total, c
 	return buf;
 }
 
+/* Sampled stores whose window the line monitor could not open (the owner
+ * estimator): what they would have seen is in no figure, nor interval. */
+static uint64_t owner_windows_missed(const struct analysis *a)
+{
+	const uint64_t *w = a->stats.owner_windows;
+	return a->opts.estimator == ESTIMATOR_OWNER ? w[CT_OWNER_DROP_TABLE] + w[CT_OWNER_DROP_LINE]
+	                                            : 0;
+}
+
+/* How low the owner estimate may be: the volume were the missed windows
+ * like the opened ones, and the most they could hold (one window at most
+ * r->unit_max, (threads - 1) P: model_comdetective.c). */
+static void owner_windows_warning(struct report *r)
+{
+	const uint64_t *w = r->a->stats.owner_windows;
+	uint64_t missed = owner_windows_missed(r->a), opened = w[CT_OWNER_OPENED];
+	if (!missed)
+		return;
+	char like[160] = "", most[160] = "", b1[32], b2[32];
+	if (opened && r->total > 0)
+		snprintf(like, sizeof like, " Were the missed windows like the opened ones, the volume "
+		         "would be about %s (x %.1f).", fmt_count(r->total * (double)(missed + opened) /
+		                                                  (double)opened, b1, sizeof b1),
+		         (double)(missed + opened) / (double)opened);
+	if (r->unit_max > 0)
+		snprintf(most, sizeof most, " At most it is %s: each missed window could hold up to "
+		         "(threads - 1) x period = %s transfers.",
+		         fmt_count(r->total + (double)missed * r->unit_max, b1, sizeof b1),
+		         fmt_count(r->unit_max, b2, sizeof b2));
+	warn(r, "the line monitor opened no window for %" PRIu64 " of %" PRIu64 " sampled stores "
+	        "(%" PRIu64 ": its table was full, %" PRIu64 ": their line had its most windows "
+	        "open): the owner estimate leaves out what those windows would have seen, so it is "
+	        "low, and its 90%% interval covers the opened windows only.%s%s Fewer windows open "
+	        "at once: a longer commrec -c period or a smaller commrec --owner-window", missed,
+	     missed + opened, w[CT_OWNER_DROP_TABLE], w[CT_OWNER_DROP_LINE], like, most);
+}
+
 /* The volume's interval line, and the warning when few events are behind it. */
 static void volume_ci(struct report *r)
 {
@@ -349,7 +426,8 @@ static void volume_ci(struct report *r)
 	struct interval ci = volume_interval(r->total, r->var, r->unit_max);
 	fmt_count(ci.lo, lo, sizeof lo);
 	fmt_count(ci.hi, hi, sizeof hi);
-	fprintf(r->f, "  %-26s %s to %s (from %.0f effective events)\n", "  90% interval", lo, hi, n);
+	fprintf(r->f, "  %-26s %s to %s (from %.0f effective events%s)\n", "  90% interval", lo, hi, n,
+	        owner_windows_missed(r->a) ? ", in the opened windows" : "");
 	char count[96];
 	snprintf(count, sizeof count, "%" PRIu64 " communication events (%.0f effective: the "
 	         "weights differ)", r->events, n);
@@ -400,6 +478,7 @@ static void sec_totals(struct report *r)
 	else
 		fprintf(r->f, "\n");
 	volume_ci(r);
+	owner_windows_warning(r);
 	fprintf(r->f, "  %-26s %-9s transfers x %u bytes\n", "estimated bytes",
 	       fmt_bytes(r->total * a->line_size, b2, sizeof b2), a->line_size);
 	char ci[48];
@@ -418,7 +497,15 @@ static void sec_totals(struct report *r)
 		       "error only;\n   a biased estimator's error is not in them: --estimator)\n");
 	char probe[32] = "";
 	debug_register_probe(a->trace, probe, sizeof probe);
-	if (!r->events && a->stats.samples && !strcmp(probe, "no-fire") &&
+	if (!a->stats.samples && ct_trace_nthreads(a->trace))
+		warn(r, "no access was sampled: %zu thread%s recorded, not one sample, so there is "
+		        "nothing to analyze. Usual causes: the program exec'd another program (commrec "
+		        "records the program it starts, not what that one execs), it was not "
+		        "instrumented (--sampler inst samples only code built with commrec-cc), or it "
+		        "ran too briefly, or mostly blocked, for one sampling period (a smaller "
+		        "commrec -c)", ct_trace_nthreads(a->trace),
+		     ct_trace_nthreads(a->trace) == 1 ? "" : "s");
+	else if (!r->events && a->stats.samples && !strcmp(probe, "no-fire") &&
 	    recorded_watchpoints_matter(a))
 		warn(r, "no communication detected: without watchpoints (see below) the samples of "
 		        "two threads must meet on a line; try --model window, which pairs samples "

@@ -49,6 +49,10 @@ static void stats_other(struct trace_stats *s, struct thread_stats *t, const str
 		s->skipped_by_reason[r->u.skipped.reason <= CT_SKIP_REASON_MAX ? r->u.skipped.reason : 0] +=
 			r->u.skipped.count;
 		break;
+	case CT_REC_OWNER_WIN:
+		if (r->u.owin.status <= CT_OWNER_OPEN_MAX)
+			s->owner_windows[r->u.owin.status]++;
+		break;
 	default:
 		break;
 	}

@@ -21,6 +21,11 @@
 
 /* ---- building ------------------------------------------------------------ */
 
+static const char *model_name(const struct model_opts *o)
+{
+	return o->model ? o->model : "comdetective";
+}
+
 void sweep_init(struct sweep *s)
 {
 	memset(s, 0, sizeof *s);
@@ -198,11 +203,10 @@ int sweep_add_param(struct sweep *s, const char *spec, char *err, size_t cap)
 		snprintf(err, cap, "--param: unknown model option '%s' (known: %s)", name, list);
 		return -1;
 	}
-	for (size_t k = 0; k < s->nparams; k++)
-		if (!strcmp(s->params[k].name, name)) {
-			snprintf(err, cap, "--param %s given twice (list every value in one --param)", name);
-			return -1;
-		}
+	if (sweep_swept(s, name)) {
+		snprintf(err, cap, "--param %s given twice (list every value in one --param)", name);
+		return -1;
+	}
 	if (s->nparams >= SWEEP_MAX_PARAMS) {
 		snprintf(err, cap, "--param: at most %d parameters", SWEEP_MAX_PARAMS);
 		return -1;
@@ -308,6 +312,28 @@ size_t sweep_finest_point(const struct sweep *s)
 	return idx;
 }
 
+bool sweep_swept(const struct sweep *s, const char *name)
+{
+	for (size_t k = 0; k < s->nparams; k++)
+		if (!strcmp(s->params[k].name, name))
+			return true;
+	return false;
+}
+
+const char *sweep_models(const struct sweep *s, char *buf, size_t cap)
+{
+	size_t l = 0;
+	buf[0] = 0;
+	for (size_t p = 0; p < s->ngrid; p++) {
+		bool seen = false;
+		for (size_t q = 0; q < p && !seen; q++)
+			seen = !strcmp(model_name(&s->opts[q]), model_name(&s->opts[p]));
+		if (!seen && l < cap)
+			l += (size_t)snprintf(buf + l, cap - l, "%s%s", l ? "," : "", model_name(&s->opts[p]));
+	}
+	return s->ngrid ? buf : model_name(&s->base);
+}
+
 static bool same_opts(const struct model_opts *a, const struct model_opts *b)
 {
 	char x[128], y[128];
@@ -384,7 +410,7 @@ int sweep_set_reference(struct sweep *s, const char *ref, const char *ref_model,
 		const char *model = ref_model;
 		if (!model) {
 			struct ct_error ce = {{0}};
-			struct ct_trace *t = ct_trace_open(ref, &ce);
+			struct ct_trace *t = ana_trace_open(ref, &ce);
 			if (!t) {
 				snprintf(err, cap, "--reference: %s", ce.msg);
 				return -1;
@@ -398,7 +424,7 @@ int sweep_set_reference(struct sweep *s, const char *ref, const char *ref_model,
 			return -1;
 		}
 		snprintf(s->ref_desc, sizeof s->ref_desc, "trace %s analyzed with the %s model", ref,
-		         s->ref_opts.model ? s->ref_opts.model : "comdetective");
+		         model_name(&s->ref_opts));
 		return 0;
 	}
 	/* a point: the finest or the first, or the finest with the options
@@ -555,7 +581,7 @@ static void warn_full_trace_models(const struct sweep *s, struct ct_trace *tr, c
 		if (full_trace_check(tr, name, why, sizeof why))
 			continue;
 		size_t q = 0;
-		while (q < s->npoints && strcmp(s->opts[q].model ? s->opts[q].model : "comdetective", name))
+		while (q < s->npoints && strcmp(model_name(&s->opts[q]), name))
 			q++;
 		for (size_t i = 0; q < s->npoints && i < n; i++)
 			if (points[i] == q) {
@@ -732,7 +758,8 @@ void sweep_print_table(const struct sweep *s, FILE *f)
 			fprintf(f, "%s%s: %zu", k ? " x " : "", s->params[k].name, s->params[k].nvalues);
 		fprintf(f, ")");
 	}
-	fprintf(f, ", model %s", s->base.model ? s->base.model : "comdetective");
+	char models[200];
+	fprintf(f, ", model %s", sweep_models(s, models, sizeof models));
 	if (s->ntraces == 1)
 		fprintf(f, ", trace %s", s->traces[0].path);
 	else
@@ -1004,13 +1031,14 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 		return EXIT_USAGE;
 	}
 	/* a parameter no point's model uses changes nothing: say so */
+	char models[200];
 	for (size_t k = 0; k < s->nparams; k++) {
 		bool used = !strcmp(s->params[k].name, "model");
 		for (size_t p = 0; p < s->ngrid && !used; p++)
 			used = model_opt_relevant(s->opts[p].model, s->params[k].name);
 		if (!used)
 			ana_warn("sweep: --param %s: not used by the %s model (its points are all alike)",
-			         s->params[k].name, s->base.model ? s->base.model : "comdetective");
+			         s->params[k].name, sweep_models(s, models, sizeof models));
 	}
 	if (sweep_alloc_results(s)) {
 		ana_err("out of memory");

@@ -126,6 +126,11 @@ size_t sweep_finest_point(const struct sweep *s);
 int sweep_add_trace(struct sweep *s, const char *path);
 /* Results storage for ntraces x npoints; 0 or -1. */
 int sweep_alloc_results(struct sweep *s);
+/* Is model option name one of the --param (not a fixed option)? */
+bool sweep_swept(const struct sweep *s, const char *name);
+/* The models of the grid's points, in order of first use, comma-separated
+ * ("exact", "exact,window"): what the outputs name as the sweep's model. */
+const char *sweep_models(const struct sweep *s, char *buf, size_t cap);
 
 /* ---- running ----------------------------------------------------------- */
 

@@ -292,9 +292,12 @@ int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err
 	free(tp);
 	if (s->ntraces == 1)
 		h5w_attr_str(&h, file, "trace", s->traces[0].path);
-	h5w_attr_str(&h, file, "model", s->base.model ? s->base.model : "comdetective");
+	char models[200];
+	h5w_attr_str(&h, file, "model", sweep_models(s, models, sizeof models));
 	for (size_t k = 0; model_opt_names[k]; k++) {
 		char key[64], v[128];
+		if (sweep_swept(s, model_opt_names[k]))
+			continue;   /* not fixed: its values are /grid/NAME */
 		snprintf(key, sizeof key, "fixed:%s", model_opt_names[k]);
 		h5w_attr_value(&h, file, key, model_opts_format(&s->base, model_opt_names[k], v, sizeof v));
 	}

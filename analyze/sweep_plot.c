@@ -261,13 +261,12 @@ int sweep_write_plot(const struct sweep *s, const char *path)
 	double W = COLS * PW + 20, H = TOP + legend_h + (NPANELS / COLS) * PH + 10;
 	out_svg_begin(f, W, H);
 	out_svg_background(f, W, H);
-	char buf[1024], b2[600];
+	char buf[1024], b2[600], models[200];
+	sweep_models(s, models, sizeof models);
 	if (s->ntraces == 1)
-		snprintf(buf, sizeof buf, "commanalyze sweep: %s (model %s)", s->traces[0].path,
-		         s->base.model ? s->base.model : "comdetective");
+		snprintf(buf, sizeof buf, "commanalyze sweep: %s (model %s)", s->traces[0].path, models);
 	else
-		snprintf(buf, sizeof buf, "commanalyze sweep: %zu traces (model %s)%s", s->ntraces,
-		         s->base.model ? s->base.model : "comdetective",
+		snprintf(buf, sizeof buf, "commanalyze sweep: %zu traces (model %s)%s", s->ntraces, models,
 		         by_trace ? "" : ", first trace shown");
 	out_svg_text(f, 10, 22, 15, "start", "font-weight=\"bold\"", buf);
 	snprintf(buf, sizeof buf, "reference: %s", s->ref_desc);

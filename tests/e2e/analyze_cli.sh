@@ -110,6 +110,15 @@ if run info 0 "$A" info "$G"; then
 	check info_cmdline grep -qx 'command: ./app --threads 2' "$WORK/out"
 	check info_exit grep -qx 'exit status: 0' "$WORK/out"
 fi
+# -o FILE as every command: the same text, json
+run info_o 0 "$A" info "$G" -o "$WORK/info.txt" &&
+	check info_o_same bash -c "'$A' info '$G' | cmp -s - '$WORK/info.txt'"
+run info_qo_json 0 "$A" info "$G" --format json -qo "$WORK/info.json" &&
+	check info_qo_json_file grep -q '"schema":"commtrace-info/1"' "$WORK/info.json"
+run dump_o 0 "$A" dump "$G" --raw -o "$WORK/dump.o" &&
+	check dump_o_same cmp -s "$WORK/dump.want" "$WORK/dump.o"
+run info_o_unwritable 2 "$A" info "$G" -o "$WORK/nodir/x" &&
+	check info_o_unwritable_msg grep -q "cannot write $WORK/nodir/x" "$WORK/err"
 if run info_incomplete 0 "$A" info "$WORK/incomplete.zst"; then
 	check info_incomplete_line grep -qx 'complete: no' "$WORK/out"
 	check info_incomplete_why grep -q 'cut off' "$WORK/out"
@@ -175,6 +184,29 @@ done
 if run report_armsnohit 0 "$A" report "$WORK/armsnohit.zst"; then
 	check report_arms_no_hit grep -q '160 watchpoint arms and not one hit' "$WORK/out"
 fi
+# the same with software watchpoints (inst): they cannot fail to fire
+"$MK" "$WORK/armsnohitsoft.zst" armsnohitsoft || fail mktrace_armsnohitsoft
+if run report_armsnohit_soft 0 "$A" report "$WORK/armsnohitsoft.zst"; then
+	check report_arms_no_hit_soft bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q '160 software watchpoint arms and not one hit: .* no other thread touched the watched lines'"
+	check report_arms_no_hit_soft_no_debugreg bash -c "! grep -q 'debug registers' '$WORK/out'"
+fi
+# threads and not one sample: said in the warnings, text and JSON
+"$MK" "$WORK/nosamples.zst" nosamples || fail mktrace_nosamples
+if run report_nosamples 0 "$A" report "$WORK/nosamples.zst"; then
+	check report_nosamples_threads grep -q '^  threads       2 (0 with samples)$' "$WORK/out"
+	check report_nosamples_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'no access was sampled: 2 threads recorded, not one sample.* exec.d another program.* commrec-cc.* too briefly'"
+fi
+run report_nosamples_json 0 "$A" report "$WORK/nosamples.zst" --format json &&
+	check report_nosamples_json_warning grep -q '"no access was sampled: 2 threads recorded' "$WORK/out"
+# the owner estimator where the line monitor opened 1 window of 3: said in
+# the warnings, with the scale-up (15 x 3) and the bound (15 + 2 x 20)
+"$MK" "$WORK/owner.zst" owner || fail mktrace_owner
+if run report_owner_missed 0 "$A" report "$WORK/owner.zst" --estimator owner; then
+	check report_owner_interval_says grep -q '^    90% interval .*, in the opened windows)$' "$WORK/out"
+	check report_owner_missed_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'opened no window for 2 of 3 sampled stores (1: its table was full, 1: their line had its most windows open).* 90% interval covers the opened windows only. .* about 45 (x 3.0). At most it is 55: .* = 20 transfers'"
+fi
+run report_owner_json 0 "$A" report "$WORK/owner.zst" --estimator owner --format json &&
+	check report_owner_json_warning grep -q '"the line monitor opened no window for 2 of 3 sampled stores' "$WORK/out"
 # a soft-sampler trace (periods in CPU time): the totals are relative, and say so
 LC_ALL=C sed 's/period_unit=events/period_unit=us-cpu/' "$G" >"$WORK/soft.zst"
 if run report_soft 0 "$A" "$WORK/soft.zst"; then
@@ -185,6 +217,15 @@ fi
 run report_cmd 0 "$A" report "$G" --model window --window 1ms
 if run report_incomplete 0 "$A" report "$WORK/incomplete.zst"; then
 	check report_incomplete_warning grep -q 'incomplete trace' "$WORK/out"
+	# cut off: how many threads are there and how many were cut (T2 has no end)
+	check report_incomplete_threads bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'threads may be missing: the trace holds 3 threads (1 without an end record: cut off)'"
+fi
+run report_complete_no_missing 0 "$A" report "$G" &&
+	check report_complete_no_missing_threads bash -c "! grep -q 'threads may be missing\|threads the program started' '$WORK/out'"
+# the summary says 5 threads started, 3 have records
+"$MK" "$WORK/unrecorded.zst" unrecorded || fail mktrace_unrecorded
+if run report_unrecorded 0 "$A" report "$WORK/unrecorded.zst"; then
+	check report_unrecorded_threads bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q '2 of the 5 threads the program started have no records in the trace'"
 fi
 
 # full-trace models on a sampled trace: a warning (report: Warnings section;
@@ -367,6 +408,25 @@ run cli_cluster_help 0 "$A" matrix -qh && check cli_cluster_help_usage grep -q '
 # a mistyped command: named, not taken for a trace
 run cli_typo 1 "$A" matirx "$G" &&
 	check cli_typo_msg grep -q "'matirx' is not a command and not a file: did you mean 'matrix'" "$WORK/err"
+# a word that is no command and no file before a trace: not a report of two
+# traces; a directory that is no spool: said so, not its missing meta.zst
+run cli_not_command 1 "$A" compare "$G" "$G" &&
+	check cli_not_command_msg grep -q "'compare' is neither a command nor a trace (commands: report, .*sweep" "$WORK/err"
+run cli_not_command_alone 1 "$A" compare &&
+	check cli_not_command_alone_msg grep -q "'compare' is neither a command nor a trace" "$WORK/err"
+mkdir -p "$WORK/notspool"
+for c in report info sweep; do
+	run "cli_dir_$c" 2 "$A" $c "$WORK/notspool" &&
+		check "cli_dir_${c}_msg" grep -q "notspool: a directory that is neither a trace nor a commrec spool" "$WORK/err"
+done
+# timeline --interval: at most 100000 windows of the run (SUMMARY
+# duration_ns, 5 s): refused before the replay, saying how many and what
+# interval would do; 5 s / 50 us = 100000 (+ 1) is one too many
+"$MK" "$WORK/long.zst" long || fail mktrace_long
+run timeline_interval_too_short 1 "$A" timeline "$WORK/long.zst" --interval 1us &&
+	check timeline_interval_msg grep -q -- '--interval 1.0 us makes 5000001 windows of the 5.000 s trace, at most 100000: give --interval 51us or longer' "$WORK/err"
+run timeline_interval_limit 1 "$A" timeline "$WORK/long.zst" --interval 50us --changes && pass timeline_interval_limit
+run timeline_interval_fits 0 "$A" timeline "$WORK/long.zst" --interval 51us --format csv && pass timeline_interval_fits
 run usage_bad_option 1 "$A" --bogus && pass usage_bad_option
 (cd "$WORK/none" && run usage_info_notrace 2 "$A" info) && pass usage_info_notrace
 run usage_info_option 1 "$A" info "$G" --x && pass usage_info_option
@@ -399,6 +459,23 @@ run help_before_trace 0 "$A" matrix --help --bogus && check help_matrix_options 
 run help_sweep_options 0 "$A" sweep --help && check help_sweep_reference_model grep -q -- '--reference-model' "$WORK/out"
 run help_default_report 0 "$A" "$G" --help && check help_default_is_report grep -q '^usage: commanalyze \[report\]' "$WORK/out"
 run help_unknown_cmd 1 "$A" help frobnicate && pass help_unknown_cmd
+
+# ---- sweep: the model named is the one swept ----------------------------------
+if run sweep_model_label 0 "$A" sweep "$G" --param model=exact --param sync=include,exclude \
+	--plot "$WORK/sw.svg" --csv "$WORK/sw.csv"; then
+	check sweep_model_label_text grep -q '^sweep: 2 points (model: 1 x sync: 2), model exact, ' "$WORK/out"
+	check sweep_model_label_svg grep -q 'commanalyze sweep: [^<]* (model exact)<' "$WORK/sw.svg"
+fi
+run sweep_models_label 0 "$A" sweep "$G" --param model=window,exact &&
+	check sweep_models_label_text grep -q '^sweep: 2 points (model: 2), model window,exact, ' "$WORK/out"
+if command -v h5dump >/dev/null && "$A" sweep "$G" --param model=exact -q -o "$WORK/sw.h5" 2>/dev/null; then
+	check sweep_model_label_h5 bash -c "h5dump -a /model '$WORK/sw.h5' | grep -q '\"exact\"'"
+	# a swept option is no fixed one
+	check sweep_fixed_not_swept bash -c "h5dump -A '$WORK/sw.h5' | grep -q 'ATTRIBUTE \"fixed:hash\"' &&
+		! h5dump -A '$WORK/sw.h5' | grep -q 'ATTRIBUTE \"fixed:model\"'"
+else
+	skip sweep_model_label_h5 "needs h5dump and an HDF5 build"
+fi
 
 # ---- malformed traces: exit 2, one line naming the file -------------------------
 size=$(stat -c %s "$G")

@@ -2,11 +2,17 @@
  * measurements:
  *   ana_mktrace OUT basic        every record type, 3 threads, cpu map, small frames
  *   ana_mktrace OUT incomplete   the same without the end summary
+ *   ana_mktrace OUT long         the same, its summary saying the run took 5 s
+ *   ana_mktrace OUT unrecorded   the same, its summary saying 5 threads started
  *   ana_mktrace OUT big N        N samples over 4 threads (and arms/hits), streamed
  *   ana_mktrace OUT nofire       recorded where watchpoints do not fire (none armed),
  *                                a throttled thread, many samples in the runtime
  *   ana_mktrace OUT armsnohit    150 watchpoint arms, not one hit
+ *   ana_mktrace OUT armsnohitsoft  the same with software watchpoints (inst)
  *   ana_mktrace OUT fullwp0      a full trace (every access), watchpoints off
+ *   ana_mktrace OUT nosamples    2 threads that start and end, not one sample
+ *   ana_mktrace OUT owner        the line monitor's records (--owner-window 4, period
+ *                                10, 3 threads): 1 window opened, 2 not, 15 transfers
  *   ana_mktrace OUT cpus         3 threads on 4 logical cpus (two per physical
  *                                core): ComDetective's cpu-indexed files
  *   ana_mktrace OUT threads N    N threads in a ring: thread i stores a word of
@@ -123,6 +129,10 @@ static void build_variant(struct tb *b, const char *kind)
 	} else if (!strcmp(kind, "armsnohit")) {
 		build_pingpong(b, "sampler=soft\nperiod=1000\nperiod_unit=us-cpu\nwatchpoints=4\n"
 		               "watchpoint_probe=fires\nline_size=64\n", 1000000, true);
+	} else if (!strcmp(kind, "armsnohitsoft")) {
+		build_pingpong(b, "sampler=inst\nperiod=1000\nperiod_unit=accesses\nwatchpoints=4\n"
+		               "watchpoint_kind=software\nwatchpoint_probe=fires\nline_size=64\n", 1000,
+		               true);
 	} else {
 		build_pingpong(b, "sampler=inst\nperiod=1\nperiod_unit=accesses\nwatchpoints=0\n"
 		               "watchpoint_probe=no-fire\nfull=1\nline_size=64\n", 1, false);
@@ -250,6 +260,37 @@ static void build_cpus(struct tb *b)
 	tb_sample_cpu(b, 1, 600, 0x2004, 4, CT_ACCESS_LOAD, 1000, 2);
 }
 
+/* Two threads that start and end, and nothing between (a program that
+ * exec'd, or was not instrumented). */
+static void build_nosamples(struct tb *b)
+{
+	tb_init(b, 2);
+	for (uint32_t t = 0; t < 2; t++) {
+		tb_add(b, t, CT_REC_THREAD_START, 10 + t);
+		tb_add(b, t, CT_REC_THREAD_END, 1000 + t);
+	}
+}
+
+/* The line monitor (J = 4, P = 10): one sampled store opens its window,
+ * two find the table full or their line's windows all open; transfers of
+ * windows x P / J: T1 <- T0 1 window (2.5), T2 <- T0 2 (5), T0 <- T2 3
+ * (7.5), 15 in all; one window holds at most (3 - 1) x 10 = 20. */
+static void build_owner(struct tb *b)
+{
+	tb_init(b, 3);
+	b->features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
+	tb_config(b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
+	static const uint8_t status[3] = { CT_OWNER_OPENED, CT_OWNER_DROP_TABLE, CT_OWNER_DROP_LINE };
+	for (uint32_t t = 0; t < 3; t++) {
+		tb_sample(b, t, 10 + t, 0x10000, 8, CT_ACCESS_STORE, 10);
+		tb_add(b, t, CT_REC_OWNER_WIN, 20 + t)->u.owin =
+			(struct ct_owner_win){ 0x10000, status[t] };
+		struct ct_record *r = tb_add(b, t, CT_REC_OWNER_XFER, 30 + t);
+		r->u.oxfer = (struct ct_owner_xfer){ .ip = 0x401000, .addr = 0x10008, .src = t ? 0 : 2,
+			.windows = t + 1, .len = 8, .kind = CT_ACCESS_LOAD, .flags = CT_OWNER_TRUE };
+	}
+}
+
 static void marker(struct tb *b, uint32_t t, uint64_t time, int kind, const char *name)
 {
 	struct ct_record *r = tb_add(b, t, CT_REC_MARKER, time);
@@ -286,11 +327,20 @@ int main(int argc, char **argv)
 		return check_summary();
 	}
 	struct tb b;
-	if (!strcmp(argv[2], "basic") || !strcmp(argv[2], "incomplete")) {
+	if (!strcmp(argv[2], "basic") || !strcmp(argv[2], "incomplete") || !strcmp(argv[2], "long") ||
+	    !strcmp(argv[2], "unrecorded")) {
 		build_basic(&b);
-		b.complete = !strcmp(argv[2], "basic");
+		b.complete = strcmp(argv[2], "incomplete");
+		if (!strcmp(argv[2], "long"))
+			strcat(b.summary, "duration_ns=5000000000\n");
+		if (!strcmp(argv[2], "unrecorded"))
+			strcat(b.summary, "threads_started=5\n");
 	} else if (!strcmp(argv[2], "cpus")) {
 		build_cpus(&b);
+	} else if (!strcmp(argv[2], "nosamples")) {
+		build_nosamples(&b);
+	} else if (!strcmp(argv[2], "owner")) {
+		build_owner(&b);
 	} else if (!strcmp(argv[2], "big") && argc > 3) {
 		if (write_big(argv[1], strtoull(argv[3], NULL, 10)) < 0) {
 			perror(argv[1]);
@@ -303,10 +353,10 @@ int main(int argc, char **argv)
 			return 1;
 		build_ring(&b, n, !strcmp(argv[2], "regions"));
 	} else if (!strcmp(argv[2], "nofire") || !strcmp(argv[2], "armsnohit") ||
-	           !strcmp(argv[2], "fullwp0")) {
+	           !strcmp(argv[2], "armsnohitsoft") || !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|cpus|nofire|armsnohit|fullwp0|big N|threads N|regions N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|long|unrecorded|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|owner|big N|threads N|regions N\n");
 		return 1;
 	}
 	unlink(b.path);
