@@ -45,12 +45,35 @@ enum board_hash {
 	BOARD_HASH_MURMUR = 1,      /* fmix64(line number) mod size */
 };
 
+/* x % d for every 64-bit x, by a multiplication (a division costs more on
+ * the replay's path, which takes one per sample): Granlund and Montgomery's
+ * round-up method (PLDI '94, figure 4.1), exact for every 64-bit x and
+ * every d from 1 to 2^32 - 1, with l = ceil(log2 d):
+ *   magic = floor(2^64 (2^l - d) / d) + 1, t = (magic x) >> 64,
+ *   x / d = (t + ((x - t) >> min(l, 1))) >> max(l - 1, 0). */
+struct board_mod {
+	uint64_t magic;
+	uint32_t d;
+	uint8_t sh1, sh2;
+};
+
+void board_mod_init(struct board_mod *m, uint32_t d);   /* d >= 1 */
+
+static inline uint32_t board_mod(const struct board_mod *m, uint64_t x)
+{
+	__extension__ typedef unsigned __int128 u128;
+	uint64_t t = (uint64_t)((u128)m->magic * x >> 64);
+	uint64_t q = (t + ((x - t) >> m->sh1)) >> m->sh2;
+	return (uint32_t)(x - q * m->d);
+}
+
 #define BOARD_RECENT 64         /* recently published slots remembered */
 
 struct board {
 	struct board_entry *e;
 	uint32_t size;
 	uint32_t line_shift;        /* log2 line size */
+	struct board_mod mod;       /* x % size without a division (board_mod) */
 	enum board_hash hash;       /* BOARD_HASH_MOD unless set after board_init */
 	/* Slot indices of the last BOARD_RECENT publications (a ring): where
 	 * board_pick looks for unexpired entries without scanning the board. */
@@ -108,14 +131,15 @@ struct board_slot {
 static inline uint32_t board_slot_of(const struct board *b, uint64_t addr)
 {
 	uint64_t ln = addr >> b->line_shift;
-	return (uint32_t)((b->hash == BOARD_HASH_MURMUR ? fmix64(ln) : ln) % b->size);
+	return board_mod(&b->mod, b->hash == BOARD_HASH_MURMUR ? fmix64(ln) : ln);
 }
 
-/* Consistent read of entry e: its sequence number (even, nonzero) with *v,
- * or 0 if empty, being written or changed under us. */
-static inline uint64_t board_read_entry(const struct board_entry *e, struct board_view *v)
+/* The rest of a consistent read of entry e, whose sequence number s1 the
+ * caller has just read (acquire): s1 (even, nonzero) with *v, or 0 if
+ * empty, being written or changed under us. */
+static inline uint64_t board_read_from(const struct board_entry *e, uint64_t s1,
+                                       struct board_view *v)
 {
-	uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
 	if (s1 == 0 || (s1 & 1))
 		return 0;
 	v->addr = atomic_load_explicit(&e->addr, memory_order_relaxed);
@@ -130,6 +154,12 @@ static inline uint64_t board_read_entry(const struct board_entry *e, struct boar
 	return s1 == s2 ? s1 : 0;
 }
 
+/* Consistent read of entry e: board_read_from its sequence number now. */
+static inline uint64_t board_read_entry(const struct board_entry *e, struct board_view *v)
+{
+	return board_read_from(e, atomic_load_explicit(&e->seq, memory_order_acquire), v);
+}
+
 /* Read the entry addr's slot to decide whether to replace it: true with *v
  * when it holds a stable entry; *slot for board_replace either way.
  * (Always inlined: the analyzer's replay looks up every sample.) */
@@ -140,7 +170,7 @@ board_lookup(const struct board *b, uint64_t addr, struct board_view *v, struct 
 	const struct board_entry *e = &b->e[slot->i];
 	uint64_t s = atomic_load_explicit(&e->seq, memory_order_acquire);
 	slot->seq = s == 0 ? 0 : 1;
-	if (s == 0 || (s & 1) || board_read_entry(e, v) != s)
+	if (board_read_from(e, s, v) == 0)
 		return false;               /* empty, or being written, or changed under us */
 	slot->seq = s;
 	return true;
