@@ -6,18 +6,6 @@ size_t board_bytes(uint32_t size)
 	return (size_t)size * sizeof(struct board_entry);
 }
 
-void board_mod_init(struct board_mod *m, uint32_t d)
-{
-	__extension__ typedef unsigned __int128 u128;
-	unsigned l = 0;
-	while ((1ull << l) < d)
-		l++;
-	m->d = d;
-	m->magic = (uint64_t)(((((u128)1 << l) - d) << 64) / d + 1);  /* < 2^64: 2^l - d < d */
-	m->sh1 = l < 1 ? (uint8_t)l : 1;
-	m->sh2 = l > 1 ? (uint8_t)(l - 1) : 0;
-}
-
 void board_init(struct board *b, void *mem, uint32_t size, uint32_t line_size)
 {
 	b->e = mem;
@@ -28,7 +16,6 @@ void board_init(struct board *b, void *mem, uint32_t size, uint32_t line_size)
 		atomic_init(&b->log[i].seq, 0);
 	}
 	b->size = size ? size : 1;
-	board_mod_init(&b->mod, b->size);
 	b->hash = BOARD_HASH_MOD;
 	b->line_shift = 0;
 	while ((1u << b->line_shift) < line_size && b->line_shift < 31)

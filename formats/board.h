@@ -45,35 +45,12 @@ enum board_hash {
 	BOARD_HASH_MURMUR = 1,      /* fmix64(line number) mod size */
 };
 
-/* x % d for every 64-bit x, by a multiplication (a division costs more on
- * the replay's path, which takes one per sample): Granlund and Montgomery's
- * round-up method (PLDI '94, figure 4.1), exact for every 64-bit x and
- * every d from 1 to 2^32 - 1, with l = ceil(log2 d):
- *   magic = floor(2^64 (2^l - d) / d) + 1, t = (magic x) >> 64,
- *   x / d = (t + ((x - t) >> min(l, 1))) >> max(l - 1, 0). */
-struct board_mod {
-	uint64_t magic;
-	uint32_t d;
-	uint8_t sh1, sh2;
-};
-
-void board_mod_init(struct board_mod *m, uint32_t d);   /* d >= 1 */
-
-static inline uint32_t board_mod(const struct board_mod *m, uint64_t x)
-{
-	__extension__ typedef unsigned __int128 u128;
-	uint64_t t = (uint64_t)((u128)m->magic * x >> 64);
-	uint64_t q = (t + ((x - t) >> m->sh1)) >> m->sh2;
-	return (uint32_t)(x - q * m->d);
-}
-
 #define BOARD_RECENT 64         /* recently published slots remembered */
 
 struct board {
 	struct board_entry *e;
 	uint32_t size;
 	uint32_t line_shift;        /* log2 line size */
-	struct board_mod mod;       /* x % size without a division (board_mod) */
 	enum board_hash hash;       /* BOARD_HASH_MOD unless set after board_init */
 	/* Slot indices of the last BOARD_RECENT publications (a ring): where
 	 * board_pick looks for unexpired entries without scanning the board. */
@@ -131,7 +108,7 @@ struct board_slot {
 static inline uint32_t board_slot_of(const struct board *b, uint64_t addr)
 {
 	uint64_t ln = addr >> b->line_shift;
-	return board_mod(&b->mod, b->hash == BOARD_HASH_MURMUR ? fmix64(ln) : ln);
+	return (uint32_t)((b->hash == BOARD_HASH_MURMUR ? fmix64(ln) : ln) % b->size);
 }
 
 /* The rest of a consistent read of entry e, whose sequence number s1 the

@@ -163,60 +163,6 @@ static void test_choose_words(void)
 	CHECK_EQ_U(board_choose_words(&rnd, 0, 4, (uint32_t[4]){ 0 }), 0);
 }
 
-/* board_mod(x) == x % d for one divisor: the dividends at the ends (0, 1,
- * around d, around the largest multiples of d below 2^64, around 2^63 and
- * 2^64) and `nrandom` random ones, each also shifted right by every amount
- * (the line numbers of the MOD hash) and mixed (fmix64, the MURMUR hash). */
-static void check_mod(uint32_t d, unsigned nrandom, uint64_t *rnd)
-{
-	struct board_mod m;
-	board_mod_init(&m, d);
-	uint64_t top = UINT64_MAX / d * d;        /* the largest multiple of d */
-	uint64_t x[] = { 0, 1, 2, d - 1ull, d, d + 1ull, 2ull * d - 1, 2ull * d, top - 1, top,
-	                 top - d, top - d + 1, UINT64_MAX, UINT64_MAX - 1, 1ull << 63,
-	                 (1ull << 63) - 1, (1ull << 63) + 1, (uint64_t)d << 32, ((uint64_t)d << 32) - 1 };
-	for (size_t i = 0; i < sizeof x / sizeof x[0] + nrandom; i++) {
-		uint64_t v = i < sizeof x / sizeof x[0] ? x[i] : board_random(rnd);
-		for (unsigned sh = 0; sh < 64; sh++)
-			CHECK_EQ_U(board_mod(&m, v >> sh), (v >> sh) % d);
-		CHECK_EQ_U(board_mod(&m, fmix64(v)), fmix64(v) % d);
-		if (check_case_failed) {
-			printf("  d = %u, x = %llu\n", d, (unsigned long long)v);
-			return;
-		}
-	}
-}
-
-/* The board's slot index without a division: exactly x % d for every board
- * size a caller may give (1 to 2^32 - 1; commanalyze --board-size takes up
- * to 2^26, the recorder up to 2^24) and every 64-bit line number or hash. */
-static void test_mod(void)
-{
-	uint64_t rnd = 0x9e3779b97f4a7c15ull;
-	for (uint32_t d = 1; d <= 4096 && !check_case_failed; d++)
-		check_mod(d, 8, &rnd);
-	for (unsigned l = 12; l <= 32 && !check_case_failed; l++) {  /* 2^l - 1, 2^l, 2^l + 1 */
-		uint64_t p = 1ull << l;
-		check_mod((uint32_t)(p - 1), 64, &rnd);
-		if (p < 1ull << 32) {
-			check_mod((uint32_t)p, 64, &rnd);
-			check_mod((uint32_t)(p + 1), 64, &rnd);
-		}
-	}
-	for (int i = 0; i < 2000 && !check_case_failed; i++) {        /* random sizes */
-		uint32_t d = (uint32_t)(board_random(&rnd) >> (32 + board_random(&rnd) % 32));
-		check_mod(d ? d : 1, 16, &rnd);
-	}
-	/* the board itself: the same slot as the division's */
-	void *mem;
-	struct board b = mk(127, &mem);
-	for (uint64_t a = 0; a < 1ull << 20; a += 8)
-		CHECK_EQ_U(board_slot_of(&b, a << 20), (a << 20 >> 6) % 127);
-	b.hash = BOARD_HASH_MURMUR;
-	CHECK_EQ_U(board_slot_of(&b, UINT64_MAX), fmix64(UINT64_MAX >> 6) % 127);
-	free(mem);
-}
-
 int main(void)
 {
 	RUN(test_publish_and_get);
@@ -224,6 +170,5 @@ int main(void)
 	RUN(test_pick);
 	RUN(test_concurrent);
 	RUN(test_choose_words);
-	RUN(test_mod);
 	return check_summary();
 }
