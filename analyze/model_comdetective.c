@@ -250,12 +250,16 @@ static void sample_event(struct cd *cd, const struct ct_record *r, const struct 
 	emit(cd->out, cd->nout, &ev);
 }
 
+/* A sample; all: the kind filter keeps every record (its k is 1).  (r is
+ * restrict: no store here changes the record, so its fields need not all
+ * be read before the model's state is written.) */
 static inline __attribute__((always_inline)) void
-cd_sample(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r)
+cd_sample(struct cd *cd, const struct cd_rules *rules, bool all,
+          const struct ct_record *restrict r)
 {
 	const struct ct_sample *s = &r->u.sample;
 	struct cd_thread *th = &cd->t[r->thread];
-	uint64_t w = s->period * cd->kf.k;
+	uint64_t w = all ? s->period : s->period * cd->kf.k;
 	th->last_period = w;
 	th->last_cpu = s->cpu;
 	struct cd_access a = {
@@ -419,11 +423,11 @@ static void cd_owner_xfer(struct cd *cd, const struct ct_record *r)
 	emit(cd->out, cd->nout, &ev);
 }
 
-/* Does the kind filter (kfilter) keep record r?  An arm it drops leaves
- * its thread unarmed. */
-static inline bool cd_kept(struct cd *cd, const struct ct_record *r)
+/* Does the kind filter (kfilter) keep record r (all: it keeps every
+ * record)?  An arm it drops leaves its thread unarmed. */
+static inline bool cd_kept(struct cd *cd, bool all, const struct ct_record *r)
 {
-	if (cd->kf.k == 1 || kfilter_keep(&cd->kf, r))
+	if (all || kfilter_keep(&cd->kf, r))
 		return true;
 	if (r->type == CT_REC_WP_ARM)
 		cd->t[r->thread].armed = false;
@@ -442,16 +446,17 @@ static void cd_owner_record(struct cd *cd, const struct ct_record *r)
 /* A record of Algorithm 1, under rules (cd->rules, or cd_records' copy):
  * a sample is asked for first (the bulk of every trace). */
 static inline __attribute__((always_inline)) void
-cd_board_record(struct cd *cd, const struct cd_rules *rules, const struct ct_record *r)
+cd_board_record(struct cd *cd, const struct cd_rules *rules, bool all,
+                const struct ct_record *r)
 {
 	if (r->type == CT_REC_SAMPLE) {
-		if (cd_kept(cd, r))
-			cd_sample(cd, rules, r);
+		if (cd_kept(cd, all, r))
+			cd_sample(cd, rules, all, r);
 	} else if (r->type == CT_REC_WP_ARM) {
-		if (cd_kept(cd, r))
+		if (cd_kept(cd, all, r))
 			cd_arm(cd, r);
 	} else if (r->type == CT_REC_WP_HIT) {
-		if (cd_kept(cd, r))
+		if (cd_kept(cd, all, r))
 			cd_hit(cd, r);
 	}
 }
@@ -497,12 +502,13 @@ static void cd_record(void *self, const struct ct_record *r)
 	if (cd->owner)
 		cd_owner_record(cd, r);
 	else
-		cd_board_record(cd, &cd->rules, r);
+		cd_board_record(cd, &cd->rules, cd->kf.k == 1, r);
 }
 
 /* A block: the estimator asked once, the rules in a local copy, which no
  * store into the model's state can change (the compiler keeps them
- * instead of reloading them for each sample). */
+ * instead of reloading them for each sample), and whether the kind filter
+ * keeps every record asked once too (a loop for each answer). */
 static void cd_records(void *self, const struct ct_record *r, size_t n)
 {
 	struct cd *cd = self;
@@ -512,9 +518,15 @@ static void cd_records(void *self, const struct ct_record *r, size_t n)
 		return;
 	}
 	const struct cd_rules rules = cd->rules;
-	for (size_t i = 0; i < n; i++)
-		if (r[i].thread < cd->nthreads)
-			cd_board_record(cd, &rules, &r[i]);
+	if (cd->kf.k == 1) {
+		for (size_t i = 0; i < n; i++)
+			if (r[i].thread < cd->nthreads)
+				cd_board_record(cd, &rules, true, &r[i]);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			if (r[i].thread < cd->nthreads)
+				cd_board_record(cd, &rules, false, &r[i]);
+	}
 }
 
 const struct model_ops model_comdetective = {

@@ -111,11 +111,12 @@ static inline uint32_t board_slot_of(const struct board *b, uint64_t addr)
 	return (uint32_t)((b->hash == BOARD_HASH_MURMUR ? fmix64(ln) : ln) % b->size);
 }
 
-/* Consistent read of entry e: its sequence number (even, nonzero) with *v,
- * or 0 if empty, being written or changed under us. */
-static inline uint64_t board_read_entry(const struct board_entry *e, struct board_view *v)
+/* The rest of a consistent read of entry e, whose sequence number s1 the
+ * caller has just read (acquire): s1 (even, nonzero) with *v, or 0 if
+ * empty, being written or changed under us. */
+static inline uint64_t board_read_from(const struct board_entry *e, uint64_t s1,
+                                       struct board_view *v)
 {
-	uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
 	if (s1 == 0 || (s1 & 1))
 		return 0;
 	v->addr = atomic_load_explicit(&e->addr, memory_order_relaxed);
@@ -130,6 +131,12 @@ static inline uint64_t board_read_entry(const struct board_entry *e, struct boar
 	return s1 == s2 ? s1 : 0;
 }
 
+/* Consistent read of entry e: board_read_from its sequence number now. */
+static inline uint64_t board_read_entry(const struct board_entry *e, struct board_view *v)
+{
+	return board_read_from(e, atomic_load_explicit(&e->seq, memory_order_acquire), v);
+}
+
 /* Read the entry addr's slot to decide whether to replace it: true with *v
  * when it holds a stable entry; *slot for board_replace either way.
  * (Always inlined: the analyzer's replay looks up every sample.) */
@@ -140,7 +147,7 @@ board_lookup(const struct board *b, uint64_t addr, struct board_view *v, struct 
 	const struct board_entry *e = &b->e[slot->i];
 	uint64_t s = atomic_load_explicit(&e->seq, memory_order_acquire);
 	slot->seq = s == 0 ? 0 : 1;
-	if (s == 0 || (s & 1) || board_read_entry(e, v) != s)
+	if (board_read_from(e, s, v) == 0)
 		return false;               /* empty, or being written, or changed under us */
 	slot->seq = s;
 	return true;
