@@ -270,34 +270,11 @@ static inline unsigned addr_slot(const struct ct_codec *c, uint64_t addr, uint64
 	return ka;
 }
 
-/* The SAMPLE record (the bulk of a full trace): the same bytes as the
- * generic encoding below would give (FORMAT.md), with the common cases
- * (ip equal to a recent one, unchanged cpu/period/flags/len, one-byte
- * deltas) on straight paths.  Inline in both callers: a call per record
- * was a tenth of the run encoder's instructions. */
-static inline __attribute__((always_inline)) uint8_t *
-encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
+/* The SAMPLE record after its data address (its delta d from slot ka,
+ * addr_slot): the generic encoding (FORMAT.md). */
+static __attribute__((noinline)) uint8_t *encode_sample_rest(struct ct_codec *c, const struct ct_sample *s,
+                                                             uint8_t *o, uint64_t d, unsigned ka)
 {
-	/* data address: the delta base with the shortest varint, the lowest
-	 * slot on ties (slot_best) */
-	uint64_t addr = s->addr;
-	uint64_t d = zz(addr - c->addr);
-	unsigned ka = d >= 0x80 ? addr_slot(c, addr, &d) : 0;
-	unsigned kind = s->kind;
-	uint64_t ip = s->ip;
-	if (__builtin_expect(ip == c->ip && kind < SP_KIND_ESCAPE &&
-	                     ((s->cpu ^ c->cpu) | (s->period ^ c->period) | (s->flags ^ c->flags) |
-	                      (s->len ^ c->len) | s->data_src | s->weight) == 0, 1)) {
-		/* the usual record of a full trace: the last record's ip (slot 0),
-		 * len, cpu, period and flags; what the general path below writes
-		 * for it, without its tests */
-		o[0] = (uint8_t)(kind << SP_KIND_SHIFT | ka << SP_ADDR_SHIFT | SP_IP_HIT);
-		o[1] = 0;
-		o = put_v_fast(o + 2, d);
-		slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
-		c->kind = (uint8_t)kind;
-		return o;
-	}
 	/* the extension byte: nothing to say in the usual record (one test) */
 	uint8_t ext = 0;
 	if (((s->cpu ^ c->cpu) | (s->period ^ c->period) | (s->flags ^ c->flags) | s->data_src |
@@ -307,10 +284,12 @@ encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
 		                (s->weight ? SX_WEIGHT : 0));
 	/* code address: a recent one (slot index), else a delta (the search
 	 * unrolled: a full trace misses often) */
+	uint64_t ip = s->ip;
 	const uint64_t *old = c->ip_old;
 	unsigned ki = ip == c->ip ? 0 : old[0] == ip ? 1 : old[1] == ip ? 2 : old[2] == ip ? 3 :
 	              old[3] == ip ? 4 : old[4] == ip ? 5 : old[5] == ip ? 6 : old[6] == ip ? 7 :
 	              IP_SLOTS;
+	unsigned kind = s->kind;
 	uint8_t pres = (uint8_t)((ext ? SP_EXT : 0) | (s->len != c->len ? SP_LEN : 0) |
 		(kind < SP_KIND_ESCAPE ? kind : SP_KIND_ESCAPE) << SP_KIND_SHIFT |
 		ka << SP_ADDR_SHIFT | (ki < IP_SLOTS ? SP_IP_HIT : 0));
@@ -324,7 +303,7 @@ encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
 	o = put_v_fast(o, d);
 	/* move the used slots to the front (slot_use) */
 	slot_use(&c->ip, c->ip_old, IP_SLOTS - 1, ki, ip);
-	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
+	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, s->addr);
 	if (pres & SP_LEN) { *o++ = s->len; c->len = s->len; }
 	if (kind >= SP_KIND_ESCAPE) *o++ = (uint8_t)kind;
 	c->kind = (uint8_t)kind;
@@ -336,6 +315,34 @@ encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
 		if (ext & SX_DATA_SRC) o = put_v(o, s->data_src);
 		if (ext & SX_WEIGHT) o = put_v(o, s->weight);
 	}
+	return o;
+}
+
+/* The SAMPLE record (the bulk of a full trace): the same bytes as the
+ * generic encoding (encode_sample_rest) gives, with the usual record of a
+ * full trace on a straight path: the last record's ip (slot 0), len, cpu,
+ * period and flags, no data_src or weight, a kind without its own byte.
+ * Inline in both callers (a call per record was a tenth of the run
+ * encoder's instructions), the rest apart (its registers were spilled on
+ * the straight path). */
+static inline __attribute__((always_inline)) uint8_t *
+encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
+{
+	/* data address: the delta base with the shortest varint, the lowest
+	 * slot on ties (slot_best) */
+	uint64_t addr = s->addr;
+	uint64_t d = zz(addr - c->addr);
+	unsigned ka = d >= 0x80 ? addr_slot(c, addr, &d) : 0;
+	unsigned kind = s->kind;
+	if (__builtin_expect(s->ip != c->ip || kind >= SP_KIND_ESCAPE ||
+	                     ((s->period ^ c->period) | s->data_src | s->weight | (s->cpu ^ c->cpu) |
+	                      (s->len ^ c->len) | (s->flags ^ c->flags)) != 0, 0))
+		return encode_sample_rest(c, s, o, d, ka);
+	o[0] = (uint8_t)(kind << SP_KIND_SHIFT | ka << SP_ADDR_SHIFT | SP_IP_HIT);
+	o[1] = 0;
+	o = put_v_fast(o + 2, d);
+	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
+	c->kind = (uint8_t)kind;
 	return o;
 }
 
