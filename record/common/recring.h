@@ -155,7 +155,8 @@ static inline bool recring_has_room1(struct recring *r)
 /* The unit a reserved record starts at. */
 static inline uint32_t recring_unit_of(const struct recring *r, const struct ct_record *rec)
 {
-	return (uint32_t)(((const uint8_t *)rec - r->data) / RECRING_UNIT);
+	/* (unsigned: a shift; the signed difference took a rounding fix-up) */
+	return (uint32_t)(((uintptr_t)rec - (uintptr_t)r->data) / RECRING_UNIT);
 }
 /* Publish a reserved record. */
 static inline void recring_commit(struct recring *r, struct ct_record *rec)

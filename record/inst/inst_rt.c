@@ -737,14 +737,27 @@ struct filt_seen {
 	uint64_t e, mine;
 };
 
+/* The claim of a plain hook's line (filt_swap) from the word it saw, which
+ * says that the thread owns the line: then that word with the new granules
+ * is the one to swap in (key | mine | the old granules), and its last stamp
+ * the time, unless another thread changed the word meanwhile. */
+static inline uint64_t filt_swap_seen(struct inst_tls *T, uintptr_t addr, const struct filt_seen *seen)
+{
+	uint64_t line = addr >> 6, e = seen->e;
+	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
+	if (atomic_compare_exchange_weak_explicit(slot, &e, seen->e | seen->mine, memory_order_relaxed,
+	                                          memory_order_relaxed))
+		return T->stamp;
+	return filt_swap(T, slot, filt_key(line, T->filt_owner), seen->mine, e);
+}
+
 static inline void full_fill(struct ct_record *r, uintptr_t addr, unsigned len, unsigned kind,
                              uintptr_t ip, unsigned flags, const struct filt_seen *seen)
 {
 	struct inst_tls *T = &inst_t;
-	uint64_t line = addr >> 6, time;
+	uint64_t time;
 	if (seen)
-		time = filt_swap(T, &filt_tab[line & FILT_MASK], filt_key(line, T->filt_owner),
-		                 seen->mine, seen->e);
+		time = filt_swap_seen(T, addr, seen);
 	else
 		/* a synchronization access counts as a read-modify-write for the
 		 * filter: never left out, it ends every ownership of its line and
@@ -754,21 +767,24 @@ static inline void full_fill(struct ct_record *r, uintptr_t addr, unsigned len, 
 	full_put(r, time, addr, len, kind, ip, flags);
 }
 
-/* Publish a filled SAMPLE record, or hold it back (not nested): a plain
- * load within one 64-byte line of the filter, whose record the store of
- * the same bytes that may follow takes over (full_merge_store), at an ip
- * where that happened last time (full_learn_hold).  The writer takes a held
- * record itself when it reaches it (recring_hold). */
-static inline void full_publish(struct rt_thread *t, struct inst_tls *T, struct ct_record *r,
-                                bool nested)
+/* Publish a filled SAMPLE record of this access, or hold it back (not
+ * nested): a plain load within one 64-byte line of the filter, whose record
+ * the store of the same bytes that may follow takes over
+ * (full_merge_store), at an ip where that happened last time
+ * (full_learn_hold).  The writer takes a held record itself when it
+ * reaches it (recring_hold).  seen: a plain hook's access (full_fill),
+ * which is such a load if it is a load. */
+static inline __attribute__((always_inline)) void
+full_publish(struct rt_thread *t, struct inst_tls *T, struct ct_record *r, bool nested,
+             uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip, unsigned flags,
+             const struct filt_seen *seen)
 {
-	const struct ct_sample *s = &r->u.sample;
-	if (!nested && s->kind == CT_ACCESS_LOAD && s->flags == CT_SAMPLE_EXACT && filt_tab &&
-	    filt_shift == 6 && (s->addr & 63) + s->len <= 64) {
-		T->ld_addr = s->addr;
-		T->ld_len = s->len;
-		T->ld_ip = s->ip;
-		if (T->hold_ip[hold_slot(s->ip)] == s->ip) {
+	if (!nested && kind == CT_ACCESS_LOAD &&
+	    (seen || (flags == CT_SAMPLE_EXACT && filt_tab && filt_shift == 6 && (addr & 63) + len <= 64))) {
+		T->ld_addr = addr;
+		T->ld_len = len;
+		T->ld_ip = ip;
+		if (T->hold_ip[hold_slot(ip)] == ip) {
 			recring_hold(&t->ring, r);
 			T->held = r;
 			return;
@@ -832,7 +848,7 @@ full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned le
 	struct ct_record *r = full_reserve(t, T, nested);
 	if (r) {
 		full_fill(r, addr, len, kind, ip, flags, seen);
-		full_publish(t, T, r, nested);
+		full_publish(t, T, r, nested, addr, len, kind, ip, flags, seen);
 	}
 	T->in_push = nested;
 }
@@ -922,13 +938,13 @@ static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, u
                                                  uintptr_t ip, uint64_t e, uint64_t mine)
 {
 	struct inst_tls *T = &inst_t;
-	int idx = kind == CT_ACCESS_LOAD ? INST_LD : INST_ST;
 	struct rt_thread *t = rec_thread(T);
 	if (!t) {
-		countdown_off(T, idx);
+		countdown_off(T, kind == CT_ACCESS_LOAD ? INST_LD : INST_ST);
 		return;
 	}
-	full_fold(T, idx);
+	/* (no full_fold: the hooks of filt_fast count down without a test, and
+	 * counted() is right at any value of the countdown) */
 	const struct filt_seen seen = { e, mine };
 	full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT, &seen);
 }
