@@ -464,18 +464,39 @@ static inline uint64_t filt_key(uint64_t line, uint32_t owner)
 	return ((line >> FILT_BITS) << 30) | ((uint64_t)owner << 16);
 }
 
-/* The granules [addr, addr+len) touches, and those it covers entirely
- * (lines of 2^shift bytes, granules of 2^gshift). */
+/* An access of a power of two bytes, at most a granule, aligned to its
+ * size: it lies in one granule (the hooks' usual case, where len and
+ * gshift are constants: a test of the address). */
+static inline __attribute__((always_inline)) bool
+filt_in_granule(uintptr_t addr, unsigned len, unsigned gshift)
+{
+	return len <= (1u << gshift) && (len & (len - 1)) == 0 && (addr & (len - 1)) == 0;
+}
+
+/* The granules [addr, addr+len) touches (lines of 2^shift bytes, granules
+ * of 2^gshift). */
+static inline __attribute__((always_inline)) unsigned
+filt_touch(uintptr_t addr, unsigned len, unsigned shift, unsigned gshift)
+{
+	unsigned off = (unsigned)(addr & ((1u << shift) - 1));
+	if (filt_in_granule(addr, len, gshift))
+		return 1u << (off >> gshift);
+	return (2u << ((off + len - 1) >> gshift)) - (1u << (off >> gshift));
+}
+
+/* The granules [addr, addr+len) touches, and those it covers entirely. */
 static inline __attribute__((always_inline)) void
 filt_granules(uintptr_t addr, unsigned len, unsigned shift, unsigned gshift, unsigned *touch,
               unsigned *cover)
 {
 	unsigned off = (unsigned)(addr & ((1u << shift) - 1));
 	unsigned g = 1u << gshift;
-	unsigned first = off >> gshift, last = (off + len - 1) >> gshift;
 	unsigned cf = (off + g - 1) >> gshift, cl = (off + len) >> gshift;
-	*touch = (2u << last) - (1u << first);
-	*cover = cl > cf ? (1u << cl) - (1u << cf) : 0;
+	*touch = filt_touch(addr, len, shift, gshift);
+	if (filt_in_granule(addr, len, gshift))
+		*cover = len == g ? *touch : 0;
+	else
+		*cover = cl > cf ? (1u << cl) - (1u << cf) : 0;
 }
 
 /* One line, this thread may own it (owner id, address below FILT_ADDR_END). */
@@ -502,8 +523,7 @@ filt_owns(const struct inst_tls *T, uintptr_t addr, unsigned shift, uint64_t *e)
 static inline __attribute__((always_inline)) bool
 filt_has(uint64_t e, uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned gshift)
 {
-	unsigned off = (unsigned)addr & ((1u << shift) - 1);
-	unsigned touch = (2u << ((off + len - 1) >> gshift)) - (1u << (off >> gshift));
+	unsigned touch = filt_touch(addr, len, shift, gshift);
 	unsigned have = (unsigned)(e >> (kind == CT_ACCESS_LOAD ? 0 : 8)) & 0xff;
 	return (have & touch) == touch;
 }
@@ -700,13 +720,13 @@ full_reserve(struct rt_thread *t, struct inst_tls *T, bool nested)
 	struct recring *r = &t->ring;
 	if (!nested)
 		full_release(t, T);
-	/* the cached view of the writer's progress first: reading its line
-	 * at every access made the line bounce between the two CPUs */
-	if (__builtin_expect(!recring_has_room1(r), 0))
-		full_wait(t, T, nested);
-	uint32_t fill;
 	/* one unit: SAMPLE, FUNC_ENTER and FUNC_EXIT records all fit */
-	struct ct_record *rec = recring_reserve_units(r, 1, &fill);
+	uint32_t fill;
+	struct ct_record *rec = recring_reserve1_cached(r, &fill);
+	if (__builtin_expect(!rec, 0)) {
+		full_wait(t, T, nested);
+		rec = recring_reserve_units(r, 1, &fill);
+	}
 	rt_poke_if(fill);
 	return rec;
 }
@@ -1015,9 +1035,8 @@ static inline __attribute__((always_inline)) void full_hot(uintptr_t addr, unsig
 {
 	struct inst_tls *T = &inst_t;
 	uint64_t e;
-	/* (64-byte lines, the usual size, with constant shifts) */
-	if (__builtin_expect(!rt_guard && filt_shift == 6, 1) && filt_owns(T, addr, 6, &e) &&
-	    (addr & 63) + len <= 64) {
+	if (__builtin_expect(!rt_guard, 1) && filt_owns(T, addr, 6, &e) &&
+	    (filt_in_granule(addr, len, 3) || (addr & 63) + len <= 64)) {
 		if (filt_has(e, addr, len, kind, 6, 3))
 			T->stat[IS_FILTERED]++;
 		else
@@ -1488,7 +1507,8 @@ static int inst_thread_start(struct rt_thread *t)
 	atomic_compare_exchange_strong(&live[t->index % RT_MAX_THREADS], &expect, T);
 	atomic_fetch_add(&g_threads, 1);
 	T->on = true;
-	T->filt_fast = filt_tab && T->filt_owner && !inst_own_window;
+	/* (64-byte lines, the usual size: the hooks' shifts are constants) */
+	T->filt_fast = filt_tab && T->filt_owner && !inst_own_window && filt_shift == 6;
 	return 0;
 }
 
