@@ -751,22 +751,26 @@ static inline void full_put(struct ct_record *r, uint64_t time, uintptr_t addr, 
 	r->u.sample.flags = (uint8_t)flags;
 }
 
-/* The words a plain hook saw: its 64-byte line's table word, which the
- * thread owns, and the granules new to its ownership (see full_owned). */
+/* What a plain hook saw: its 64-byte line's table word, whether it says
+ * that the thread owns the line, and the granules the access adds (see
+ * full_owned). */
 struct filt_seen {
 	uint64_t e, mine;
+	bool owned;
 };
 
-/* The claim of a plain hook's line (filt_swap) from the word it saw, which
- * says that the thread owns the line: then that word with the new granules
- * is the one to swap in (key | mine | the old granules), and its last stamp
- * the time, unless another thread changed the word meanwhile. */
+/* The claim of a plain hook's line (filt_swap) from the word it saw.  When
+ * that word says that the thread owns the line, the word with the new
+ * granules is the one to swap in (key | mine | the old granules), and the
+ * thread's last stamp the time, unless another thread changed the word
+ * meanwhile. */
 static inline uint64_t filt_swap_seen(struct inst_tls *T, uintptr_t addr, const struct filt_seen *seen)
 {
 	uint64_t line = addr >> 6, e = seen->e;
 	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
-	if (atomic_compare_exchange_weak_explicit(slot, &e, seen->e | seen->mine, memory_order_relaxed,
-	                                          memory_order_relaxed))
+	if (seen->owned && atomic_compare_exchange_weak_explicit(slot, &e, seen->e | seen->mine,
+	                                                         memory_order_relaxed,
+	                                                         memory_order_relaxed))
 		return T->stamp;
 	return filt_swap(T, slot, filt_key(line, T->filt_owner), seen->mine, e);
 }
@@ -858,7 +862,7 @@ full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned le
 {
 	bool nested = T->in_push;
 	T->in_push = true;
-	if (!nested && seen && kind == CT_ACCESS_STORE) {
+	if (!nested && seen && seen->owned && kind == CT_ACCESS_STORE) {
 		if (T->held && full_merge_store(t, T, addr, len, ip, seen)) {
 			T->in_push = false;
 			return;
@@ -951,11 +955,13 @@ static inline void skip_unrecorded(struct inst_tls *T, int idx)
 	T->stat[IS_UNRECORDED]++;
 }
 
-/* The plain hooks' record of an access to a 64-byte line that the thread
- * owns, at granules new to its ownership (mine), its table word last seen
- * e: hit_record and filt_stamp's common case, with what the hook knows. */
-static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, unsigned kind,
-                                                 uintptr_t ip, uint64_t e, uint64_t mine)
+/* The plain hooks' record of an access within one 64-byte line (below
+ * FILT_ADDR_END), its table word last seen e, which says whether the
+ * thread owns the line (owned; then mine: the granules new to its
+ * ownership): hit_record and filt_stamp's case, with what the hook knows. */
+static inline __attribute__((always_inline)) void
+full_seen(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip, uint64_t e, uint64_t mine,
+          bool owned)
 {
 	struct inst_tls *T = &inst_t;
 	struct rt_thread *t = rec_thread(T);
@@ -965,8 +971,22 @@ static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, u
 	}
 	/* (no full_fold: the hooks of filt_fast count down without a test, and
 	 * counted() is right at any value of the countdown) */
-	const struct filt_seen seen = { e, mine };
+	const struct filt_seen seen = { e, mine, owned };
 	full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT, &seen);
+}
+
+/* full_seen of a line the thread owns. */
+static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, unsigned kind,
+                                                 uintptr_t ip, uint64_t e, uint64_t mine)
+{
+	full_seen(addr, len, kind, ip, e, mine, true);
+}
+
+/* full_seen of a line the thread claims. */
+static __attribute__((noinline)) void full_claims(uintptr_t addr, unsigned len, unsigned kind,
+                                                  uintptr_t ip, uint64_t e, uint64_t mine)
+{
+	full_seen(addr, len, kind, ip, e, mine, false);
 }
 
 /* The countdown expired: the access is recorded (or, see inst_hit, not). */
@@ -1025,9 +1045,9 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 
 /* Full mode with the filter (inst_tls.filt_fast): a plain hook's access,
  * whose len and kind are constants.  The common case (the filter leaves the
- * access out) inline in the hook, with no call and no frame; an access to a
- * line the thread owns goes straight to its record (full_owned), any other
- * to inst_hit.  ip 0: the hook's return address, read only there (read
+ * access out) inline in the hook, with no call and no frame; an access
+ * within one line goes straight to its record (full_owned, full_claims),
+ * any other to inst_hit.  ip 0: the hook's return address, read only there (read
  * before, it took a register that the hook saved on the stack in every
  * mode). */
 static inline __attribute__((always_inline)) void full_hot(uintptr_t addr, unsigned len,
@@ -1035,13 +1055,21 @@ static inline __attribute__((always_inline)) void full_hot(uintptr_t addr, unsig
 {
 	struct inst_tls *T = &inst_t;
 	uint64_t e;
-	if (__builtin_expect(!rt_guard, 1) && filt_owns(T, addr, 6, &e) &&
+	if (__builtin_expect(!rt_guard, 1) &&
 	    (filt_in_granule(addr, len, 3) || (addr & 63) + len <= 64)) {
-		if (filt_has(e, addr, len, kind, 6, 3))
-			T->stat[IS_FILTERED]++;
-		else
-			full_owned(addr, len, kind, ip ? ip : INST_RET() - 1, e, filt_mine(addr, len, kind, 6, 3));
-		return;
+		if (filt_owns(T, addr, 6, &e)) {
+			if (filt_has(e, addr, len, kind, 6, 3))
+				T->stat[IS_FILTERED]++;
+			else
+				full_owned(addr, len, kind, ip ? ip : INST_RET() - 1, e,
+				           filt_mine(addr, len, kind, 6, 3));
+			return;
+		}
+		if (addr < FILT_ADDR_END) {
+			full_claims(addr, len, kind, ip ? ip : INST_RET() - 1, e,
+			            filt_mine(addr, len, kind, 6, 3));
+			return;
+		}
 	}
 	inst_hit(addr, len, kind, idx, ip ? ip : INST_RET() - 1);
 }
