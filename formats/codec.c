@@ -224,20 +224,6 @@ static inline unsigned vlen(uint64_t x)
 	return vlen_of_bits[63 - __builtin_clzll(x | 1)];
 }
 
-/* The slot whose delta is shortest (the lowest on ties). */
-static inline unsigned slot_best(uint64_t cur, const uint64_t *old, uint64_t v)
-{
-	unsigned best = 0, bl = vlen(zz(v - cur));
-	for (unsigned k = 1; k < 4 && bl > 1; k++) {
-		unsigned l = vlen(zz(v - old[k - 1]));
-		if (l < bl) {
-			bl = l;
-			best = k;
-		}
-	}
-	return best;
-}
-
 #define ALLOC_OLD_ADDR 0x80    /* ALLOC kind byte: old_addr follows */
 
 /* One-byte varints inline, the loop for the rest. */
@@ -252,7 +238,7 @@ static inline uint8_t *put_v_fast(uint8_t *o, uint64_t v)
 
 /* The delta base of a data address whose delta from the most recent one
  * (*d) takes two bytes or more: the slot whose delta is shortest, the
- * lowest on ties (slot_best), its delta in *d. */
+ * lowest on ties, its delta in *d. */
 static inline unsigned addr_slot(const struct ct_codec *c, uint64_t addr, uint64_t *d)
 {
 	unsigned ka = 0, bl = vlen(*d);
@@ -329,7 +315,7 @@ static inline __attribute__((always_inline)) uint8_t *
 encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
 {
 	/* data address: the delta base with the shortest varint, the lowest
-	 * slot on ties (slot_best) */
+	 * slot on ties (addr_slot) */
 	uint64_t addr = s->addr;
 	uint64_t d = zz(addr - c->addr);
 	unsigned ka = d >= 0x80 ? addr_slot(c, addr, &d) : 0;
