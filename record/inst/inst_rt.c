@@ -523,6 +523,9 @@ filt_owns(const struct inst_tls *T, uintptr_t addr, unsigned shift, uint64_t *e)
 static inline __attribute__((always_inline)) bool
 filt_has(uint64_t e, uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned gshift)
 {
+	/* (one granule: its bit, tested in place) */
+	if (filt_in_granule(addr, len, gshift))
+		return (e >> (((addr >> gshift) & 7) + (kind == CT_ACCESS_LOAD ? 0 : 8))) & 1;
 	unsigned touch = filt_touch(addr, len, shift, gshift);
 	unsigned have = (unsigned)(e >> (kind == CT_ACCESS_LOAD ? 0 : 8)) & 0xff;
 	return (have & touch) == touch;
