@@ -224,20 +224,6 @@ static inline unsigned vlen(uint64_t x)
 	return vlen_of_bits[63 - __builtin_clzll(x | 1)];
 }
 
-/* The slot whose delta is shortest (the lowest on ties). */
-static inline unsigned slot_best(uint64_t cur, const uint64_t *old, uint64_t v)
-{
-	unsigned best = 0, bl = vlen(zz(v - cur));
-	for (unsigned k = 1; k < 4 && bl > 1; k++) {
-		unsigned l = vlen(zz(v - old[k - 1]));
-		if (l < bl) {
-			bl = l;
-			best = k;
-		}
-	}
-	return best;
-}
-
 #define ALLOC_OLD_ADDR 0x80    /* ALLOC kind byte: old_addr follows */
 
 /* One-byte varints inline, the loop for the rest. */
@@ -250,38 +236,38 @@ static inline uint8_t *put_v_fast(uint8_t *o, uint64_t v)
 	return put_v(o, v);
 }
 
-/* The SAMPLE record (the bulk of a full trace): the same bytes as the
- * generic encoding below would give (FORMAT.md), with the common cases
- * (ip equal to a recent one, unchanged cpu/period/flags/len, one-byte
- * deltas) on straight paths. */
-static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
+/* The delta base of a data address whose delta from the most recent one
+ * (*d) takes two bytes or more: the slot whose delta is shortest, the
+ * lowest on ties, its delta in *d. */
+static inline unsigned addr_slot(const struct ct_codec *c, uint64_t addr, uint64_t *d)
+{
+	unsigned ka = 0, bl = vlen(*d);
+	for (unsigned k = 1; k < 4; k++) {
+		uint64_t dk = zz(addr - c->addr_old[k - 1]);
+		unsigned l = vlen(dk);
+		if (l < bl) {
+			bl = l;
+			ka = k;
+			*d = dk;
+			if (l == 1)
+				break;
+		}
+	}
+	return ka;
+}
+
+/* The SAMPLE record after its data address (its delta d from slot ka,
+ * addr_slot): the generic encoding (FORMAT.md). */
+static __attribute__((noinline)) uint8_t *encode_sample_rest(struct ct_codec *c, const struct ct_sample *s,
+                                                             uint8_t *o, uint64_t d, unsigned ka)
 {
 	/* the extension byte: nothing to say in the usual record (one test) */
 	uint8_t ext = 0;
-	if (__builtin_expect(((s->cpu ^ c->cpu) | (s->period ^ c->period) | (s->flags ^ c->flags) |
-	                      s->data_src | s->weight) != 0, 0))
+	if (((s->cpu ^ c->cpu) | (s->period ^ c->period) | (s->flags ^ c->flags) | s->data_src |
+	     s->weight) != 0)
 		ext = (uint8_t)((s->cpu != c->cpu ? SX_CPU : 0) | (s->period != c->period ? SX_PERIOD : 0) |
 		                (s->flags != c->flags ? SX_FLAGS : 0) | (s->data_src ? SX_DATA_SRC : 0) |
 		                (s->weight ? SX_WEIGHT : 0));
-	/* data address: the delta base with the shortest varint, the lowest
-	 * slot on ties (slot_best) */
-	uint64_t addr = s->addr;
-	uint64_t d = zz(addr - c->addr);
-	unsigned ka = 0;
-	if (d >= 0x80) {
-		unsigned bl = vlen(d);
-		for (unsigned k = 1; k < 4; k++) {
-			uint64_t dk = zz(addr - c->addr_old[k - 1]);
-			unsigned l = vlen(dk);
-			if (l < bl) {
-				bl = l;
-				ka = k;
-				d = dk;
-				if (l == 1)
-					break;
-			}
-		}
-	}
 	/* code address: a recent one (slot index), else a delta (the search
 	 * unrolled: a full trace misses often) */
 	uint64_t ip = s->ip;
@@ -303,11 +289,11 @@ static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample 
 	o = put_v_fast(o, d);
 	/* move the used slots to the front (slot_use) */
 	slot_use(&c->ip, c->ip_old, IP_SLOTS - 1, ki, ip);
-	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
+	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, s->addr);
 	if (pres & SP_LEN) { *o++ = s->len; c->len = s->len; }
 	if (kind >= SP_KIND_ESCAPE) *o++ = (uint8_t)kind;
 	c->kind = (uint8_t)kind;
-	if (__builtin_expect(ext != 0, 0)) {
+	if (ext != 0) {
 		*o++ = ext;
 		if (ext & SX_CPU) { o = put_v(o, s->cpu); c->cpu = s->cpu; }
 		if (ext & SX_PERIOD) { o = put_v(o, s->period); c->period = s->period; }
@@ -315,6 +301,34 @@ static inline uint8_t *encode_sample(struct ct_codec *c, const struct ct_sample 
 		if (ext & SX_DATA_SRC) o = put_v(o, s->data_src);
 		if (ext & SX_WEIGHT) o = put_v(o, s->weight);
 	}
+	return o;
+}
+
+/* The SAMPLE record (the bulk of a full trace): the same bytes as the
+ * generic encoding (encode_sample_rest) gives, with the usual record of a
+ * full trace on a straight path: the last record's ip (slot 0), len, cpu,
+ * period and flags, no data_src or weight, a kind without its own byte.
+ * Inline in both callers (a call per record was a tenth of the run
+ * encoder's instructions), the rest apart (its registers were spilled on
+ * the straight path). */
+static inline __attribute__((always_inline)) uint8_t *
+encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
+{
+	/* data address: the delta base with the shortest varint, the lowest
+	 * slot on ties (addr_slot) */
+	uint64_t addr = s->addr;
+	uint64_t d = zz(addr - c->addr);
+	unsigned ka = d >= 0x80 ? addr_slot(c, addr, &d) : 0;
+	unsigned kind = s->kind;
+	if (__builtin_expect(s->ip != c->ip || kind >= SP_KIND_ESCAPE ||
+	                     ((s->period ^ c->period) | s->data_src | s->weight | (s->cpu ^ c->cpu) |
+	                      (s->len ^ c->len) | (s->flags ^ c->flags)) != 0, 0))
+		return encode_sample_rest(c, s, o, d, ka);
+	o[0] = (uint8_t)(kind << SP_KIND_SHIFT | ka << SP_ADDR_SHIFT | SP_IP_HIT);
+	o[1] = 0;
+	o = put_v_fast(o + 2, d);
+	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
+	c->kind = (uint8_t)kind;
 	return o;
 }
 

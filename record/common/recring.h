@@ -140,22 +140,34 @@ struct ct_record *recring_reserve(struct recring *r, uint32_t *fill_level);
 /* Would a record of `type` fit now (reservation could still fail if a
  * signal handler of the producer pushes in between)? */
 bool recring_has_room(const struct recring *r, unsigned type);
-/* Room for one unit (SAMPLE, FUNC_*...), judged first from the producer's
- * cached view of tail, reading the consumer's line only when that view says
- * full (recring_has_room reads it every time).  Producer side only. */
-static inline bool recring_has_room1(struct recring *r)
+/* Producer side: reserve one unit (SAMPLE, FUNC_*...) if the producer's
+ * cached view of tail says it fits; NULL, with nothing counted, when that
+ * view says full (recring_has_room and recring_reserve_units, which read
+ * the consumer's line, decide then).  Full recording reserves one unit per
+ * access: reading the consumer's line every time made it bounce between
+ * the CPUs. */
+static inline struct ct_record *recring_reserve1_cached(struct recring *r, uint32_t *fill_level)
 {
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	if (head + 1 - __atomic_load_n(&r->tail_cache, __ATOMIC_RELAXED) <= r->cap)
-		return true;
-	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-	__atomic_store_n(&r->tail_cache, tail, __ATOMIC_RELAXED);
-	return head + 1 - tail <= r->cap;
+	uint64_t tail = __atomic_load_n(&r->tail_cache, __ATOMIC_RELAXED);
+	/* (a signal handler of this thread may push in between: see
+	 * recring_reserve_units) */
+	do {
+		if (head + 1 - tail > r->cap)
+			return NULL;
+	} while (!atomic_compare_exchange_weak_explicit(&r->head, &head, head + 1, memory_order_acquire,
+	                                                memory_order_relaxed));
+	recring_count(&r->counts->produced);
+	uint32_t at = (uint32_t)(head & (r->cap - 1));
+	r->units[at] = 1;
+	*fill_level = (uint32_t)(head + 1 - tail);
+	return (struct ct_record *)(r->data + (size_t)at * RECRING_UNIT);
 }
 /* The unit a reserved record starts at. */
 static inline uint32_t recring_unit_of(const struct recring *r, const struct ct_record *rec)
 {
-	return (uint32_t)(((const uint8_t *)rec - r->data) / RECRING_UNIT);
+	/* (unsigned: a shift; the signed difference took a rounding fix-up) */
+	return (uint32_t)(((uintptr_t)rec - (uintptr_t)r->data) / RECRING_UNIT);
 }
 /* Publish a reserved record. */
 static inline void recring_commit(struct recring *r, struct ct_record *rec)

@@ -75,7 +75,8 @@ struct inst_tls {
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
 	bool filt_fast;        /* full mode: the hooks ask the filter themselves (the
-	                        * thread is on, has an owner id, no line monitor) */
+	                        * thread is on, has an owner id, no line monitor,
+	                        * 64-byte filter lines) */
 	struct ct_record *held; /* full mode: this thread's last record, held back in its
 	                        * ring: a load that a store of the same bytes may
 	                        * replace (full_merge_store), NULL: none */

@@ -464,18 +464,39 @@ static inline uint64_t filt_key(uint64_t line, uint32_t owner)
 	return ((line >> FILT_BITS) << 30) | ((uint64_t)owner << 16);
 }
 
-/* The granules [addr, addr+len) touches, and those it covers entirely
- * (lines of 2^shift bytes, granules of 2^gshift). */
+/* An access of a power of two bytes, at most a granule, aligned to its
+ * size: it lies in one granule (the hooks' usual case, where len and
+ * gshift are constants: a test of the address). */
+static inline __attribute__((always_inline)) bool
+filt_in_granule(uintptr_t addr, unsigned len, unsigned gshift)
+{
+	return len <= (1u << gshift) && (len & (len - 1)) == 0 && (addr & (len - 1)) == 0;
+}
+
+/* The granules [addr, addr+len) touches (lines of 2^shift bytes, granules
+ * of 2^gshift). */
+static inline __attribute__((always_inline)) unsigned
+filt_touch(uintptr_t addr, unsigned len, unsigned shift, unsigned gshift)
+{
+	unsigned off = (unsigned)(addr & ((1u << shift) - 1));
+	if (filt_in_granule(addr, len, gshift))
+		return 1u << (off >> gshift);
+	return (2u << ((off + len - 1) >> gshift)) - (1u << (off >> gshift));
+}
+
+/* The granules [addr, addr+len) touches, and those it covers entirely. */
 static inline __attribute__((always_inline)) void
 filt_granules(uintptr_t addr, unsigned len, unsigned shift, unsigned gshift, unsigned *touch,
               unsigned *cover)
 {
 	unsigned off = (unsigned)(addr & ((1u << shift) - 1));
 	unsigned g = 1u << gshift;
-	unsigned first = off >> gshift, last = (off + len - 1) >> gshift;
 	unsigned cf = (off + g - 1) >> gshift, cl = (off + len) >> gshift;
-	*touch = (2u << last) - (1u << first);
-	*cover = cl > cf ? (1u << cl) - (1u << cf) : 0;
+	*touch = filt_touch(addr, len, shift, gshift);
+	if (filt_in_granule(addr, len, gshift))
+		*cover = len == g ? *touch : 0;
+	else
+		*cover = cl > cf ? (1u << cl) - (1u << cf) : 0;
 }
 
 /* One line, this thread may own it (owner id, address below FILT_ADDR_END). */
@@ -502,8 +523,10 @@ filt_owns(const struct inst_tls *T, uintptr_t addr, unsigned shift, uint64_t *e)
 static inline __attribute__((always_inline)) bool
 filt_has(uint64_t e, uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned gshift)
 {
-	unsigned off = (unsigned)addr & ((1u << shift) - 1);
-	unsigned touch = (2u << ((off + len - 1) >> gshift)) - (1u << (off >> gshift));
+	/* (one granule: its bit, tested in place) */
+	if (filt_in_granule(addr, len, gshift))
+		return (e >> (((addr >> gshift) & 7) + (kind == CT_ACCESS_LOAD ? 0 : 8))) & 1;
+	unsigned touch = filt_touch(addr, len, shift, gshift);
 	unsigned have = (unsigned)(e >> (kind == CT_ACCESS_LOAD ? 0 : 8)) & 0xff;
 	return (have & touch) == touch;
 }
@@ -700,13 +723,13 @@ full_reserve(struct rt_thread *t, struct inst_tls *T, bool nested)
 	struct recring *r = &t->ring;
 	if (!nested)
 		full_release(t, T);
-	/* the cached view of the writer's progress first: reading its line
-	 * at every access made the line bounce between the two CPUs */
-	if (__builtin_expect(!recring_has_room1(r), 0))
-		full_wait(t, T, nested);
-	uint32_t fill;
 	/* one unit: SAMPLE, FUNC_ENTER and FUNC_EXIT records all fit */
-	struct ct_record *rec = recring_reserve_units(r, 1, &fill);
+	uint32_t fill;
+	struct ct_record *rec = recring_reserve1_cached(r, &fill);
+	if (__builtin_expect(!rec, 0)) {
+		full_wait(t, T, nested);
+		rec = recring_reserve_units(r, 1, &fill);
+	}
 	rt_poke_if(fill);
 	return rec;
 }
@@ -731,20 +754,37 @@ static inline void full_put(struct ct_record *r, uint64_t time, uintptr_t addr, 
 	r->u.sample.flags = (uint8_t)flags;
 }
 
-/* The words a plain hook saw: its 64-byte line's table word, which the
- * thread owns, and the granules new to its ownership (see full_owned). */
+/* What a plain hook saw: its 64-byte line's table word, whether it says
+ * that the thread owns the line, and the granules the access adds (see
+ * full_owned). */
 struct filt_seen {
 	uint64_t e, mine;
+	bool owned;
 };
+
+/* The claim of a plain hook's line (filt_swap) from the word it saw.  When
+ * that word says that the thread owns the line, the word with the new
+ * granules is the one to swap in (key | mine | the old granules), and the
+ * thread's last stamp the time, unless another thread changed the word
+ * meanwhile. */
+static inline uint64_t filt_swap_seen(struct inst_tls *T, uintptr_t addr, const struct filt_seen *seen)
+{
+	uint64_t line = addr >> 6, e = seen->e;
+	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
+	if (seen->owned && atomic_compare_exchange_weak_explicit(slot, &e, seen->e | seen->mine,
+	                                                         memory_order_relaxed,
+	                                                         memory_order_relaxed))
+		return T->stamp;
+	return filt_swap(T, slot, filt_key(line, T->filt_owner), seen->mine, e);
+}
 
 static inline void full_fill(struct ct_record *r, uintptr_t addr, unsigned len, unsigned kind,
                              uintptr_t ip, unsigned flags, const struct filt_seen *seen)
 {
 	struct inst_tls *T = &inst_t;
-	uint64_t line = addr >> 6, time;
+	uint64_t time;
 	if (seen)
-		time = filt_swap(T, &filt_tab[line & FILT_MASK], filt_key(line, T->filt_owner),
-		                 seen->mine, seen->e);
+		time = filt_swap_seen(T, addr, seen);
 	else
 		/* a synchronization access counts as a read-modify-write for the
 		 * filter: never left out, it ends every ownership of its line and
@@ -754,21 +794,24 @@ static inline void full_fill(struct ct_record *r, uintptr_t addr, unsigned len, 
 	full_put(r, time, addr, len, kind, ip, flags);
 }
 
-/* Publish a filled SAMPLE record, or hold it back (not nested): a plain
- * load within one 64-byte line of the filter, whose record the store of
- * the same bytes that may follow takes over (full_merge_store), at an ip
- * where that happened last time (full_learn_hold).  The writer takes a held
- * record itself when it reaches it (recring_hold). */
-static inline void full_publish(struct rt_thread *t, struct inst_tls *T, struct ct_record *r,
-                                bool nested)
+/* Publish a filled SAMPLE record of this access, or hold it back (not
+ * nested): a plain load within one 64-byte line of the filter, whose record
+ * the store of the same bytes that may follow takes over
+ * (full_merge_store), at an ip where that happened last time
+ * (full_learn_hold).  The writer takes a held record itself when it
+ * reaches it (recring_hold).  seen: a plain hook's access (full_fill),
+ * which is such a load if it is a load. */
+static inline __attribute__((always_inline)) void
+full_publish(struct rt_thread *t, struct inst_tls *T, struct ct_record *r, bool nested,
+             uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip, unsigned flags,
+             const struct filt_seen *seen)
 {
-	const struct ct_sample *s = &r->u.sample;
-	if (!nested && s->kind == CT_ACCESS_LOAD && s->flags == CT_SAMPLE_EXACT && filt_tab &&
-	    filt_shift == 6 && (s->addr & 63) + s->len <= 64) {
-		T->ld_addr = s->addr;
-		T->ld_len = s->len;
-		T->ld_ip = s->ip;
-		if (T->hold_ip[hold_slot(s->ip)] == s->ip) {
+	if (!nested && kind == CT_ACCESS_LOAD &&
+	    (seen || (flags == CT_SAMPLE_EXACT && filt_tab && filt_shift == 6 && (addr & 63) + len <= 64))) {
+		T->ld_addr = addr;
+		T->ld_len = len;
+		T->ld_ip = ip;
+		if (T->hold_ip[hold_slot(ip)] == ip) {
 			recring_hold(&t->ring, r);
 			T->held = r;
 			return;
@@ -822,7 +865,7 @@ full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned le
 {
 	bool nested = T->in_push;
 	T->in_push = true;
-	if (!nested && seen && kind == CT_ACCESS_STORE) {
+	if (!nested && seen && seen->owned && kind == CT_ACCESS_STORE) {
 		if (T->held && full_merge_store(t, T, addr, len, ip, seen)) {
 			T->in_push = false;
 			return;
@@ -832,7 +875,7 @@ full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned le
 	struct ct_record *r = full_reserve(t, T, nested);
 	if (r) {
 		full_fill(r, addr, len, kind, ip, flags, seen);
-		full_publish(t, T, r, nested);
+		full_publish(t, T, r, nested, addr, len, kind, ip, flags, seen);
 	}
 	T->in_push = nested;
 }
@@ -915,22 +958,38 @@ static inline void skip_unrecorded(struct inst_tls *T, int idx)
 	T->stat[IS_UNRECORDED]++;
 }
 
-/* The plain hooks' record of an access to a 64-byte line that the thread
- * owns, at granules new to its ownership (mine), its table word last seen
- * e: hit_record and filt_stamp's common case, with what the hook knows. */
+/* The plain hooks' record of an access within one 64-byte line (below
+ * FILT_ADDR_END), its table word last seen e, which says whether the
+ * thread owns the line (owned; then mine: the granules new to its
+ * ownership): hit_record and filt_stamp's case, with what the hook knows. */
+static inline __attribute__((always_inline)) void
+full_seen(uintptr_t addr, unsigned len, unsigned kind, uintptr_t ip, uint64_t e, uint64_t mine,
+          bool owned)
+{
+	struct inst_tls *T = &inst_t;
+	struct rt_thread *t = rec_thread(T);
+	if (!t) {
+		countdown_off(T, kind == CT_ACCESS_LOAD ? INST_LD : INST_ST);
+		return;
+	}
+	/* (no full_fold: the hooks of filt_fast count down without a test, and
+	 * counted() is right at any value of the countdown) */
+	const struct filt_seen seen = { e, mine, owned };
+	full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT, &seen);
+}
+
+/* full_seen of a line the thread owns. */
 static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, unsigned kind,
                                                  uintptr_t ip, uint64_t e, uint64_t mine)
 {
-	struct inst_tls *T = &inst_t;
-	int idx = kind == CT_ACCESS_LOAD ? INST_LD : INST_ST;
-	struct rt_thread *t = rec_thread(T);
-	if (!t) {
-		countdown_off(T, idx);
-		return;
-	}
-	full_fold(T, idx);
-	const struct filt_seen seen = { e, mine };
-	full_record(t, T, addr, len, kind, ip, CT_SAMPLE_EXACT, &seen);
+	full_seen(addr, len, kind, ip, e, mine, true);
+}
+
+/* full_seen of a line the thread claims. */
+static __attribute__((noinline)) void full_claims(uintptr_t addr, unsigned len, unsigned kind,
+                                                  uintptr_t ip, uint64_t e, uint64_t mine)
+{
+	full_seen(addr, len, kind, ip, e, mine, false);
 }
 
 /* The countdown expired: the access is recorded (or, see inst_hit, not). */
@@ -989,9 +1048,9 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 
 /* Full mode with the filter (inst_tls.filt_fast): a plain hook's access,
  * whose len and kind are constants.  The common case (the filter leaves the
- * access out) inline in the hook, with no call and no frame; an access to a
- * line the thread owns goes straight to its record (full_owned), any other
- * to inst_hit.  ip 0: the hook's return address, read only there (read
+ * access out) inline in the hook, with no call and no frame; an access
+ * within one line goes straight to its record (full_owned, full_claims),
+ * any other to inst_hit.  ip 0: the hook's return address, read only there (read
  * before, it took a register that the hook saved on the stack in every
  * mode). */
 static inline __attribute__((always_inline)) void full_hot(uintptr_t addr, unsigned len,
@@ -999,14 +1058,21 @@ static inline __attribute__((always_inline)) void full_hot(uintptr_t addr, unsig
 {
 	struct inst_tls *T = &inst_t;
 	uint64_t e;
-	/* (64-byte lines, the usual size, with constant shifts) */
-	if (__builtin_expect(!rt_guard && filt_shift == 6, 1) && filt_owns(T, addr, 6, &e) &&
-	    (addr & 63) + len <= 64) {
-		if (filt_has(e, addr, len, kind, 6, 3))
-			T->stat[IS_FILTERED]++;
-		else
-			full_owned(addr, len, kind, ip ? ip : INST_RET() - 1, e, filt_mine(addr, len, kind, 6, 3));
-		return;
+	if (__builtin_expect(!rt_guard, 1) &&
+	    (filt_in_granule(addr, len, 3) || (addr & 63) + len <= 64)) {
+		if (filt_owns(T, addr, 6, &e)) {
+			if (filt_has(e, addr, len, kind, 6, 3))
+				T->stat[IS_FILTERED]++;
+			else
+				full_owned(addr, len, kind, ip ? ip : INST_RET() - 1, e,
+				           filt_mine(addr, len, kind, 6, 3));
+			return;
+		}
+		if (addr < FILT_ADDR_END) {
+			full_claims(addr, len, kind, ip ? ip : INST_RET() - 1, e,
+			            filt_mine(addr, len, kind, 6, 3));
+			return;
+		}
 	}
 	inst_hit(addr, len, kind, idx, ip ? ip : INST_RET() - 1);
 }
@@ -1472,7 +1538,8 @@ static int inst_thread_start(struct rt_thread *t)
 	atomic_compare_exchange_strong(&live[t->index % RT_MAX_THREADS], &expect, T);
 	atomic_fetch_add(&g_threads, 1);
 	T->on = true;
-	T->filt_fast = filt_tab && T->filt_owner && !inst_own_window;
+	/* (64-byte lines, the usual size: the hooks' shifts are constants) */
+	T->filt_fast = filt_tab && T->filt_owner && !inst_own_window && filt_shift == 6;
 	return 0;
 }
 
