@@ -356,8 +356,13 @@ static bool runtime_module(const struct st_module *m)
 }
 
 /* The object of allocations made at call site id (heap or mmap group).
- * Groups are named by the first frame outside the allocator and the
- * runtime: "heap:alloc_a"; the whole symbolized path is the description. */
+ * Groups are the call paths by return address (the frames outside the
+ * allocator and the runtime): two calls on one source line, or two
+ * inlined calls of one allocation helper, are two objects, although their
+ * symbolized paths may read the same.  A group is named by its first
+ * frame, and the variable its site stores the block in when the symbols
+ * say: "heap:alloc_a", "heap:setup:buf"; the whole symbolized path is the
+ * description. */
 static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 {
 	uint32_t ci;
@@ -366,7 +371,8 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 		cs = &a->cs[ci];
 	if (cs && (mmap ? cs->obj_mmap : cs->obj_heap) != UINT32_MAX)
 		return mmap ? cs->obj_mmap : cs->obj_heap;
-	char path[1024] = "", first[256] = "";
+	char path[1024] = "", first[256] = "", key[1100];
+	int kl = snprintf(key, sizeof key, "%c:", mmap ? 'M' : 'H');
 	const struct st_module *bmod = NULL;
 	const struct st_alloc *balloc = NULL;
 	if (cs) {
@@ -381,6 +387,8 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 			 * own, in an unnamed mapping) say nothing */
 			if (!known && !pl && k + 1 < cs->depth)
 				continue;
+			if ((size_t)kl < sizeof key)
+				kl += snprintf(key + kl, sizeof key - (size_t)kl, "%" PRIx64 " ", pc);
 			char w[300];
 			if (known && c.func && c.file)
 				snprintf(w, sizeof w, "%s (%s:%u)", c.func,
@@ -408,9 +416,14 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 	}
 	if (!first[0])
 		snprintf(first, sizeof first, "%s", cs ? "?" : "unknown-callsite");
-	char base[300], key[1100];
-	snprintf(base, sizeof base, "%s:%s", mmap ? "mmap" : "heap", first);
-	snprintf(key, sizeof key, "%c:%s", mmap ? 'M' : 'H', path[0] ? path : first);
+	const char *var = balloc ? st_str(bmod, balloc->name) : NULL;
+	if (var && !var[0])
+		var = NULL;
+	char base[500];
+	snprintf(base, sizeof base, "%s:%s%s%s", mmap ? "mmap" : "heap", first, var ? ":" : "",
+	         var ? var : "");
+	if (!path[0])   /* no frame kept: one group per first frame's text */
+		snprintf(key + 2, sizeof key - 2, "%s", first);
 	char type[300] = "untyped";
 	if (balloc) {
 		const struct st_type *t = balloc->type < bmod->ntypes ? &bmod->types[balloc->type] : NULL;
