@@ -466,6 +466,103 @@ static void add_callsite(struct attrib *a, const struct ct_callsite *c)
 		a->ncs++;
 }
 
+/* ---- publishers of watchpoint events ------------------------------------------ */
+
+static void pub_sample(struct attrib *a, const struct ct_record *r)
+{
+	if (r->thread >= a->nth_space)
+		return;
+	if (!a->pubs && !(a->pubs = calloc(a->nth_space, sizeof *a->pubs))) {
+		a->oom = true;
+		return;
+	}
+	struct apubs *p = a->pubs[r->thread];
+	if (!p && !(p = a->pubs[r->thread] = calloc(1, sizeof *p))) {
+		a->oom = true;
+		return;
+	}
+	p->time[p->n % PUB_SAMPLES] = r->time;
+	p->ip[p->n % PUB_SAMPLES] = r->u.sample.ip;
+	p->n++;
+}
+
+/* The ip of thread's store sample taken at time, 0 when it is not among
+ * the last PUB_SAMPLES (the ring is in time order: binary search). */
+static uint64_t pub_ip_at(const struct attrib *a, uint32_t thread, uint64_t time)
+{
+	const struct apubs *p = thread < a->nth_space && a->pubs ? a->pubs[thread] : NULL;
+	if (!p || !p->n)
+		return 0;
+	uint64_t kept = p->n < PUB_SAMPLES ? p->n : PUB_SAMPLES, first = p->n - kept;
+	uint64_t lo = 0, hi = kept;   /* positions first + [lo, hi) */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (p->time[(first + mid) % PUB_SAMPLES] < time)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < kept && p->time[(first + lo) % PUB_SAMPLES] == time; lo++)
+		if (p->ip[(first + lo) % PUB_SAMPLES])
+			return p->ip[(first + lo) % PUB_SAMPLES];
+	return 0;
+}
+
+static uint64_t arm_key(uint32_t watcher, uint32_t publisher, uint64_t addr)
+{
+	return fmix64((uint64_t)watcher << 32 | publisher) ^ addr;
+}
+
+/* The arm of watcher on publisher's store at addr, NULL if none. */
+static struct aarm *arm_find(const struct attrib *a, uint32_t watcher, uint32_t publisher,
+                             uint64_t addr)
+{
+	uint32_t i;
+	if (!u64map_get(&a->arm_idx, arm_key(watcher, publisher, addr), &i))
+		return NULL;
+	struct aarm *m = &a->arms[i];
+	return m->watcher == watcher && m->publisher == publisher && m->addr == addr ? m : NULL;
+}
+
+static void pub_arm(struct attrib *a, const struct ct_record *r)
+{
+	const struct ct_wp_arm *w = &r->u.arm;
+	uint64_t ip = pub_ip_at(a, w->publisher, w->pub_time);
+	struct aarm *m = arm_find(a, r->thread, w->publisher, w->pub_addr);
+	if (!m) {
+		if (a->narms == a->cap_arms) {
+			size_t nc = a->cap_arms ? a->cap_arms * 2 : 256;
+			struct aarm *q = realloc(a->arms, nc * sizeof *q);
+			if (!q) {
+				a->oom = true;
+				return;
+			}
+			a->arms = q;
+			a->cap_arms = nc;
+		}
+		/* a key taken by another arm (a hash collision) now names this one */
+		if (u64map_put(&a->arm_idx, arm_key(r->thread, w->publisher, w->pub_addr),
+		               (uint32_t)a->narms)) {
+			a->oom = true;
+			return;
+		}
+		m = &a->arms[a->narms++];
+		*m = (struct aarm){ .addr = w->pub_addr, .watcher = r->thread,
+		                    .publisher = w->publisher };
+	}
+	m->ip = ip;
+}
+
+uint64_t attrib_src_ip(const struct attrib *a, const struct comm_event *ev)
+{
+	uint64_t ip = ev->src_ip;
+	if (!ip && ev->via == COMM_VIA_WATCHPOINT) {
+		const struct aarm *m = arm_find(a, ev->dst, ev->src, ev->src_addr);
+		ip = m ? m->ip : 0;
+	}
+	return attrib_code_ip(a, ip, false);
+}
+
 /* ---- the record consumer ---------------------------------------------------- */
 
 static void on_record(void *self, const struct ct_record *r)
@@ -475,7 +572,12 @@ static void on_record(void *self, const struct ct_record *r)
 	case CT_REC_CALLSITE:
 		add_callsite(a, &r->u.callsite);
 		break;
+	case CT_REC_WP_ARM:
+		pub_arm(a, r);
+		break;
 	case CT_REC_SAMPLE: {
+		if (r->u.sample.kind != CT_ACCESS_LOAD)
+			pub_sample(a, r);
 		/* soft samples: did the instruction before ip make the access?
 		 * Votes per ip, so that events (which carry only the ip) can be
 		 * placed on the right source line. */
@@ -897,7 +999,7 @@ static void on_event(void *self, const struct comm_event *ev)
 	} acc[2] = {
 		{ ev->addr, attrib_code_ip(a, ev->ip, ev->via == COMM_VIA_WATCHPOINT), ev->len,
 		  ev->dst, ev->dst_kind != CT_ACCESS_LOAD },
-		{ ev->src_addr, attrib_code_ip(a, ev->src_ip, false), ev->src_len, ev->src, true },
+		{ ev->src_addr, attrib_src_ip(a, ev), ev->src_len, ev->src, true },
 	};
 	/* a source access of unknown address and size (the line monitor's
 	 * transfers name only the receiver's) is in no object */
@@ -1168,6 +1270,11 @@ void attrib_free(struct attrib *a)
 	u64map_free(&a->obj_cache);
 	u64map_free(&a->cs_by_id);
 	u64map_free(&a->prev_votes);
+	for (size_t i = 0; a->pubs && i < a->nth_space; i++)
+		free(a->pubs[i]);
+	free(a->pubs);
+	free(a->arms);
+	u64map_free(&a->arm_idx);
 	free(a->cs);
 	iv_free(&a->heap);
 	iv_free(&a->mmaps);

@@ -95,6 +95,19 @@ struct acallsite {
 	uint32_t obj_heap, obj_mmap;
 };
 
+/* The publishers' store samples and the watchpoint arms that name them
+ * (attrib.c): a watchpoint event carries no publisher's code address, its
+ * arm (WP_ARM) names the publisher's sample by thread and time. */
+#define PUB_SAMPLES 4096         /* per thread: its most recent store samples */
+struct apubs {
+	uint64_t time[PUB_SAMPLES], ip[PUB_SAMPLES];
+	uint64_t n;              /* store samples ever taken (ring position) */
+};
+struct aarm {                /* the newest arm of one watcher on one publication */
+	uint64_t addr, ip;       /* the published address, the publisher's sample ip */
+	uint32_t watcher, publisher;
+};
+
 /* Live blocks keyed by start address: a treap in an array (attrib.c). */
 struct iv_node {
 	uint64_t lo, size;
@@ -125,6 +138,10 @@ struct attrib {
 	size_t ncs, cap_cs;
 	struct u64map cs_by_id;
 	struct u64map prev_votes;   /* sample ip -> prev-insn votes << 16 | at-ip votes */
+	struct apubs **pubs;        /* [nth_space], each allocated at its first store sample */
+	struct aarm *arms;
+	size_t narms, cap_arms;
+	struct u64map arm_idx;      /* arm_key() -> index in arms */
 	/* results */
 	struct aobj *objs;
 	size_t nobjs, cap_objs;
@@ -170,6 +187,12 @@ int attrib_cli_main(const char *cmd, enum attrib_cmd which, int argc, char **arg
 /* The code address to look up for an access reported at ip (hit: a
  * watchpoint trap, reported after the access); 0 stays 0. */
 uint64_t attrib_code_ip(const struct attrib *a, uint64_t ip, bool hit);
+
+/* The code address to look up for the publisher's access of ev: its
+ * src_ip, or for a watchpoint event without one, the ip of the publisher's
+ * store sample its arm names (when that is among the publisher's last
+ * PUB_SAMPLES store samples); 0 unknown. */
+uint64_t attrib_src_ip(const struct attrib *a, const struct comm_event *ev);
 
 void attrib_note(struct attrib *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int attrib_find_object(const struct attrib *a, const char *name);
