@@ -20,6 +20,7 @@
 #include <Zydis/Zydis.h>
 
 #include "ana.h"
+#include "attrib.h"
 #include "loops.h"
 #include "symtab.h"
 
@@ -275,6 +276,8 @@ static int loops_setup(void *arg, struct analysis *an)
 	size_t len;
 	const char *maps = ct_trace_section(an->trace, CT_SEC_MAPS, &len);
 	L->have_syms = maps && !symtab_from_maps(&L->syms, maps, len, NULL, NULL, NULL);
+	if (L->have_syms && !lh->no_demangle)
+		symtab_demangle(&L->syms);
 	lh->h->events[lh->h->nevents++] = (struct event_consumer){ L, loops_event };
 	return 0;
 }
