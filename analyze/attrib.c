@@ -468,44 +468,27 @@ static void add_callsite(struct attrib *a, const struct ct_callsite *c)
 
 /* ---- publishers of watchpoint events ------------------------------------------ */
 
-static void pub_sample(struct attrib *a, const struct ct_record *r)
+static struct apub *pub_slot(const struct attrib *a, uint32_t thread, uint64_t time)
 {
-	if (r->thread >= a->nth_space)
-		return;
-	if (!a->pubs && !(a->pubs = calloc(a->nth_space, sizeof *a->pubs))) {
-		a->oom = true;
-		return;
-	}
-	struct apubs *p = a->pubs[r->thread];
-	if (!p && !(p = a->pubs[r->thread] = calloc(1, sizeof *p))) {
-		a->oom = true;
-		return;
-	}
-	p->time[p->n % PUB_SAMPLES] = r->time;
-	p->ip[p->n % PUB_SAMPLES] = r->u.sample.ip;
-	p->n++;
+	return &a->pubs[fmix64(time ^ (uint64_t)thread << 44) & (PUB_SAMPLES - 1)];
 }
 
-/* The ip of thread's store sample taken at time, 0 when it is not among
- * the last PUB_SAMPLES (the ring is in time order: binary search). */
+static void pub_sample(struct attrib *a, const struct ct_record *r)
+{
+	if (!a->pubs && !(a->pubs = calloc(PUB_SAMPLES, sizeof *a->pubs))) {
+		a->oom = true;
+		return;
+	}
+	*pub_slot(a, r->thread, r->time) =
+		(struct apub){ .time = r->time, .ip = r->u.sample.ip, .thread = r->thread };
+}
+
+/* The ip of thread's store sample taken at time, 0 when the table no
+ * longer holds it. */
 static uint64_t pub_ip_at(const struct attrib *a, uint32_t thread, uint64_t time)
 {
-	const struct apubs *p = thread < a->nth_space && a->pubs ? a->pubs[thread] : NULL;
-	if (!p || !p->n)
-		return 0;
-	uint64_t kept = p->n < PUB_SAMPLES ? p->n : PUB_SAMPLES, first = p->n - kept;
-	uint64_t lo = 0, hi = kept;   /* positions first + [lo, hi) */
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (p->time[(first + mid) % PUB_SAMPLES] < time)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < kept && p->time[(first + lo) % PUB_SAMPLES] == time; lo++)
-		if (p->ip[(first + lo) % PUB_SAMPLES])
-			return p->ip[(first + lo) % PUB_SAMPLES];
-	return 0;
+	const struct apub *p = a->pubs ? pub_slot(a, thread, time) : NULL;
+	return p && p->time == time && p->thread == thread ? p->ip : 0;
 }
 
 static uint64_t arm_key(uint32_t watcher, uint32_t publisher, uint64_t addr)
@@ -1270,8 +1253,6 @@ void attrib_free(struct attrib *a)
 	u64map_free(&a->obj_cache);
 	u64map_free(&a->cs_by_id);
 	u64map_free(&a->prev_votes);
-	for (size_t i = 0; a->pubs && i < a->nth_space; i++)
-		free(a->pubs[i]);
 	free(a->pubs);
 	free(a->arms);
 	u64map_free(&a->arm_idx);

@@ -97,11 +97,15 @@ struct acallsite {
 
 /* The publishers' store samples and the watchpoint arms that name them
  * (attrib.c): a watchpoint event carries no publisher's code address, its
- * arm (WP_ARM) names the publisher's sample by thread and time. */
-#define PUB_SAMPLES 4096         /* per thread: its most recent store samples */
-struct apubs {
-	uint64_t time[PUB_SAMPLES], ip[PUB_SAMPLES];
-	uint64_t n;              /* store samples ever taken (ring position) */
+ * arm (WP_ARM) names the publisher's sample by thread and time.  Samples
+ * are remembered in a table of PUB_SAMPLES slots by (thread, time), a
+ * later sample taking an earlier one's slot: the memory does not grow with
+ * the threads, and a publication is almost always armed on within a few
+ * dozen of its publisher's samples (LULESH: at most 52). */
+#define PUB_SAMPLES (1u << 16)
+struct apub {
+	uint64_t time, ip;
+	uint32_t thread;
 };
 struct aarm {                /* the newest arm of one watcher on one publication */
 	uint64_t addr, ip;       /* the published address, the publisher's sample ip */
@@ -138,7 +142,7 @@ struct attrib {
 	size_t ncs, cap_cs;
 	struct u64map cs_by_id;
 	struct u64map prev_votes;   /* sample ip -> prev-insn votes << 16 | at-ip votes */
-	struct apubs **pubs;        /* [nth_space], each allocated at its first store sample */
+	struct apub *pubs;          /* [PUB_SAMPLES], allocated at the first store sample */
 	struct aarm *arms;
 	size_t narms, cap_arms;
 	struct u64map arm_idx;      /* arm_key() -> index in arms */
@@ -190,8 +194,7 @@ uint64_t attrib_code_ip(const struct attrib *a, uint64_t ip, bool hit);
 
 /* The code address to look up for the publisher's access of ev: its
  * src_ip, or for a watchpoint event without one, the ip of the publisher's
- * store sample its arm names (when that is among the publisher's last
- * PUB_SAMPLES store samples); 0 unknown. */
+ * store sample its arm names (when the table still holds it); 0 unknown. */
 uint64_t attrib_src_ip(const struct attrib *a, const struct comm_event *ev);
 
 void attrib_note(struct attrib *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
