@@ -355,6 +355,75 @@ static bool runtime_module(const struct st_module *m)
 	return !strncmp(b, "libcommrec", 10);
 }
 
+/* A call path as the heap groups see it (callsite_obj). */
+struct cpath {
+	char text[1024];         /* "f (file:line) < g (file:line) < ...", "" */
+	size_t first_len;        /* the first frame's part of text */
+	char first[256];         /* the first frame's function (or address) */
+	char key[1100];          /* the frames' return addresses */
+	struct st_code c0;       /* the first frame's code (c0.func NULL: unknown) */
+	const struct st_module *bmod;   /* the first frame's allocation site, */
+	const struct st_alloc *balloc;  /* NULL: untyped */
+};
+
+/* The frames of cs outside the allocator and the runtime, up to main or
+ * a thread's start routine. */
+static void callsite_path(const struct attrib *a, const struct acallsite *cs, struct cpath *p)
+{
+	size_t pl = 0, kl = 2;
+	for (unsigned k = 0; k < cs->depth; k++) {
+		uint64_t pc = cs->pc[k];
+		struct st_code c;
+		bool known = symtab_code(&a->syms, pc - 1, &c);
+		if (known && (runtime_module(c.mod) || (c.func && alloc_function(c.func))))
+			continue;
+		/* innermost frames in no known module (the allocator's
+		 * own, in an unnamed mapping) say nothing */
+		if (!known && !pl && k + 1 < cs->depth)
+			continue;
+		if (kl < sizeof p->key)
+			kl += (size_t)snprintf(p->key + kl, sizeof p->key - kl, "%" PRIx64 " ", pc);
+		char w[300];
+		if (known && c.func && c.file)
+			snprintf(w, sizeof w, "%s (%s:%u)", c.func,
+			         strrchr(c.file, '/') ? strrchr(c.file, '/') + 1 : c.file, c.line);
+		else
+			symtab_code_str(&a->syms, pc - 1, true, w, sizeof w);
+		if (!p->first[0]) {
+			/* the block's type: that of this call's site */
+			if (known && (p->balloc = symtab_alloc(c.mod, pc - c.mod->bias)))
+				p->bmod = c.mod;
+			if (known && c.func)
+				snprintf(p->first, sizeof p->first, "%s", c.func);
+			else
+				symtab_code_str(&a->syms, pc - 1, true, p->first, sizeof p->first);
+			if (known && c.func && c.file)
+				p->c0 = c;
+		}
+		int l = snprintf(p->text + pl, sizeof p->text - pl, "%s%s", pl ? " < " : "", w);
+		if (l < 0 || (size_t)l >= sizeof p->text - pl)
+			break;
+		pl += (size_t)l;
+		if (!p->first_len)
+			p->first_len = pl;
+		/* frames above main (libc start-up) or a thread's start
+		 * routine say nothing */
+		if (known && c.func && (!strcmp(c.func, "main") || !strcmp(c.func, "start_thread")))
+			break;
+	}
+}
+
+/* The description of a group whose name another group has: its first
+ * frame with the return address's offset, "f+0x1a4 (file:line) < ...",
+ * as `dump --type callsite` shows it (the paths of two calls on one line,
+ * or of two inlined calls of one helper, read the same without it). */
+static void path_with_offset(const struct cpath *p, char *out, size_t cap)
+{
+	const char *f = strrchr(p->c0.file, '/') ? strrchr(p->c0.file, '/') + 1 : p->c0.file;
+	snprintf(out, cap, "%s+0x%" PRIx64 " (%s:%u)%s", p->c0.func, p->c0.func_off + 1, f,
+	         p->c0.line, p->text + p->first_len);
+}
+
 /* The object of allocations made at call site id (heap or mmap group).
  * Groups are the call paths by return address (the frames outside the
  * allocator and the runtime): two calls on one source line, or two
@@ -371,70 +440,37 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 		cs = &a->cs[ci];
 	if (cs && (mmap ? cs->obj_mmap : cs->obj_heap) != UINT32_MAX)
 		return mmap ? cs->obj_mmap : cs->obj_heap;
-	char path[1024] = "", first[256] = "", key[1100];
-	int kl = snprintf(key, sizeof key, "%c:", mmap ? 'M' : 'H');
-	const struct st_module *bmod = NULL;
-	const struct st_alloc *balloc = NULL;
-	if (cs) {
-		size_t pl = 0;
-		for (unsigned k = 0; k < cs->depth; k++) {
-			uint64_t pc = cs->pc[k];
-			struct st_code c;
-			bool known = symtab_code(&a->syms, pc - 1, &c);
-			if (known && (runtime_module(c.mod) || (c.func && alloc_function(c.func))))
-				continue;
-			/* innermost frames in no known module (the allocator's
-			 * own, in an unnamed mapping) say nothing */
-			if (!known && !pl && k + 1 < cs->depth)
-				continue;
-			if ((size_t)kl < sizeof key)
-				kl += snprintf(key + kl, sizeof key - (size_t)kl, "%" PRIx64 " ", pc);
-			char w[300];
-			if (known && c.func && c.file)
-				snprintf(w, sizeof w, "%s (%s:%u)", c.func,
-				         strrchr(c.file, '/') ? strrchr(c.file, '/') + 1 : c.file, c.line);
-			else
-				symtab_code_str(&a->syms, pc - 1, true, w, sizeof w);
-			if (!first[0]) {
-				/* the block's type: that of this call's site */
-				if (known && (balloc = symtab_alloc(c.mod, pc - c.mod->bias)))
-					bmod = c.mod;
-				if (known && c.func)
-					snprintf(first, sizeof first, "%s", c.func);
-				else
-					symtab_code_str(&a->syms, pc - 1, true, first, sizeof first);
-			}
-			int l = snprintf(path + pl, sizeof path - pl, "%s%s", pl ? " < " : "", w);
-			if (l < 0 || (size_t)l >= sizeof path - pl)
-				break;
-			pl += (size_t)l;
-			/* frames above main (libc start-up) or a thread's start
-			 * routine say nothing */
-			if (known && c.func && (!strcmp(c.func, "main") || !strcmp(c.func, "start_thread")))
-				break;
-		}
-	}
-	if (!first[0])
-		snprintf(first, sizeof first, "%s", cs ? "?" : "unknown-callsite");
-	const char *var = balloc ? st_str(bmod, balloc->name) : NULL;
+	struct cpath p = { 0 };
+	snprintf(p.key, sizeof p.key, "%c:", mmap ? 'M' : 'H');
+	if (cs)
+		callsite_path(a, cs, &p);
+	if (!p.first[0])
+		snprintf(p.first, sizeof p.first, "%s", cs ? "?" : "unknown-callsite");
+	const char *var = p.balloc ? st_str(p.bmod, p.balloc->name) : NULL;
 	if (var && !var[0])
 		var = NULL;
 	char base[500];
-	snprintf(base, sizeof base, "%s:%s%s%s", mmap ? "mmap" : "heap", first, var ? ":" : "",
+	snprintf(base, sizeof base, "%s:%s%s%s", mmap ? "mmap" : "heap", p.first, var ? ":" : "",
 	         var ? var : "");
-	if (!path[0])   /* no frame kept: one group per first frame's text */
-		snprintf(key + 2, sizeof key - 2, "%s", first);
-	char type[300] = "untyped";
-	if (balloc) {
-		const struct st_type *t = balloc->type < bmod->ntypes ? &bmod->types[balloc->type] : NULL;
-		const char *tn = t ? st_str(bmod, t->name) : NULL;
+	if (!p.text[0])   /* no frame kept: one group per first frame's text */
+		snprintf(p.key + 2, sizeof p.key - 2, "%s", p.first);
+	char type[300] = "untyped", desc[1100];
+	if (p.balloc) {
+		const struct st_module *m = p.bmod;
+		const struct st_type *t = p.balloc->type < m->ntypes ? &m->types[p.balloc->type] : NULL;
+		const char *tn = t ? st_str(m, t->name) : NULL;
 		snprintf(type, sizeof type, "%s", tn ? tn : "?");
 	}
-	uint32_t o = obj_named(a, hash_str64(key), mmap ? OBJ_MMAP : OBJ_HEAP, base,
-	                       path[0] ? path : NULL, type);
+	uint32_t o;
+	snprintf(desc, sizeof desc, "%s", p.text);
+	if (p.c0.func && !u64map_get(&a->obj_by_key, hash_str64(p.key), &o) &&
+	    u64map_get(&a->obj_by_name, hash_str64(base), &o))
+		path_with_offset(&p, desc, sizeof desc);
+	o = obj_named(a, hash_str64(p.key), mmap ? OBJ_MMAP : OBJ_HEAP, base,
+	              desc[0] ? desc : NULL, type);
 	if (o != UINT32_MAX && !a->objs[o].balloc) {
-		a->objs[o].bmod = bmod;
-		a->objs[o].balloc = balloc;
+		a->objs[o].bmod = p.bmod;
+		a->objs[o].balloc = p.balloc;
 	}
 	if (cs) {
 		if (mmap)

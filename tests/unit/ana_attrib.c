@@ -16,7 +16,8 @@
  *           0x401200 app.c:66, 0x401210 app.c:76 (worker)
  *   eval [0x401300,+0x80): two calls of an inlined allocation helper, all
  *           of it app.h:113; their sites 0x401318 store the block in bvc,
- *           0x401328 in pbvc (long int)
+ *           0x401328 in pbvc (long int); 0x401338 and 0x401348: no
+ *           variable known
  *   data:   struct queue { long lock; long count; } q @0x404000 */
 #define APP_LO 0x400000ull
 #define APP_HI 0x405000ull
@@ -308,6 +309,20 @@ static void test_heap_inlined_sites(void)
 	event(&fx, 1, 0x20010, CT_ACCESS_STORE, IP_COUNT, 0, 0x20008, IP_LOCK, 1000, COMM_VIA_SAMPLE);
 	char *o = objects_out(&fx, AF_TEXT);
 	CHECK_HAS(o, "allocated at: eval (app.h:113) < main (app.c:93) (1 block)");
+	free(o);
+	/* two untyped sites: two objects, the second's path with its return
+	 * address's offset */
+	callsite(&fx, 0, 4, 0x401338, 0x401018);
+	callsite(&fx, 0, 5, 0x401348, 0x401018);
+	alloc(&fx, 0x40000, 64, 4, CT_ALLOC_MALLOC, 0);
+	alloc(&fx, 0x50000, 64, 5, CT_ALLOC_MALLOC, 0);
+	CHECK_STR(name_at(&fx, 0x40008), "heap:eval +8");
+	CHECK_STR(name_at(&fx, 0x50008), "heap:eval#2 +8");
+	event(&fx, 1, 0x40010, CT_ACCESS_STORE, IP_COUNT, 0, 0x40008, IP_LOCK, 1000, COMM_VIA_SAMPLE);
+	event(&fx, 1, 0x50010, CT_ACCESS_STORE, IP_COUNT, 0, 0x50008, IP_LOCK, 1000, COMM_VIA_SAMPLE);
+	o = objects_out(&fx, AF_TEXT);
+	CHECK_HAS(o, "allocated at: eval (app.h:113) < main (app.c:93) (1 block)");
+	CHECK_HAS(o, "allocated at: eval+0x48 (app.h:113) < main (app.c:93) (1 block)");
 	free(o);
 	fx_close(&fx);
 }
