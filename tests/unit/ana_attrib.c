@@ -120,6 +120,20 @@ static void fx_close(struct fixture *fx)
 	tb_free(&fx->b);
 }
 
+/* A fixture of nthreads with the app's symbols embedded: false (closed)
+ * when it cannot be opened. */
+static bool fx_open_app(struct fixture *fx, size_t nthreads)
+{
+	tb_init(&fx->b, nthreads);
+	size_t len;
+	void *sym = app_symbols(&len);
+	CHECK(sym && fx_open(fx, sym, len, NULL, false) == 0);
+	free(sym);
+	if (!fx->a)
+		fx_close(fx);
+	return fx->a != NULL;
+}
+
 static void rec(struct fixture *fx, const struct ct_record *r)
 {
 	fx->rc.record(fx->rc.self, r);
@@ -220,15 +234,8 @@ static char *lines_out(struct fixture *fx, enum attrib_format fmt)
 static void test_heap(void)
 {
 	struct fixture fx = { 0 };
-	tb_init(&fx.b, 2);
-	size_t len;
-	void *sym = app_symbols(&len);
-	CHECK(sym && fx_open(&fx, sym, len, NULL, false) == 0);
-	free(sym);
-	if (!fx.a) {
-		fx_close(&fx);
+	if (!fx_open_app(&fx, 2))
 		return;
-	}
 	callsite(&fx, 0, 1, 0x401118, 0x401018);   /* alloc_a < main:93 */
 	callsite(&fx, 0, 2, 0x401158, 0x401028);   /* alloc_b < main:94 */
 	alloc(&fx, 0x10000, 64, 1, CT_ALLOC_MALLOC, 0);
@@ -288,15 +295,8 @@ static void test_heap(void)
 static void test_heap_inlined_sites(void)
 {
 	struct fixture fx = { 0 };
-	tb_init(&fx.b, 2);
-	size_t len;
-	void *sym = app_symbols(&len);
-	CHECK(sym && fx_open(&fx, sym, len, NULL, false) == 0);
-	free(sym);
-	if (!fx.a) {
-		fx_close(&fx);
+	if (!fx_open_app(&fx, 2))
 		return;
-	}
 	callsite(&fx, 0, 1, 0x401318, 0x401018);   /* bvc = Allocate() < main:93 */
 	callsite(&fx, 0, 2, 0x401328, 0x401018);   /* pbvc = Allocate() < main:93 */
 	callsite(&fx, 1, 3, 0x401318, 0x401018);   /* bvc's site again */
@@ -330,15 +330,8 @@ static void test_heap_inlined_sites(void)
 static void test_static_stack_tls(void)
 {
 	struct fixture fx = { 0 };
-	tb_init(&fx.b, 3);
-	size_t len;
-	void *sym = app_symbols(&len);
-	CHECK(sym && fx_open(&fx, sym, len, NULL, false) == 0);
-	free(sym);
-	if (!fx.a) {
-		fx_close(&fx);
+	if (!fx_open_app(&fx, 3))
 		return;
-	}
 	thread_start(&fx, 1, 0x7ff000000, 0x7ff800000, 0x7ff7ff000, 0x7ff800000);
 	thread_start(&fx, 2, 0x7fe000000, 0x7fe800000, 0, 0);
 	CHECK_STR(name_at(&fx, Q + 8), "q q.count");

@@ -70,6 +70,20 @@ static void acc(struct tb *b, uint32_t t, uint64_t time, uint64_t ip, uint64_t a
 	r->u.sample.ip = ip;
 }
 
+/* Write b with the program's symbols: its path, NULL on failure. */
+static const char *write_with_symbols(struct tb *b)
+{
+	const char *path = tb_write(b);
+	size_t len;
+	void *sym = pipe_symbols(&len);
+	int fd = path && sym ? open(path, O_WRONLY | O_APPEND) : -1;
+	bool ok = fd >= 0 && ct_write_section(fd, CT_SEC_SYMBOLS, sym, len) >= 0;
+	if (fd >= 0)
+		close(fd);
+	free(sym);
+	return ok ? path : NULL;
+}
+
 /* Each round: stage1 (T0) writes buf1, stage2 (T1) reads it and writes
  * buf2, stage3 (T2) reads buf2 twice and writes and reads back its own
  * scratch word.  In 8-byte accesses. */
@@ -96,15 +110,7 @@ static const char *pipeline_trace(struct tb *b, bool full)
 	acc(b, 0, t++, IP_OMP, BUF1, CT_ACCESS_LOAD);
 	/* code of the stripped library reads stage2's buffer (same thread) */
 	acc(b, 1, t++, IP_GOMP, BUF2, CT_ACCESS_LOAD);
-	const char *path = tb_write(b);
-	size_t len;
-	void *sym = pipe_symbols(&len);
-	int fd = path && sym ? open(path, O_WRONLY | O_APPEND) : -1;
-	bool ok = fd >= 0 && ct_write_section(fd, CT_SEC_SYMBOLS, sym, len) >= 0;
-	if (fd >= 0)
-		close(fd);
-	free(sym);
-	return ok ? path : NULL;
+	return write_with_symbols(b);
 }
 
 /* Run `commanalyze functions PATH ARGS...` into a string (NULL on failure). */
@@ -282,14 +288,8 @@ static void test_watchpoint_publisher(void)
 	acc(&b, 1, 200, IP2_STORE, BUF2, CT_ACCESS_STORE);
 	tb_arm(&b, 1, 200, 0, 100, BUF1, 8, 2);
 	tb_hit(&b, 1, 300, BUF1 + 8, 8, 1)->u.hit.ip = IP2_LOAD + 1;
-	const char *path = tb_write(&b);
-	size_t len;
-	void *sym = pipe_symbols(&len);
-	int fd = path && sym ? open(path, O_WRONLY | O_APPEND) : -1;
-	CHECK(fd >= 0 && ct_write_section(fd, CT_SEC_SYMBOLS, sym, len) >= 0);
-	if (fd >= 0)
-		close(fd);
-	free(sym);
+	const char *path = write_with_symbols(&b);
+	CHECK(path != NULL);
 	char *csv = functions_out(path, "--format", "csv", "--model", "comdetective", NULL);
 	CHECK_HAS(csv, ",stage1,stage2,");
 	CHECK_LACKS(csv, "(unknown code)");
