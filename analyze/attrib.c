@@ -527,49 +527,34 @@ static uint64_t pub_ip_at(const struct attrib *a, uint32_t thread, uint64_t time
 	return p && p->time == time && p->thread == thread ? p->ip : 0;
 }
 
-static uint64_t arm_key(uint32_t watcher, uint32_t publisher, uint64_t addr)
-{
-	return fmix64((uint64_t)watcher << 32 | publisher) ^ addr;
-}
-
-/* The arm of watcher on publisher's store at addr, NULL if none. */
-static struct aarm *arm_find(const struct attrib *a, uint32_t watcher, uint32_t publisher,
+static struct aarm *arm_slot(const struct attrib *a, uint32_t watcher, uint32_t publisher,
                              uint64_t addr)
 {
-	uint32_t i;
-	if (!u64map_get(&a->arm_idx, arm_key(watcher, publisher, addr), &i))
-		return NULL;
-	struct aarm *m = &a->arms[i];
-	return m->watcher == watcher && m->publisher == publisher && m->addr == addr ? m : NULL;
+	uint64_t k = fmix64((uint64_t)watcher << 32 | publisher) ^ fmix64(addr);
+	return &a->arms[k & (PUB_ARMS - 1)];
+}
+
+/* The arm of watcher on publisher's store at addr, NULL if the table does
+ * not hold it. */
+static const struct aarm *arm_find(const struct attrib *a, uint32_t watcher, uint32_t publisher,
+                                   uint64_t addr)
+{
+	const struct aarm *m = a->arms ? arm_slot(a, watcher, publisher, addr) : NULL;
+	return m && m->ip && m->watcher == watcher && m->publisher == publisher && m->addr == addr
+	       ? m : NULL;
 }
 
 static void pub_arm(struct attrib *a, const struct ct_record *r)
 {
 	const struct ct_wp_arm *w = &r->u.arm;
-	uint64_t ip = pub_ip_at(a, w->publisher, w->pub_time);
-	struct aarm *m = arm_find(a, r->thread, w->publisher, w->pub_addr);
-	if (!m) {
-		if (a->narms == a->cap_arms) {
-			size_t nc = a->cap_arms ? a->cap_arms * 2 : 256;
-			struct aarm *q = realloc(a->arms, nc * sizeof *q);
-			if (!q) {
-				a->oom = true;
-				return;
-			}
-			a->arms = q;
-			a->cap_arms = nc;
-		}
-		/* a key taken by another arm (a hash collision) now names this one */
-		if (u64map_put(&a->arm_idx, arm_key(r->thread, w->publisher, w->pub_addr),
-		               (uint32_t)a->narms)) {
-			a->oom = true;
-			return;
-		}
-		m = &a->arms[a->narms++];
-		*m = (struct aarm){ .addr = w->pub_addr, .watcher = r->thread,
-		                    .publisher = w->publisher };
+	if (!a->arms && !(a->arms = calloc(PUB_ARMS, sizeof *a->arms))) {
+		a->oom = true;
+		return;
 	}
-	m->ip = ip;
+	*arm_slot(a, r->thread, w->publisher, w->pub_addr) = (struct aarm){
+		.addr = w->pub_addr, .ip = pub_ip_at(a, w->publisher, w->pub_time),
+		.watcher = r->thread, .publisher = w->publisher,
+	};
 }
 
 uint64_t attrib_src_ip(const struct attrib *a, const struct comm_event *ev)
@@ -1291,7 +1276,6 @@ void attrib_free(struct attrib *a)
 	u64map_free(&a->prev_votes);
 	free(a->pubs);
 	free(a->arms);
-	u64map_free(&a->arm_idx);
 	free(a->cs);
 	iv_free(&a->heap);
 	iv_free(&a->mmaps);

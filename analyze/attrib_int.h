@@ -107,6 +107,10 @@ struct apub {
 	uint64_t time, ip;
 	uint32_t thread;
 };
+/* The arms, in a table of PUB_ARMS slots by (watcher, publisher, published
+ * address), a later arm taking an earlier one's slot: a hit follows its arm
+ * within the arms of a few samples of all threads. */
+#define PUB_ARMS (1u << 16)
 struct aarm {                /* the newest arm of one watcher on one publication */
 	uint64_t addr, ip;       /* the published address, the publisher's sample ip */
 	uint32_t watcher, publisher;
@@ -143,9 +147,7 @@ struct attrib {
 	struct u64map cs_by_id;
 	struct u64map prev_votes;   /* sample ip -> prev-insn votes << 16 | at-ip votes */
 	struct apub *pubs;          /* [PUB_SAMPLES], allocated at the first store sample */
-	struct aarm *arms;
-	size_t narms, cap_arms;
-	struct u64map arm_idx;      /* arm_key() -> index in arms */
+	struct aarm *arms;          /* [PUB_ARMS], allocated at the first arm */
 	/* results */
 	struct aobj *objs;
 	size_t nobjs, cap_objs;
@@ -194,7 +196,7 @@ uint64_t attrib_code_ip(const struct attrib *a, uint64_t ip, bool hit);
 
 /* The code address to look up for the publisher's access of ev: its
  * src_ip, or for a watchpoint event without one, the ip of the publisher's
- * store sample its arm names (when the table still holds it); 0 unknown. */
+ * store sample its arm names (when the tables still hold both); 0 unknown. */
 uint64_t attrib_src_ip(const struct attrib *a, const struct comm_event *ev);
 
 void attrib_note(struct attrib *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
