@@ -355,9 +355,83 @@ static bool runtime_module(const struct st_module *m)
 	return !strncmp(b, "libcommrec", 10);
 }
 
+/* A call path as the heap groups see it (callsite_obj). */
+struct cpath {
+	char text[1024];         /* "f (file:line) < g (file:line) < ...", "" */
+	size_t first_len;        /* the first frame's part of text */
+	char first[256];         /* the first frame's function (or address) */
+	char key[1100];          /* the frames' return addresses */
+	struct st_code c0;       /* the first frame's code (c0.func NULL: unknown) */
+	const struct st_module *bmod;   /* the first frame's allocation site, */
+	const struct st_alloc *balloc;  /* NULL: untyped */
+};
+
+/* The frames of cs outside the allocator and the runtime, up to main or
+ * a thread's start routine. */
+static void callsite_path(const struct attrib *a, const struct acallsite *cs, struct cpath *p)
+{
+	size_t pl = 0, kl = 2;
+	for (unsigned k = 0; k < cs->depth; k++) {
+		uint64_t pc = cs->pc[k];
+		struct st_code c;
+		bool known = symtab_code(&a->syms, pc - 1, &c);
+		if (known && (runtime_module(c.mod) || (c.func && alloc_function(c.func))))
+			continue;
+		/* innermost frames in no known module (the allocator's
+		 * own, in an unnamed mapping) say nothing */
+		if (!known && !pl && k + 1 < cs->depth)
+			continue;
+		if (kl < sizeof p->key)
+			kl += (size_t)snprintf(p->key + kl, sizeof p->key - kl, "%" PRIx64 " ", pc);
+		char w[300];
+		if (known && c.func && c.file)
+			snprintf(w, sizeof w, "%s (%s:%u)", c.func,
+			         strrchr(c.file, '/') ? strrchr(c.file, '/') + 1 : c.file, c.line);
+		else
+			symtab_code_str(&a->syms, pc - 1, true, w, sizeof w);
+		if (!p->first[0]) {
+			/* the block's type: that of this call's site */
+			if (known && (p->balloc = symtab_alloc(c.mod, pc - c.mod->bias)))
+				p->bmod = c.mod;
+			if (known && c.func)
+				snprintf(p->first, sizeof p->first, "%s", c.func);
+			else
+				symtab_code_str(&a->syms, pc - 1, true, p->first, sizeof p->first);
+			if (known && c.func && c.file)
+				p->c0 = c;
+		}
+		int l = snprintf(p->text + pl, sizeof p->text - pl, "%s%s", pl ? " < " : "", w);
+		if (l < 0 || (size_t)l >= sizeof p->text - pl)
+			break;
+		pl += (size_t)l;
+		if (!p->first_len)
+			p->first_len = pl;
+		/* frames above main (libc start-up) or a thread's start
+		 * routine say nothing */
+		if (known && c.func && (!strcmp(c.func, "main") || !strcmp(c.func, "start_thread")))
+			break;
+	}
+}
+
+/* The description of a group whose name another group has: its first
+ * frame with the return address's offset, "f+0x1a4 (file:line) < ...",
+ * as `dump --type callsite` shows it (the paths of two calls on one line,
+ * or of two inlined calls of one helper, read the same without it). */
+static void path_with_offset(const struct cpath *p, char *out, size_t cap)
+{
+	const char *f = strrchr(p->c0.file, '/') ? strrchr(p->c0.file, '/') + 1 : p->c0.file;
+	snprintf(out, cap, "%s+0x%" PRIx64 " (%s:%u)%s", p->c0.func, p->c0.func_off + 1, f,
+	         p->c0.line, p->text + p->first_len);
+}
+
 /* The object of allocations made at call site id (heap or mmap group).
- * Groups are named by the first frame outside the allocator and the
- * runtime: "heap:alloc_a"; the whole symbolized path is the description. */
+ * Groups are the call paths by return address (the frames outside the
+ * allocator and the runtime): two calls on one source line, or two
+ * inlined calls of one allocation helper, are two objects, although their
+ * symbolized paths may read the same.  A group is named by its first
+ * frame, and the variable its site stores the block in when the symbols
+ * say: "heap:alloc_a", "heap:setup:buf"; the whole symbolized path is the
+ * description. */
 static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 {
 	uint32_t ci;
@@ -366,62 +440,37 @@ static uint32_t callsite_obj(struct attrib *a, uint32_t id, bool mmap)
 		cs = &a->cs[ci];
 	if (cs && (mmap ? cs->obj_mmap : cs->obj_heap) != UINT32_MAX)
 		return mmap ? cs->obj_mmap : cs->obj_heap;
-	char path[1024] = "", first[256] = "";
-	const struct st_module *bmod = NULL;
-	const struct st_alloc *balloc = NULL;
-	if (cs) {
-		size_t pl = 0;
-		for (unsigned k = 0; k < cs->depth; k++) {
-			uint64_t pc = cs->pc[k];
-			struct st_code c;
-			bool known = symtab_code(&a->syms, pc - 1, &c);
-			if (known && (runtime_module(c.mod) || (c.func && alloc_function(c.func))))
-				continue;
-			/* innermost frames in no known module (the allocator's
-			 * own, in an unnamed mapping) say nothing */
-			if (!known && !pl && k + 1 < cs->depth)
-				continue;
-			char w[300];
-			if (known && c.func && c.file)
-				snprintf(w, sizeof w, "%s (%s:%u)", c.func,
-				         strrchr(c.file, '/') ? strrchr(c.file, '/') + 1 : c.file, c.line);
-			else
-				symtab_code_str(&a->syms, pc - 1, true, w, sizeof w);
-			if (!first[0]) {
-				/* the block's type: that of this call's site */
-				if (known && (balloc = symtab_alloc(c.mod, pc - c.mod->bias)))
-					bmod = c.mod;
-				if (known && c.func)
-					snprintf(first, sizeof first, "%s", c.func);
-				else
-					symtab_code_str(&a->syms, pc - 1, true, first, sizeof first);
-			}
-			int l = snprintf(path + pl, sizeof path - pl, "%s%s", pl ? " < " : "", w);
-			if (l < 0 || (size_t)l >= sizeof path - pl)
-				break;
-			pl += (size_t)l;
-			/* frames above main (libc start-up) or a thread's start
-			 * routine say nothing */
-			if (known && c.func && (!strcmp(c.func, "main") || !strcmp(c.func, "start_thread")))
-				break;
-		}
-	}
-	if (!first[0])
-		snprintf(first, sizeof first, "%s", cs ? "?" : "unknown-callsite");
-	char base[300], key[1100];
-	snprintf(base, sizeof base, "%s:%s", mmap ? "mmap" : "heap", first);
-	snprintf(key, sizeof key, "%c:%s", mmap ? 'M' : 'H', path[0] ? path : first);
-	char type[300] = "untyped";
-	if (balloc) {
-		const struct st_type *t = balloc->type < bmod->ntypes ? &bmod->types[balloc->type] : NULL;
-		const char *tn = t ? st_str(bmod, t->name) : NULL;
+	struct cpath p = { 0 };
+	snprintf(p.key, sizeof p.key, "%c:", mmap ? 'M' : 'H');
+	if (cs)
+		callsite_path(a, cs, &p);
+	if (!p.first[0])
+		snprintf(p.first, sizeof p.first, "%s", cs ? "?" : "unknown-callsite");
+	const char *var = p.balloc ? st_str(p.bmod, p.balloc->name) : NULL;
+	if (var && !var[0])
+		var = NULL;
+	char base[500];
+	snprintf(base, sizeof base, "%s:%s%s%s", mmap ? "mmap" : "heap", p.first, var ? ":" : "",
+	         var ? var : "");
+	if (!p.text[0])   /* no frame kept: one group per first frame's text */
+		snprintf(p.key + 2, sizeof p.key - 2, "%s", p.first);
+	char type[300] = "untyped", desc[1100];
+	if (p.balloc) {
+		const struct st_module *m = p.bmod;
+		const struct st_type *t = p.balloc->type < m->ntypes ? &m->types[p.balloc->type] : NULL;
+		const char *tn = t ? st_str(m, t->name) : NULL;
 		snprintf(type, sizeof type, "%s", tn ? tn : "?");
 	}
-	uint32_t o = obj_named(a, hash_str64(key), mmap ? OBJ_MMAP : OBJ_HEAP, base,
-	                       path[0] ? path : NULL, type);
+	uint32_t o;
+	snprintf(desc, sizeof desc, "%s", p.text);
+	if (p.c0.func && !u64map_get(&a->obj_by_key, hash_str64(p.key), &o) &&
+	    u64map_get(&a->obj_by_name, hash_str64(base), &o))
+		path_with_offset(&p, desc, sizeof desc);
+	o = obj_named(a, hash_str64(p.key), mmap ? OBJ_MMAP : OBJ_HEAP, base,
+	              desc[0] ? desc : NULL, type);
 	if (o != UINT32_MAX && !a->objs[o].balloc) {
-		a->objs[o].bmod = bmod;
-		a->objs[o].balloc = balloc;
+		a->objs[o].bmod = p.bmod;
+		a->objs[o].balloc = p.balloc;
 	}
 	if (cs) {
 		if (mmap)
@@ -453,6 +502,71 @@ static void add_callsite(struct attrib *a, const struct ct_callsite *c)
 		a->ncs++;
 }
 
+/* ---- publishers of watchpoint events ------------------------------------------ */
+
+static struct apub *pub_slot(const struct attrib *a, uint32_t thread, uint64_t time)
+{
+	return &a->pubs[fmix64(time ^ (uint64_t)thread << 44) & (PUB_SAMPLES - 1)];
+}
+
+static void pub_sample(struct attrib *a, const struct ct_record *r)
+{
+	if (!a->pubs && !(a->pubs = calloc(PUB_SAMPLES, sizeof *a->pubs))) {
+		a->oom = true;
+		return;
+	}
+	*pub_slot(a, r->thread, r->time) =
+		(struct apub){ .time = r->time, .ip = r->u.sample.ip, .thread = r->thread };
+}
+
+/* The ip of thread's store sample taken at time, 0 when the table no
+ * longer holds it. */
+static uint64_t pub_ip_at(const struct attrib *a, uint32_t thread, uint64_t time)
+{
+	const struct apub *p = a->pubs ? pub_slot(a, thread, time) : NULL;
+	return p && p->time == time && p->thread == thread ? p->ip : 0;
+}
+
+static struct aarm *arm_slot(const struct attrib *a, uint32_t watcher, uint32_t publisher,
+                             uint64_t addr)
+{
+	uint64_t k = fmix64((uint64_t)watcher << 32 | publisher) ^ fmix64(addr);
+	return &a->arms[k & (PUB_ARMS - 1)];
+}
+
+/* The arm of watcher on publisher's store at addr, NULL if the table does
+ * not hold it. */
+static const struct aarm *arm_find(const struct attrib *a, uint32_t watcher, uint32_t publisher,
+                                   uint64_t addr)
+{
+	const struct aarm *m = a->arms ? arm_slot(a, watcher, publisher, addr) : NULL;
+	return m && m->ip && m->watcher == watcher && m->publisher == publisher && m->addr == addr
+	       ? m : NULL;
+}
+
+static void pub_arm(struct attrib *a, const struct ct_record *r)
+{
+	const struct ct_wp_arm *w = &r->u.arm;
+	if (!a->arms && !(a->arms = calloc(PUB_ARMS, sizeof *a->arms))) {
+		a->oom = true;
+		return;
+	}
+	*arm_slot(a, r->thread, w->publisher, w->pub_addr) = (struct aarm){
+		.addr = w->pub_addr, .ip = pub_ip_at(a, w->publisher, w->pub_time),
+		.watcher = r->thread, .publisher = w->publisher,
+	};
+}
+
+uint64_t attrib_src_ip(const struct attrib *a, const struct comm_event *ev)
+{
+	uint64_t ip = ev->src_ip;
+	if (!ip && ev->via == COMM_VIA_WATCHPOINT) {
+		const struct aarm *m = arm_find(a, ev->dst, ev->src, ev->src_addr);
+		ip = m ? m->ip : 0;
+	}
+	return attrib_code_ip(a, ip, false);
+}
+
 /* ---- the record consumer ---------------------------------------------------- */
 
 static void on_record(void *self, const struct ct_record *r)
@@ -462,7 +576,12 @@ static void on_record(void *self, const struct ct_record *r)
 	case CT_REC_CALLSITE:
 		add_callsite(a, &r->u.callsite);
 		break;
+	case CT_REC_WP_ARM:
+		pub_arm(a, r);
+		break;
 	case CT_REC_SAMPLE: {
+		if (r->u.sample.kind != CT_ACCESS_LOAD)
+			pub_sample(a, r);
 		/* soft samples: did the instruction before ip make the access?
 		 * Votes per ip, so that events (which carry only the ip) can be
 		 * placed on the right source line. */
@@ -884,7 +1003,7 @@ static void on_event(void *self, const struct comm_event *ev)
 	} acc[2] = {
 		{ ev->addr, attrib_code_ip(a, ev->ip, ev->via == COMM_VIA_WATCHPOINT), ev->len,
 		  ev->dst, ev->dst_kind != CT_ACCESS_LOAD },
-		{ ev->src_addr, attrib_code_ip(a, ev->src_ip, false), ev->src_len, ev->src, true },
+		{ ev->src_addr, attrib_src_ip(a, ev), ev->src_len, ev->src, true },
 	};
 	/* a source access of unknown address and size (the line monitor's
 	 * transfers name only the receiver's) is in no object */
@@ -1155,6 +1274,8 @@ void attrib_free(struct attrib *a)
 	u64map_free(&a->obj_cache);
 	u64map_free(&a->cs_by_id);
 	u64map_free(&a->prev_votes);
+	free(a->pubs);
+	free(a->arms);
 	free(a->cs);
 	iv_free(&a->heap);
 	iv_free(&a->mmaps);

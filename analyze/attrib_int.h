@@ -95,6 +95,27 @@ struct acallsite {
 	uint32_t obj_heap, obj_mmap;
 };
 
+/* The publishers' store samples and the watchpoint arms that name them
+ * (attrib.c): a watchpoint event carries no publisher's code address, its
+ * arm (WP_ARM) names the publisher's sample by thread and time.  Samples
+ * are remembered in a table of PUB_SAMPLES slots by (thread, time), a
+ * later sample taking an earlier one's slot: the memory does not grow with
+ * the threads, and a publication is almost always armed on within a few
+ * dozen of its publisher's samples (LULESH: at most 52). */
+#define PUB_SAMPLES (1u << 16)
+struct apub {
+	uint64_t time, ip;
+	uint32_t thread;
+};
+/* The arms, in a table of PUB_ARMS slots by (watcher, publisher, published
+ * address), a later arm taking an earlier one's slot: a hit follows its arm
+ * within the arms of a few samples of all threads. */
+#define PUB_ARMS (1u << 16)
+struct aarm {                /* the newest arm of one watcher on one publication */
+	uint64_t addr, ip;       /* the published address, the publisher's sample ip */
+	uint32_t watcher, publisher;
+};
+
 /* Live blocks keyed by start address: a treap in an array (attrib.c). */
 struct iv_node {
 	uint64_t lo, size;
@@ -125,6 +146,8 @@ struct attrib {
 	size_t ncs, cap_cs;
 	struct u64map cs_by_id;
 	struct u64map prev_votes;   /* sample ip -> prev-insn votes << 16 | at-ip votes */
+	struct apub *pubs;          /* [PUB_SAMPLES], allocated at the first store sample */
+	struct aarm *arms;          /* [PUB_ARMS], allocated at the first arm */
 	/* results */
 	struct aobj *objs;
 	size_t nobjs, cap_objs;
@@ -170,6 +193,11 @@ int attrib_cli_main(const char *cmd, enum attrib_cmd which, int argc, char **arg
 /* The code address to look up for an access reported at ip (hit: a
  * watchpoint trap, reported after the access); 0 stays 0. */
 uint64_t attrib_code_ip(const struct attrib *a, uint64_t ip, bool hit);
+
+/* The code address to look up for the publisher's access of ev: its
+ * src_ip, or for a watchpoint event without one, the ip of the publisher's
+ * store sample its arm names (when the tables still hold both); 0 unknown. */
+uint64_t attrib_src_ip(const struct attrib *a, const struct comm_event *ev);
 
 void attrib_note(struct attrib *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int attrib_find_object(const struct attrib *a, const char *name);

@@ -33,17 +33,22 @@ struct regions_cli {
 	bool directed;
 	uint64_t window_ns;
 	bool changes;                 /* timeline --changes */
+	bool no_demangle;             /* regions, loops --no-demangle */
 	int color_log;                /* --color-scale log (svg heatmaps) */
 	struct model_opts o;
 };
 
-enum { O_FORMAT = 1, O_OUTPUT, O_KIND, O_NODE, O_DIRECTED, O_INTERVAL, O_CHANGES, O_COLOR_SCALE };
+enum {
+	O_FORMAT = 1, O_OUTPUT, O_KIND, O_NODE, O_DIRECTED, O_INTERVAL, O_CHANGES, O_COLOR_SCALE,
+	O_NO_DEMANGLE,
+};
 static const char *const color_scale_names[] = { "linear", "log" };
 /* regions and loops; timeline */
 static const struct cli_opt regions_opts[] = {
 	{ "format", 0, true, O_FORMAT }, { "output", 'o', true, O_OUTPUT },
 	{ "kind", 0, true, O_KIND }, { "node", 0, true, O_NODE },
 	{ "directed", 0, false, O_DIRECTED }, { "color-scale", 0, true, O_COLOR_SCALE },
+	{ "no-demangle", 0, false, O_NO_DEMANGLE },
 };
 static const struct cli_opt timeline_opts[] = {
 	{ "format", 0, true, O_FORMAT }, { "output", 'o', true, O_OUTPUT },
@@ -75,6 +80,9 @@ static int parse_option(struct regions_cli *c, struct cli *p, int id, const char
 		return 0;
 	case O_CHANGES:
 		c->changes = true;
+		return 0;
+	case O_NO_DEMANGLE:
+		c->no_demangle = true;
 		return 0;
 	case O_COLOR_SCALE:
 		return cli_choice(p, v, color_scale_names, 2, &c->color_log);
@@ -812,10 +820,13 @@ static int run(const char *cmd, int argc, char **argv)
 	struct analysis_hooks h;
 	struct regions_hook rh;
 	struct loops_hook lh;
-	if (loops)
+	if (loops) {
 		loops_hooks_init(&h, &lh);
-	else
+		lh.no_demangle = c.no_demangle;
+	} else {
 		regions_hooks_init(&h, &rh, c.window_ns);
+		rh.no_demangle = c.no_demangle;
+	}
 	struct interval_check ic = { h.setup, h.arg, c.window_ns };
 	if (c.window_ns) {
 		h.setup = check_interval;

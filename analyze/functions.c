@@ -214,7 +214,7 @@ static void etable_free(struct etable *t)
 static void on_event(void *self, const struct comm_event *ev)
 {
 	struct fnflow *f = self;
-	uint32_t s = fn_of(f, attrib_code_ip(f->a, ev->src_ip, false));
+	uint32_t s = fn_of(f, attrib_src_ip(f->a, ev));
 	uint32_t d = fn_of(f, attrib_code_ip(f->a, ev->ip, ev->via == COMM_VIA_WATCHPOINT));
 	if (s == NONE || d == NONE)
 		return;

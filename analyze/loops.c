@@ -11,15 +11,18 @@
  * same header make one loop (the widest range).  This is the natural loop
  * of compiler-laid-out code when the loop body is contiguous; code that the
  * compiler moved out of the range (cold paths) counts in the enclosing loop
- * or the function.  A loop is named by the first line of its range
- * ("loop:23"; ranges with the same first line, versions of one source loop,
- * are one node) and located by its lines ("file.c:23-31", DWARF lines). */
+ * or the function.  A loop is named by the first line of its range that is
+ * its function's own, not an inlined callee's ("loop:23"; ranges with the
+ * same first line, versions of one source loop side by side or nested, are
+ * one node) and located by those lines ("file.c:23-31", DWARF lines). */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <Zydis/Zydis.h>
 
 #include "ana.h"
+#include "attrib.h"
 #include "loops.h"
 #include "symtab.h"
 
@@ -112,18 +115,47 @@ static int cmp_outer_first(const void *x, const void *y)
 	return a->hi > b->hi ? -1 : a->hi < b->hi;
 }
 
-/* The lines [first, last] of [lo, hi) in the header's file: "file.c:23-31"
- * (the header's line is not always the first: compilers often put the
- * condition at the bottom and enter the loop there). */
-static void loop_where(const struct loops *L, uint64_t lo, uint64_t hi, char *buf, size_t cap,
-                       unsigned *first_line)
+/* The source lines that are a function's own: in its file, from its first
+ * line up to the start of the next function there (its code's lines in
+ * other files, or outside that span, are those of inlined callees).
+ * Outlined OpenMP regions lie inside their parent's span: they do not end
+ * it. */
+struct own_lines {
+	const char *file;           /* NULL: unknown */
+	unsigned first, end;        /* [first, end) */
+};
+
+static void own_lines_of(const struct loops *L, const struct st_module *m,
+                         const struct st_func *f, struct own_lines *o)
+{
+	struct st_code c, g;
+	*o = (struct own_lines){ NULL, 0, UINT_MAX };
+	if (!symtab_code(&L->syms, f->start + m->bias, &c) || !c.file || !c.line)
+		return;
+	o->file = c.file;
+	o->first = c.line;
+	for (size_t i = 0; i < m->nfuncs; i++) {
+		const char *name = st_str(m, m->funcs[i].name);
+		if (name && !strstr(name, "._omp_fn.") &&
+		    symtab_code(&L->syms, m->funcs[i].start + m->bias, &g) && g.file &&
+		    g.line > o->first && g.line < o->end && !strcmp(g.file, o->file))
+			o->end = g.line;
+	}
+}
+
+/* The lines [first, last] of [lo, hi): those of its function's own code
+ * (own), or for a loop of inlined code only, those in the header's file:
+ * "file.c:23-31" (the header's line is not always the first: compilers
+ * often put the condition at the bottom and enter the loop there). */
+static void loop_where(const struct loops *L, const struct own_lines *own, uint64_t lo,
+                       uint64_t hi, char *buf, size_t cap, unsigned *first_line)
 {
 	struct st_code c;
 	*first_line = 0;
 	buf[0] = 0;
 	if (!symtab_code(&L->syms, lo, &c) || !c.file)
 		return;
-	unsigned first = c.line, last = c.line;
+	unsigned first = c.line, last = c.line, ofirst = UINT_MAX, olast = 0;
 	const struct st_module *m = c.mod;
 	for (size_t i = 0; i < m->nlines; i++) {
 		const struct st_line *l = &m->lines[i];
@@ -131,16 +163,29 @@ static void loop_where(const struct loops *L, uint64_t lo, uint64_t hi, char *bu
 		if (a < lo || a >= hi || l->file >= m->nfiles || !l->line)
 			continue;
 		const char *f = st_str(m, m->files[l->file]);
-		if (!f || strcmp(f, c.file))
+		if (!f)
 			continue;
-		first = l->line < first ? l->line : first;
-		last = l->line > last ? l->line : last;
+		if (!strcmp(f, c.file)) {
+			first = l->line < first ? l->line : first;
+			last = l->line > last ? l->line : last;
+		}
+		if (own->file && l->line >= own->first && l->line < own->end &&
+		    !strcmp(f, own->file)) {
+			ofirst = l->line < ofirst ? l->line : ofirst;
+			olast = l->line > olast ? l->line : olast;
+		}
+	}
+	const char *file = c.file;
+	if (olast) {
+		file = own->file;
+		first = ofirst;
+		last = olast;
 	}
 	*first_line = first;
 	if (first == last)
-		snprintf(buf, cap, "%s:%u", c.file, first);
+		snprintf(buf, cap, "%s:%u", file, first);
 	else
-		snprintf(buf, cap, "%s:%u-%u", c.file, first, last);
+		snprintf(buf, cap, "%s:%u-%u", file, first, last);
 }
 
 static void set_where(struct regions *r, size_t node, const char *where)
@@ -152,6 +197,22 @@ static void set_where(struct regions *r, size_t node, const char *where)
 	}
 	free(r->node[node].where);
 	r->node[node].where = w;
+}
+
+/* The loop node named name around a new loop (parent and the loops
+ * around it, up to the function's node fn_node) or beside it (a child of
+ * parent), or REGION_NONE. */
+static size_t same_named_loop(const struct regions *r, size_t fn_node, size_t parent,
+                              const char *name)
+{
+	for (size_t up = parent; up != fn_node; up = r->node[up].parent)
+		if (!strcmp(r->node[up].name, name))
+			return up;
+	size_t it = 0, ch;
+	while ((ch = regions_next_child(r, parent, &it)) != REGION_NONE)
+		if (!strcmp(r->node[ch].name, name))
+			return ch;
+	return REGION_NONE;
 }
 
 /* The function around ip, its loops found and its nodes made; NULL when ip
@@ -202,6 +263,8 @@ static struct loop_fn *function_of(struct loops *L, uint64_t ip)
 		fn->nlp = find_loops(&L->dec, code, (size_t)(end - f->start), fn->lo, &fn->lp);
 		free(code);
 		qsort(fn->lp, fn->nlp, sizeof *fn->lp, cmp_outer_first);
+		struct own_lines own;
+		own_lines_of(L, m, f, &own);
 		for (size_t i = 0; i < fn->nlp; i++) {
 			size_t parent = fn->node;   /* the innermost earlier loop around it */
 			for (size_t k = i; k-- > 0;)
@@ -210,7 +273,7 @@ static struct loop_fn *function_of(struct loops *L, uint64_t ip)
 					break;
 				}
 			unsigned line;
-			loop_where(L, fn->lp[i].lo, fn->lp[i].hi, where, sizeof where, &line);
+			loop_where(L, &own, fn->lp[i].lo, fn->lp[i].hi, where, sizeof where, &line);
 			char name[64];
 			if (line)
 				snprintf(name, sizeof name, "loop:%u", line);
@@ -218,11 +281,9 @@ static struct loop_fn *function_of(struct loops *L, uint64_t ip)
 				snprintf(name, sizeof name, "loop:+0x%llx",
 				         (unsigned long long)(fn->lp[i].lo - fn->lo));
 			/* loops of the same first line (versions of one source loop
-			 * that the compiler made) are one node */
-			size_t it = 0, same;
-			while ((same = regions_next_child(L->r, parent, &it)) != REGION_NONE &&
-			       strcmp(L->r->node[same].name, name))
-				;
+			 * that the compiler made, side by side or one inside
+			 * another) are one node */
+			size_t same = same_named_loop(L->r, fn->node, parent, name);
 			if (same == REGION_NONE &&
 			    (same = regions_node_add(L->r, parent, name)) == REGION_NONE)
 				return NULL;
@@ -275,6 +336,8 @@ static int loops_setup(void *arg, struct analysis *an)
 	size_t len;
 	const char *maps = ct_trace_section(an->trace, CT_SEC_MAPS, &len);
 	L->have_syms = maps && !symtab_from_maps(&L->syms, maps, len, NULL, NULL, NULL);
+	if (L->have_syms && !lh->no_demangle)
+		symtab_demangle(&L->syms);
 	lh->h->events[lh->h->nevents++] = (struct event_consumer){ L, loops_event };
 	return 0;
 }

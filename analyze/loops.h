@@ -15,6 +15,7 @@ struct analysis_hooks;
  * the loops afterwards (NULL if the run failed before the replay). */
 struct loops_hook {
 	struct analysis_hooks *h;
+	bool no_demangle;           /* set after loops_hooks_init: names as in the binary */
 	struct loops *l;
 };
 void loops_hooks_init(struct analysis_hooks *h, struct loops_hook *lh);

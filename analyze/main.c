@@ -187,7 +187,7 @@ static const struct command {
 		{ "regions", cmd_regions,
 "usage: commanalyze regions TRACE [--node NAME] [--kind all|true|false] [--directed]\n"
 "                   [--format text|csv|json|h5|svg] [-o FILE] [--color-scale linear|log]\n"
-"                   [model options]\n"
+"                   [--no-demangle] [model options]\n"
 "\n"
 "Communication by code region: the regions a program marks with commrec.h\n"
 "(commrec_region_begin/end) and the OpenMP parallel regions of unmodified\n"
@@ -204,11 +204,12 @@ static const struct command {
 "  --color-scale linear|log       --node --format svg: heatmap colours (matrix)\n"
 "  --format text|csv|json|h5|svg  (default text; h5 and svg only with --node,\n"
 "                                 and need -o)\n"
-"  -o FILE                        write to FILE instead of standard output\n", true, NULL },
+"  -o FILE                        write to FILE instead of standard output\n"
+"  --no-demangle                  OpenMP regions' C++ names as in the binary\n", true, NULL },
 		{ "loops", cmd_loops,
 "usage: commanalyze loops TRACE [--node NAME] [--kind all|true|false] [--directed]\n"
 "                   [--format text|csv|json|h5|svg] [-o FILE] [--color-scale linear|log]\n"
-"                   [model options]\n"
+"                   [--no-demangle] [model options]\n"
 "\n"
 "Communication by function and loop, as a tree like regions': each event counts\n"
 "in the innermost loop around its receiving access (its instruction address)\n"

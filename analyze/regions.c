@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ana.h"
+#include "attrib.h"
 #include "regions.h"
 #include "symtab.h"
 
@@ -311,6 +312,8 @@ void regions_name_omp(struct regions *r, struct ct_trace *t)
 	symtab_init(&s);
 	char err[300];
 	if (!symtab_parse(&s, p, len, err, sizeof err)) {
+		if (!r->no_demangle)
+			symtab_demangle(&s);
 		for (size_t i = 0; i < r->nnodes; i++) {
 			struct region_node *nd = &r->node[i];
 			struct st_code c;
@@ -345,7 +348,7 @@ void regions_name_omp(struct regions *r, struct ct_trace *t)
 	}
 }
 
-size_t regions_find(const struct regions *r, const char *s, bool *ambiguous)
+static size_t find_path_or_name(const struct regions *r, const char *s, bool *ambiguous)
 {
 	*ambiguous = false;
 	for (size_t i = 0; i < r->nnodes; i++)
@@ -362,6 +365,16 @@ size_t regions_find(const struct regions *r, const char *s, bool *ambiguous)
 		found = i;
 	}
 	return found;
+}
+
+size_t regions_find(const struct regions *r, const char *s, bool *ambiguous)
+{
+	size_t i = find_path_or_name(r, s, ambiguous);
+	char *d = i == REGION_NONE && !*ambiguous ? symbol_demangle(s) : NULL;
+	if (d)
+		i = find_path_or_name(r, d, ambiguous);
+	free(d);
+	return i;
 }
 
 size_t regions_next_child(const struct regions *r, size_t node, size_t *it)
@@ -435,6 +448,7 @@ int regions_hook_setup(void *arg, struct analysis *an)
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
 	}
+	rh->r->no_demangle = rh->no_demangle;
 	struct record_consumer rc = regions_record_consumer(rh->r);
 	struct event_consumer ec = regions_event_consumer(rh->r);
 	return analysis_hooks_add(rh->h, &rc, &ec);

@@ -66,6 +66,7 @@ struct regions {
 	uint64_t unmatched_ends;    /* end markers with no region open */
 	uint64_t unclosed;          /* regions still open at thread end or trace end */
 	uint64_t omp_markers;       /* begin markers of OpenMP regions */
+	bool no_demangle;           /* OpenMP regions named as in the binary */
 	bool oom;
 };
 
@@ -92,6 +93,7 @@ struct analysis_hooks;
 struct regions_hook {
 	struct analysis_hooks *h;
 	uint64_t window_ns;
+	bool no_demangle;           /* set after regions_hooks_init: r->no_demangle */
 	struct regions *r;
 };
 void regions_hooks_init(struct analysis_hooks *h, struct regions_hook *rh, uint64_t window_ns);
@@ -103,7 +105,8 @@ int regions_hook_setup(void *rh, struct analysis *an);
 void regions_report_section(struct regions *r, const struct analysis *an, size_t top, FILE *f);
 
 /* After the replay: name OpenMP regions from the trace's SYMBOLS section
- * ("f._omp_fn.0", where "file.c:17"); without symbols they keep their
+ * ("f._omp_fn.0", where "file.c:17"; demangled by symbol_demangle unless
+ * r->no_demangle: "f(int)._omp_fn.0"); without symbols they keep their
  * "omp:0xADDR" name. */
 void regions_name_omp(struct regions *r, struct ct_trace *t);
 
@@ -119,8 +122,9 @@ long regions_detect_changes(struct regions *r, struct time_slot **out);
 void regions_slots_free(struct time_slot *v, size_t n);
 /* The name of the phase at time t ("" before the first phase marker). */
 const char *regions_phase_at(const struct regions *r, uint64_t t);
-/* The node whose path or name is s (a name shared by several nodes is
- * ambiguous: REGION_NONE, *ambiguous set). */
+/* The node whose path or name is s, or (a mangled name) its demangled
+ * form (a name shared by several nodes is ambiguous: REGION_NONE,
+ * *ambiguous set). */
 size_t regions_find(const struct regions *r, const char *s, bool *ambiguous);
 /* Children of node in order of creation: call with *it = 0, then again
  * while it returns a node (REGION_NONE at the end). */

@@ -1015,7 +1015,7 @@ int report_run(const char *path, const struct model_opts *o, bool from_binaries,
 	attrib_hooks_init(&hooks, &ah, from_binaries);
 	ah.no_demangle = no_demangle;
 	struct throttled thr = { 0, NULL };
-	struct regions_hook rg = { .h = &hooks };
+	struct regions_hook rg = { .h = &hooks, .no_demangle = no_demangle };
 	struct report_setup rs = { &hooks, hooks.setup, hooks.arg, &thr, &rg };
 	hooks.setup = report_hook_setup;
 	hooks.arg = &rs;

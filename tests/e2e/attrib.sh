@@ -5,7 +5,7 @@
 #   attrib/O*/objects     every shared object is named: q (struct queue,
 #                         fields lock@0 by T1, count@8 by T2), cells (struct
 #                         cell[8], cells[2].x@32 by T1, cells[2].y@40 by T2),
-#                         heap:alloc_a and heap:alloc_b (their call paths with
+#                         heap:alloc_a:p and heap:alloc_b:p (their call paths with
 #                         the right lines, typed long int by their allocation
 #                         site: fields p[1], p[2] / p[0], p[3]), stack:T0
 #                         (two words 8 bytes apart), counter (true sharing)
@@ -77,7 +77,7 @@ objs = {o["name"]: o for o in json.load(open(ofile))["objects"]}
 lines = json.load(open(lfile))["lines"]
 want = {
     "q": ["Q_LOCK", "Q_COUNT"], "cells": ["CELL_X", "CELL_Y"],
-    "heap:alloc_a": ["HEAP_A1", "HEAP_A2"], "heap:alloc_b": ["HEAP_B1", "HEAP_B2"],
+    "heap:alloc_a:p": ["HEAP_A1", "HEAP_A2"], "heap:alloc_b:p": ["HEAP_B1", "HEAP_B2"],
     "stack:T0": ["STACK1", "STACK2"], "counter": ["COUNTER"],
 }
 missing = [n for n in want if n not in objs]
@@ -107,8 +107,8 @@ if c["type"] != "struct cell[8]" or c["size"] != 128:
 expect_field("cells", "cells[2].x", 32, 8, 1)
 expect_field("cells", "cells[2].y", 40, 8, 2)
 # heap blocks typed by their allocation site: `long *p = aligned_alloc(...)`
-for name, fn, alloc, call, f1, f2 in (("heap:alloc_a", "alloc_a", "ALLOC_A", "CALL_A", 1, 2),
-                                      ("heap:alloc_b", "alloc_b", "ALLOC_B", "CALL_B", 0, 3)):
+for name, fn, alloc, call, f1, f2 in (("heap:alloc_a:p", "alloc_a", "ALLOC_A", "CALL_A", 1, 2),
+                                      ("heap:alloc_b:p", "alloc_b", "ALLOC_B", "CALL_B", 0, 3)):
     o = objs[name]
     path = "%s (attrib_prog.c:%d) < main (attrib_prog.c:%d)" % (fn, marks[alloc], marks[call])
     if o["kind"] != "heap" or o["call_path"] != path or o["type"] != "long int":

@@ -308,4 +308,73 @@ for r in rows:
 	fi
 }
 twice loops loops_case 20000000
+
+# ---- loops named by their own function's lines ------------------------------------
+# A loop whose code holds an inlined helper defined earlier in the file is
+# named by its own line (@LOOP), not the helper's (@HELPER), and one source
+# loop is never a node inside a node of the same name.
+OWN_SRC="$WORK/own_lines.c"
+cat >"$OWN_SRC" <<'PROG'
+#include <pthread.h>
+#include <stdlib.h>
+static inline __attribute__((always_inline)) void bump(volatile long *p, long v)
+{
+	*p = *p + v;                                        /* @HELPER */
+}
+static volatile long shared[2] __attribute__((aligned(64)));
+static long iters;
+static void *worker(void *arg)
+{
+	long id = (long)arg;
+	for (long i = 0; i < iters; i++) {                  /* @LOOP */
+		bump(&shared[id], i);
+		bump(&shared[1 - id], 1);
+	}
+	return NULL;
+}
+int main(int argc, char **argv)
+{
+	pthread_t t[2];
+	iters = argc > 1 ? atol(argv[1]) : 1000;
+	for (long k = 0; k < 2; k++)
+		pthread_create(&t[k], NULL, worker, (void *)k);
+	for (int k = 0; k < 2; k++)
+		pthread_join(t[k], NULL);
+	return 0;
+}
+PROG
+own_lines_case() {  # ITERS
+	local n=$1
+	rm -rf "$WORK/own.zst" "$WORK/own.zst.spool"
+	if ! timeout -k 5 "$UB_TIMEOUT" "$COMMREC" -q -f -s soft -c 100 -o "$WORK/own.zst" -- \
+		"$WORK/own_lines" "$n" >"$WORK/own.out" 2>"$WORK/own.err"; then
+		echo "FAIL regions/loops/own-lines: commrec failed: $(tail -n 3 "$WORK/own.err" | tr '\n' '|')"
+		return
+	fi
+	"$COMMANALYZE" loops "$WORK/own.zst" --model window --window 5ms --format csv \
+		>"$WORK/own.csv" 2>"$WORK/own.aerr"
+	python3 - "$WORK/own.csv" "$OWN_SRC" <<'EOF2'
+import csv, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+marks = {}
+for n, line in enumerate(open(sys.argv[2]), 1):
+    for m in re.findall(r"@([A-Z]+)", line):
+        marks[m] = n
+loops = [r for r in rows if r["path"].startswith("worker/")]
+names = [r["path"] for r in loops]
+want = "worker/loop:%d" % marks["LOOP"]
+nested = [p for p in names if re.search(r"(loop:\d+)/(?:.*/)?\1(/|$)", p)]
+if want not in names:
+    print("FAIL regions/loops/own-lines: no %s (helper line %d) in %s" % (want, marks["HELPER"], names))
+elif nested:
+    print("FAIL regions/loops/own-lines: a loop inside a loop of its name: %s" % nested)
+else:
+    print("PASS regions/loops/own-lines")
+EOF2
+}
+if cc -g -O2 -pthread "$OWN_SRC" -o "$WORK/own_lines" 2>"$WORK/own.cc.err"; then
+	twice own own_lines_case 20000000
+else
+	fail regions/loops/own-lines "cannot compile: $(head -c 300 "$WORK/own.cc.err")"
+fi
 done_tests

@@ -14,6 +14,10 @@
  *   lines:  0x401110 app.c:41 (in alloc_a), 0x401150 app.c:46 (alloc_b),
  *           0x401010 app.c:93, 0x401020 app.c:94 (main),
  *           0x401200 app.c:66, 0x401210 app.c:76 (worker)
+ *   eval [0x401300,+0x80): two calls of an inlined allocation helper, all
+ *           of it app.h:113; their sites 0x401318 store the block in bvc,
+ *           0x401328 in pbvc (long int); 0x401338 and 0x401348: no
+ *           variable known
  *   data:   struct queue { long lock; long count; } q @0x404000 */
 #define APP_LO 0x400000ull
 #define APP_HI 0x405000ull
@@ -45,6 +49,10 @@ static void *app_symbols(size_t *len)
 	st_add_member(m, tq, "lock", 0, 8, tl);
 	st_add_member(m, tq, "count", 8, 8, tl);
 	st_add_var(m, Q, 16, "q", tq);
+	st_add_func(m, 0x401300, 0x80, "eval");
+	st_add_line(m, 0x401300, 0x80, st_add_file(m, "/src/app.h"), 113);
+	st_add_alloc(m, 0x401318, "bvc", tl);
+	st_add_alloc(m, 0x401328, "pbvc", tl);
 	symtab_finish(&s);
 	void *p = NULL;
 	if (symtab_serialize(&s, &p, len))
@@ -110,6 +118,20 @@ static void fx_close(struct fixture *fx)
 	if (fx->t)
 		ct_trace_close(fx->t);
 	tb_free(&fx->b);
+}
+
+/* A fixture of nthreads with the app's symbols embedded: false (closed)
+ * when it cannot be opened. */
+static bool fx_open_app(struct fixture *fx, size_t nthreads)
+{
+	tb_init(&fx->b, nthreads);
+	size_t len;
+	void *sym = app_symbols(&len);
+	CHECK(sym && fx_open(fx, sym, len, NULL, false) == 0);
+	free(sym);
+	if (!fx->a)
+		fx_close(fx);
+	return fx->a != NULL;
 }
 
 static void rec(struct fixture *fx, const struct ct_record *r)
@@ -212,15 +234,8 @@ static char *lines_out(struct fixture *fx, enum attrib_format fmt)
 static void test_heap(void)
 {
 	struct fixture fx = { 0 };
-	tb_init(&fx.b, 2);
-	size_t len;
-	void *sym = app_symbols(&len);
-	CHECK(sym && fx_open(&fx, sym, len, NULL, false) == 0);
-	free(sym);
-	if (!fx.a) {
-		fx_close(&fx);
+	if (!fx_open_app(&fx, 2))
 		return;
-	}
 	callsite(&fx, 0, 1, 0x401118, 0x401018);   /* alloc_a < main:93 */
 	callsite(&fx, 0, 2, 0x401158, 0x401028);   /* alloc_b < main:94 */
 	alloc(&fx, 0x10000, 64, 1, CT_ALLOC_MALLOC, 0);
@@ -273,18 +288,50 @@ static void test_heap(void)
 
 /* Static data with fields, stacks, TLS: false sharing reads as fields of
  * the struct written by two threads; code on source lines. */
+/* Heap groups are call paths by return address: two inlined calls of one
+ * helper (one source line) are two objects, each named after its own
+ * variable; blocks from one site (several call site ids, as from several
+ * threads) are one object. */
+static void test_heap_inlined_sites(void)
+{
+	struct fixture fx = { 0 };
+	if (!fx_open_app(&fx, 2))
+		return;
+	callsite(&fx, 0, 1, 0x401318, 0x401018);   /* bvc = Allocate() < main:93 */
+	callsite(&fx, 0, 2, 0x401328, 0x401018);   /* pbvc = Allocate() < main:93 */
+	callsite(&fx, 1, 3, 0x401318, 0x401018);   /* bvc's site again */
+	alloc(&fx, 0x10000, 64, 1, CT_ALLOC_MALLOC, 0);
+	alloc(&fx, 0x20000, 64, 2, CT_ALLOC_MALLOC, 0);
+	alloc(&fx, 0x30000, 64, 3, CT_ALLOC_MALLOC, 0);
+	CHECK_STR(name_at(&fx, 0x10008), "heap:eval:bvc bvc[1]");
+	CHECK_STR(name_at(&fx, 0x20010), "heap:eval:pbvc pbvc[2]");
+	CHECK_STR(name_at(&fx, 0x30018), "heap:eval:bvc bvc[3]");
+	event(&fx, 1, 0x20010, CT_ACCESS_STORE, IP_COUNT, 0, 0x20008, IP_LOCK, 1000, COMM_VIA_SAMPLE);
+	char *o = objects_out(&fx, AF_TEXT);
+	CHECK_HAS(o, "allocated at: eval (app.h:113) < main (app.c:93) (1 block)");
+	free(o);
+	/* two untyped sites: two objects, the second's path with its return
+	 * address's offset */
+	callsite(&fx, 0, 4, 0x401338, 0x401018);
+	callsite(&fx, 0, 5, 0x401348, 0x401018);
+	alloc(&fx, 0x40000, 64, 4, CT_ALLOC_MALLOC, 0);
+	alloc(&fx, 0x50000, 64, 5, CT_ALLOC_MALLOC, 0);
+	CHECK_STR(name_at(&fx, 0x40008), "heap:eval +8");
+	CHECK_STR(name_at(&fx, 0x50008), "heap:eval#2 +8");
+	event(&fx, 1, 0x40010, CT_ACCESS_STORE, IP_COUNT, 0, 0x40008, IP_LOCK, 1000, COMM_VIA_SAMPLE);
+	event(&fx, 1, 0x50010, CT_ACCESS_STORE, IP_COUNT, 0, 0x50008, IP_LOCK, 1000, COMM_VIA_SAMPLE);
+	o = objects_out(&fx, AF_TEXT);
+	CHECK_HAS(o, "allocated at: eval (app.h:113) < main (app.c:93) (1 block)");
+	CHECK_HAS(o, "allocated at: eval+0x48 (app.h:113) < main (app.c:93) (1 block)");
+	free(o);
+	fx_close(&fx);
+}
+
 static void test_static_stack_tls(void)
 {
 	struct fixture fx = { 0 };
-	tb_init(&fx.b, 3);
-	size_t len;
-	void *sym = app_symbols(&len);
-	CHECK(sym && fx_open(&fx, sym, len, NULL, false) == 0);
-	free(sym);
-	if (!fx.a) {
-		fx_close(&fx);
+	if (!fx_open_app(&fx, 3))
 		return;
-	}
 	thread_start(&fx, 1, 0x7ff000000, 0x7ff800000, 0x7ff7ff000, 0x7ff800000);
 	thread_start(&fx, 2, 0x7fe000000, 0x7fe800000, 0, 0);
 	CHECK_STR(name_at(&fx, Q + 8), "q q.count");
@@ -577,6 +624,7 @@ static void test_engine(void)
 int main(void)
 {
 	RUN(test_heap);
+	RUN(test_heap_inlined_sites);
 	RUN(test_static_stack_tls);
 	RUN(test_degraded);
 	RUN(test_elf_self);

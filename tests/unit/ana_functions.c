@@ -70,6 +70,20 @@ static void acc(struct tb *b, uint32_t t, uint64_t time, uint64_t ip, uint64_t a
 	r->u.sample.ip = ip;
 }
 
+/* Write b with the program's symbols: its path, NULL on failure. */
+static const char *write_with_symbols(struct tb *b)
+{
+	const char *path = tb_write(b);
+	size_t len;
+	void *sym = pipe_symbols(&len);
+	int fd = path && sym ? open(path, O_WRONLY | O_APPEND) : -1;
+	bool ok = fd >= 0 && ct_write_section(fd, CT_SEC_SYMBOLS, sym, len) >= 0;
+	if (fd >= 0)
+		close(fd);
+	free(sym);
+	return ok ? path : NULL;
+}
+
 /* Each round: stage1 (T0) writes buf1, stage2 (T1) reads it and writes
  * buf2, stage3 (T2) reads buf2 twice and writes and reads back its own
  * scratch word.  In 8-byte accesses. */
@@ -96,15 +110,7 @@ static const char *pipeline_trace(struct tb *b, bool full)
 	acc(b, 0, t++, IP_OMP, BUF1, CT_ACCESS_LOAD);
 	/* code of the stripped library reads stage2's buffer (same thread) */
 	acc(b, 1, t++, IP_GOMP, BUF2, CT_ACCESS_LOAD);
-	const char *path = tb_write(b);
-	size_t len;
-	void *sym = pipe_symbols(&len);
-	int fd = path && sym ? open(path, O_WRONLY | O_APPEND) : -1;
-	bool ok = fd >= 0 && ct_write_section(fd, CT_SEC_SYMBOLS, sym, len) >= 0;
-	if (fd >= 0)
-		close(fd);
-	free(sym);
-	return ok ? path : NULL;
+	return write_with_symbols(b);
 }
 
 /* Run `commanalyze functions PATH ARGS...` into a string (NULL on failure). */
@@ -269,6 +275,28 @@ static void test_sampled_events(void)
 	tb_free(&b);
 }
 
+/* A watchpoint event credits the publisher's function: its arm names the
+ * publisher's store sample (thread, time), whose ip the event lacks.  T0
+ * (stage1) stores buf1; T1's sample in stage2 arms on it, and T1's load
+ * (stage2) hits. */
+static void test_watchpoint_publisher(void)
+{
+	struct tb b;
+	tb_init(&b, 2);
+	acc(&b, 0, 100, IP1, BUF1, CT_ACCESS_STORE);
+	acc(&b, 0, 150, IP3, TMP, CT_ACCESS_STORE);        /* a later sample of T0 */
+	acc(&b, 1, 200, IP2_STORE, BUF2, CT_ACCESS_STORE);
+	tb_arm(&b, 1, 200, 0, 100, BUF1, 8, 2);
+	tb_hit(&b, 1, 300, BUF1 + 8, 8, 1)->u.hit.ip = IP2_LOAD + 1;
+	const char *path = write_with_symbols(&b);
+	CHECK(path != NULL);
+	char *csv = functions_out(path, "--format", "csv", "--model", "comdetective", NULL);
+	CHECK_HAS(csv, ",stage1,stage2,");
+	CHECK_LACKS(csv, "(unknown code)");
+	free(csv);
+	tb_free(&b);
+}
+
 static void test_demangle(void)
 {
 	struct { const char *in, *out; } cases[] = {
@@ -297,5 +325,6 @@ int main(void)
 	RUN(test_full_pipeline);
 	RUN(test_reuse_by_object);
 	RUN(test_sampled_events);
+	RUN(test_watchpoint_publisher);
 	return check_summary();
 }

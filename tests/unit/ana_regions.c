@@ -6,6 +6,7 @@
 #include "ana_common.h"
 #include "loops.h"
 #include "regions.h"
+#include "symtab.h"
 
 #define A 0x10000ull
 #define B 0x10040ull
@@ -276,6 +277,60 @@ static void test_regions_omp_names(void)
 	tb_free(&b);
 }
 
+/* OpenMP regions of C++ and Fortran are named demangled, like every view's
+ * functions (r->no_demangle: as in the binary), and found by either name. */
+static void test_regions_omp_demangled(void)
+{
+	static const char *const raw[2] = { "_ZL17CalcForceForNodesR6Domain._omp_fn.0",
+	                                    "__grid_MOD_step._omp_fn.1" };
+	static const char *const readable[2] = { "CalcForceForNodes(Domain&)._omp_fn.0",
+	                                         "grid::step._omp_fn.1" };
+	for (int keep = 0; keep < 2; keep++) {
+		struct tb b;
+		struct analysis an;
+		full_init(&b, 2);
+		mark(&b, 0, 5, CT_MARK_REGION_BEGIN, "omp:0x401000");
+		mark(&b, 1, 6, CT_MARK_REGION_BEGIN, "omp:0x402000");
+		acc(&b, 0, 10, A, ST);
+		acc(&b, 1, 20, A, LD);
+		struct symtab st;
+		symtab_init(&st);
+		struct st_module *m = symtab_add_module(&st, "/bin/app");
+		m->lo = 0x400000;
+		m->hi = 0x405000;
+		m->flags = ST_MOD_ELF_SYMS;
+		st_add_func(m, 0x401000, 0x100, raw[0]);
+		st_add_func(m, 0x402000, 0x100, raw[1]);
+		symtab_finish(&st);
+		void *sym = NULL;
+		size_t len = 0;
+		CHECK(symtab_serialize(&st, &sym, &len) == 0);
+		symtab_free(&st);
+		const char *path = tb_write(&b);
+		int fd = path && sym ? open(path, O_WRONLY | O_APPEND) : -1;
+		CHECK(fd >= 0 && ct_write_section(fd, CT_SEC_SYMBOLS, sym, len) >= 0);
+		if (fd >= 0)
+			close(fd);
+		free(sym);
+		struct regions *r = run_regions(&b, &an, 0);
+		CHECK(r != NULL && r->nnodes == 3);
+		if (r && r->nnodes == 3) {
+			r->no_demangle = keep;
+			regions_name_omp(r, an.trace);
+			for (int k = 0; k < 2; k++) {
+				CHECK_STR(r->node[1 + k].name, keep ? raw[k] : readable[k]);
+				bool amb;
+				CHECK_EQ_U(regions_find(r, raw[k], &amb), 1 + k);
+				if (!keep)
+					CHECK_EQ_U(regions_find(r, readable[k], &amb), 1 + k);
+			}
+		}
+		regions_free(r);
+		analysis_free(&an);
+		tb_free(&b);
+	}
+}
+
 /* Changes detected in the pattern: T0 and T1 store A alternately every 5 ns
  * from 0 to 295 (59 transfers between them), then T1 and T2 store B from 300
  * to 595 (59 between them).  100 ns windows: 19 or 20 events each, all on
@@ -348,6 +403,7 @@ int main(void)
 	RUN(test_regions_timeline);
 	RUN(test_regions_no_markers);
 	RUN(test_regions_omp_names);
+	RUN(test_regions_omp_demangled);
 	RUN(test_regions_changes);
 	RUN(test_loops_in_code);
 	return check_summary();
