@@ -746,10 +746,15 @@ static void test_regs_from_ucontext(void)
  *   add    rip after mov1: mov1                 decoded via prev
  *   mov2   the load at rip (add has no operand) decoded, not via prev
  *   imul   rip after mov2: mov2                 decoded via prev
- *   inc .. jnz, and the mov after the loop: no memory operand here or just
- *          before (jnz does not fall through)    skipped
+ *   inc, and, and the mov after the loop: no memory operand here or just
+ *          before (jnz does not fall through), and the forward rule stops
+ *          at `and` (it does not compute it)     skipped
+ *   dec, jnz  the same, or the forward rule follows dec's flags and the
+ *          taken jnz back to mov1, with rcx as it is: mov1's load, not via
+ *          prev (an iteration's last sample: skipped)
  * Every decoded address must be a 4-byte load from g_arr. */
-extern const char ct_dec_loop_start[], ct_dec_loop_mov2[], ct_dec_loop_inc[], ct_dec_loop_end[];
+extern const char ct_dec_loop_start[], ct_dec_loop_mov2[], ct_dec_loop_inc[], ct_dec_loop_dec[],
+	ct_dec_loop_end[];
 static uint32_t g_arr[1024];
 static volatile int g_nsamples, g_inloop, g_ok, g_bad, g_prev, g_skip;
 static volatile uint64_t g_bad_rip;
@@ -772,6 +777,8 @@ __asm__(".text\n"
         "ct_dec_loop_inc:\n"
         "  inc %rcx\n"
         "  and $1015, %rcx\n"
+        ".globl ct_dec_loop_dec\n"
+        "ct_dec_loop_dec:\n"
         "  dec %rsi\n"
         "  jnz ct_dec_loop_start\n"
         ".globl ct_dec_loop_end\n"
@@ -797,16 +804,19 @@ static void on_prof(int sig, siginfo_t *si, void *ucv)
 	g_inloop++;
 	int rc = dec_sample_access(&r, &a);
 	bool want_load = r.rip < inc;
+	bool may_load = r.rip >= (uint64_t)(uintptr_t)ct_dec_loop_dec &&
+	                r.rip < (uint64_t)(uintptr_t)ct_dec_loop_end;
 	bool want_prev = want_load && r.rip != start && r.rip != mov2;
 	uint64_t lo = (uint64_t)(uintptr_t)g_arr, hi = lo + sizeof g_arr;
+	bool loaded = rc == 0 && a.addr >= lo && a.addr + a.len <= hi &&
+	              a.kind == CT_ACCESS_LOAD && a.len == 4 && (a.flags & CT_SAMPLE_RECONSTRUCTED) &&
+	              !(a.flags & CT_SAMPLE_PREV_INSN) == !want_prev;
 	bool good;
-	if (!want_load) {
+	if (!want_load && !(may_load && rc == 0)) {
 		good = rc == CT_SKIP_NO_MEMORY_OPERAND;
 		g_skip += good;
 	} else {
-		good = rc == 0 && a.addr >= lo && a.addr + a.len <= hi && a.kind == CT_ACCESS_LOAD &&
-		       a.len == 4 && (a.flags & CT_SAMPLE_RECONSTRUCTED) &&
-		       !(a.flags & CT_SAMPLE_PREV_INSN) == !want_prev;
+		good = loaded;
 		g_ok += good;
 		g_prev += good && want_prev;
 	}
@@ -814,6 +824,32 @@ static void on_prof(int sig, siginfo_t *si, void *ucv)
 		g_bad++;
 		g_bad_rip = r.rip - start;
 	}
+}
+
+/* The loop above, sampled at `dec` with registers set by hand: the forward
+ * rule follows dec's flags; with rsi = 5 the jnz is taken and the next
+ * access is mov1's load of arr[rcx] (not via the previous instruction, an
+ * `and`); with rsi = 1 it falls through to the mov and ret after the loop:
+ * the ret's stack read, not a load from arr. */
+static void test_sample_loop_dec_forward(void)
+{
+	struct dec_regs r;
+	struct dec_access a;
+	memset(&r, 0, sizeof r);
+	r.rip = (uint64_t)(uintptr_t)ct_dec_loop_dec;
+	r.gpr[DEC_RDI] = (uint64_t)(uintptr_t)g_arr;
+	r.gpr[DEC_RCX] = 7;
+	r.gpr[DEC_RSI] = 5;
+	r.gpr[DEC_RSP] = (uint64_t)(uintptr_t)&r;
+	CHECK_EQ_U(dec_sample_access(&r, &a), 0);
+	CHECK_EQ_U(a.addr, (uint64_t)(uintptr_t)&g_arr[7]);
+	CHECK_EQ_U(a.len, 4);
+	CHECK(a.kind == CT_ACCESS_LOAD && (a.flags & CT_SAMPLE_RECONSTRUCTED) &&
+	      !(a.flags & CT_SAMPLE_PREV_INSN));
+	r.gpr[DEC_RSI] = 1;
+	int rc = dec_sample_access(&r, &a);
+	CHECK(rc != 0 || a.addr < (uint64_t)(uintptr_t)g_arr ||
+	      a.addr >= (uint64_t)(uintptr_t)(g_arr + 1024));
 }
 
 static void test_sample_live_sigprof(void)
@@ -873,6 +909,7 @@ int main(void)
 	RUN(test_check_reader);
 	RUN(test_regs_from_perf);
 	RUN(test_regs_from_ucontext);
+	RUN(test_sample_loop_dec_forward);
 	RUN(test_sample_live_sigprof);
 	return check_summary();
 }
