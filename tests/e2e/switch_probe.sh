@@ -62,7 +62,10 @@ int main(void)
 	return failed;
 }
 C
-if cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -I"$CT_ROOT/record" -I"$CT_ROOT/record/common" \
+# the build's sanitizers (make check ASAN=1): its libraries need their runtime
+san=$(sed -n 's/.*\(-fsanitize=[^ ]*\).*/\1/p' "$CT_BUILD/build-config" 2>/dev/null)
+# shellcheck disable=SC2086
+if cc -std=c11 -D_GNU_SOURCE -Wall -Wextra $san -I"$CT_ROOT/record" -I"$CT_ROOT/record/common" \
 	-I"$CT_ROOT/formats" -o "$WORK/harness" "$WORK/harness.c" "$CT_ROOT/record/switch_probe.c" \
 	"$CT_BUILD/librecord-common.a" "$CT_BUILD/libctformat.a" -lpthread 2>"$WORK/cc.err"; then
 	# its FAIL lines fail the script (done_tests, tests/lib.sh)
