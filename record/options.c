@@ -328,10 +328,11 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 			o->full_all = optarg != NULL;
 			break;
 		case OPT_OWNER_WINDOW:
-			if (!parse_u64(optarg, 1, CT_OWNER_WINDOW_MAX, &v))
-				return bad("invalid --owner-window '%s': expected 1..%u stores", optarg,
-				           CT_OWNER_WINDOW_MAX);
+			if (!parse_u64(optarg, 0, CT_OWNER_WINDOW_MAX, &v))
+				return bad("invalid --owner-window '%s': expected 0 (none) or 1..%u stores",
+				           optarg, CT_OWNER_WINDOW_MAX);
 			o->owner_window = v;
+			o->owner_window_given = true;
 			break;
 		case OPT_KEEP_SPOOL:
 			o->keep_spool = true;
