@@ -110,15 +110,18 @@ extern const char *const sync_names[3];
  *   owner         a sampled access weighs its period / J x the transfers of
  *                 its line's next J accesses (model_exact.c: exact_owner_*);
  *                 needs every access after the sample: the emulate model,
- *                 or the line monitor's records of an inst-sampled trace */
-enum estimator_kind { ESTIMATOR_COMDETECTIVE = 0, ESTIMATOR_OWNER = 1 };
+ *                 or the line monitor's records of an inst-sampled trace
+ *   auto          the default: owner for the comdetective model on a trace
+ *                 with line monitor records, else comdetective
+ *                 (estimator_resolve) */
+enum estimator_kind { ESTIMATOR_COMDETECTIVE = 0, ESTIMATOR_OWNER = 1, ESTIMATOR_AUTO = 2 };
 /* --owner-window J: a sampled access stands for the transfers of the next J
  * accesses to its line (itself included), each weighed P / J
  * (model_exact.c); default (0): OWNER_WINDOW_PER_PERIOD x the emulate
  * period */
 #define OWNER_WINDOW_MAX (1u << 30)
 #define OWNER_WINDOW_PER_PERIOD 64
-#define ESTIMATORS 2
+#define ESTIMATORS 3
 extern const char *const estimator_names[ESTIMATORS];
 extern const char *const estimator_summaries[ESTIMATORS];
 
@@ -136,7 +139,7 @@ struct model_opts {
 	unsigned signature_size;    /* signature model */
 	double fp_rate;             /* signature model */
 	unsigned emulate_period;    /* emulate model: every Nth access */
-	enum estimator_kind estimator; /* comdetective, emulate: default comdetective */
+	enum estimator_kind estimator; /* comdetective, emulate: default auto */
 	unsigned seed;              /* emulate model: its random draws (default 0) */
 	unsigned owner_window;      /* owner estimator: its window J (0: the default) */
 	unsigned watch_lines;       /* emulate: software line watches per thread (0: registers) */
@@ -341,6 +344,12 @@ bool model_opts_usable(const struct model_opts *o, const char *model, const stru
 /* The line monitor of an inst-sampled trace (commrec --owner-window): its
  * window J and the sampling period P; false when the trace has none. */
 bool owner_monitor_params(const struct ct_trace *t, uint64_t *window, uint64_t *period);
+/* The estimator that model runs with on trace t when asked for e: e itself
+ * unless it is ESTIMATOR_AUTO, which is owner for the comdetective model
+ * (model NULL: the default) on a trace with line monitor records, and
+ * comdetective otherwise (older traces analyze as before). */
+enum estimator_kind estimator_resolve(enum estimator_kind e, const char *model,
+                                      const struct ct_trace *t);
 /* Which value of option opt gives the finest sweep point: +1 the largest
  * (board-size, watchpoints), -1 the smallest (period-multiplier), 0 none. */
 int model_opt_finest(const char *opt);

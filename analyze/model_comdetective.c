@@ -155,6 +155,7 @@ static void *cd_create(const struct model_setup *s)
 	if (!cd)
 		return NULL;
 	cd->o = *s->opts;
+	cd->o.estimator = estimator_resolve(cd->o.estimator, "comdetective", s->trace);
 	cd->line_size = s->line_size ? s->line_size : 64;
 	cd->nthreads = s->nthreads;
 	cd->out = s->out;

@@ -139,6 +139,9 @@ static void *emu_create(const struct model_setup *s)
 	}
 	struct model_setup in = *s;
 	in.opts = &e->o;
+	/* auto is comdetective here: the inner model must not pick the owner
+	 * estimator from a full trace's line monitor records */
+	e->o.estimator = estimator_resolve(e->o.estimator, "emulate", s->trace);
 	bool owner = e->o.estimator == ESTIMATOR_OWNER;
 	e->inner = owner ? &model_exact : &model_comdetective;
 	e->in = owner ? exact_owner_create(&in) : e->inner->create(&in);

@@ -72,7 +72,7 @@ struct model_opt {
 	  "signature model: false positive rate", " signature ") \
 	X("emulate-period", OPT_UINT, emulate_period, 1, 1u << 31, NULL, "default", 0, "N", \
 	  "emulate model: sample every Nth access per kind", " emulate ") \
-	X("estimator", OPT_ESTIMATOR, estimator, 0, 0, "comdetective", NULL, 0, "NAME", \
+	X("estimator", OPT_ESTIMATOR, estimator, 0, 0, "auto", NULL, 0, "NAME", \
 	  "how detected transfers are weighted", " comdetective emulate ") \
 	X("seed", OPT_UINT, seed, 0, UINT32_MAX, NULL, NULL, 0, "N", \
 	  "emulate model: seed of its random draws", " emulate ") \
@@ -179,17 +179,29 @@ bool parse_ns(const char *s, uint64_t *out)
 }
 
 static const char *const hash_names[] = { "mod", "murmur" };
-const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner" };
+const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner", "auto" };
 const char *const sync_names[3] = { "include", "exclude", "only" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
 	"a sampled access: P/J x its line's transfers over J accesses (emulate, monitor traces)",
+	"owner on a trace with line monitor records (commrec --sampler inst), else comdetective",
 };
+
+enum estimator_kind estimator_resolve(enum estimator_kind e, const char *model,
+                                      const struct ct_trace *t)
+{
+	uint64_t j, p;
+	if (e != ESTIMATOR_AUTO)
+		return e;
+	bool cd = !model || !strcmp(model, "comdetective");
+	return cd && t && owner_monitor_params(t, &j, &p) ? ESTIMATOR_OWNER : ESTIMATOR_COMDETECTIVE;
+}
 
 bool model_opts_usable(const struct model_opts *o, const char *model, const struct ct_trace *t,
                        char *why, size_t cap)
 {
-	if (o->estimator != ESTIMATOR_OWNER || (model && !strcmp(model, "emulate")))
+	if (estimator_resolve(o->estimator, model, t) != ESTIMATOR_OWNER ||
+	    (model && !strcmp(model, "emulate")))
 		return true;
 	uint64_t j, p;
 	bool cd = !model || !strcmp(model, "comdetective");
@@ -273,7 +285,7 @@ static int parse_opt(const struct model_opt *d, struct model_opts *o, const char
 				*(enum estimator_kind *)at = (enum estimator_kind)i;
 				return 0;
 			}
-		return bad(err, cap, "--%s: '%s' is not comdetective or owner", d->name, value);
+		return bad(err, cap, "--%s: '%s' is not comdetective, owner or auto", d->name, value);
 	case OPT_SYNC:
 		for (size_t i = 0; i < 3; i++)
 			if (!strcmp(value, sync_names[i])) {
@@ -333,7 +345,7 @@ static void format_opt(const struct model_opt *d, const struct model_opts *o, ch
 		snprintf(buf, cap, "%s", hash_names[*(const enum hash_kind *)at == HASH_MURMUR]);
 		return;
 	case OPT_ESTIMATOR:
-		snprintf(buf, cap, "%s", estimator_names[*(const enum estimator_kind *)at == ESTIMATOR_OWNER]);
+		snprintf(buf, cap, "%s", estimator_names[*(const enum estimator_kind *)at % ESTIMATORS]);
 		return;
 	case OPT_SYNC:
 		snprintf(buf, cap, "%s", sync_names[*(const enum sync_kind *)at % 3]);

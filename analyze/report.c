@@ -341,8 +341,23 @@ static void sec_trace(struct report *r)
 	throttle_line(r);
 }
 
-/* Model option i's value as the analysis used it (line size resolved), or
- * NULL when the model does not use it. */
+/* The estimator the model ran with (--estimator auto resolved). */
+static enum estimator_kind estimator_used(const struct analysis *a)
+{
+	return estimator_resolve(a->opts.estimator, a->model->name, a->trace);
+}
+
+/* Why that estimator: "option" (--estimator given), "monitor" (auto, on a
+ * trace with line monitor records) or "default". */
+static const char *estimator_source(const struct analysis *a)
+{
+	if (a->opts.estimator != ESTIMATOR_AUTO)
+		return "option";
+	return estimator_used(a) == ESTIMATOR_OWNER ? "monitor" : "default";
+}
+
+/* Model option i's value as the analysis used it (line size and estimator
+ * resolved), or NULL when the model does not use it. */
 static const char *option_used(const struct analysis *a, size_t i, char *v, size_t cap)
 {
 	const char *n = model_opt_names[i];
@@ -350,6 +365,8 @@ static const char *option_used(const struct analysis *a, size_t i, char *v, size
 		return NULL;
 	if (!strcmp(n, "line-size"))
 		snprintf(v, cap, "%u", a->line_size);
+	else if (!strcmp(n, "estimator"))
+		snprintf(v, cap, "%s", estimator_names[estimator_used(a)]);
 	else
 		model_opts_format(&a->opts, n, v, cap);
 	return v;
@@ -366,6 +383,9 @@ static void sec_model(struct report *r)
 		if (option_used(a, i, v, sizeof v))
 			l += (size_t)snprintf(line + l, sizeof line - l, " %s=%s", model_opt_names[i], v);
 	print_wrapped(r->f, "  ", "    ", line);
+	if (!strcmp(estimator_source(a), "monitor"))
+		fprintf(r->f, "  (estimator owner: the trace has the line monitor's records, commrec\n"
+		        "   --sampler inst; --estimator comdetective for ComDetective's weighting)\n");
 }
 
 /* "  (90%: 41.2-47.0%)" for the share part / total, "" when not estimated */
@@ -384,7 +404,7 @@ static const char *share_ci(const struct report *r, double part, double total, c
 static uint64_t owner_windows_missed(const struct analysis *a)
 {
 	const uint64_t *w = a->stats.owner_windows;
-	return a->opts.estimator == ESTIMATOR_OWNER ? w[CT_OWNER_DROP_TABLE] + w[CT_OWNER_DROP_LINE]
+	return estimator_used(a) == ESTIMATOR_OWNER ? w[CT_OWNER_DROP_TABLE] + w[CT_OWNER_DROP_LINE]
 	                                            : 0;
 }
 
@@ -490,7 +510,7 @@ static void sec_totals(struct report *r)
 	       share_ci(r, r->fa, r->total, ci, sizeof ci));
 	fprintf(r->f, "  (a line transfer: a cache line moving from the thread that wrote it to another\n"
 	       "   thread that accesses it; each detected event counts for its sample's period%s)\n",
-	       a->opts.estimator == ESTIMATOR_OWNER ? ",\n   as the estimator 'owner' weighs "
+	       estimator_used(a) == ESTIMATOR_OWNER ? ",\n   as the estimator 'owner' weighs "
 	       "them" : "");
 	if (r->var > 0)
 		fprintf(r->f, "  (90%%: intervals from the number of events behind each figure, sampling "
@@ -799,7 +819,12 @@ static void json_model(FILE *f, const struct analysis *a)
 		out_json_value(f, v);
 		first = false;
 	}
-	fprintf(f, "}},\n");
+	fputc('}', f);
+	if (model_opt_relevant(a->model->name, "estimator")) {
+		fprintf(f, ",\"estimator_source\":");
+		out_json_string(f, estimator_source(a));
+	}
+	fprintf(f, "},\n");
 }
 
 static void json_pairs(FILE *f, struct report *r)

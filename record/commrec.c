@@ -243,6 +243,7 @@ int main(int argc, char **argv)
 		o.line_size_from_sysfs = m.line_size_known;
 		machine_free(&m);
 	}
+	rec_default_owner_window(&o);
 	if (o.owner_window && o.line_size_used > CT_OWNER_LINE_MAX) {
 		rec_err("--owner-window follows lines of at most %d bytes; the line size is %u "
 		        "(--line-size)", CT_OWNER_LINE_MAX, o.line_size_used);

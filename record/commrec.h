@@ -35,6 +35,11 @@
  * (a life of 2 samples) caught the kernels' neighbour exchanges only at
  * this period or shorter, line watches live 16 samples (doc/commrec.1). */
 #define REC_INST_PERIOD_DEFAULT 1000
+/* inst (sampled): the line monitor's window J, in stores, unless
+ * --owner-window is given (0: none).  Measured against 16, 64 and 128 on
+ * the kernels (README, commrec(1)): 32 held the stencil's r >= 0.95 in 10
+ * of 10 runs, with fewer windows lost to a full table than 64. */
+#define REC_OWNER_WINDOW_DEFAULT 32
 #define REC_EVENT_PERIOD_MIN 10000       /* pebs, ibs */
 #define REC_THROTTLE_DEFAULT 25          /* percent of a thread's CPU time */
 /* inst's software watchpoints: lines watched per thread, and the life of a
@@ -64,7 +69,9 @@ struct rec_opts {
 	bool no_alloc;               /* --no-alloc */
 	bool full;                   /* --full (inst) */
 	bool full_all;               /* --full=all: no filter (FORMAT.md) */
-	uint64_t owner_window;       /* --owner-window J (inst sampled), 0: none */
+	uint64_t owner_window;       /* --owner-window J (inst), 0: none; not given: the
+	                                default for inst sampled, rec_default_owner_window */
+	bool owner_window_given;     /* --owner-window */
 	bool keep_spool;             /* --keep-spool */
 	const char *recover;         /* --recover SPOOL */
 	bool output_given;           /* -o */
@@ -118,6 +125,10 @@ void rec_list_samplers(void);
  * wp_available and wp_used, and for soft the path (soft_timer: by
  * COMMTRACE_SOFT_TIMER, perf events with -c, else by soft_probe); 0 or -1 with a message printed. */
 int rec_choose_sampler(struct rec_opts *o);
+/* After the sampler and the line size are known: --sampler inst without
+ * --full records with the line monitor (REC_OWNER_WINDOW_DEFAULT) unless
+ * --owner-window was given, and where its lines fit (CT_OWNER_LINE_MAX). */
+void rec_default_owner_window(struct rec_opts *o);
 /* soft, after rec_choose_sampler: the recording samples with the timers
  * (chosen, or the perf events do not open: the runtime falls back). */
 bool rec_soft_timer_used(const struct rec_opts *o);

@@ -119,9 +119,11 @@ static void usage(FILE *f)
 "      --owner-window J    inst: after each sampled store, follow its line for\n"
 "                          its next 2J stores by any thread and record the\n"
 "                          transfers of the last J (the line monitor: what\n"
-"                          commanalyze --estimator owner needs); with\n"
-"                          --full, -c N samples the monitor's stores, so that\n"
-"                          exact and owner measure one execution\n"
+"                          commanalyze's owner estimator needs; its default\n"
+"                          on such a trace); default %d without --full, 0:\n"
+"                          no monitor (default with --full); with --full,\n"
+"                          -c N samples the monitor's stores, so that exact\n"
+"                          and owner measure one execution\n"
 "      --keep-spool        keep FILE.spool/ after joining\n"
 "      --recover SPOOL     join what a recording that did not finish left in\n"
 "                          SPOOL (commrec or the program killed) into a trace\n"
@@ -139,7 +141,7 @@ static void usage(FILE *f)
 "See commrec(1).\n",
 		REC_SOFT_PERIOD_DEFAULT, REC_SOFT_PERIOD_MIN, REC_EVENT_PERIOD_DEFAULT,
 		REC_EVENT_PERIOD_MIN, REC_INST_PERIOD_DEFAULT, REC_THROTTLE_DEFAULT, CT_WP_MAX,
-		CD_LINES_MAX, REC_WATCH_LINES_DEFAULT, REC_WATCH_LIFE_ACCESSES, 127, REC_EXIT_FAILED);
+		CD_LINES_MAX, REC_WATCH_LINES_DEFAULT, REC_WATCH_LIFE_ACCESSES, 127, REC_OWNER_WINDOW_DEFAULT, REC_EXIT_FAILED);
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -328,10 +330,11 @@ int rec_parse_options(struct rec_opts *o, int argc, char **argv, bool *list_samp
 			o->full_all = optarg != NULL;
 			break;
 		case OPT_OWNER_WINDOW:
-			if (!parse_u64(optarg, 1, CT_OWNER_WINDOW_MAX, &v))
-				return bad("invalid --owner-window '%s': expected 1..%u stores", optarg,
-				           CT_OWNER_WINDOW_MAX);
+			if (!parse_u64(optarg, 0, CT_OWNER_WINDOW_MAX, &v))
+				return bad("invalid --owner-window '%s': expected 0 (none) or 1..%u stores",
+				           optarg, CT_OWNER_WINDOW_MAX);
 			o->owner_window = v;
+			o->owner_window_given = true;
 			break;
 		case OPT_KEEP_SPOOL:
 			o->keep_spool = true;

@@ -315,6 +315,18 @@ static void choose_soft_path(struct rec_opts *o)
 	         o->soft_path_reason, (double)o->soft_probe.ns / 1e6);
 }
 
+void rec_default_owner_window(struct rec_opts *o)
+{
+	if (o->owner_window_given || o->full || strcmp(o->sampler_used, "inst"))
+		return;
+	if (o->line_size_used > CT_OWNER_LINE_MAX) {
+		rec_info(1, "no line monitor: it follows lines of at most %d bytes, the line size "
+		         "is %u", CT_OWNER_LINE_MAX, o->line_size_used);
+		return;
+	}
+	o->owner_window = REC_OWNER_WINDOW_DEFAULT;
+}
+
 int rec_choose_sampler(struct rec_opts *o)
 {
 	char why[512];

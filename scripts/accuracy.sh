@@ -9,7 +9,10 @@
 # Builds the microbenchmarks with record/commrec-cc (and plainly with gcc, for
 # the soft sampler) into a temporary directory; per benchmark records
 #   full  commrec --sampler inst --full        (every access; NFULL iterations)
-#   inst  commrec --sampler inst -c IPERIOD    (every IPERIOD-th load / store)
+#   inst  commrec --sampler inst -c IPERIOD --owner-window 0
+#                                              (every IPERIOD-th load / store;
+#                                              no line monitor: comdetective's
+#                                              method, whose pattern this row shows)
 #   soft  commrec --sampler soft               (timer samples, the plain build)
 # and analyzes them: exact and emulate (default --emulate-period) on the full
 # trace, comdetective on the inst and soft traces.  Prints the markdown
@@ -219,7 +222,7 @@ rec() {
 	iown) opts=(--sampler inst -c "$IPERIOD" --owner-window "$OWNJ"); bin=$W/$prog.inst ;;
 	kiown) opts=(--sampler inst -c "$IPERIOD" --owner-window "$OWNJ"); bin=$BD/kernels/$prog-inst
 	       mode=iown ;;
-	inst) opts=(--sampler inst -c "$IPERIOD"); bin=$W/$prog.inst ;;
+	inst) opts=(--sampler inst -c "$IPERIOD" --owner-window 0); bin=$W/$prog.inst ;;
 	soft) opts=(--sampler soft); bin=$W/$prog.plain ;;
 	esac
 	# full: a ring of 1M units per thread (64 MiB) holds the whole run, so

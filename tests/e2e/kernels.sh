@@ -15,22 +15,34 @@
 #                          watches: a first hit and the overwrite of the
 #                          publication's bytes), never on the thread's own
 #                          publication (pattern.py --wp-check)
-#   kernels/stencil_r      the sampled stencil (-t 4 -c 4098 -s 2000: 128 lines
-#                          per worker, one exchanged at each chunk edge per
-#                          sweep) has events, all on neighbour pairs, and its
-#                          Pearson r against exact, over the worker pairs, is
-#                          at least r_min(events): the 99.9% bound of r when
-#                          the detected events fall as Poisson counts on the
-#                          three neighbour pairs (pattern.py r_min; above 0.9
-#                          from 126 events).  The pairs' counts have one mean
-#                          only where the three edges look alike: at -c 4098
-#                          every edge line holds 7 cells of the left worker and
-#                          1 of the right one.  (At the default -c 4096 two edges
-#                          fall on line boundaries and the third has 1 cell of
-#                          worker 3: a sample lands there about 1/8 as often,
-#                          so comdetective's events put about half on that pair,
-#                          although exact's transfers are equal: the estimator
-#                          counts the writer's stores, not the transfers)
+#   kernels/stencil_r      the sampled stencil at its default size (-t 4: 4096
+#                          cells, 2000 sweeps; recorded with the line monitor,
+#                          commrec's default, and analyzed with the owner
+#                          estimator, commanalyze's default on such a trace)
+#                          has events, all on neighbour pairs, and its Pearson
+#                          r against exact, over the worker pairs, is at least
+#                          r_min(n): the 99.9% bound of r when n events fall as
+#                          Poisson counts on the three neighbour pairs
+#                          (pattern.py r_min; above 0.9 from 126 events), n the
+#                          report's effective events (T^2 / V: the number of
+#                          equal-weight events with the estimate's relative
+#                          variance).  exact's three pairs are equal although
+#                          the edges differ (two on line boundaries, the third
+#                          a line with 1 cell of worker 3): the owner estimator
+#                          weighs transfers, so its pairs have one mean too
+#   kernels/stencil_r_comdetective  the same check with the line monitor off
+#                          (--owner-window 0: the comdetective estimator, the
+#                          analysis's default without monitor records) at
+#                          -c 4098, where every edge line holds 7 cells of the
+#                          left worker and 1 of the right one: comdetective's
+#                          events stand for the writer's stores, not the
+#                          transfers, so only alike edges give its pairs one
+#                          mean (at -c 4096 a sample lands on the third edge's
+#                          line 1/8 as often in worker 3's stores, and that
+#                          pair gets about half the events of the others)
+#   (alltoall_pairs, omp_*, pipeline_ring: analyzed with --estimator
+#   comdetective, whose events weigh one period each, which their bounds
+#   count; the owner estimator's r is printed as INFO)
 #   kernels/alltoall_pairs the sampled all-to-all reaches every pair of workers,
 #                          each with mean +- 5 sqrt(mean) of the events per
 #                          pair (a Poisson count falls outside with
@@ -87,18 +99,45 @@ csv() {
 	"$COMMANALYZE" matrix "$WORK/$name.zst" --format csv "$@" >"$WORK/$name.csv" 2>"$WORK/$name.aerr" ||
 		{ fail "$name" "matrix: $(head -c 300 "$WORK/$name.aerr")"; return 1; }
 }
-# report and info of NAME once: $WORK/NAME.report, $WORK/NAME.info
+# describe NAME [model options]: report (text and JSON) and info of NAME
+# once: $WORK/NAME.report, NAME.json, NAME.info
 describe() {
-	"$COMMANALYZE" "$WORK/$1.zst" >"$WORK/$1.report" 2>&1
-	"$COMMANALYZE" info "$WORK/$1.zst" >"$WORK/$1.info" 2>&1
+	local name=$1; shift
+	"$COMMANALYZE" "$WORK/$name.zst" "$@" >"$WORK/$name.report" 2>&1
+	"$COMMANALYZE" report "$WORK/$name.zst" --format json "$@" >"$WORK/$name.json" 2>/dev/null
+	"$COMMANALYZE" info "$WORK/$name.zst" >"$WORK/$name.info" 2>&1
 }
 events() { sed -n 's/^ *communication events *\([0-9]*\).*/\1/p' "$WORK/$1.report"; }
+# the report's effective events (T^2 / V), and its estimator
+eff_events() {
+	python3 -c 'import json, sys; print("%.0f" % (json.load(open(sys.argv[1]))["totals"]["effective_events"] or 0))' \
+		"$WORK/$1.json" 2>/dev/null || echo 0
+}
+estimator() {
+	python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["model"]; print(m["options"]["estimator"], m["estimator_source"])' \
+		"$WORK/$1.json" 2>/dev/null
+}
+# stencil_r CHECK NAME EVENTS: the sampled stencil NAME's r against exact at
+# least r_min(EVENTS), and nothing on pairs two apart
+stencil_r() {
+	local check=$1 name=$2 e=$3 r rmin far
+	r=$(python3 "$PAT" --r "$WORK/$name.out" "$WORK/$name.csv" "$WORK/ex-stencil.out" "$WORK/ex-stencil.csv")
+	rmin=$(python3 "$PAT" --r-min "${e:-0}" 3)
+	far=$(python3 "$PAT" "$WORK/$name.out" "$WORK/$name.csv" |
+		awk '$1 == "pair" && $3 > $2 + 1 { s += $4 } END { print s + 0 }')
+	echo "INFO kernels/$name: $(events "$name") events ($e for the bound), r=$r against exact, estimator $(estimator "$name")"
+	if python3 -c "import sys; sys.exit(0 if $r >= $rmin and ${e:-0} > 0 and $far == 0 else 1)"; then
+		pass "$check"
+	else
+		fail "$check" "r=$r (at least $rmin: the 99.9% bound for $e events), $far on pairs two apart"
+	fi
+}
 config() { sed -n "s/^ *$2=//p" "$WORK/$1.info"; }
 # the wp_hit column of the info's thread table, summed
 hits() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { h += $8 } END { print h + 0 }' "$WORK/$1.info"; }
 
 #        kernel      args                      size for --check   directed
-cases=("stencil     |-t 4 -c 4098 -s 2000      |2000              |"
+cases=("stencil     |-t 4                      |2000              |"
        "omp_reduce  |-t 4 -m 128 -i 100        |100               |"
        "alltoall    |-t 4 -k 16384 -r 10       |1                 |"
        "pipeline    |-t 4 -i 300 -l 256        |9600              |--directed")
@@ -132,14 +171,18 @@ sys.exit(0 if all(m[a][b] > 0 for a in range(1, 5) for b in range(1, 5) if a != 
 PY
 fi
 
-# Sampled, default options (software line watches, default period); the
-# stencil at its default size.
-for c in "stencil|-t 4 -c 4098 -s 2000" "omp_reduce|-t 4 -m 128 -i 300" \
+# Sampled, default options (software line watches and the line monitor,
+# default period); the stencil at its default size, analyzed with the
+# default estimator (owner: the trace has monitor records), the others with
+# comdetective (their bounds count its events).
+for c in "stencil|-t 4" "omp_reduce|-t 4 -m 128 -i 300" \
 	"alltoall|-t 4 -k 16384 -r 10" "pipeline|-t 4 -i 300 -l 256"; do
 	IFS='|' read -r k args <<<"$c"
+	est=(--estimator comdetective)
+	[ "$k" != stencil ] || est=()
 	rec "s-$k" "$k" "$args" --sampler inst || continue
-	csv "s-$k" || continue
-	describe "s-$k"
+	csv "s-$k" "${est[@]}" || continue
+	describe "s-$k" "${est[@]}"
 	kind=$(config "s-$k" watchpoint_kind)
 	h=$(hits "s-$k")
 	if [ "$kind" = software ] && [ "$h" -gt 0 ]; then
@@ -155,17 +198,14 @@ for c in "stencil|-t 4 -c 4098 -s 2000" "omp_reduce|-t 4 -m 128 -i 300" \
 	fi
 	r=$(python3 "$PAT" --r "$WORK/s-$k.out" "$WORK/s-$k.csv" "$WORK/ex-$k.out" "$WORK/ex-$k.csv")
 	echo "INFO kernels/$k: sampled (default options) $(events "s-$k") events, $h watchpoint hits, r=$r against exact"
+	if [ "$k" != stencil ] && cp "$WORK/s-$k.zst" "$WORK/o-$k.zst" && csv "o-$k"; then
+		echo "INFO kernels/$k: the owner estimator (the default on this trace): r=$(python3 "$PAT" \
+			--r "$WORK/s-$k.out" "$WORK/o-$k.csv" "$WORK/ex-$k.out" "$WORK/ex-$k.csv") against exact"
+	fi
 	case $k in
 	stencil)
-		e=$(events "s-$k")
-		rmin=$(python3 "$PAT" --r-min "${e:-0}" 3)
-		far=$(python3 "$PAT" "$WORK/s-$k.out" "$WORK/s-$k.csv" |
-			awk '$1 == "pair" && $3 > $2 + 1 { s += $4 } END { print s + 0 }')
-		if python3 -c "import sys; sys.exit(0 if $r >= $rmin and ${e:-0} > 0 and $far == 0 else 1)"; then
-			pass "kernels/stencil_r"
-		else
-			fail "kernels/stencil_r" "r=$r (at least $rmin: the 99.9% bound for $e events), $far on pairs two apart"
-		fi ;;
+		check kernels/stencil_owner_default test "$(estimator "s-$k")" = "owner monitor"
+		stencil_r kernels/stencil_r "s-$k" "$(eff_events "s-$k")" ;;
 	alltoall)
 		check "kernels/alltoall_pairs" python3 - "$PAT" "$WORK/s-$k.out" "$WORK/s-$k.csv" <<'PY'
 import importlib.util, math, sys
@@ -219,6 +259,16 @@ PY
 		fi ;;
 	esac
 done
+
+# The comdetective estimator on the stencil, where its events have one mean
+# per pair (-c 4098), recorded without the line monitor: the analysis then
+# picks comdetective itself.
+if rec s-stencil-cd stencil "-t 4 -c 4098 -s 2000" --sampler inst --owner-window 0 &&
+	csv s-stencil-cd; then
+	describe s-stencil-cd
+	check kernels/stencil_comdetective_default test "$(estimator s-stencil-cd)" = "comdetective default"
+	stencil_r kernels/stencil_r_comdetective s-stencil-cd "$(events s-stencil-cd)"
+fi
 
 # The line watch life follows the period (16000 of the watcher's accesses):
 # 16 samples at the default period, 64 at -c 250, 4 at -c 4000.

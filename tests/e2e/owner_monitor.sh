@@ -8,8 +8,17 @@
 #   owner/records      the trace needs a format 4 reader (min_version 4) for the
 #                      monitor's records, and has them:
 #                      windows opened, transfers seen
-#   owner/refuse       --estimator owner on a trace without them, or with a
-#                      model that cannot read them: refused, with the reason
+#   owner/refuse       --estimator owner on a trace without them (recorded
+#                      with --owner-window 0), or with a model that cannot
+#                      read them: refused, with the reason
+#   owner/default_window  --sampler inst without --owner-window records with
+#                      the monitor (CONFIG owner_window=32, commrec's
+#                      default); --full without it does not
+#   owner/auto         the analysis's default estimator (auto) is owner on a
+#                      trace with monitor records (the same matrix as
+#                      --estimator owner; the report and its JSON say so),
+#                      and comdetective on one without (the same matrix as
+#                      --estimator comdetective)
 #   owner/attributed   the transfers the monitor saw are attributed like
 #                      samples: the top object is the buffers' heap block
 #                      (allocated in main), its accesses named by source line
@@ -65,7 +74,8 @@ rec() {
 }
 rec full --sampler inst --full
 rec mon --sampler inst -c 100 --owner-window $J
-rec plain --sampler inst -c 100
+rec plain --sampler inst -c 100 --owner-window 0
+rec dflt --sampler inst -c 100
 
 "$COMMANALYZE" info "$WORK/mon.zst" >"$WORK/mon.info" 2>&1
 opened=$("$COMMANALYZE" dump --raw "$WORK/mon.zst" --type owner_win | grep -c ' opened$')
@@ -85,6 +95,24 @@ if ! "$COMMANALYZE" "$WORK/plain.zst" --estimator owner >"$WORK/r1" 2>&1 &&
 	pass owner/refuse
 else
 	fail owner/refuse "$(head -c 300 "$WORK/r1") | $(head -c 300 "$WORK/r2")"
+fi
+
+win() { "$COMMANALYZE" info "$WORK/$1.zst" 2>/dev/null | sed -n 's/^ *owner_window=//p'; }
+check owner/default_window test "$(win dflt) $(win plain) $(win full)" = "32 0 0"
+
+# matrix NAME OUT [options]: the matrix CSV of NAME's trace
+matrix() { local n=$1 o=$2; shift 2; "$COMMANALYZE" matrix "$WORK/$n.zst" --format csv "$@" >"$WORK/$o" 2>/dev/null; }
+matrix mon auto-mon.csv; matrix mon owner-mon.csv --estimator owner
+matrix plain auto-plain.csv; matrix plain cd-plain.csv --estimator comdetective
+"$COMMANALYZE" report "$WORK/mon.zst" --format json 2>/dev/null >"$WORK/auto.json"
+"$COMMANALYZE" "$WORK/mon.zst" 2>/dev/null >"$WORK/auto.report"
+if cmp -s "$WORK/auto-mon.csv" "$WORK/owner-mon.csv" && cmp -s "$WORK/auto-plain.csv" "$WORK/cd-plain.csv" &&
+	grep -q '"estimator":"owner"},"estimator_source":"monitor"' "$WORK/auto.json" &&
+	grep -q "estimator=owner" "$WORK/auto.report" &&
+	grep -q "(estimator owner: the trace has the line monitor's records" "$WORK/auto.report"; then
+	pass owner/auto
+else
+	fail owner/auto "matrices or the report's estimator: $(grep -o '"model":[^}]*}[^}]*}' "$WORK/auto.json")"
 fi
 
 top=$("$COMMANALYZE" objects "$WORK/mon.zst" --estimator owner 2>/dev/null | awk '$1 == 1 { print $2; exit }')

@@ -368,13 +368,20 @@ static void test_estimator_option(void)
 	struct model_opts o;
 	char err[256], buf[32];
 	model_opts_default(&o);
+	CHECK(o.estimator == ESTIMATOR_AUTO);
+	CHECK_STR(model_opts_format(&o, "estimator", buf, sizeof buf), "auto");
+	/* auto: comdetective without a monitor trace, and always under emulate */
+	CHECK(estimator_resolve(o.estimator, NULL, NULL) == ESTIMATOR_COMDETECTIVE);
+	CHECK(estimator_resolve(o.estimator, "emulate", NULL) == ESTIMATOR_COMDETECTIVE);
+	CHECK(model_opts_usable(&o, "comdetective", NULL, err, sizeof err));
+	CHECK(model_opts_parse(&o, "estimator", "comdetective", err, sizeof err) == 0);
 	CHECK(o.estimator == ESTIMATOR_COMDETECTIVE);
 	CHECK_STR(model_opts_format(&o, "estimator", buf, sizeof buf), "comdetective");
 	CHECK(model_opts_parse(&o, "estimator", "owner", err, sizeof err) == 0);
 	CHECK(o.estimator == ESTIMATOR_OWNER);
 	CHECK_STR(model_opts_format(&o, "estimator", buf, sizeof buf), "owner");
 	CHECK(model_opts_parse(&o, "estimator", "fair", err, sizeof err) == -1);
-	CHECK(strstr(err, "--estimator: 'fair' is not comdetective or owner") != NULL);
+	CHECK(strstr(err, "--estimator: 'fair' is not comdetective, owner or auto") != NULL);
 	CHECK(model_opts_usable(&o, "emulate", NULL, err, sizeof err));
 	CHECK(!model_opts_usable(&o, "comdetective", NULL, err, sizeof err));
 	CHECK(strstr(err, "--model emulate") != NULL);
@@ -454,6 +461,22 @@ static void test_owner_monitor_trace(void)
 	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0], 5, 1e-12);
 	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][0] + t->var[COMM_VIA_SAMPLE][1], 101.25, 1e-9);
 	analysis_free(&a);
+	/* the default (auto) picks owner on this trace: the same figures */
+	o.estimator = ESTIMATOR_AUTO;
+	CHECK(analysis_run(&a, path, &o, false) == 0 && !a.damaged);
+	CHECK(estimator_resolve(o.estimator, NULL, a.trace) == ESTIMATOR_OWNER);
+	CHECK(estimator_resolve(o.estimator, "emulate", a.trace) == ESTIMATOR_COMDETECTIVE);
+	t = matrices_totals(a.mx);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 10, 1e-12);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0], 5, 1e-12);
+	analysis_free(&a);
+	/* comdetective, asked for, reads the samples only: one store, no event */
+	o.estimator = ESTIMATOR_COMDETECTIVE;
+	CHECK(analysis_run(&a, path, &o, false) == 0 && !a.damaged);
+	t = matrices_totals(a.mx);
+	CHECK_EQ_U(t->events[COMM_VIA_SAMPLE][0] + t->events[COMM_VIA_SAMPLE][1], 0);
+	analysis_free(&a);
+	o.estimator = ESTIMATOR_OWNER;
 	o.model = "window";
 	CHECK(analysis_run(&a, path, &o, false) != 0);
 	analysis_free(&a);     /* (a refused run keeps what it opened: the caller frees) */
@@ -465,6 +488,10 @@ static void test_owner_monitor_trace(void)
 	path = tb_write(&b);
 	o.model = NULL;
 	CHECK(path && analysis_run(&a, path, &o, false) != 0);
+	analysis_free(&a);
+	o.estimator = ESTIMATOR_AUTO;    /* no monitor records: comdetective */
+	CHECK(analysis_run(&a, path, &o, false) == 0 &&
+	      estimator_resolve(o.estimator, NULL, a.trace) == ESTIMATOR_COMDETECTIVE);
 	analysis_free(&a);
 	tb_free(&b);
 }
