@@ -199,10 +199,14 @@ int replay_sets(struct ct_trace *t, const struct replay_set *sets, size_t nsets,
 		jobs = 1;
 	if (jobs > nsets)
 		jobs = nsets ? (unsigned)nsets : 1;
-	/* with several cpus the sets run in threads of their own even when
-	 * there is one: the decoding thread merges the next batch meanwhile */
+	/* with three cpus or more the sets run in threads of their own even
+	 * when there is one: the decoding thread merges the next batch
+	 * meanwhile.  With two, the second decodes frames (zstd and the
+	 * decoder, more than half of the work) and this thread merges and
+	 * runs the set, decoding frames itself when it would wait: two
+	 * threads for two cpus, a hand-off a frame instead of a batch */
 	unsigned djobs = decode_jobs();
-	bool threaded = jobs > 1 || djobs > 1;
+	bool threaded = jobs > 1 || djobs > 2;
 	size_t nring = threaded ? jobs * REPLAY_RING_PER_WORKER : 1;
 	if (nring > REPLAY_RING_MAX)
 		nring = REPLAY_RING_MAX;

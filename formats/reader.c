@@ -381,6 +381,9 @@ bool ct_trace_meta(const struct ct_trace *t, enum ct_section kind, const char *k
 struct dframe;
 struct par;
 
+/* Frames of a thread requested ahead of the one merged. */
+#define PAR_AHEAD 2
+
 struct tcur {
 	struct ct_trace *t;
 	size_t slot;
@@ -398,7 +401,8 @@ struct tcur {
 	ZSTD_DCtx *dctx;        /* shared */
 	struct par *par;        /* merged with decoding workers, else NULL */
 	struct dframe *cur;     /* the decoded frame k - 1 being merged, or NULL */
-	struct dframe *ahead;   /* frame k, requested from the workers, or NULL */
+	struct dframe *ahead[PAR_AHEAD]; /* frames k, k + 1, ... requested from the workers */
+	unsigned nahead;
 };
 
 /* A merged cursor picks the next record from the threads' next ones with a
@@ -510,6 +514,28 @@ static void decode_frame(const struct ct_trace *t, ZSTD_DCtx *dctx, uint8_t **bu
 	}
 }
 
+/* The oldest frame requested and not started, or NULL (w->mu held). */
+static struct dframe *par_oldest_queued(struct par *w)
+{
+	struct dframe *d = NULL;
+	for (size_t i = 0; i < w->npool; i++)
+		if (w->pool[i].state == DF_QUEUED && (!d || w->pool[i].seq < d->seq))
+			d = &w->pool[i];
+	return d;
+}
+
+/* Decode the queued frame d, w->mu held (released meanwhile). */
+static void par_decode(struct par *w, ZSTD_DCtx *dctx, uint8_t **buf, size_t *bufcap,
+                       struct dframe *d)
+{
+	d->state = DF_BUSY;
+	pthread_mutex_unlock(&w->mu);
+	decode_frame(w->t, dctx, buf, bufcap, d);
+	pthread_mutex_lock(&w->mu);
+	d->state = DF_DONE;
+	pthread_cond_broadcast(&w->cv_done);
+}
+
 static void *par_worker(void *arg)
 {
 	struct par *w = arg;
@@ -518,22 +544,13 @@ static void *par_worker(void *arg)
 	size_t bufcap = 0;
 	pthread_mutex_lock(&w->mu);
 	while (dctx) {
-		struct dframe *d = NULL;
-		for (size_t i = 0; i < w->npool; i++)
-			if (w->pool[i].state == DF_QUEUED && (!d || w->pool[i].seq < d->seq))
-				d = &w->pool[i];
-		if (!d) {
-			if (w->stop)
-				break;
+		struct dframe *d = par_oldest_queued(w);
+		if (d)
+			par_decode(w, dctx, &buf, &bufcap, d);
+		else if (w->stop)
+			break;
+		else
 			pthread_cond_wait(&w->cv_work, &w->mu);
-			continue;
-		}
-		d->state = DF_BUSY;
-		pthread_mutex_unlock(&w->mu);
-		decode_frame(w->t, dctx, &buf, &bufcap, d);
-		pthread_mutex_lock(&w->mu);
-		d->state = DF_DONE;
-		pthread_cond_broadcast(&w->cv_done);
 	}
 	pthread_mutex_unlock(&w->mu);
 	free(buf);
@@ -541,42 +558,43 @@ static void *par_worker(void *arg)
 	return NULL;
 }
 
-/* Ask for frame k of c's thread if there is one and a pool entry is free. */
-static void par_request(struct tcur *c, size_t k)
+/* Ask for c's next frame not requested yet, if there is one, c has fewer
+ * than PAR_AHEAD requested and a pool entry is free: true if asked. */
+static bool par_request(struct tcur *c)
 {
 	struct par *w = c->par;
-	if (k >= c->t->thr[c->slot].n)
-		return;
+	size_t k = c->k + c->nahead;
+	bool asked = false;
+	if (k >= c->t->thr[c->slot].n || c->nahead >= PAR_AHEAD)
+		return false;
 	pthread_mutex_lock(&w->mu);
-	for (size_t i = 0; i < w->npool; i++)
+	for (size_t i = 0; i < w->npool && !asked; i++)
 		if (w->pool[i].state == DF_FREE) {
 			struct dframe *d = &w->pool[i];
 			d->state = DF_QUEUED;
 			d->seq = w->seq++;
 			d->slot = c->slot;
 			d->k = k;
-			c->ahead = d;
+			c->ahead[c->nahead++] = d;
 			pthread_cond_signal(&w->cv_work);
-			break;
+			asked = true;
 		}
 	pthread_mutex_unlock(&w->mu);
+	return asked;
 }
 
 /* c's requested frame, decoded: by this thread if no worker has started
- * it, else when its worker is done. */
+ * it, else when its worker is done; meanwhile this thread decodes the
+ * oldest other frames requested (the work it waits for is theirs). */
 static struct dframe *par_take(struct tcur *c)
 {
 	struct par *w = c->par;
-	struct dframe *d = c->ahead;
-	c->ahead = NULL;
+	struct dframe *d = c->ahead[0];
+	memmove(c->ahead, c->ahead + 1, --c->nahead * sizeof *c->ahead);
 	pthread_mutex_lock(&w->mu);
-	if (d->state == DF_QUEUED) {
-		d->state = DF_BUSY;
-		pthread_mutex_unlock(&w->mu);
-		decode_frame(w->t, c->dctx, &w->buf, &w->bufcap, d);
-		pthread_mutex_lock(&w->mu);
-		d->state = DF_DONE;
-	}
+	struct dframe *job;
+	while ((job = d->state == DF_QUEUED ? d : d->state == DF_BUSY ? par_oldest_queued(w) : NULL))
+		par_decode(w, c->dctx, &w->buf, &w->bufcap, job);
 	while (d->state != DF_DONE)
 		pthread_cond_wait(&w->cv_done, &w->mu);
 	pthread_mutex_unlock(&w->mu);
@@ -621,7 +639,7 @@ static struct par *par_new(struct ct_trace *t, unsigned jobs)
 	if (!w)
 		return NULL;
 	w->t = t;
-	w->npool = 2 * t->nthr;
+	w->npool = (1 + PAR_AHEAD) * t->nthr;
 	if (w->npool > (size_t)PAR_POOL_PER_JOB * jobs)
 		w->npool = (size_t)PAR_POOL_PER_JOB * jobs;
 	w->pool = calloc(w->npool ? w->npool : 1, sizeof *w->pool);
@@ -696,7 +714,7 @@ static int tcur_load(struct tcur *c, struct ct_error *err)
 {
 	const struct thr *th = &c->t->thr[c->slot];
 	char why[256];
-	if (c->ahead) {
+	if (c->nahead) {
 		c->cur = par_take(c);
 		c->at = c->cur->rec;
 		c->stop = c->at + c->cur->used;
@@ -710,8 +728,8 @@ static int tcur_load(struct tcur *c, struct ct_error *err)
 		ct_codec_reset(&c->codec);
 	}
 	c->k++;
-	if (c->par)
-		par_request(c, c->k);
+	while (c->par && par_request(c))
+		;
 	return 0;
 }
 
@@ -847,8 +865,11 @@ struct ct_cursor *ct_cursor_merged_jobs(struct ct_trace *t, unsigned jobs)
 	}
 	for (size_t i = 0; i < t->nthr; i++)
 		c->sub[i] = (struct tcur){ .t = t, .slot = i, .dctx = c->dctx, .par = c->par };
-	for (size_t i = 0; c->par && i < t->nthr; i++)
-		par_request(&c->sub[i], 0);     /* the first frames, while the pool lasts */
+	/* the first frames of every thread, then the second ones, while the
+	 * pool lasts */
+	for (unsigned a = 0; c->par && a < PAR_AHEAD; a++)
+		for (size_t i = 0; i < t->nthr; i++)
+			par_request(&c->sub[i]);
 	return c;
 }
 

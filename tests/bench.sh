@@ -199,8 +199,9 @@ if [ -f "$big" ]; then
 	nrec=$("$ANA" info "$big" | awk -F'[ ,]+' '/^records:/ {print $2; exit}')
 	# the physical limit of this design: decompressing the same trace
 	command -v zstd >/dev/null && time_cmd raw zstd -d -c "$big"
-	# -j1: one thread; -j2: frames decoded by a second thread, the model in a
-	# third (doc/ARCHITECTURE.md, Parallel replay); every model that reads
+	# -j1: one thread; -j2: frames decoded by a second thread, the merge
+	# and the model in the first, which decodes frames too rather than
+	# wait (doc/ARCHITECTURE.md, Parallel replay); every model that reads
 	# sampled traces (exact: on the full trace, below)
 	for model in comdetective window signature emulate; do
 		for j in 1 2; do

@@ -2,7 +2,8 @@
 # The bundled example traces (datasets/*.zst): each opens, is complete, is
 # described in datasets/README.md (with its checksum), analyzes to the pattern
 # the README claims, and analyzes to identical output twice (determinism) and
-# with 1 and 4 decoding threads (-j).
+# with 1, 2 and 4 decoding threads (-j; at -j2 the merging thread runs
+# the model).
 . "$(dirname "$0")/../lib.sh"
 
 DS="$CT_ROOT/datasets"
@@ -53,9 +54,9 @@ for t in "${traces[@]}"; do
 	check "$n/deterministic" cmp -s "$WORK/$n.run1" "$WORK/$n.run2"
 	check "$n/sweep_deterministic" cmp -s "$WORK/$n.sweep1.csv" "$WORK/$n.sweep2.csv"
 
-	# ---- parallel decoding: -j1 and -j4 give the same bytes, every model --
+	# ---- parallel decoding: -j1, -j2 and -j4 give the same bytes, every model --
 	for m in comdetective exact window signature emulate; do
-		for j in 1 4; do
+		for j in 1 2 4; do
 			{
 				"$COMMANALYZE" "$t" --model "$m" -j "$j"
 				"$COMMANALYZE" matrix "$t" --model "$m" --format json -j "$j"
@@ -64,6 +65,7 @@ for t in "${traces[@]}"; do
 			} >"$WORK/$n.$m.j$j" 2>&1
 		done
 		check "$n/jobs_identical_$m" cmp -s "$WORK/$n.$m.j1" "$WORK/$n.$m.j4"
+		check "$n/jobs2_identical_$m" cmp -s "$WORK/$n.$m.j1" "$WORK/$n.$m.j2"
 	done
 
 	"$COMMANALYZE" matrix "$t" --format csv >"$WORK/$n.all.csv" 2>/dev/null

@@ -132,12 +132,16 @@ static void test_analysis_damage(void)
  * them empty, many frames each, times tied across threads and within one,
  * every record type the replay decodes in bulk (samples with near and far
  * addresses, repeated and new code addresses; arms, hits, allocations,
- * markers).  The reference is the obvious merge: every record the trace
- * builder wrote, sorted by (time, thread) with a stable sort.  The serial
- * cursor, the cursor with decoding workers and the engine must give
- * exactly that sequence. */
+ * markers); then forty threads, more than a pool of frames decoded ahead
+ * holds (some frames decoded ahead, others a chunk at a time).  The
+ * reference is the obvious merge: every record the trace builder wrote,
+ * sorted by (time, thread) with a stable sort.  The serial cursor, the
+ * cursor with decoding workers (one: the merging thread decodes frames
+ * too when it would wait; two) and the engine at -j1 to -j4 (at -j2 the
+ * merging thread runs the consumers, at -j3 a thread of their own) must
+ * give exactly that sequence. */
 
-#define MERGE_THREADS 7
+#define MERGE_THREADS_MAX 40
 #define MERGE_RECORDS 20000
 
 struct seq {
@@ -182,16 +186,16 @@ static size_t first_difference(const struct seq *got, const struct seq *want)
 	return i;
 }
 
-static void build_mixed(struct tb *b, struct seq *ref)
+static void build_mixed(struct tb *b, struct seq *ref, uint32_t nthreads)
 {
-	tb_init(b, MERGE_THREADS);
+	tb_init(b, nthreads);
 	b->block_cap = 512;
-	uint64_t x = 0x9e3779b97f4a7c15ull, now[MERGE_THREADS] = { 0 };
+	uint64_t x = 0x9e3779b97f4a7c15ull, now[MERGE_THREADS_MAX] = { 0 };
 	for (unsigned i = 0; i < MERGE_RECORDS; i++) {
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		uint32_t th = (uint32_t)(x % (MERGE_THREADS - 1));    /* the last one stays empty */
+		uint32_t th = (uint32_t)(x % (nthreads - 1));    /* the last one stays empty */
 		now[th] += (x >> 8) % 4 == 0 ? 0 : (x >> 10) % 3 * 5;    /* ties, within and across */
 		uint64_t t = 1000 + now[th];
 		unsigned kind = (unsigned)(x >> 20) % 16;
@@ -203,7 +207,7 @@ static void build_mixed(struct tb *b, struct seq *ref)
 			              (x >> 33) % 4 ? CT_ACCESS_LOAD : CT_ACCESS_STORE, 100 + (x >> 40) % 3);
 			r->u.sample.ip = 0x400000 + (x >> 36) % (kind < 8 ? 4 : 100000);
 		} else if (kind == 11) {
-			r = tb_arm(b, th, t, (th + 1) % MERGE_THREADS, t > 50 ? t - 50 : 0,
+			r = tb_arm(b, th, t, (th + 1) % nthreads, t > 50 ? t - 50 : 0,
 			           0x10000 + 8 * ((x >> 24) % 64), 8, (uint8_t)(1 + (x >> 40) % 4));
 		} else if (kind == 12) {
 			r = tb_hit(b, th, t, 0x10000 + 8 * ((x >> 24) % 64), 8, (uint8_t)((x >> 40) % 4));
@@ -238,11 +242,11 @@ static void build_mixed(struct tb *b, struct seq *ref)
 	ref->r = sorted;
 }
 
-static void test_merge_matches_reference(void)
+static void merge_matches_reference(uint32_t nthreads)
 {
 	struct tb b;
 	struct seq ref = { 0 };
-	build_mixed(&b, &ref);
+	build_mixed(&b, &ref, nthreads);
 	const char *path = tb_write(&b);
 	struct ct_error err = {{0}};
 	struct ct_trace *t = path ? ct_trace_open(path, &err) : NULL;
@@ -253,7 +257,7 @@ static void test_merge_matches_reference(void)
 		return;
 	}
 	CHECK(ct_trace_thread_frames(t, 0) > 2);
-	for (unsigned jobs = 1; jobs <= 3; jobs += 2) {
+	for (unsigned jobs = 1; jobs <= 3; jobs++) {
 		struct ct_cursor *c = ct_cursor_merged_jobs(t, jobs);
 		struct seq got = { 0 };
 		struct ct_record r;
@@ -266,14 +270,25 @@ static void test_merge_matches_reference(void)
 		ct_cursor_free(c);
 		free(got.r);
 	}
-	struct seq eng = { 0 };
-	struct record_consumer rc = { &eng, seq_rec, NULL };
-	CHECK(replay(t, &rc, 1, false, &err) == 0);
-	CHECK_EQ_U(first_difference(&eng, &ref), ref.n);
-	free(eng.r);
+	unsigned saved = ana_jobs;
+	for (ana_jobs = 1; ana_jobs <= 4; ana_jobs++) {
+		struct seq eng = { 0 };
+		struct record_consumer rc = { &eng, seq_rec, NULL };
+		CHECK(replay(t, &rc, 1, false, &err) == 0);
+		CHECK_EQ_U(eng.n, ref.n);
+		CHECK_EQ_U(first_difference(&eng, &ref), ref.n);
+		free(eng.r);
+	}
+	ana_jobs = saved;
 	ct_trace_close(t);
 	tb_free(&b);
 	free(ref.r);
+}
+
+static void test_merge_matches_reference(void)
+{
+	merge_matches_reference(7);
+	merge_matches_reference(MERGE_THREADS_MAX);
 }
 
 int main(void)
