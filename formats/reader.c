@@ -430,10 +430,12 @@ struct ct_cursor {
  *
  * A merged cursor with workers (ct_cursor_merged_jobs) keeps a pool of
  * decoded frames (struct dframe: every record of one frame, decoded).  When
- * a thread's cursor starts on frame k it asks for frame k + 1 if a pool
- * entry is free; a worker decompresses and decodes it meanwhile.  When the
- * merge reaches a frame that no one has started yet, the merging thread
- * decodes it itself; a frame that was never requested (the pool was in use)
+ * a thread's cursor starts on frame k it asks for frames k + 1 and k + 2
+ * (PAR_AHEAD) where pool entries are free; a worker decompresses and
+ * decodes them meanwhile.  When the merge reaches a frame that no one has
+ * started yet, the merging thread decodes it itself, and while it waits for
+ * one a worker is decoding, it decodes the oldest other frames asked for; a
+ * frame that was never requested (the pool was in use)
  * is decoded a chunk at a time as without workers.  The records, their order
  * and the errors are the same as without workers: each frame is decoded
  * from a reset codec state by the same decoder either way, and a frame's
@@ -543,12 +545,10 @@ static void *par_worker(void *arg)
 	uint8_t *buf = NULL;
 	size_t bufcap = 0;
 	pthread_mutex_lock(&w->mu);
-	while (dctx) {
+	while (dctx && !w->stop) {   /* stopped: what is still queued is not wanted */
 		struct dframe *d = par_oldest_queued(w);
 		if (d)
 			par_decode(w, dctx, &buf, &bufcap, d);
-		else if (w->stop)
-			break;
 		else
 			pthread_cond_wait(&w->cv_work, &w->mu);
 	}
@@ -629,7 +629,8 @@ static void par_free(struct par *w)
 	free(w);
 }
 
-/* Pool entries: two frames per thread (the one merged, the next), at most
+/* Pool entries: 1 + PAR_AHEAD frames per thread (the one merged, those
+ * asked for ahead), at most
  * PAR_POOL_PER_JOB per decoding thread: the memory is the pool's frames. */
 #define PAR_POOL_PER_JOB 8
 
