@@ -848,8 +848,9 @@ static size_t site_events(const uint8_t *code, size_t len, uint64_t pc, struct s
 		bool src_held = in.operand_count_visible == 2 && op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
 		                op[1].size == 64 && dwarf_reg(op[1].reg.value) >= 0 &&
 		                (held >> dwarf_reg(op[1].reg.value) & 1);
+		/* (%rsp) has no displacement: 0 */
 		if (in.mnemonic == ZYDIS_MNEMONIC_MOV && src_held && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
-		    op[0].mem.index == ZYDIS_REGISTER_NONE && op[0].mem.disp.has_displacement) {
+		    op[0].mem.index == ZYDIS_REGISTER_NONE) {
 			if (op[0].mem.base == ZYDIS_REGISTER_RIP)
 				ev[n++] = (struct site_ev){ .kind = EV_GLOBAL, .pc = pc + off,
 				                            .addr = next + (uint64_t)op[0].mem.disp.value };

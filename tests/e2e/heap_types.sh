@@ -19,6 +19,12 @@
 #                        recorded, so the join reads it only for its
 #                        variables and functions, and the site is typed all
 #                        the same
+#   heap_types/inline_O2 tests/heaptypes/heap_inline.c: two arrays from an
+#                        inlined helper (as LULESH's Allocate<T>), their
+#                        pointers in stack slots addressed from rsp (one with
+#                        no displacement) and located from the CFA by DWARF:
+#                        lo[5] at 40 and hi[7] at 56, doubles, each named
+#                        after its variable
 #   heap_types/c_clang_O0  the C program built by clang -O0: c[3].y and the
 #                        untyped wrapper's block
 #   heap_types/binaries  --symbols-from-binaries types the same blocks
@@ -90,6 +96,7 @@ for level in 0 2; do
 	run "c_O$level" cc "$CT_ROOT/tests/heaptypes/heap_types.c" "$level" "${C_WANT[@]}"
 	run "cxx_O$level" g++ "$CT_ROOT/tests/heaptypes/heap_types.cpp" "$level" "${CXX_WANT[@]}"
 done
+run inline_O2 cc "$CT_ROOT/tests/heaptypes/heap_inline.c" 2 "double:lo[5]:40:8" "double:hi[7]:56:8"
 # the constructor in an uninstrumented unit of its own
 H="$CT_ROOT/tests/heaptypes"
 if g++ -g -O0 -c "$H/heap_types_ctor.cpp" -o "$WORK/ctor.o" 2>"$WORK/ctor.err" &&
