@@ -813,16 +813,71 @@ static int dwarf_reg(ZydisRegister r)
 	return -1;
 }
 
+/* The stack slots (rsp or rbp plus a displacement) the result was stored
+ * to: a spill the code reloads after an instrumentation call (-O2 with
+ * -fsanitize=thread) still holds it. */
+#define SITE_SLOTS 8
+struct site_slot {
+	uint8_t base;
+	int64_t disp;
+};
+struct site_slots {
+	struct site_slot v[SITE_SLOTS];
+	size_t n;
+};
+
+static bool slot_find(const struct site_slots *S, int base, int64_t disp, size_t *at)
+{
+	for (size_t i = 0; i < S->n; i++)
+		if (S->v[i].base == base && S->v[i].disp == disp) {
+			*at = i;
+			return true;
+		}
+	return false;
+}
+
+/* A stack slot operand: its DWARF base register (rsp or rbp), else -1. */
+static int slot_base(const ZydisDecodedOperand *o)
+{
+	if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || o->mem.index != ZYDIS_REGISTER_NONE)
+		return -1;
+	return o->mem.base == ZYDIS_REGISTER_RSP || o->mem.base == ZYDIS_REGISTER_RBP
+	       ? dwarf_reg(o->mem.base) : -1;
+}
+
+/* A 64-bit move to memory: the slot holds the result when the source
+ * does, and no longer when it does not. */
+static void slot_store(struct site_slots *S, int base, int64_t disp, bool src_held)
+{
+	size_t at;
+	bool had = slot_find(S, base, disp, &at);
+	if (src_held && !had && S->n < SITE_SLOTS)
+		S->v[S->n++] = (struct site_slot){ (uint8_t)base, disp };
+	else if (!src_held && had)
+		S->v[at] = S->v[--S->n];
+}
+
+/* rsp moved (push, pop, sub): its slots are no longer where they were. */
+static void slots_drop_rsp(struct site_slots *S)
+{
+	for (size_t i = 0; i < S->n;)
+		if (S->v[i].base == 7)
+			S->v[i] = S->v[--S->n];
+		else
+			i++;
+}
+
 /* Decode from the site to the first jump or return (or SITE_INSNS
- * instructions, or the end of the function, or until no register holds the
- * result) and list the events. */
+ * instructions, or the end of the function, or until neither a register nor
+ * a stack slot holds the result) and list the events. */
 static size_t site_events(const uint8_t *code, size_t len, uint64_t pc, struct site_ev *ev)
 {
 	ZydisDecoder dec;
 	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	uint16_t held = 1;      /* rax */
+	struct site_slots slots = { .n = 0 };
 	size_t n = 0, off = 0;
-	for (int k = 0; k < SITE_INSNS && off < len && held && n + 2 <= SITE_EVENTS; k++) {
+	for (int k = 0; k < SITE_INSNS && off < len && (held || slots.n) && n + 2 <= SITE_EVENTS; k++) {
 		ev[n++] = (struct site_ev){ .kind = EV_REGS, .regs = held, .pc = pc + off };
 		ZydisDecodedInstruction in;
 		ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
@@ -838,27 +893,38 @@ static size_t site_events(const uint8_t *code, size_t len, uint64_t pc, struct s
 				ev[n++] = (struct site_ev){ .kind = EV_CALL, .regs = held, .pc = pc + off,
 				                            .addr = target };
 			/* the callee keeps rbx, rbp, r12-r15 (instrumentation calls
-			 * come between the allocation and the store) */
+			 * come between the allocation and the store) and the
+			 * caller's frame */
 			held &= 1u << 3 | 1u << 6 | 0xf000;
 			off += in.length;
 			continue;
 		}
 		if (in.meta.category == ZYDIS_CATEGORY_UNCOND_BR || in.meta.category == ZYDIS_CATEGORY_RET)
 			break;
-		bool src_held = in.operand_count_visible == 2 && op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		bool mov = in.mnemonic == ZYDIS_MNEMONIC_MOV && in.operand_count_visible == 2;
+		bool src_held = mov && op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
 		                op[1].size == 64 && dwarf_reg(op[1].reg.value) >= 0 &&
 		                (held >> dwarf_reg(op[1].reg.value) & 1);
+		int sbase = mov ? slot_base(&op[0]) : -1;
 		/* (%rsp) has no displacement: 0 */
-		if (in.mnemonic == ZYDIS_MNEMONIC_MOV && src_held && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		if (src_held && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
 		    op[0].mem.index == ZYDIS_REGISTER_NONE) {
 			if (op[0].mem.base == ZYDIS_REGISTER_RIP)
 				ev[n++] = (struct site_ev){ .kind = EV_GLOBAL, .pc = pc + off,
 				                            .addr = next + (uint64_t)op[0].mem.disp.value };
-			else if (op[0].mem.base == ZYDIS_REGISTER_RBP || op[0].mem.base == ZYDIS_REGISTER_RSP)
+			else if (sbase >= 0)
 				ev[n++] = (struct site_ev){ .kind = EV_STORE, .pc = pc + off,
-				                            .base = (uint8_t)dwarf_reg(op[0].mem.base),
+				                            .base = (uint8_t)sbase,
 				                            .disp = op[0].mem.disp.value };
 		}
+		if (sbase >= 0 && op[0].size == 64)
+			slot_store(&slots, sbase, op[0].mem.disp.value, src_held);
+		/* a 64-bit load from a slot that holds the result */
+		size_t at;
+		int lbase = mov && op[0].type == ZYDIS_OPERAND_TYPE_REGISTER && op[0].size == 64
+		            ? slot_base(&op[1]) : -1;
+		int loaded = lbase >= 0 && slot_find(&slots, lbase, op[1].mem.disp.value, &at)
+		             ? dwarf_reg(op[0].reg.value) : -1;
 		/* registers written lose the result; a 64-bit move of it copies it */
 		for (unsigned i = 0; i < in.operand_count; i++) {
 			if (op[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !(op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
@@ -866,11 +932,15 @@ static size_t site_events(const uint8_t *code, size_t len, uint64_t pc, struct s
 			int r = dwarf_reg(op[i].reg.value);
 			if (r < 0)
 				continue;
-			if (i == 0 && in.mnemonic == ZYDIS_MNEMONIC_MOV && src_held && op[0].size == 64)
+			if (r == 7)
+				slots_drop_rsp(&slots);
+			if (i == 0 && mov && src_held && op[0].size == 64)
 				held |= (uint16_t)(1u << r);
 			else
 				held &= (uint16_t)~(1u << r);
 		}
+		if (loaded >= 0)
+			held |= (uint16_t)(1u << loaded);
 		off += in.length;
 	}
 	return n;
