@@ -691,9 +691,12 @@ static int write_slots_svg(FILE *f, const struct analysis *an, const struct regi
 		out_svg_text(f, X(span * t / 4), T + ph + 16, 10, "middle", NULL,
 		             (snprintf(v, sizeof v, "%.1f", span * t / 4), v));
 	}
-	out_svg_text(f, L + pw / 2, H - 12, 11, "middle", NULL, "time (ms from the first record)");
-	out_svg_text(f, 16, T + ph / 2, 11, "middle", "transform=\"rotate(-90 16 245)\"",
-	             "line transfers per ms");
+	out_svg_text(f, L + pw / 2, H - 12, 11, "middle", "class=\"x-axis\"",
+	             "time (ms from the first record)");
+	/* turned about its own anchor: about another point it leaves the picture */
+	char turn[96];
+	snprintf(turn, sizeof turn, "class=\"y-axis\" transform=\"rotate(-90 16 %.1f)\"", T + ph / 2);
+	out_svg_text(f, 16, T + ph / 2, 11, "middle", turn, "line transfers per ms");
 	/* phase boundaries */
 	fputs("<g class=\"phases\">\n", f);
 	/* phase markers; or, by change, the detected ones */
