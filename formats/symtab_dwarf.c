@@ -306,6 +306,29 @@ struct mem_tmp {
 	uint32_t type;
 };
 
+/* A member's byte offset in its struct (a constant, DW_OP_plus_uconst, or
+ * a bit offset); 0 when it has none (a union's members). */
+static uint64_t member_offset(struct dw *d, Dwarf_Die c)
+{
+	uint64_t moff = 0;
+	if (!attr_u(c, DW_AT_data_member_location, &moff)) {
+		const uint8_t *p;
+		uint64_t l;
+		if (attr_expr(d->dbg, c, DW_AT_data_member_location, &p, &l) && l &&
+		    p[0] == DW_OP_plus_uconst) {
+			bool ok = true;
+			const uint8_t *q = p + 1;
+			moff = uleb(&q, p + l, &ok);
+			if (!ok)
+				moff = 0;
+		}
+	}
+	uint64_t bitpos;
+	if (attr_u(c, DW_AT_data_bit_offset, &bitpos))
+		moff = bitpos / 8;
+	return moff;
+}
+
 static uint32_t make_struct(struct dw *d, Dwarf_Die die, Dwarf_Half tag, int depth)
 {
 	const char *n = die_name(die);
@@ -324,22 +347,7 @@ static uint32_t make_struct(struct dw *d, Dwarf_Die die, Dwarf_Half tag, int dep
 			Dwarf_Half ct = 0;
 			if (dwarf_tag(c, &ct, &e) == DW_DLV_OK && ct == DW_TAG_member &&
 			    !attr_flag(c, DW_AT_external) && !attr_flag(c, DW_AT_declaration)) {
-				uint64_t moff = 0;
-				if (!attr_u(c, DW_AT_data_member_location, &moff)) {
-					const uint8_t *p;
-					uint64_t l;
-					if (attr_expr(d->dbg, c, DW_AT_data_member_location, &p, &l) && l &&
-					    p[0] == DW_OP_plus_uconst) {
-						bool ok = true;
-						const uint8_t *q = p + 1;
-						moff = uleb(&q, p + l, &ok);
-						if (!ok)
-							moff = 0;
-					}
-				}
-				uint64_t bitpos;
-				if (attr_u(c, DW_AT_data_bit_offset, &bitpos))
-					moff = bitpos / 8;
+				uint64_t moff = member_offset(d, c);
 				Dwarf_Off to;
 				uint32_t mtype = attr_ref(c, DW_AT_type, &to) ? type_of(d, to, depth + 1) : ST_NONE;
 				uint64_t msz = type_size(d, mtype);
@@ -785,13 +793,13 @@ static void note_ranges(struct dw *d, Dwarf_Die die)
 }
 
 /* What the code does with the result, in instruction order. */
-enum ev_kind { EV_REGS, EV_STORE, EV_GLOBAL, EV_CALL };
+enum ev_kind { EV_REGS, EV_STORE, EV_GLOBAL, EV_CALL, EV_MEMBER };
 struct site_ev {
 	uint8_t kind;
-	uint8_t base;           /* EV_STORE: DWARF register number of the base */
+	uint8_t base;           /* EV_STORE, EV_MEMBER: DWARF register number of the base */
 	uint16_t regs;          /* EV_REGS, EV_CALL: DWARF registers holding the result */
 	uint64_t pc;            /* file address of the instruction */
-	int64_t disp;           /* EV_STORE */
+	int64_t disp;           /* EV_STORE, EV_MEMBER */
 	uint64_t addr;          /* EV_GLOBAL: the global; EV_CALL: the callee */
 	int64_t fb;             /* EV_STORE: the frame base is base + fb ... */
 	bool fb_ok;             /* ... when known (set by store_frame_bases) */
@@ -916,6 +924,10 @@ static size_t site_events(const uint8_t *code, size_t len, uint64_t pc, struct s
 				ev[n++] = (struct site_ev){ .kind = EV_STORE, .pc = pc + off,
 				                            .base = (uint8_t)sbase,
 				                            .disp = op[0].mem.disp.value };
+			else if (dwarf_reg(op[0].mem.base) >= 0)   /* into a structure */
+				ev[n++] = (struct site_ev){ .kind = EV_MEMBER, .pc = pc + off,
+				                            .base = (uint8_t)dwarf_reg(op[0].mem.base),
+				                            .disp = op[0].mem.disp.value };
 		}
 		if (sbase >= 0 && op[0].size == 64)
 			slot_store(&slots, sbase, op[0].mem.disp.value, src_held);
@@ -959,15 +971,15 @@ static Dwarf_Off decl_of(Dwarf_Die die, Dwarf_Off self)
 	return self;
 }
 
-/* The type the pointer-typed DIE at decl points to (qualifiers and typedefs
- * of the pointer resolved), as a module type; ST_NONE for void * or a
- * non-pointer. */
-static uint32_t pointee(struct dw *d, Dwarf_Off decl)
+/* The type DIE the pointer-typed DIE at decl points to (qualifiers and
+ * typedefs of the pointer resolved; refs: a reference too): false for
+ * void * or a non-pointer. */
+static bool pointee_die(struct dw *d, Dwarf_Off decl, bool refs, Dwarf_Off *out)
 {
 	Dwarf_Die die = die_at(d, decl);
 	Dwarf_Off to;
 	if (!die)
-		return ST_NONE;
+		return false;
 	bool ok = attr_ref(die, DW_AT_type, &to);
 	dwarf_dealloc_die(die);
 	for (int depth = 0; ok && depth < 8; depth++) {
@@ -977,19 +989,69 @@ static uint32_t pointee(struct dw *d, Dwarf_Off decl)
 		if (!t || dwarf_tag(t, &tag, &e) != DW_DLV_OK) {
 			if (t)
 				dwarf_dealloc_die(t);
-			return ST_NONE;
+			return false;
 		}
 		ok = attr_ref(t, DW_AT_type, &to);
 		dwarf_dealloc_die(t);
-		if (tag == DW_TAG_pointer_type) {
-			uint32_t ty = ok ? type_of(d, to, 0) : ST_NONE;
-			return ty < d->m->ntypes && d->m->types[ty].size ? ty : ST_NONE;
+		if (tag == DW_TAG_pointer_type || (refs && tag == DW_TAG_reference_type)) {
+			*out = to;
+			return ok;
 		}
 		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type && tag != DW_TAG_volatile_type &&
 		    tag != DW_TAG_restrict_type)
-			return ST_NONE;
+			return false;
 	}
-	return ST_NONE;
+	return false;
+}
+
+/* The type the pointer-typed DIE at decl points to, as a module type;
+ * ST_NONE for void * or a non-pointer. */
+static uint32_t pointee(struct dw *d, Dwarf_Off decl)
+{
+	Dwarf_Off to;
+	if (!pointee_die(d, decl, false, &to))
+		return ST_NONE;
+	uint32_t ty = type_of(d, to, 0);
+	return ty < d->m->ntypes && d->m->types[ty].size ? ty : ST_NONE;
+}
+
+/* The member at byte offset off of the struct or class at the type DIE st
+ * (typedefs and qualifiers resolved): its DIE offset, 0 if none. */
+static Dwarf_Off member_at(struct dw *d, Dwarf_Off st, uint64_t off)
+{
+	Dwarf_Die t = NULL;
+	Dwarf_Half tag = 0;
+	Dwarf_Error e = NULL;
+	for (int depth = 0; depth < 8; depth++) {
+		if (!(t = die_at(d, st)) || dwarf_tag(t, &tag, &e) != DW_DLV_OK)
+			break;
+		if (tag == DW_TAG_structure_type || tag == DW_TAG_class_type)
+			break;
+		bool next = (tag == DW_TAG_typedef || tag == DW_TAG_const_type ||
+		             tag == DW_TAG_volatile_type) && attr_ref(t, DW_AT_type, &st);
+		dwarf_dealloc_die(t);
+		t = NULL;
+		if (!next)
+			break;
+	}
+	Dwarf_Off found = 0;
+	Dwarf_Die c = NULL, next;
+	if (t && dwarf_child(t, &c, &e) == DW_DLV_OK) {
+		for (; c; c = next) {
+			Dwarf_Half ct = 0;
+			if (!found && dwarf_tag(c, &ct, &e) == DW_DLV_OK && ct == DW_TAG_member &&
+			    !attr_flag(c, DW_AT_external) && member_offset(d, c) == off &&
+			    dwarf_dieoffset(c, &found, &e) != DW_DLV_OK)
+				found = 0;
+			next = NULL;
+			if (dwarf_siblingof_b(d->dbg, c, 1, &next, &e) != DW_DLV_OK)
+				next = NULL;
+			dwarf_dealloc_die(c);
+		}
+	}
+	if (t)
+		dwarf_dealloc_die(t);
+	return found;
 }
 
 /* One location of a variable (an expression, or an entry of a location
@@ -1082,6 +1144,10 @@ static bool loc_matches(const struct site_loc *l, size_t n, const struct site_ev
 			break;
 		case EV_GLOBAL:
 			if (l->op == DW_OP_addr && l->o1 == ev->addr)
+				return true;
+			break;
+		case EV_MEMBER:   /* the variable is the pointer stored through */
+			if (l->nops == 1 && l->op == DW_OP_reg0 + ev->base)
 				return true;
 			break;
 		default:
@@ -1258,9 +1324,9 @@ static Dwarf_Off global_matches(struct dw *d, Dwarf_Off off, const struct site_e
 	return decl;
 }
 
-/* The site returns a block of the pointee type of the variable declared at
- * decl: add it (named after the variable, not after `this`).  False when
- * that type is unknown (the search goes on). */
+/* The site returns a block of the pointee type of the variable (or member)
+ * declared at decl: add it (named after the variable, not after `this`).
+ * False when that type is unknown (the search goes on). */
 static bool typed_alloc(struct dw *d, uint64_t site, Dwarf_Off decl)
 {
 	uint32_t t = pointee(d, decl);
@@ -1336,6 +1402,17 @@ static void fn_vars_read(struct dw *d, Dwarf_Off fn_off, struct fn_vars *fv)
 	}
 }
 
+/* The site's block is stored to the member at byte off of the struct the
+ * pointer (or reference) declared at decl points to: a pointer member
+ * types it, named after the member (domain.m_dxx = Allocate<Real_t>(n)). */
+static bool member_alloc(struct dw *d, uint64_t site, Dwarf_Off decl, int64_t off)
+{
+	Dwarf_Off st, mem;
+	if (off < 0 || !pointee_die(d, decl, true, &st) || !(mem = member_at(d, st, (uint64_t)off)))
+		return false;
+	return typed_alloc(d, site, mem);
+}
+
 static void infer_site(struct dw *d, struct site_code *sc, struct fn_vars *fv)
 {
 	struct site_info *si = d->si;
@@ -1362,7 +1439,8 @@ static void infer_site(struct dw *d, struct site_code *sc, struct fn_vars *fv)
 			} else if (si->globals[i - nv].lo == ev[k].addr) {
 				decl = global_matches(d, si->globals[i - nv].off, &ev[k]);
 			}
-			if (decl && typed_alloc(d, sc->site, decl))
+			if (decl && (ev[k].kind == EV_MEMBER ? member_alloc(d, sc->site, decl, ev[k].disp)
+			                                     : typed_alloc(d, sc->site, decl)))
 				break;
 			decl = 0;
 		}

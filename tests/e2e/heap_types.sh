@@ -24,7 +24,9 @@
 #                        pointers in stack slots addressed from rsp (one with
 #                        no displacement) and located from the CFA by DWARF:
 #                        lo[5] at 40 and hi[7] at 56, doubles, each named
-#                        after its variable
+#                        after its variable; and one stored into a member
+#                        through the structure's pointer, in a register:
+#                        xs[2] at 16, named after the member
 #   heap_types/c_clang_O0  the C program built by clang -O0: c[3].y and the
 #                        untyped wrapper's block
 #   heap_types/binaries  --symbols-from-binaries types the same blocks
@@ -96,7 +98,8 @@ for level in 0 2; do
 	run "c_O$level" cc "$CT_ROOT/tests/heaptypes/heap_types.c" "$level" "${C_WANT[@]}"
 	run "cxx_O$level" g++ "$CT_ROOT/tests/heaptypes/heap_types.cpp" "$level" "${CXX_WANT[@]}"
 done
-run inline_O2 cc "$CT_ROOT/tests/heaptypes/heap_inline.c" 2 "double:lo[5]:40:8" "double:hi[7]:56:8"
+run inline_O2 cc "$CT_ROOT/tests/heaptypes/heap_inline.c" 2 "double:lo[5]:40:8" "double:hi[7]:56:8" \
+	"double:xs[2]:16:8"
 # the constructor in an uninstrumented unit of its own
 H="$CT_ROOT/tests/heaptypes"
 if g++ -g -O0 -c "$H/heap_types_ctor.cpp" -o "$WORK/ctor.o" 2>"$WORK/ctor.err" &&
