@@ -43,22 +43,9 @@ static void dwarf_free_loc_head(Dwarf_Loc_Head_c head)
 {
 	dwarf_dealloc_loc_head_c(head);
 }
-/* The CFA rule at pc, when it is a register plus an offset. */
-static bool fde_cfa(Dwarf_Fde fde, Dwarf_Addr pc, int *reg, int64_t *off)
-{
-	Dwarf_Small vt = 0;
-	Dwarf_Unsigned rel = 0, r = 0, o = 0;
-	Dwarf_Block blk;
-	Dwarf_Addr row = 0, next = 0;
-	Dwarf_Bool more = 0;
-	Dwarf_Error e = NULL;
-	if (dwarf_get_fde_info_for_cfa_reg3_b(fde, pc, &vt, &rel, &r, &o, &blk, &row, &more, &next,
-	                                      &e) != DW_DLV_OK || vt != DW_EXPR_OFFSET || !rel)
-		return false;
-	*reg = (int)r;
-	*off = (int64_t)o;   /* a signed offset, returned unsigned */
-	return true;
-}
+/* dwarf_get_fde_info_for_cfa_reg3_b's integers and block (fde_cfa) */
+typedef Dwarf_Unsigned cfa_int;
+typedef Dwarf_Block cfa_block;
 #else
 static int dwarf_open(int fd, Dwarf_Debug *dbg, Dwarf_Error *e)
 {
@@ -73,11 +60,16 @@ static void dwarf_free_loc_head(Dwarf_Loc_Head_c head)
 {
 	dwarf_loc_head_c_dealloc(head);
 }
+typedef Dwarf_Signed cfa_int;
+typedef Dwarf_Ptr cfa_block;
+#endif
+
+/* The CFA rule at pc, when it is a register plus an offset. */
 static bool fde_cfa(Dwarf_Fde fde, Dwarf_Addr pc, int *reg, int64_t *off)
 {
 	Dwarf_Small vt = 0;
-	Dwarf_Signed rel = 0, r = 0, o = 0;
-	Dwarf_Ptr blk = NULL;
+	cfa_int rel = 0, r = 0, o = 0;
+	cfa_block blk;
 	Dwarf_Addr row = 0, next = 0;
 	Dwarf_Bool more = 0;
 	Dwarf_Error e = NULL;
@@ -85,10 +77,9 @@ static bool fde_cfa(Dwarf_Fde fde, Dwarf_Addr pc, int *reg, int64_t *off)
 	                                      &e) != DW_DLV_OK || vt != DW_EXPR_OFFSET || !rel)
 		return false;
 	*reg = (int)r;
-	*off = o;
+	*off = (int64_t)o;   /* signed; 0.x returns it as unsigned */
 	return true;
 }
-#endif
 
 #define DIE_DEPTH_MAX 64
 #define TYPE_DEPTH_MAX 24
