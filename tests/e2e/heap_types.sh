@@ -29,6 +29,9 @@
 #                        xs[2] at 16, named after the member
 #   heap_types/c_clang_O0  the C program built by clang -O0: c[3].y and the
 #                        untyped wrapper's block
+#   heap_types/c_clang_O0_dwarf4  the same with -gdwarf-4: g_grid.h too (the
+#                        result goes through a temporary stack slot, loaded
+#                        back before the store to the global)
 #   heap_types/binaries  --symbols-from-binaries types the same blocks
 . "$(dirname "$0")/../lib.sh"
 
@@ -75,7 +78,7 @@ CXX_WANT=("struct Cell:.y:8:8")
 run() {
 	local id=$1 comp=$2 src=$3 level=$4
 	shift 4
-	if ! CC=$comp "$CC_WRAP" -g -O"$level" -pthread "$src" -o "$WORK/$id" \
+	if ! CC=$comp "$CC_WRAP" -g ${HT_CFLAGS:-} -O"$level" -pthread "$src" -o "$WORK/$id" \
 			$([ "$comp" = g++ ] && echo -lstdc++) 2>"$WORK/$id.cc.err"; then
 		fail "heap_types/$id" "cannot build: $(head -c 300 "$WORK/$id.cc.err")"
 	elif ! "$COMMREC" -q -f -o "$WORK/$id.zst" --sampler inst --full -- "$WORK/$id" \
@@ -109,13 +112,17 @@ if g++ -g -O0 -c "$H/heap_types_ctor.cpp" -o "$WORK/ctor.o" 2>"$WORK/ctor.err" &
 else
 	fail heap_types/cxx_ctor_elsewhere "cannot build: $(head -c 300 "$WORK/ctor.err")"
 fi
-# clang -O0: a frame base of DW_OP_reg6 (rbp).  Its global is left out: clang
-# spills the result to a temporary slot before storing it, and its DWARF 5
-# globals (DW_OP_addrx) are not read (formats/FORMAT.md)
+# clang -O0: a frame base of DW_OP_reg6 (rbp).  Its global is left out: its
+# DWARF 5 globals (DW_OP_addrx) are not read (formats/FORMAT.md)
 if command -v clang >/dev/null; then
 	run c_clang_O0 clang "$CT_ROOT/tests/heaptypes/heap_types.c" 0 "${C_WANT[0]}" "${C_WANT[2]}"
+	# with DWARF 4 (DW_OP_addr) its global is typed: the result spilled to the
+	# temporary slot is loaded back and stored to g_grid
+	HT_CFLAGS=-gdwarf-4 run c_clang_O0_dwarf4 clang "$CT_ROOT/tests/heaptypes/heap_types.c" 0 \
+		"${C_WANT[@]}"
 else
 	skip heap_types/c_clang_O0 "clang not found"
+	skip heap_types/c_clang_O0_dwarf4 "clang not found"
 fi
 
 # the same types from the binaries (the analyzer infers them itself)
