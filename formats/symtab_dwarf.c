@@ -1442,29 +1442,25 @@ static void infer_site(struct dw *d, struct site_code *sc, struct fn_vars *fv)
 		d->oom = 1;
 }
 
-static void ctor_units(struct dw *d, const struct site_code *sc, size_t n);
+static void ctor_units(struct dw *d, struct site_code *sc);
 
-/* Every site of the module: decoded, the units of the constructors they
- * call read for their functions, then typed (sites are sorted: those of
- * one function are neighbours). */
+/* Every site of the module, typed: first the units of the constructors the
+ * sites call are read (ctor_units), then each site is decoded again and
+ * typed (sites are sorted: those of one function are neighbours). */
 static void infer_sites(struct dw *d)
 {
-	struct site_info *si = d->si;
-	struct site_code *sc = malloc(si->nsites * sizeof *sc);
+	struct site_code *sc = malloc(sizeof *sc);
 	struct fn_vars *fv = calloc(1, sizeof *fv);
-	size_t n = 0;
 	if (!sc || !fv) {
 		d->oom = 1;
 		free(sc);
 		free(fv);
 		return;
 	}
-	for (size_t i = 0; i < si->nsites; i++)
-		if (site_decode(d, si->sites[i], &sc[n]))
-			n++;
-	ctor_units(d, sc, n);
-	for (size_t i = 0; i < n && !d->oom; i++)
-		infer_site(d, &sc[i], fv);
+	ctor_units(d, sc);
+	for (size_t i = 0; i < d->si->nsites && !d->oom; i++)
+		if (site_decode(d, d->si->sites[i], sc))
+			infer_site(d, sc, fv);
 	free(fv->L.v);
 	free(fv);
 	free(sc);
@@ -1616,18 +1612,19 @@ static bool cu_in_full(const struct dw *d, Dwarf_Die cu)
 
 /* The units that hold the functions the sites call (a constructor's
  * class types `new T`: ctor_class), read for their functions' ranges when
- * they were not read in full: .debug_aranges says which. */
-static void ctor_units(struct dw *d, const struct site_code *sc, size_t n)
+ * they were not read in full: .debug_aranges says which.  sc: room to
+ * decode a site in (one at a time: a program may have many sites). */
+static void ctor_units(struct dw *d, struct site_code *sc)
 {
 	const struct cu_pick *p = d->pick;
 	if (!p)
 		return;            /* every unit was read in full */
 	Dwarf_Off *cus = NULL;
 	size_t ncus = 0, cap = 0;
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < sc[i].nev; k++) {
-			uint64_t target = sc[i].ev[k].addr;
-			if (sc[i].ev[k].kind != EV_CALL ||
+	for (size_t i = 0; i < d->si->nsites; i++)
+		for (size_t k = 0, nev = site_decode(d, d->si->sites[i], sc) ? sc->nev : 0; k < nev; k++) {
+			uint64_t target = sc->ev[k].addr;
+			if (sc->ev[k].kind != EV_CALL ||
 			    ref_at(d->si->fns, d->si->nfns, target, true))
 				continue;
 			for (size_t r = 0; r < p->nranges; r++) {
