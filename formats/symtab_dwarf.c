@@ -1534,6 +1534,8 @@ static bool has_off(const Dwarf_Off *v, size_t n, Dwarf_Off off)
 
 static size_t sort_unique(Dwarf_Off *v, size_t n)
 {
+	if (!n)
+		return 0;      /* v may be NULL: qsort must not see it */
 	qsort(v, n, sizeof *v, cmp_off);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
