@@ -172,11 +172,21 @@ static const char *node_label(const struct region_node *nd, char *buf, size_t ca
 	return buf;
 }
 
+/* Whether the text tree shows node i: the root, and every region with
+ * communication (a region's counts include its children's: a silent
+ * region's subtree is silent).  The others are named after the tree. */
+static bool text_shown(const struct regions *r, size_t i)
+{
+	return i == 0 || r->node[i].total[MX_ALL] > 0;
+}
+
 /* The node's line and its children's; 0, -1: memory (errno). */
 static int text_node(FILE *f, const struct analysis *an, const struct regions *r, size_t i,
                      int width, double *load)
 {
 	const struct region_node *nd = &r->node[i];
+	if (!text_shown(r, i))
+		return 0;
 	char name[400], tot[32], tr[32], fl[32], pair[160], imb[32];
 	node_label(nd, name, sizeof name);
 	out_fmt_compact(tot, sizeof tot, nd->total[MX_ALL]);
@@ -227,6 +237,26 @@ static int text_load(FILE *f, const struct analysis *an, const struct regions *r
 	return 0;
 }
 
+/* The regions without communication, after the tree: how many, and the
+ * first few by name (csv and json have their rows). */
+#define SILENT_NAMED 8
+static void text_silent(FILE *f, const struct regions *r, bool loops)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nnodes; i++)
+		n += !text_shown(r, i);
+	if (!n)
+		return;
+	fprintf(f, "\n%zu %s without communication, not shown above (csv and json list them):", n,
+	        loops ? (n == 1 ? "loop or function" : "loops or functions")
+	              : (n == 1 ? "region" : "regions"));
+	size_t named = 0;
+	for (size_t i = 0; i < r->nnodes && named < SILENT_NAMED; i++)
+		if (!text_shown(r, i))
+			fprintf(f, "%s %s", named++ ? "," : "", r->node[i].path);
+	fprintf(f, "%s\n", n > named ? ", ..." : "");
+}
+
 static int write_tree_text(FILE *f, const char *c_cmd, const struct analysis *an,
                            const struct regions *r,
                            double *load)
@@ -240,6 +270,8 @@ static int write_tree_text(FILE *f, const char *c_cmd, const struct analysis *an
 		           "on its receiving thread and in the regions around it)\n\n", an->path);
 	int width = 24;
 	for (size_t i = 0; i < r->nnodes; i++) {
+		if (!text_shown(r, i))
+			continue;
 		char name[400];
 		int w = (int)strlen(node_label(&r->node[i], name, sizeof name));
 		width = w > width ? w : width;
@@ -248,6 +280,7 @@ static int write_tree_text(FILE *f, const char *c_cmd, const struct analysis *an
 	        "total", "true", "false", "imbalance", "top pair");
 	if (text_node(f, an, r, 0, width, load) || text_load(f, an, r, load))
 		return -1;
+	text_silent(f, r, !strcmp(c_cmd, "loops"));
 	if (r->nnodes == 1 && !strcmp(c_cmd, "loops"))
 		fprintf(f, "\nNo functions: no event has an instruction address in a known function.\n");
 	else if (r->nnodes == 1)
@@ -691,9 +724,12 @@ static int write_slots_svg(FILE *f, const struct analysis *an, const struct regi
 		out_svg_text(f, X(span * t / 4), T + ph + 16, 10, "middle", NULL,
 		             (snprintf(v, sizeof v, "%.1f", span * t / 4), v));
 	}
-	out_svg_text(f, L + pw / 2, H - 12, 11, "middle", NULL, "time (ms from the first record)");
-	out_svg_text(f, 16, T + ph / 2, 11, "middle", "transform=\"rotate(-90 16 245)\"",
-	             "line transfers per ms");
+	out_svg_text(f, L + pw / 2, H - 12, 11, "middle", "class=\"x-axis\"",
+	             "time (ms from the first record)");
+	/* turned about its own anchor: about another point it leaves the picture */
+	char turn[96];
+	snprintf(turn, sizeof turn, "class=\"y-axis\" transform=\"rotate(-90 16 %.1f)\"", T + ph / 2);
+	out_svg_text(f, 16, T + ph / 2, 11, "middle", turn, "line transfers per ms");
 	/* phase boundaries */
 	fputs("<g class=\"phases\">\n", f);
 	/* phase markers; or, by change, the detected ones */

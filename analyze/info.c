@@ -282,8 +282,9 @@ int cmd_info(int argc, char **argv)
 	if (topo.identity)
 		printf("  cpu map: none (core and socket matrices use cpu numbers)\n");
 	else
-		printf("  cpu map: %zu cpus, %zu cores, %zu sockets\n", topo.ncpus, topo.ncores,
-		       topo.nsockets);
+		printf("  cpu map: %zu cpu%s, %zu core%s, %zu socket%s\n", topo.ncpus,
+		       topo.ncpus == 1 ? "" : "s", topo.ncores, topo.ncores == 1 ? "" : "s",
+		       topo.nsockets, topo.nsockets == 1 ? "" : "s");
 	topology_free(&topo);
 	print_kv_section(t, CT_SEC_CONFIG, "config", NULL);
 	print_cmdline(t);

@@ -26,7 +26,8 @@
 
 /* The two APIs differ, for what we use, in dwarf_init_b (an access mode
  * before the group number before 0.1), dwarf_finish (an error pointer
- * before 0.1) and the name of a location list's destructor.  Chosen at
+ * before 0.1), the name of a location list's destructor and the integer
+ * types of dwarf_get_fde_info_for_cfa_reg3_b.  Chosen at
  * compile time: 0.x and later define
  * DW_LIBDWARF_VERSION_MAJOR and no longer DW_DLC_READ. */
 #if defined(DW_LIBDWARF_VERSION_MAJOR) || !defined(DW_DLC_READ)
@@ -42,6 +43,9 @@ static void dwarf_free_loc_head(Dwarf_Loc_Head_c head)
 {
 	dwarf_dealloc_loc_head_c(head);
 }
+/* dwarf_get_fde_info_for_cfa_reg3_b's integers and block (fde_cfa) */
+typedef Dwarf_Unsigned cfa_int;
+typedef Dwarf_Block cfa_block;
 #else
 static int dwarf_open(int fd, Dwarf_Debug *dbg, Dwarf_Error *e)
 {
@@ -56,7 +60,26 @@ static void dwarf_free_loc_head(Dwarf_Loc_Head_c head)
 {
 	dwarf_loc_head_c_dealloc(head);
 }
+typedef Dwarf_Signed cfa_int;
+typedef Dwarf_Ptr cfa_block;
 #endif
+
+/* The CFA rule at pc, when it is a register plus an offset. */
+static bool fde_cfa(Dwarf_Fde fde, Dwarf_Addr pc, int *reg, int64_t *off)
+{
+	Dwarf_Small vt = 0;
+	cfa_int rel = 0, r = 0, o = 0;
+	cfa_block blk;
+	Dwarf_Addr row = 0, next = 0;
+	Dwarf_Bool more = 0;
+	Dwarf_Error e = NULL;
+	if (dwarf_get_fde_info_for_cfa_reg3_b(fde, pc, &vt, &rel, &r, &o, &blk, &row, &more, &next,
+	                                      &e) != DW_DLV_OK || vt != DW_EXPR_OFFSET || !rel)
+		return false;
+	*reg = (int)r;
+	*off = (int64_t)o;   /* signed; 0.x returns it as unsigned */
+	return true;
+}
 
 #define DIE_DEPTH_MAX 64
 #define TYPE_DEPTH_MAX 24
@@ -77,6 +100,10 @@ struct dw {
 	size_t fmap_n;
 	struct site_info *si;           /* allocation sites: NULL when there are none */
 	struct cu_pick *pick;           /* CUs read in full: NULL, all of them */
+	bool cfi_read;                  /* .eh_frame: read on first use (cfa_at) */
+	Dwarf_Cie *cies;
+	Dwarf_Fde *fdes;                /* NULL: none */
+	Dwarf_Signed ncies, nfdes;
 	int oom;
 };
 
@@ -270,6 +297,29 @@ struct mem_tmp {
 	uint32_t type;
 };
 
+/* A member's byte offset in its struct (a constant, DW_OP_plus_uconst, or
+ * a bit offset); 0 when it has none (a union's members). */
+static uint64_t member_offset(struct dw *d, Dwarf_Die c)
+{
+	uint64_t moff = 0;
+	if (!attr_u(c, DW_AT_data_member_location, &moff)) {
+		const uint8_t *p;
+		uint64_t l;
+		if (attr_expr(d->dbg, c, DW_AT_data_member_location, &p, &l) && l &&
+		    p[0] == DW_OP_plus_uconst) {
+			bool ok = true;
+			const uint8_t *q = p + 1;
+			moff = uleb(&q, p + l, &ok);
+			if (!ok)
+				moff = 0;
+		}
+	}
+	uint64_t bitpos;
+	if (attr_u(c, DW_AT_data_bit_offset, &bitpos))
+		moff = bitpos / 8;
+	return moff;
+}
+
 static uint32_t make_struct(struct dw *d, Dwarf_Die die, Dwarf_Half tag, int depth)
 {
 	const char *n = die_name(die);
@@ -288,22 +338,7 @@ static uint32_t make_struct(struct dw *d, Dwarf_Die die, Dwarf_Half tag, int dep
 			Dwarf_Half ct = 0;
 			if (dwarf_tag(c, &ct, &e) == DW_DLV_OK && ct == DW_TAG_member &&
 			    !attr_flag(c, DW_AT_external) && !attr_flag(c, DW_AT_declaration)) {
-				uint64_t moff = 0;
-				if (!attr_u(c, DW_AT_data_member_location, &moff)) {
-					const uint8_t *p;
-					uint64_t l;
-					if (attr_expr(d->dbg, c, DW_AT_data_member_location, &p, &l) && l &&
-					    p[0] == DW_OP_plus_uconst) {
-						bool ok = true;
-						const uint8_t *q = p + 1;
-						moff = uleb(&q, p + l, &ok);
-						if (!ok)
-							moff = 0;
-					}
-				}
-				uint64_t bitpos;
-				if (attr_u(c, DW_AT_data_bit_offset, &bitpos))
-					moff = bitpos / 8;
+				uint64_t moff = member_offset(d, c);
 				Dwarf_Off to;
 				uint32_t mtype = attr_ref(c, DW_AT_type, &to) ? type_of(d, to, depth + 1) : ST_NONE;
 				uint64_t msz = type_size(d, mtype);
@@ -527,14 +562,16 @@ static void do_subprogram(struct dw *d, Dwarf_Die die)
 		d->oom = 1;
 }
 
-/* The variables at fixed addresses and the functions under parent.  In
- * full (a CU read in full): every function and its nested scopes.  Else
- * (a CU whose code holds nothing recorded): its top level and namespaces
- * only (C++ static members are defined there too), not the functions' own
- * static variables; and the functions' ranges only where there are
- * allocation sites (a site's `new T` calls T's constructor, which may be in
- * any unit: ctor_class looks it up among them). */
-static void walk(struct dw *d, Dwarf_Die parent, int depth, bool full)
+/* What a walk of a unit reads: in full (a unit whose code holds a recorded
+ * instruction or allocation site: every function and its nested scopes,
+ * their static variables too), its variables only (the top level and
+ * namespaces, where C++ static members are defined too: wanted when the
+ * module holds a recorded data address), or its functions' ranges only (a
+ * unit that holds a constructor an allocation site calls, see
+ * ctor_units). */
+enum walk_what { WALK_FULL = 1, WALK_VARS = 2, WALK_FUNCS = 4 };
+
+static void walk(struct dw *d, Dwarf_Die parent, int depth, unsigned what)
 {
 	if (depth > DIE_DEPTH_MAX || d->oom)
 		return;
@@ -547,21 +584,22 @@ static void walk(struct dw *d, Dwarf_Die parent, int depth, bool full)
 		if (dwarf_tag(c, &tag, &e) == DW_DLV_OK) {
 			switch (tag) {
 			case DW_TAG_variable:
-				do_variable(d, c);
+				if (what & (WALK_FULL | WALK_VARS))
+					do_variable(d, c);
 				break;
 			case DW_TAG_subprogram:
-				if (full || d->si)
+				if (what & (WALK_FULL | WALK_FUNCS))
 					do_subprogram(d, c);
-				if (full)
-					walk(d, c, depth + 1, full);
+				if (what & WALK_FULL)
+					walk(d, c, depth + 1, what);
 				break;
 			case DW_TAG_lexical_block:
 			case DW_TAG_inlined_subroutine:
-				if (full)
-					walk(d, c, depth + 1, full);
+				if (what & WALK_FULL)
+					walk(d, c, depth + 1, what);
 				break;
 			case DW_TAG_namespace:
-				walk(d, c, depth + 1, full);
+				walk(d, c, depth + 1, what);
 				break;
 			default:
 				break;
@@ -676,9 +714,13 @@ static void do_lines(struct dw *d, Dwarf_Die cu)
  * The block's type is the pointee of that variable's (or `this`') pointer
  * type; `p = malloc(n * sizeof *p)` makes it an array of it (the analyzer
  * indexes by the type's size).  Anything else (a store into a structure, a
- * wrapper that returns the result, void *) leaves the site untyped.  The
- * frame base is assumed to be rbp + 16 when DWARF says DW_OP_call_frame_cfa
- * (a function with the standard push rbp; mov rsp, rbp prologue). */
+ * wrapper that returns the result, void *) leaves the site untyped.  A
+ * stack slot's variable is located from the frame base (DW_OP_fbreg): when
+ * that is the CFA, the call frame information (.eh_frame) gives it at the
+ * store as rsp or rbp plus an offset; without it (a separate debug file), a
+ * function with the standard push rbp; mov rsp, rbp prologue is assumed
+ * (rbp + 16).  An allocation helper inlined into the caller (LULESH's
+ * Allocate<T>) leaves the call in the caller, whose variable is found so. */
 
 #define SITE_INSNS 24       /* instructions decoded after a call */
 #define SITE_EVENTS 48
@@ -742,14 +784,16 @@ static void note_ranges(struct dw *d, Dwarf_Die die)
 }
 
 /* What the code does with the result, in instruction order. */
-enum ev_kind { EV_REGS, EV_STORE, EV_GLOBAL, EV_CALL };
+enum ev_kind { EV_REGS, EV_STORE, EV_GLOBAL, EV_CALL, EV_MEMBER };
 struct site_ev {
 	uint8_t kind;
-	uint8_t base;           /* EV_STORE: DWARF register number of the base */
+	uint8_t base;           /* EV_STORE, EV_MEMBER: DWARF register number of the base */
 	uint16_t regs;          /* EV_REGS, EV_CALL: DWARF registers holding the result */
 	uint64_t pc;            /* file address of the instruction */
-	int64_t disp;           /* EV_STORE */
+	int64_t disp;           /* EV_STORE, EV_MEMBER */
 	uint64_t addr;          /* EV_GLOBAL: the global; EV_CALL: the callee */
+	int64_t fb;             /* EV_STORE: the frame base is base + fb ... */
+	bool fb_ok;             /* ... when known (set by store_frame_bases) */
 };
 
 /* DWARF x86-64 register number of a general-purpose register, or -1. */
@@ -768,16 +812,71 @@ static int dwarf_reg(ZydisRegister r)
 	return -1;
 }
 
+/* The stack slots (rsp or rbp plus a displacement) the result was stored
+ * to: a spill the code reloads after an instrumentation call (-O2 with
+ * -fsanitize=thread) still holds it. */
+#define SITE_SLOTS 8
+struct site_slot {
+	uint8_t base;
+	int64_t disp;
+};
+struct site_slots {
+	struct site_slot v[SITE_SLOTS];
+	size_t n;
+};
+
+static bool slot_find(const struct site_slots *S, int base, int64_t disp, size_t *at)
+{
+	for (size_t i = 0; i < S->n; i++)
+		if (S->v[i].base == base && S->v[i].disp == disp) {
+			*at = i;
+			return true;
+		}
+	return false;
+}
+
+/* A stack slot operand: its DWARF base register (rsp or rbp), else -1. */
+static int slot_base(const ZydisDecodedOperand *o)
+{
+	if (o->type != ZYDIS_OPERAND_TYPE_MEMORY || o->mem.index != ZYDIS_REGISTER_NONE)
+		return -1;
+	return o->mem.base == ZYDIS_REGISTER_RSP || o->mem.base == ZYDIS_REGISTER_RBP
+	       ? dwarf_reg(o->mem.base) : -1;
+}
+
+/* A 64-bit move to memory: the slot holds the result when the source
+ * does, and no longer when it does not. */
+static void slot_store(struct site_slots *S, int base, int64_t disp, bool src_held)
+{
+	size_t at;
+	bool had = slot_find(S, base, disp, &at);
+	if (src_held && !had && S->n < SITE_SLOTS)
+		S->v[S->n++] = (struct site_slot){ (uint8_t)base, disp };
+	else if (!src_held && had)
+		S->v[at] = S->v[--S->n];
+}
+
+/* rsp moved (push, pop, sub): its slots are no longer where they were. */
+static void slots_drop_rsp(struct site_slots *S)
+{
+	for (size_t i = 0; i < S->n;)
+		if (S->v[i].base == 7)
+			S->v[i] = S->v[--S->n];
+		else
+			i++;
+}
+
 /* Decode from the site to the first jump or return (or SITE_INSNS
- * instructions, or the end of the function, or until no register holds the
- * result) and list the events. */
+ * instructions, or the end of the function, or until neither a register nor
+ * a stack slot holds the result) and list the events. */
 static size_t site_events(const uint8_t *code, size_t len, uint64_t pc, struct site_ev *ev)
 {
 	ZydisDecoder dec;
 	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	uint16_t held = 1;      /* rax */
+	struct site_slots slots = { .n = 0 };
 	size_t n = 0, off = 0;
-	for (int k = 0; k < SITE_INSNS && off < len && held && n + 2 <= SITE_EVENTS; k++) {
+	for (int k = 0; k < SITE_INSNS && off < len && (held || slots.n) && n + 2 <= SITE_EVENTS; k++) {
 		ev[n++] = (struct site_ev){ .kind = EV_REGS, .regs = held, .pc = pc + off };
 		ZydisDecodedInstruction in;
 		ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
@@ -793,26 +892,42 @@ static size_t site_events(const uint8_t *code, size_t len, uint64_t pc, struct s
 				ev[n++] = (struct site_ev){ .kind = EV_CALL, .regs = held, .pc = pc + off,
 				                            .addr = target };
 			/* the callee keeps rbx, rbp, r12-r15 (instrumentation calls
-			 * come between the allocation and the store) */
+			 * come between the allocation and the store) and the
+			 * caller's frame */
 			held &= 1u << 3 | 1u << 6 | 0xf000;
 			off += in.length;
 			continue;
 		}
 		if (in.meta.category == ZYDIS_CATEGORY_UNCOND_BR || in.meta.category == ZYDIS_CATEGORY_RET)
 			break;
-		bool src_held = in.operand_count_visible == 2 && op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		bool mov = in.mnemonic == ZYDIS_MNEMONIC_MOV && in.operand_count_visible == 2;
+		bool src_held = mov && op[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
 		                op[1].size == 64 && dwarf_reg(op[1].reg.value) >= 0 &&
 		                (held >> dwarf_reg(op[1].reg.value) & 1);
-		if (in.mnemonic == ZYDIS_MNEMONIC_MOV && src_held && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
-		    op[0].mem.index == ZYDIS_REGISTER_NONE && op[0].mem.disp.has_displacement) {
+		int sbase = mov ? slot_base(&op[0]) : -1;
+		/* (%rsp) has no displacement: 0 */
+		if (src_held && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    op[0].mem.index == ZYDIS_REGISTER_NONE) {
 			if (op[0].mem.base == ZYDIS_REGISTER_RIP)
 				ev[n++] = (struct site_ev){ .kind = EV_GLOBAL, .pc = pc + off,
 				                            .addr = next + (uint64_t)op[0].mem.disp.value };
-			else if (op[0].mem.base == ZYDIS_REGISTER_RBP || op[0].mem.base == ZYDIS_REGISTER_RSP)
+			else if (sbase >= 0)
 				ev[n++] = (struct site_ev){ .kind = EV_STORE, .pc = pc + off,
+				                            .base = (uint8_t)sbase,
+				                            .disp = op[0].mem.disp.value };
+			else if (dwarf_reg(op[0].mem.base) >= 0)   /* into a structure */
+				ev[n++] = (struct site_ev){ .kind = EV_MEMBER, .pc = pc + off,
 				                            .base = (uint8_t)dwarf_reg(op[0].mem.base),
 				                            .disp = op[0].mem.disp.value };
 		}
+		if (sbase >= 0 && op[0].size == 64)
+			slot_store(&slots, sbase, op[0].mem.disp.value, src_held);
+		/* a 64-bit load from a slot that holds the result */
+		size_t at;
+		int lbase = mov && op[0].type == ZYDIS_OPERAND_TYPE_REGISTER && op[0].size == 64
+		            ? slot_base(&op[1]) : -1;
+		int loaded = lbase >= 0 && slot_find(&slots, lbase, op[1].mem.disp.value, &at)
+		             ? dwarf_reg(op[0].reg.value) : -1;
 		/* registers written lose the result; a 64-bit move of it copies it */
 		for (unsigned i = 0; i < in.operand_count; i++) {
 			if (op[i].type != ZYDIS_OPERAND_TYPE_REGISTER || !(op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
@@ -820,11 +935,15 @@ static size_t site_events(const uint8_t *code, size_t len, uint64_t pc, struct s
 			int r = dwarf_reg(op[i].reg.value);
 			if (r < 0)
 				continue;
-			if (i == 0 && in.mnemonic == ZYDIS_MNEMONIC_MOV && src_held && op[0].size == 64)
+			if (r == 7)
+				slots_drop_rsp(&slots);
+			if (i == 0 && mov && src_held && op[0].size == 64)
 				held |= (uint16_t)(1u << r);
 			else
 				held &= (uint16_t)~(1u << r);
 		}
+		if (loaded >= 0)
+			held |= (uint16_t)(1u << loaded);
 		off += in.length;
 	}
 	return n;
@@ -843,15 +962,15 @@ static Dwarf_Off decl_of(Dwarf_Die die, Dwarf_Off self)
 	return self;
 }
 
-/* The type the pointer-typed DIE at decl points to (qualifiers and typedefs
- * of the pointer resolved), as a module type; ST_NONE for void * or a
- * non-pointer. */
-static uint32_t pointee(struct dw *d, Dwarf_Off decl)
+/* The type DIE the pointer-typed DIE at decl points to (qualifiers and
+ * typedefs of the pointer resolved; refs: a reference too): false for
+ * void * or a non-pointer. */
+static bool pointee_die(struct dw *d, Dwarf_Off decl, bool refs, Dwarf_Off *out)
 {
 	Dwarf_Die die = die_at(d, decl);
 	Dwarf_Off to;
 	if (!die)
-		return ST_NONE;
+		return false;
 	bool ok = attr_ref(die, DW_AT_type, &to);
 	dwarf_dealloc_die(die);
 	for (int depth = 0; ok && depth < 8; depth++) {
@@ -861,19 +980,69 @@ static uint32_t pointee(struct dw *d, Dwarf_Off decl)
 		if (!t || dwarf_tag(t, &tag, &e) != DW_DLV_OK) {
 			if (t)
 				dwarf_dealloc_die(t);
-			return ST_NONE;
+			return false;
 		}
 		ok = attr_ref(t, DW_AT_type, &to);
 		dwarf_dealloc_die(t);
-		if (tag == DW_TAG_pointer_type) {
-			uint32_t ty = ok ? type_of(d, to, 0) : ST_NONE;
-			return ty < d->m->ntypes && d->m->types[ty].size ? ty : ST_NONE;
+		if (tag == DW_TAG_pointer_type || (refs && tag == DW_TAG_reference_type)) {
+			*out = to;
+			return ok;
 		}
 		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type && tag != DW_TAG_volatile_type &&
 		    tag != DW_TAG_restrict_type)
-			return ST_NONE;
+			return false;
 	}
-	return ST_NONE;
+	return false;
+}
+
+/* The type the pointer-typed DIE at decl points to, as a module type;
+ * ST_NONE for void * or a non-pointer. */
+static uint32_t pointee(struct dw *d, Dwarf_Off decl)
+{
+	Dwarf_Off to;
+	if (!pointee_die(d, decl, false, &to))
+		return ST_NONE;
+	uint32_t ty = type_of(d, to, 0);
+	return ty < d->m->ntypes && d->m->types[ty].size ? ty : ST_NONE;
+}
+
+/* The member at byte offset off of the struct or class at the type DIE st
+ * (typedefs and qualifiers resolved): its DIE offset, 0 if none. */
+static Dwarf_Off member_at(struct dw *d, Dwarf_Off st, uint64_t off)
+{
+	Dwarf_Die t = NULL;
+	Dwarf_Half tag = 0;
+	Dwarf_Error e = NULL;
+	for (int depth = 0; depth < 8; depth++) {
+		if (!(t = die_at(d, st)) || dwarf_tag(t, &tag, &e) != DW_DLV_OK)
+			break;
+		if (tag == DW_TAG_structure_type || tag == DW_TAG_class_type)
+			break;
+		bool next = (tag == DW_TAG_typedef || tag == DW_TAG_const_type ||
+		             tag == DW_TAG_volatile_type) && attr_ref(t, DW_AT_type, &st);
+		dwarf_dealloc_die(t);
+		t = NULL;
+		if (!next)
+			break;
+	}
+	Dwarf_Off found = 0;
+	Dwarf_Die c = NULL, next;
+	if (t && dwarf_child(t, &c, &e) == DW_DLV_OK) {
+		for (; c; c = next) {
+			Dwarf_Half ct = 0;
+			if (!found && dwarf_tag(c, &ct, &e) == DW_DLV_OK && ct == DW_TAG_member &&
+			    !attr_flag(c, DW_AT_external) && member_offset(d, c) == off &&
+			    dwarf_dieoffset(c, &found, &e) != DW_DLV_OK)
+				found = 0;
+			next = NULL;
+			if (dwarf_siblingof_b(d->dbg, c, 1, &next, &e) != DW_DLV_OK)
+				next = NULL;
+			dwarf_dealloc_die(c);
+		}
+	}
+	if (t)
+		dwarf_dealloc_die(t);
+	return found;
 }
 
 /* One location of a variable (an expression, or an entry of a location
@@ -943,10 +1112,8 @@ static size_t var_locs(Dwarf_Die die, struct site_locs *L)
 	return n;
 }
 
-/* Does one of a variable's locations hold the result at an event?  fb: the
- * frame base as rbp + fb (fb_ok false: unknown). */
-static bool loc_matches(const struct site_loc *l, size_t n, const struct site_ev *ev, int64_t fb,
-                        bool fb_ok)
+/* Does one of a variable's locations hold the result at an event? */
+static bool loc_matches(const struct site_loc *l, size_t n, const struct site_ev *ev)
 {
 	for (size_t i = 0; i < n; i++, l++) {
 		if (!l->all && (ev->pc < l->lo || ev->pc >= l->hi))
@@ -958,8 +1125,8 @@ static bool loc_matches(const struct site_loc *l, size_t n, const struct site_ev
 				return true;
 			break;
 		case EV_STORE:
-			if (l->op == DW_OP_fbreg && fb_ok && ev->base == 6) {
-				if (fb + (int64_t)l->o1 == ev->disp)
+			if (l->op == DW_OP_fbreg) {
+				if (ev->fb_ok && ev->fb + (int64_t)l->o1 == ev->disp)
 					return true;
 			} else if (l->op >= DW_OP_breg0 && l->op <= DW_OP_breg15) {
 				if (l->op - DW_OP_breg0 == ev->base && (int64_t)l->o1 == ev->disp)
@@ -970,6 +1137,10 @@ static bool loc_matches(const struct site_loc *l, size_t n, const struct site_ev
 			if (l->op == DW_OP_addr && l->o1 == ev->addr)
 				return true;
 			break;
+		case EV_MEMBER:   /* the variable is the pointer stored through */
+			if (l->nops == 1 && l->op == DW_OP_reg0 + ev->base)
+				return true;
+			break;
 		default:
 			break;
 		}
@@ -977,22 +1148,61 @@ static bool loc_matches(const struct site_loc *l, size_t n, const struct site_ev
 	return false;
 }
 
-/* The frame base of a function as an offset from rbp. */
-static bool frame_base(struct dw *d, Dwarf_Die fn, int64_t *fb)
+/* A function's frame base (DW_AT_frame_base): the CFA (-O2 and -O0 alike
+ * with GCC), rbp, or something else. */
+enum frame_kind { FRAME_OTHER, FRAME_CFA, FRAME_RBP };
+
+static enum frame_kind frame_kind(struct dw *d, Dwarf_Die fn)
 {
 	const uint8_t *p;
 	uint64_t l;
-	if (!attr_expr(d->dbg, fn, DW_AT_frame_base, &p, &l) || !l)
+	if (!attr_expr(d->dbg, fn, DW_AT_frame_base, &p, &l) || l != 1)
+		return FRAME_OTHER;
+	return p[0] == DW_OP_call_frame_cfa ? FRAME_CFA : p[0] == DW_OP_reg6 ? FRAME_RBP : FRAME_OTHER;
+}
+
+/* The CFA at pc as a register plus an offset, from the module's .eh_frame
+ * (read once; a separate debug file has none: false then, as for a pc
+ * without a rule of that form). */
+static bool cfa_at(struct dw *d, uint64_t pc, int *reg, int64_t *off)
+{
+	if (!d->cfi_read) {
+		d->cfi_read = true;
+		Dwarf_Error e = NULL;
+		if (dwarf_get_fde_list_eh(d->dbg, &d->cies, &d->ncies, &d->fdes, &d->nfdes, &e) !=
+		    DW_DLV_OK) {
+			if (e)
+				dwarf_dealloc_error(d->dbg, e);
+			d->fdes = NULL;
+		}
+	}
+	Dwarf_Fde fde = NULL;
+	Dwarf_Addr lo = 0, hi = 0;
+	Dwarf_Error e = NULL;
+	if (!d->fdes || dwarf_get_fde_at_pc(d->fdes, pc, &fde, &lo, &hi, &e) != DW_DLV_OK)
 		return false;
-	if (l == 1 && p[0] == DW_OP_call_frame_cfa) {
-		*fb = 16;
-		return true;
+	return fde_cfa(fde, pc, reg, off);
+}
+
+/* The frame base at each store as its base register plus an offset.  With
+ * a CFA frame base, from the call frame information at the store's pc
+ * (-O2 code addresses its frame from rsp, which moves); without it, a
+ * frame on rbp is assumed (push rbp; mov rsp, rbp: the CFA is rbp + 16). */
+static void store_frame_bases(struct dw *d, enum frame_kind fk, struct site_ev *ev, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (ev[k].kind != EV_STORE)
+			continue;
+		int reg = -1;
+		int64_t off = 0;
+		if (fk == FRAME_CFA && cfa_at(d, ev[k].pc, &reg, &off)) {
+			ev[k].fb_ok = reg == ev[k].base;
+			ev[k].fb = off;
+		} else if (fk != FRAME_OTHER && ev[k].base == 6) {
+			ev[k].fb_ok = true;
+			ev[k].fb = fk == FRAME_CFA ? 16 : 0;
+		}
 	}
-	if (l == 1 && p[0] == DW_OP_reg6) {
-		*fb = 0;
-		return true;
-	}
-	return false;
 }
 
 struct site_var {
@@ -1099,15 +1309,15 @@ static Dwarf_Off global_matches(struct dw *d, Dwarf_Off off, const struct site_e
 		return 0;
 	struct site_locs L = { 0 };
 	size_t n = var_locs(v, &L);
-	Dwarf_Off decl = n && !L.oom && loc_matches(L.v, n, ev, 0, false) ? decl_of(v, off) : 0;
+	Dwarf_Off decl = n && !L.oom && loc_matches(L.v, n, ev) ? decl_of(v, off) : 0;
 	dwarf_dealloc_die(v);
 	free(L.v);
 	return decl;
 }
 
-/* The site returns a block of the pointee type of the variable declared at
- * decl: add it (named after the variable, not after `this`).  False when
- * that type is unknown (the search goes on). */
+/* The site returns a block of the pointee type of the variable (or member)
+ * declared at decl: add it (named after the variable, not after `this`).
+ * False when that type is unknown (the search goes on). */
 static bool typed_alloc(struct dw *d, uint64_t site, Dwarf_Off decl)
 {
 	uint32_t t = pointee(d, decl);
@@ -1122,66 +1332,138 @@ static bool typed_alloc(struct dw *d, uint64_t site, Dwarf_Off decl)
 	return true;
 }
 
-static void infer_site(struct dw *d, uint64_t site)
+/* One allocation site: the function that holds it and what the code after
+ * the call does with the result. */
+struct site_code {
+	uint64_t site;
+	struct dw_ref fn;
+	struct site_ev ev[SITE_EVENTS];
+	size_t nev;
+};
+
+static bool site_decode(struct dw *d, uint64_t site, struct site_code *sc)
 {
-	struct site_info *si = d->si;
-	const struct dw_ref *f = ref_at(si->fns, si->nfns, site, false);
+	const struct dw_ref *f = ref_at(d->si->fns, d->si->nfns, site, false);
 	if (!f)
-		return;
+		return false;
 	uint64_t end = f->hi < site + 128 ? f->hi : site + 128;
 	uint8_t *code = symtab_elf_code(d->m->path, site, end);
 	if (!code)
-		return;
-	struct site_ev ev[SITE_EVENTS];
-	size_t nev = site_events(code, (size_t)(end - site), site, ev);
+		return false;
+	sc->site = site;
+	sc->fn = *f;
+	sc->nev = site_events(code, (size_t)(end - site), site, sc->ev);
 	free(code);
-	Dwarf_Die fn = die_at(d, f->off);
+	return true;
+}
+
+/* The variables of the function the current sites are in, with their
+ * locations: read once for all of its sites (a function that allocates
+ * many arrays has a site per array). */
+#define FN_VARS_MAX 256
+struct fn_vars {
+	Dwarf_Off fn;           /* 0: none read yet */
+	enum frame_kind fk;
+	struct site_var vars[FN_VARS_MAX];
+	size_t nv;
+	struct site_locs L;
+	size_t first[FN_VARS_MAX], nlocs[FN_VARS_MAX];
+};
+
+static void fn_vars_read(struct dw *d, Dwarf_Off fn_off, struct fn_vars *fv)
+{
+	if (fv->fn == fn_off)
+		return;
+	fv->fn = fn_off;
+	fv->nv = 0;
+	fv->L.n = 0;
+	fv->fk = FRAME_OTHER;
+	Dwarf_Die fn = die_at(d, fn_off);
 	if (!fn)
 		return;
-	int64_t fb = 0;
-	bool fb_ok = frame_base(d, fn, &fb);
-	struct site_var vars[256];
-	size_t nv = 0;
-	scope_vars(d, fn, 0, vars, &nv, sizeof vars / sizeof vars[0]);
+	fv->fk = frame_kind(d, fn);
+	scope_vars(d, fn, 0, fv->vars, &fv->nv, FN_VARS_MAX);
 	dwarf_dealloc_die(fn);
-	struct site_locs L = { 0 };
-	size_t first[256], nlocs[256];
-	for (size_t i = 0; i < nv; i++) {
-		Dwarf_Die v = die_at(d, vars[i].off);
-		first[i] = L.n;
-		nlocs[i] = v ? var_locs(v, &L) : 0;
+	for (size_t i = 0; i < fv->nv; i++) {
+		Dwarf_Die v = die_at(d, fv->vars[i].off);
+		fv->first[i] = fv->L.n;
+		fv->nlocs[i] = v ? var_locs(v, &fv->L) : 0;
 		if (v)
 			dwarf_dealloc_die(v);
 	}
-	for (size_t k = 0; k < nev && !L.oom; k++) {
+}
+
+/* The site's block is stored to the member at byte off of the struct the
+ * pointer (or reference) declared at decl points to: a pointer member
+ * types it, named after the member (domain.m_dxx = Allocate<Real_t>(n)). */
+static bool member_alloc(struct dw *d, uint64_t site, Dwarf_Off decl, int64_t off)
+{
+	Dwarf_Off st, mem;
+	if (off < 0 || !pointee_die(d, decl, true, &st) || !(mem = member_at(d, st, (uint64_t)off)))
+		return false;
+	return typed_alloc(d, site, mem);
+}
+
+static void infer_site(struct dw *d, struct site_code *sc, struct fn_vars *fv)
+{
+	struct site_info *si = d->si;
+	fn_vars_read(d, sc->fn.off, fv);
+	struct site_locs *L = &fv->L;
+	struct site_ev *ev = sc->ev;
+	store_frame_bases(d, fv->fk, ev, sc->nev);
+	for (size_t k = 0; k < sc->nev && !L->oom; k++) {
 		if (ev[k].kind == EV_CALL) {
 			uint32_t t = ctor_class(d, ev[k].addr);
 			if (t != ST_NONE) {
-				if (st_add_alloc(d->m, site, NULL, t))
+				if (st_add_alloc(d->m, sc->site, NULL, t))
 					d->oom = 1;
 				break;
 			}
 			continue;
 		}
-		size_t ng = ev[k].kind == EV_GLOBAL ? si->nglobals : 0;
+		size_t nv = fv->nv, ng = ev[k].kind == EV_GLOBAL ? si->nglobals : 0;
 		Dwarf_Off decl = 0;
 		for (size_t i = 0; i < nv + ng; i++) {
 			if (i < nv) {
-				if (nlocs[i] && loc_matches(L.v + first[i], nlocs[i], &ev[k], fb, fb_ok))
-					decl = decl_at(d, vars[i].off);
+				if (fv->nlocs[i] && loc_matches(L->v + fv->first[i], fv->nlocs[i], &ev[k]))
+					decl = decl_at(d, fv->vars[i].off);
 			} else if (si->globals[i - nv].lo == ev[k].addr) {
 				decl = global_matches(d, si->globals[i - nv].off, &ev[k]);
 			}
-			if (decl && typed_alloc(d, site, decl))
+			if (decl && (ev[k].kind == EV_MEMBER ? member_alloc(d, sc->site, decl, ev[k].disp)
+			                                     : typed_alloc(d, sc->site, decl)))
 				break;
 			decl = 0;
 		}
 		if (decl)
 			break;
 	}
-	if (L.oom)
+	if (L->oom)
 		d->oom = 1;
-	free(L.v);
+}
+
+static void ctor_units(struct dw *d, struct site_code *sc);
+
+/* Every site of the module, typed: first the units of the constructors the
+ * sites call are read (ctor_units), then each site is decoded again and
+ * typed (sites are sorted: those of one function are neighbours). */
+static void infer_sites(struct dw *d)
+{
+	struct site_code *sc = malloc(sizeof *sc);
+	struct fn_vars *fv = calloc(1, sizeof *fv);
+	if (!sc || !fv) {
+		d->oom = 1;
+		free(sc);
+		free(fv);
+		return;
+	}
+	ctor_units(d, sc);
+	for (size_t i = 0; i < d->si->nsites && !d->oom; i++)
+		if (site_decode(d, d->si->sites[i], sc))
+			infer_site(d, sc, fv);
+	free(fv->L.v);
+	free(fv);
+	free(sc);
 }
 
 /* The module's sites (file addresses), from the recorded return addresses. */
@@ -1219,15 +1501,24 @@ static void sites_free(struct site_info *si)
 /* ---- which compilation units are read in full ------------------------------
  * A CU's line program and the walk of its functions are most of what a join
  * spends on DWARF (libc's debug file has some 1,500 CUs), and only the CUs
- * whose code holds a recorded instruction or allocation site need them: the
- * others are read for their variables only (walk, not in full).  The CUs' code
- * ranges come from .debug_aranges; a CU it does not list is read in full,
- * and so is every CU when the section is missing or no addresses were given. */
+ * whose code holds a recorded instruction or allocation site need them.  The
+ * others are read for their variables only (WALK_VARS), and only when the
+ * module holds a recorded data address (a join keeps no other variable);
+ * those that hold a constructor an allocation site calls, for their
+ * functions (ctor_units).  The CUs' code ranges come from .debug_aranges; a
+ * CU it does not list is read in full, and so is every CU when the section
+ * is missing or no addresses were given. */
+struct cu_range {
+	uint64_t lo, hi;          /* file addresses */
+	Dwarf_Off cu;             /* its CU's DIE */
+};
 struct cu_pick {
 	Dwarf_Off *full;          /* CU DIE offsets to read in full, sorted */
 	size_t nfull;
 	Dwarf_Off *listed;        /* CU DIE offsets .debug_aranges lists, sorted */
 	size_t nlisted;
+	struct cu_range *ranges;  /* .debug_aranges' entries */
+	size_t nranges;
 };
 
 static int cmp_off(const void *a, const void *b)
@@ -1243,12 +1534,24 @@ static bool has_off(const Dwarf_Off *v, size_t n, Dwarf_Off off)
 
 static size_t sort_unique(Dwarf_Off *v, size_t n)
 {
+	if (!n)
+		return 0;      /* v may be NULL: qsort must not see it */
 	qsort(v, n, sizeof *v, cmp_off);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!k || v[k - 1] != v[i])
 			v[k++] = v[i];
 	return k;
+}
+
+static void cu_pick_free(struct cu_pick *p)
+{
+	if (p) {
+		free(p->full);
+		free(p->listed);
+		free(p->ranges);
+	}
+	free(p);
 }
 
 static struct cu_pick *cu_pick_make(const struct dw *d)
@@ -1267,12 +1570,13 @@ static struct cu_pick *cu_pick_make(const struct dw *d)
 	if (p) {
 		p->full = malloc((size_t)n * sizeof *p->full);
 		p->listed = malloc((size_t)n * sizeof *p->listed);
+		p->ranges = malloc((size_t)n * sizeof *p->ranges);
 	}
 	for (Dwarf_Signed i = 0; i < n; i++) {
 		Dwarf_Unsigned seg = 0, segsz = 0, len = 0;
 		Dwarf_Addr start = 0;
 		Dwarf_Off cu = 0;
-		int rc = p && p->full && p->listed
+		int rc = p && p->full && p->listed && p->ranges
 		         ? dwarf_get_arange_info_b(ar[i], &seg, &segsz, &start, &len, &cu, &e)
 		         : DW_DLV_NO_ENTRY;
 		if (rc == DW_DLV_ERROR && e) {
@@ -1281,6 +1585,7 @@ static struct cu_pick *cu_pick_make(const struct dw *d)
 		}
 		if (rc == DW_DLV_OK) {
 			p->listed[p->nlisted++] = cu;
+			p->ranges[p->nranges++] = (struct cu_range){ start, start + len, cu };
 			if (set_hits(d->ips, d->m->bias, start, start + len) ||
 			    set_hits(d->ips->sites, d->m->bias, start, start + len))
 				p->full[p->nfull++] = cu;
@@ -1288,12 +1593,8 @@ static struct cu_pick *cu_pick_make(const struct dw *d)
 		dwarf_dealloc(d->dbg, ar[i], DW_DLA_ARANGE);
 	}
 	dwarf_dealloc(d->dbg, ar, DW_DLA_LIST);
-	if (!p || !p->full || !p->listed) {
-		if (p) {
-			free(p->full);
-			free(p->listed);
-		}
-		free(p);
+	if (!p || !p->full || !p->listed || !p->ranges) {
+		cu_pick_free(p);
 		return NULL;       /* out of memory: read every CU in full */
 	}
 	p->nfull = sort_unique(p->full, p->nfull);
@@ -1311,13 +1612,48 @@ static bool cu_in_full(const struct dw *d, Dwarf_Die cu)
 	       !has_off(d->pick->listed, d->pick->nlisted, off);
 }
 
-static void cu_pick_free(struct cu_pick *p)
+/* The units that hold the functions the sites call (a constructor's
+ * class types `new T`: ctor_class), read for their functions' ranges when
+ * they were not read in full: .debug_aranges says which.  sc: room to
+ * decode a site in (one at a time: a program may have many sites). */
+static void ctor_units(struct dw *d, struct site_code *sc)
 {
-	if (p) {
-		free(p->full);
-		free(p->listed);
+	const struct cu_pick *p = d->pick;
+	if (!p)
+		return;            /* every unit was read in full */
+	Dwarf_Off *cus = NULL;
+	size_t ncus = 0, cap = 0;
+	for (size_t i = 0; i < d->si->nsites; i++)
+		for (size_t k = 0, nev = site_decode(d, d->si->sites[i], sc) ? sc->nev : 0; k < nev; k++) {
+			uint64_t target = sc->ev[k].addr;
+			if (sc->ev[k].kind != EV_CALL ||
+			    ref_at(d->si->fns, d->si->nfns, target, true))
+				continue;
+			for (size_t r = 0; r < p->nranges; r++) {
+				if (target < p->ranges[r].lo || target >= p->ranges[r].hi)
+					continue;
+				if (ncus == cap) {
+					cap = cap ? 2 * cap : 16;
+					Dwarf_Off *q = realloc(cus, cap * sizeof *q);
+					if (!q) {
+						d->oom = 1;
+						free(cus);
+						return;
+					}
+					cus = q;
+				}
+				cus[ncus++] = p->ranges[r].cu;
+			}
+		}
+	ncus = sort_unique(cus, ncus);
+	for (size_t i = 0; i < ncus && !d->oom; i++) {
+		Dwarf_Die cu = has_off(p->full, p->nfull, cus[i]) ? NULL : die_at(d, cus[i]);
+		if (cu) {
+			walk(d, cu, 0, WALK_FUNCS);
+			dwarf_dealloc_die(cu);
+		}
 	}
-	free(p);
+	free(cus);
 }
 
 int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_addrs *ips,
@@ -1339,6 +1675,9 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 	}
 	d.si = sites_of(m, ips);
 	d.pick = cu_pick_make(&d);
+	/* a recording's join keeps only the variables that hold a recorded
+	 * data address (symtab_prune): none when the module holds none */
+	bool vars = !ips || !ips->data || symtab_addrs_in(ips->data, m->lo, m->hi);
 	int ncu = 0;
 	for (;;) {
 		Dwarf_Unsigned hlen = 0, next = 0, typeoff = 0;
@@ -1356,15 +1695,18 @@ int symtab_dwarf_load(struct st_module *m, const char *path, const struct st_add
 		bool full = cu_in_full(&d, cu);
 		if (full)
 			do_lines(&d, cu);
-		walk(&d, cu, 0, full);
+		if (full || vars)
+			walk(&d, cu, 0, full ? WALK_FULL : WALK_VARS);
 		dwarf_dealloc_die(cu);
 		if (d.oom)
 			break;
 	}
-	for (size_t i = 0; d.si && i < d.si->nsites && !d.oom; i++)
-		infer_site(&d, d.si->sites[i]);
+	if (d.si && !d.oom)
+		infer_sites(&d);
 	sites_free(d.si);
 	cu_pick_free(d.pick);
+	if (d.fdes)
+		dwarf_fde_cie_list_dealloc(d.dbg, d.cies, d.ncies, d.fdes, d.nfdes);
 	dwarf_close(d.dbg);
 	close(fd);
 	free(d.memo);

@@ -142,9 +142,12 @@ int rec_write_meta(const struct rec_opts *o, const char *spool)
 	machine_read(&m, "/");
 	ct_kv_init(&kv, buf, KV_CAP);
 	machine_to_kv(&m, &kv);
-	rec_info(1, "machine: %s, %d cpus, %d cores, %d sockets, %d numa nodes, %d-byte lines",
-	         m.cpu_model[0] ? m.cpu_model : "unknown cpu", m.nproc, m.ncores, m.nsockets,
-	         m.nnodes, m.line_size);
+#define PLURAL(n) (n) == 1 ? "" : "s"
+	rec_info(1, "machine: %s, %d cpu%s, %d core%s, %d socket%s, %d numa node%s, %d-byte lines",
+	         m.cpu_model[0] ? m.cpu_model : "unknown cpu", m.nproc, PLURAL(m.nproc), m.ncores,
+	         PLURAL(m.ncores), m.nsockets, PLURAL(m.nsockets), m.nnodes, PLURAL(m.nnodes),
+	         m.line_size);
+#undef PLURAL
 	machine_free(&m);
 	if (put_kv(fd, CT_SEC_MACHINE, &kv, "MACHINE", path) < 0)
 		goto out;

@@ -75,6 +75,40 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* Sort v (n values) with an LSD radix sort, 8 bits a pass over the bytes
+ * in which the values differ: a recording's data addresses can be a few
+ * hundred thousand, where qsort's compare calls cost several times more.
+ * qsort when the buffer cannot be had. */
+static void sort_u64(uint64_t *v, size_t n)
+{
+	uint64_t *tmp = n > 64 ? malloc(n * sizeof *tmp) : NULL;
+	if (!tmp) {
+		qsort(v, n, sizeof *v, cmp_u64);
+		return;
+	}
+	uint64_t differ = 0;
+	for (size_t i = 1; i < n; i++)
+		differ |= v[i] ^ v[0];
+	uint64_t *src = v, *dst = tmp;
+	for (unsigned sh = 0; sh < 64; sh += 8) {
+		if (!(differ >> sh & 0xff))
+			continue;
+		size_t count[257] = { 0 };
+		for (size_t i = 0; i < n; i++)
+			count[(src[i] >> sh & 0xff) + 1]++;
+		for (int b = 0; b < 256; b++)
+			count[b + 1] += count[b];
+		for (size_t i = 0; i < n; i++)
+			dst[count[src[i] >> sh & 0xff]++] = src[i];
+		uint64_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof *v);
+	free(tmp);
+}
+
 /* The set becomes a sorted array of its n distinct addresses. */
 static void addr_sort_unique(struct addrs *a)
 {
@@ -84,7 +118,7 @@ static void addr_sort_unique(struct addrs *a)
 			a->v[o++] = a->v[i];
 	a->n = o;
 	if (o)
-		qsort(a->v, o, sizeof *a->v, cmp_u64);
+		sort_u64(a->v, o);
 }
 
 /* Every code address of the spool's records.  Watchpoint hits report the

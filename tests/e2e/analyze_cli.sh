@@ -282,6 +282,9 @@ run matrix_cd_csv 0 "$A" matrix "$G" --comdetective-csv "$WORK/cd" &&
 # (both on cpu 0: not in the core files), T2->T0 true 1000 and T2->T1
 # false 1000 (cpu 3->2); files M + M^T, last row first; volumes directed sums
 "$MK" "$WORK/cpus.zst" cpus || fail mktrace_cpus
+# one socket is "1 socket", as the report says it
+run info_one_socket 0 "$A" info "$WORK/cpus.zst" &&
+	check info_one_socket_singular grep -qx '  cpu map: 4 cpus, 2 cores, 1 socket' "$WORK/out"
 cd_file() { tr '\n' '/' <"$WORK/cdx/app-1000-$1"; }
 if run matrix_cd_exact 0 "$A" matrix "$WORK/cpus.zst" --comdetective-csv "$WORK/cdx"; then
 	check cd_as_thread test "$(cd_file as_matrix.csv)" = "1500.00,1000.00,0.00/1000.00,0.00,1000.00/0.00,1000.00,1500.00/"
@@ -330,6 +333,16 @@ check svg_log_shared_colour test "$(cell_fill "$WORK/log.true.svg" 'T0(1000) ←
 	"$(cell_fill "$WORK/log.false.svg" 'T1(1001) ← T2(1002)')" = "#209f88"
 check svg_log_shared_bottom test "$(cell_fill "$WORK/log.false.svg" 'T0(1000) ← T2(1002)')" = "#440154"
 run usage_color_scale 1 "$A" matrix "$G" --color-scale sqrt && pass usage_color_scale
+# a region without communication (ana_mktrace quiet) has no row in the text
+# tree: it is named after it; csv keeps its row
+"$MK" "$WORK/quiet.zst" quiet || fail mktrace_quiet
+if run regions_quiet 0 "$A" regions "$WORK/quiet.zst"; then
+	check regions_quiet_busy_row grep -Eq '^  busy +1 +1 +1,000 ' "$WORK/out"
+	check regions_quiet_no_row bash -c "! grep -q '^  quiet ' '$WORK/out'"
+	check regions_quiet_named grep -qx '1 region without communication, not shown above (csv and json list them): quiet' "$WORK/out"
+fi
+run regions_quiet_csv 0 "$A" regions "$WORK/quiet.zst" --format csv &&
+	check regions_quiet_csv_row grep -q '^quiet,quiet,,1,1,1,0,0,0,' "$WORK/out"
 # regions --node pictures take the same scale
 run regions_svg_log 0 "$A" regions "$WORK/cpus.zst" --node '(program)' --format svg --color-scale log \
 	-o "$WORK/rl.svg" && check regions_svg_log_legend test "$(legend "$WORK/rl.svg")" = "1,500 1,225 1,000 "

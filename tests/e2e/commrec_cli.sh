@@ -74,6 +74,22 @@ else
 	skip list_soft_one_way "the soft sampler does not work here, or the runtime is not built"
 fi
 
+# ---- -v: the machine line counts in words ("1 socket", "2 sockets") ---------------
+if [ -e "$CT_BUILD/libcommrec.so" ]; then
+	run machine -v -f -o machine.zst -- /bin/true
+	check machine_line_plurals python3 -c '
+import re, sys
+m = re.search(r"machine: .*, (\d+) cpus?, (\d+) cores?, (\d+) sockets?, (\d+) numa nodes?, ", open(sys.argv[1]).read())
+assert m, "no machine line"
+for n, word in zip(m.groups(), ("cpu", "core", "socket", "numa node")):
+    want = "%s %s%s" % (n, word, "" if n == "1" else "s")
+    assert want + "," in m.group(0), (want, m.group(0))
+' machine.err
+	rm -f machine.zst
+else
+	skip machine_line_plurals "the runtime is not built"
+fi
+
 # ---- option errors: status 125 and a message ------------------------------------
 opt_error() {  # NAME EXPECTED-MESSAGE ARGS...
 	local n=$1 msg=$2; shift 2

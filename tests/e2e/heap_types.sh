@@ -19,8 +19,19 @@
 #                        recorded, so the join reads it only for its
 #                        variables and functions, and the site is typed all
 #                        the same
+#   heap_types/inline_O2 tests/heaptypes/heap_inline.c: two arrays from an
+#                        inlined helper (as LULESH's Allocate<T>), their
+#                        pointers in stack slots addressed from rsp (one with
+#                        no displacement) and located from the CFA by DWARF:
+#                        lo[5] at 40 and hi[7] at 56, doubles, each named
+#                        after its variable; and one stored into a member
+#                        through the structure's pointer, in a register:
+#                        xs[2] at 16, named after the member
 #   heap_types/c_clang_O0  the C program built by clang -O0: c[3].y and the
 #                        untyped wrapper's block
+#   heap_types/c_clang_O0_dwarf4  the same with -gdwarf-4: g_grid.h too (the
+#                        result goes through a temporary stack slot, loaded
+#                        back before the store to the global)
 #   heap_types/binaries  --symbols-from-binaries types the same blocks
 . "$(dirname "$0")/../lib.sh"
 
@@ -67,7 +78,7 @@ CXX_WANT=("struct Cell:.y:8:8")
 run() {
 	local id=$1 comp=$2 src=$3 level=$4
 	shift 4
-	if ! CC=$comp "$CC_WRAP" -g -O"$level" -pthread "$src" -o "$WORK/$id" \
+	if ! CC=$comp "$CC_WRAP" -g ${HT_CFLAGS:-} -O"$level" -pthread "$src" -o "$WORK/$id" \
 			$([ "$comp" = g++ ] && echo -lstdc++) 2>"$WORK/$id.cc.err"; then
 		fail "heap_types/$id" "cannot build: $(head -c 300 "$WORK/$id.cc.err")"
 	elif ! "$COMMREC" -q -f -o "$WORK/$id.zst" --sampler inst --full -- "$WORK/$id" \
@@ -90,6 +101,8 @@ for level in 0 2; do
 	run "c_O$level" cc "$CT_ROOT/tests/heaptypes/heap_types.c" "$level" "${C_WANT[@]}"
 	run "cxx_O$level" g++ "$CT_ROOT/tests/heaptypes/heap_types.cpp" "$level" "${CXX_WANT[@]}"
 done
+run inline_O2 cc "$CT_ROOT/tests/heaptypes/heap_inline.c" 2 "double:lo[5]:40:8" "double:hi[7]:56:8" \
+	"double:xs[2]:16:8"
 # the constructor in an uninstrumented unit of its own
 H="$CT_ROOT/tests/heaptypes"
 if g++ -g -O0 -c "$H/heap_types_ctor.cpp" -o "$WORK/ctor.o" 2>"$WORK/ctor.err" &&
@@ -99,13 +112,17 @@ if g++ -g -O0 -c "$H/heap_types_ctor.cpp" -o "$WORK/ctor.o" 2>"$WORK/ctor.err" &
 else
 	fail heap_types/cxx_ctor_elsewhere "cannot build: $(head -c 300 "$WORK/ctor.err")"
 fi
-# clang -O0: a frame base of DW_OP_reg6 (rbp).  Its global is left out: clang
-# spills the result to a temporary slot before storing it, and its DWARF 5
-# globals (DW_OP_addrx) are not read (formats/FORMAT.md)
+# clang -O0: a frame base of DW_OP_reg6 (rbp).  Its global is left out: its
+# DWARF 5 globals (DW_OP_addrx) are not read (formats/FORMAT.md)
 if command -v clang >/dev/null; then
 	run c_clang_O0 clang "$CT_ROOT/tests/heaptypes/heap_types.c" 0 "${C_WANT[0]}" "${C_WANT[2]}"
+	# with DWARF 4 (DW_OP_addr) its global is typed: the result spilled to the
+	# temporary slot is loaded back and stored to g_grid
+	HT_CFLAGS=-gdwarf-4 run c_clang_O0_dwarf4 clang "$CT_ROOT/tests/heaptypes/heap_types.c" 0 \
+		"${C_WANT[@]}"
 else
 	skip heap_types/c_clang_O0 "clang not found"
+	skip heap_types/c_clang_O0_dwarf4 "clang not found"
 fi
 
 # the same types from the binaries (the analyzer infers them itself)

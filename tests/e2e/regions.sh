@@ -184,6 +184,26 @@ names = [t.text for t in r.iter(ns + "text") if t.get("class") == "phase-name"]
 assert series and all(g.find(ns + "polyline") is not None for g in series), "no series"
 assert names == ["ring", "gather"], names
 ' "$WORK/tl.svg"
+	# the y axis is labelled, turned about its own anchor (about another point,
+	# 35 px away, it was drawn off the picture's left edge)
+	check regions/phases/svg_y_axis python3 -c '
+import re, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+r = ET.parse(sys.argv[1]).getroot()
+w, h = float(r.get("width")), float(r.get("height"))
+y = [t for t in r.iter(ns + "text") if t.get("class") == "y-axis"]
+assert len(y) == 1 and y[0].text == "line transfers per ms", [t.text for t in y]
+x0, y0 = float(y[0].get("x")), float(y[0].get("y"))
+m = re.fullmatch(r"rotate\(-90 ([0-9.]+) ([0-9.]+)\)", y[0].get("transform"))
+assert m and (float(m.group(1)), float(m.group(2))) == (x0, y0), y[0].attrib
+half = 11 * 0.6 * len(y[0].text) / 2   # the turned text spans y0 +- half
+assert 0 < x0 - 11 and x0 < w and 0 < y0 - half and y0 + half < h, (x0, y0, half)
+' "$WORK/tl.svg"
+	if command -v xmllint >/dev/null; then
+		check regions/phases/svg_valid xmllint --noout "$WORK/tl.svg"
+	else
+		skip regions/phases/svg_valid "xmllint not found (libxml2-utils)"
+	fi
 	if "$COMMANALYZE" timeline "$T" --format json >"$WORK/tl.json" 2>/dev/null &&
 		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["by"]=="phase" and len(d["slices"])==2' "$WORK/tl.json" &&
 		"$COMMANALYZE" regions "$T" --format json >"$WORK/tree.json" 2>/dev/null &&

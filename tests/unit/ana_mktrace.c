@@ -22,6 +22,9 @@
  *                                whose index is a multiple of 3 loads inside
  *                                region "a"; thread 0 marks phase "second"
  *                                after the first N/2 loads (tests/e2e/sparse.sh)
+ *   ana_mktrace OUT quiet        2 threads: thread 1 loads thread 0's word inside
+ *                                region "busy", then enters region "quiet" and
+ *                                loads nothing (a region without communication)
  * Without arguments (as tests/run.sh runs it) it checks that the basic
  * trace reads back. */
 #include <inttypes.h>
@@ -320,6 +323,17 @@ static void build_ring(struct tb *b, size_t n, bool markers)
 	}
 }
 
+static void build_quiet(struct tb *b)
+{
+	tb_init(b, 2);
+	tb_sample(b, 0, 1000, 0x100000, 8, CT_ACCESS_STORE, 1000);
+	marker(b, 1, 1004, CT_MARK_REGION_BEGIN, "busy");
+	tb_sample(b, 1, 1005, 0x100000, 8, CT_ACCESS_LOAD, 1000);
+	marker(b, 1, 1006, CT_MARK_REGION_END, "busy");
+	marker(b, 1, 1010, CT_MARK_REGION_BEGIN, "quiet");
+	marker(b, 1, 1020, CT_MARK_REGION_END, "quiet");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -341,6 +355,8 @@ int main(int argc, char **argv)
 		build_nosamples(&b);
 	} else if (!strcmp(argv[2], "owner")) {
 		build_owner(&b);
+	} else if (!strcmp(argv[2], "quiet")) {
+		build_quiet(&b);
 	} else if (!strcmp(argv[2], "big") && argc > 3) {
 		if (write_big(argv[1], strtoull(argv[3], NULL, 10)) < 0) {
 			perror(argv[1]);
@@ -356,7 +372,7 @@ int main(int argc, char **argv)
 	           !strcmp(argv[2], "armsnohitsoft") || !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|long|unrecorded|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|owner|big N|threads N|regions N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|long|unrecorded|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|owner|quiet|big N|threads N|regions N\n");
 		return 1;
 	}
 	unlink(b.path);
