@@ -12,7 +12,7 @@
  *   ana_mktrace OUT fullwp0      a full trace (every access), watchpoints off
  *   ana_mktrace OUT nosamples    2 threads that start and end, not one sample
  *   ana_mktrace OUT owner        the line monitor's records (--owner-window 4, period
- *                                10, 3 threads): 1 window opened, 2 not, 15 transfers
+ *                                10, 3 threads): 1 window opened, 2 not, 45 transfers
  *   ana_mktrace OUT cpus         3 threads on 4 logical cpus (two per physical
  *                                core): ComDetective's cpu-indexed files
  *   ana_mktrace OUT threads N    N threads in a ring: thread i stores a word of
@@ -272,9 +272,10 @@ static void build_nosamples(struct tb *b)
 }
 
 /* The line monitor (J = 4, P = 10): one sampled store opens its window,
- * two find the table full or their line's windows all open; transfers of
- * windows x P / J: T1 <- T0 1 window (2.5), T2 <- T0 2 (5), T0 <- T2 3
- * (7.5), 15 in all; one window holds at most (3 - 1) x 10 = 20. */
+ * two find the table full or their line's windows all open (q = 1/3 when
+ * the transfers come, P' = P / q = 30); transfers of windows x P' / J:
+ * T1 <- T0 1 window (7.5), T2 <- T0 2 (15), T0 <- T2 3 (22.5), 45 in all
+ * (15 without the missed windows). */
 static void build_owner(struct tb *b)
 {
 	tb_init(b, 3);
