@@ -424,6 +424,13 @@ static void owner_windows_warning(struct report *r)
 	uint64_t missed = owner_windows_missed(r->a), opened = w[CT_OWNER_OPENED];
 	if (!missed)
 		return;
+	if (!opened) {
+		warn(r, "the line monitor opened no window for any of the %" PRIu64 " sampled stores "
+		        "(%" PRIu64 ": its table was full, %" PRIu64 ": their line had its most windows "
+		        "open): the owner estimate has nothing to weigh (--estimator comdetective reads "
+		        "the samples)", missed, w[CT_OWNER_DROP_TABLE], w[CT_OWNER_DROP_LINE]);
+		return;
+	}
 	double q = owner_inclusion(r->a);
 	char line[128] = "";
 	if (w[CT_OWNER_DROP_LINE])
@@ -437,7 +444,7 @@ static void owner_windows_warning(struct report *r)
 	        "line's window in its table slot says nothing of its own line). The 90%% interval "
 	        "is the sampling's only.%s Fewer windows at once: a longer commrec -c period or a "
 	        "smaller --owner-window", missed, missed + opened, w[CT_OWNER_DROP_TABLE],
-	     w[CT_OWNER_DROP_LINE], 100 * q, opened ? 1 / q : 0, line);
+	     w[CT_OWNER_DROP_LINE], 100 * q, 1 / q, line);
 }
 
 /* The volume's interval line, and the warning when few events are behind it. */

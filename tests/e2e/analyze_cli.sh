@@ -212,6 +212,11 @@ if run report_owner_json 0 "$A" report "$WORK/owner.zst" --estimator owner --for
 	check report_owner_json_windows grep -q '"owner_windows":{"opened":1,"dropped_table_full":1,"dropped_line_full":1,"inclusion":0.33333' "$WORK/out"
 	check report_owner_json_volume grep -q '"transfers":45,' "$WORK/out"
 fi
+# no window opened: nothing to weigh, and the warning says so
+"$MK" "$WORK/ownernone.zst" ownernone || fail mktrace_ownernone
+if run report_owner_none 0 "$A" report "$WORK/ownernone.zst"; then
+	check report_owner_none_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'opened no window for any of the 3 sampled stores (3: its table was full, 0: their line had its most windows open): the owner estimate has nothing to weigh'"
+fi
 # a soft-sampler trace (periods in CPU time): the totals are relative, and say so
 LC_ALL=C sed 's/period_unit=events/period_unit=us-cpu/' "$G" >"$WORK/soft.zst"
 if run report_soft 0 "$A" "$WORK/soft.zst"; then
