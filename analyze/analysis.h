@@ -111,6 +111,8 @@ extern const char *const sync_names[3];
  *                 its line's next J accesses (model_exact.c: exact_owner_*);
  *                 needs every access after the sample: the emulate model,
  *                 or the line monitor's records of an inst-sampled trace
+ *                 (there P / q for P where windows could not open:
+ *                 model_comdetective.c)
  *   auto          the default: owner for the comdetective model on a trace
  *                 with line monitor records, else comdetective
  *                 (estimator_resolve) */

@@ -183,7 +183,8 @@ const char *const estimator_names[ESTIMATORS] = { "comdetective", "owner", "auto
 const char *const sync_names[3] = { "include", "exclude", "only" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
-	"a sampled access: P/J x its line's transfers over J accesses (emulate, monitor traces)",
+	"a sampled access: P/J x its line's transfers over J accesses (emulate, monitor traces;\n"
+	"                     there P/q for P, q the share of sampled stores whose window opened)",
 	"owner on a trace with line monitor records (commrec --sampler inst), else comdetective",
 };
 

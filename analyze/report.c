@@ -400,7 +400,7 @@ static const char *share_ci(const struct report *r, double part, double total, c
 }
 
 /* Sampled stores whose window the line monitor could not open (the owner
- * estimator): what they would have seen is in no figure, nor interval. */
+ * estimator weighs the opened ones for them: model_comdetective.c). */
 static uint64_t owner_windows_missed(const struct analysis *a)
 {
 	const uint64_t *w = a->stats.owner_windows;
@@ -408,32 +408,43 @@ static uint64_t owner_windows_missed(const struct analysis *a)
 	                                            : 0;
 }
 
-/* How low the owner estimate may be: the volume were the missed windows
- * like the opened ones, and the most they could hold (one window at most
- * r->unit_max, (threads - 1) P: model_comdetective.c). */
+/* The monitor's inclusion rate over the run: opened / sampled stores. */
+static double owner_inclusion(const struct analysis *a)
+{
+	const uint64_t *w = a->stats.owner_windows;
+	uint64_t all = w[CT_OWNER_OPENED] + w[CT_OWNER_DROP_TABLE] + w[CT_OWNER_DROP_LINE];
+	return all ? (double)w[CT_OWNER_OPENED] / (double)all : 1;
+}
+
+/* The owner estimate with missed windows: how it was corrected, under
+ * which assumption, and what breaks it. */
 static void owner_windows_warning(struct report *r)
 {
 	const uint64_t *w = r->a->stats.owner_windows;
 	uint64_t missed = owner_windows_missed(r->a), opened = w[CT_OWNER_OPENED];
 	if (!missed)
 		return;
-	char like[160] = "", most[160] = "", b1[32], b2[32];
-	if (opened && r->total > 0)
-		snprintf(like, sizeof like, " Were the missed windows like the opened ones, the volume "
-		         "would be about %s (x %.1f).", fmt_count(r->total * (double)(missed + opened) /
-		                                                  (double)opened, b1, sizeof b1),
-		         (double)(missed + opened) / (double)opened);
-	if (r->unit_max > 0)
-		snprintf(most, sizeof most, " At most it is %s: each missed window could hold up to "
-		         "(threads - 1) x period = %s transfers.",
-		         fmt_count(r->total + (double)missed * r->unit_max, b1, sizeof b1),
-		         fmt_count(r->unit_max, b2, sizeof b2));
+	if (!opened) {
+		warn(r, "the line monitor opened no window for any of the %" PRIu64 " sampled stores "
+		        "(%" PRIu64 ": its table was full, %" PRIu64 ": their line had its most windows "
+		        "open): the owner estimate has nothing to weigh (--estimator comdetective reads "
+		        "the samples)", missed, w[CT_OWNER_DROP_TABLE], w[CT_OWNER_DROP_LINE]);
+		return;
+	}
+	double q = owner_inclusion(r->a);
+	char line[128] = "";
+	if (w[CT_OWNER_DROP_LINE])
+		snprintf(line, sizeof line, " A line at its most windows is busy: its %" PRIu64
+		         " missed windows may have held more.", w[CT_OWNER_DROP_LINE]);
 	warn(r, "the line monitor opened no window for %" PRIu64 " of %" PRIu64 " sampled stores "
 	        "(%" PRIu64 ": its table was full, %" PRIu64 ": their line had its most windows "
-	        "open): the owner estimate leaves out what those windows would have seen, so it is "
-	        "low, and its 90%% interval covers the opened windows only.%s%s Fewer windows open "
-	        "at once: a longer commrec -c period or a smaller commrec --owner-window", missed,
-	     missed + opened, w[CT_OWNER_DROP_TABLE], w[CT_OWNER_DROP_LINE], like, most);
+	        "open): the owner estimate weighs each opened window's transfers x 1/q for them, q "
+	        "the share of the sampled stores so far whose window opened (%.3g%% over the run: "
+	        "x %.1f), assuming a missed window would have seen what an opened one saw (another "
+	        "line's window in its table slot says nothing of its own line). The 90%% interval "
+	        "is the sampling's only.%s Fewer windows at once: a longer commrec -c period or a "
+	        "smaller --owner-window", missed, missed + opened, w[CT_OWNER_DROP_TABLE],
+	     w[CT_OWNER_DROP_LINE], 100 * q, 1 / q, line);
 }
 
 /* The volume's interval line, and the warning when few events are behind it. */
@@ -447,7 +458,7 @@ static void volume_ci(struct report *r)
 	fmt_count(ci.lo, lo, sizeof lo);
 	fmt_count(ci.hi, hi, sizeof hi);
 	fprintf(r->f, "  %-26s %s to %s (from %.0f effective events%s)\n", "  90% interval", lo, hi, n,
-	        owner_windows_missed(r->a) ? ", in the opened windows" : "");
+	        owner_windows_missed(r->a) ? ", the missed windows weighed for" : "");
 	char count[96];
 	snprintf(count, sizeof count, "%" PRIu64 " communication events (%.0f effective: the "
 	         "weights differ)", r->events, n);
@@ -823,6 +834,14 @@ static void json_model(FILE *f, const struct analysis *a)
 	if (model_opt_relevant(a->model->name, "estimator")) {
 		fprintf(f, ",\"estimator_source\":");
 		out_json_string(f, estimator_source(a));
+	}
+	if (estimator_used(a) == ESTIMATOR_OWNER) {
+		const uint64_t *w = a->stats.owner_windows;
+		fprintf(f, ",\"owner_windows\":{\"opened\":%" PRIu64 ",\"dropped_table_full\":%" PRIu64
+		        ",\"dropped_line_full\":%" PRIu64 ",\"inclusion\":", w[CT_OWNER_OPENED],
+		        w[CT_OWNER_DROP_TABLE], w[CT_OWNER_DROP_LINE]);
+		json_num(f, owner_inclusion(a));
+		fputc('}', f);
 	}
 	fprintf(f, "},\n");
 }

@@ -198,15 +198,25 @@ if run report_nosamples 0 "$A" report "$WORK/nosamples.zst"; then
 fi
 run report_nosamples_json 0 "$A" report "$WORK/nosamples.zst" --format json &&
 	check report_nosamples_json_warning grep -q '"no access was sampled: 2 threads recorded' "$WORK/out"
-# the owner estimator where the line monitor opened 1 window of 3: said in
-# the warnings, with the scale-up (15 x 3) and the bound (15 + 2 x 20)
+# the owner estimator where the line monitor opened 1 window of 3: the
+# transfers weighed x 3 for the missed ones (15 x 3 = 45), said in the
+# warnings, and in JSON
 "$MK" "$WORK/owner.zst" owner || fail mktrace_owner
 if run report_owner_missed 0 "$A" report "$WORK/owner.zst" --estimator owner; then
-	check report_owner_interval_says grep -q '^    90% interval .*, in the opened windows)$' "$WORK/out"
-	check report_owner_missed_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'opened no window for 2 of 3 sampled stores (1: its table was full, 1: their line had its most windows open).* 90% interval covers the opened windows only. .* about 45 (x 3.0). At most it is 55: .* = 20 transfers'"
+	check report_owner_volume grep -q '^  estimated line transfers   45 ' "$WORK/out"
+	check report_owner_interval_says grep -q '^    90% interval .*, the missed windows weighed for)$' "$WORK/out"
+	check report_owner_missed_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'opened no window for 2 of 3 sampled stores (1: its table was full, 1: their line had its most windows open): the owner estimate weighs each opened window.s transfers x 1/q for them, .*(33.3% over the run: x 3.0), assuming a missed window would have seen what an opened one saw.* its 1 missed windows may have held more'"
 fi
-run report_owner_json 0 "$A" report "$WORK/owner.zst" --estimator owner --format json &&
+if run report_owner_json 0 "$A" report "$WORK/owner.zst" --estimator owner --format json; then
 	check report_owner_json_warning grep -q '"the line monitor opened no window for 2 of 3 sampled stores' "$WORK/out"
+	check report_owner_json_windows grep -q '"owner_windows":{"opened":1,"dropped_table_full":1,"dropped_line_full":1,"inclusion":0.33333' "$WORK/out"
+	check report_owner_json_volume grep -q '"transfers":45,' "$WORK/out"
+fi
+# no window opened: nothing to weigh, and the warning says so
+"$MK" "$WORK/ownernone.zst" ownernone || fail mktrace_ownernone
+if run report_owner_none 0 "$A" report "$WORK/ownernone.zst"; then
+	check report_owner_none_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'opened no window for any of the 3 sampled stores (3: its table was full, 0: their line had its most windows open): the owner estimate has nothing to weigh'"
+fi
 # a soft-sampler trace (periods in CPU time): the totals are relative, and say so
 LC_ALL=C sed 's/period_unit=events/period_unit=us-cpu/' "$G" >"$WORK/soft.zst"
 if run report_soft 0 "$A" "$WORK/soft.zst"; then

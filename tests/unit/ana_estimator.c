@@ -418,15 +418,21 @@ static void test_emulate_owner_period1(void)
 
 /* The owner estimator on a trace recorded with the line monitor (inst,
  * --owner-window J = 4, period P = 10): each OWNER_XFER weighs
- * windows x P / J, variance P (P - 1) (2 prior + windows) / J^2 =
- * 90 (2 prior + windows) / 16.  By hand:
- *   T1 <- T0, true,  windows 1, prior 0: 2.5,  var 90 x 1 / 16 = 5.625
- *   T2 <- T0, false, windows 2, prior 1: 5,    var 90 x 4 / 16 = 22.5
- *   T0 <- T2, true,  windows 3, prior 5: 7.5,  var 90 x 13 / 16 = 73.125
- * Total 15 (true 10, false 5), variance 101.25; the SAMPLE, the OWNER_WIN
- * records and a transfer from a thread to itself (not possible: ignored)
- * add nothing.  The same trace refuses --model window, and a trace without
- * monitor records refuses --estimator owner with the comdetective model. */
+ * windows x P' / J, variance P' (P' - 1) (2 prior + windows) / J^2, with
+ * P' = P / q, q the share of the OWNER_WIN records so far that opened a
+ * window (model_comdetective.c).  By hand:
+ *   T1 <- T0, true,  windows 1, prior 0, q 1/1 (P' 10): 2.5,
+ *      var 90 x 1 / 16 = 5.625
+ *   (T1's sampled store drops its window: the line was full)
+ *   T2 <- T0, false, windows 2, prior 1, q 1/2 (P' 20): 10,
+ *      var 380 x 4 / 16 = 95
+ *   T0 <- T2, true,  windows 3, prior 5, q 1/2 (P' 20): 15,
+ *      var 380 x 13 / 16 = 308.75
+ * Total 27.5 (true 17.5, false 10), variance 409.375; the SAMPLE, the
+ * OWNER_WIN records and a transfer from a thread to itself (not possible:
+ * ignored) add nothing.  The same trace refuses --model window, and a
+ * trace without monitor records refuses --estimator owner with the
+ * comdetective model. */
 static void owner_xfer(struct tb *b, uint32_t t, uint64_t time, uint32_t src, uint32_t win,
                        uint64_t prior, bool tr)
 {
@@ -457,9 +463,9 @@ static void test_owner_monitor_trace(void)
 	CHECK(path && analysis_run(&a, path, &o, false) == 0 && !a.damaged);
 	const struct mx_totals *t = matrices_totals(a.mx);
 	CHECK_EQ_U(t->events[COMM_VIA_SAMPLE][0] + t->events[COMM_VIA_SAMPLE][1], 3);
-	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 10, 1e-12);     /* [1]: true sharing */
-	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0], 5, 1e-12);
-	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][0] + t->var[COMM_VIA_SAMPLE][1], 101.25, 1e-9);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 17.5, 1e-12);   /* [1]: true sharing */
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0], 10, 1e-12);
+	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][0] + t->var[COMM_VIA_SAMPLE][1], 409.375, 1e-9);
 	analysis_free(&a);
 	/* the default (auto) picks owner on this trace: the same figures */
 	o.estimator = ESTIMATOR_AUTO;
@@ -467,8 +473,8 @@ static void test_owner_monitor_trace(void)
 	CHECK(estimator_resolve(o.estimator, NULL, a.trace) == ESTIMATOR_OWNER);
 	CHECK(estimator_resolve(o.estimator, "emulate", a.trace) == ESTIMATOR_COMDETECTIVE);
 	t = matrices_totals(a.mx);
-	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 10, 1e-12);
-	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0], 5, 1e-12);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 17.5, 1e-12);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0], 10, 1e-12);
 	analysis_free(&a);
 	/* comdetective, asked for, reads the samples only: one store, no event */
 	o.estimator = ESTIMATOR_COMDETECTIVE;
@@ -492,6 +498,47 @@ static void test_owner_monitor_trace(void)
 	o.estimator = ESTIMATOR_AUTO;    /* no monitor records: comdetective */
 	CHECK(analysis_run(&a, path, &o, false) == 0 &&
 	      estimator_resolve(o.estimator, NULL, a.trace) == ESTIMATOR_COMDETECTIVE);
+	analysis_free(&a);
+	tb_free(&b);
+}
+
+/* Dropped windows: the weights follow the running inclusion rate q, in
+ * every output (here the thread matrix's cell, besides the totals).
+ * J = 4, P = 10, one line.  T0's three sampled stores find the table
+ * full, the fourth opens (q = 1/4, P' = 40):
+ *   T1 <- T0, true, windows 1, prior 0: 1 x 40 / 4 = 10,
+ *      var 40 x 39 x 1 / 16 = 97.5
+ * T0 opens again (q = 2/5, P' = 25):
+ *   T1 <- T0, false, windows 2, prior 1: 2 x 25 / 4 = 12.5,
+ *      var 25 x 24 x 4 / 16 = 150
+ * Total 22.5 (true 10, false 12.5), variance 247.5, all of it in the cell
+ * (row T1, column T0); without the drops it would be 2.5 + 5 = 7.5. */
+static void test_owner_monitor_drops(void)
+{
+	struct tb b;
+	tb_init(&b, 2);
+	b.features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
+	tb_config(&b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
+	for (uint64_t i = 0; i < 3; i++)
+		tb_add(&b, 0, CT_REC_OWNER_WIN, 10 + i)->u.owin =
+			(struct ct_owner_win){ A + 64 * 256, CT_OWNER_DROP_TABLE };
+	tb_add(&b, 0, CT_REC_OWNER_WIN, 13)->u.owin = (struct ct_owner_win){ A, CT_OWNER_OPENED };
+	owner_xfer(&b, 1, 20, 0, 1, 0, true);
+	tb_add(&b, 0, CT_REC_OWNER_WIN, 21)->u.owin = (struct ct_owner_win){ A, CT_OWNER_OPENED };
+	owner_xfer(&b, 1, 30, 0, 2, 1, false);
+	const char *path = tb_write(&b);
+	struct analysis a;
+	struct model_opts o;
+	model_opts_default(&o);
+	CHECK(path && analysis_run(&a, path, &o, false) == 0 && !a.damaged);
+	const struct mx_totals *t = matrices_totals(a.mx);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][1], 10, 1e-12);
+	CHECK_NEAR(t->weight[COMM_VIA_SAMPLE][0], 12.5, 1e-12);
+	CHECK_NEAR(t->var[COMM_VIA_SAMPLE][0] + t->var[COMM_VIA_SAMPLE][1], 247.5, 1e-9);
+	const struct matrix *m = matrices_get(a.mx, MX_THREAD, MX_ALL);
+	CHECK(m && fabs(matrix_at(m, 1, 0) - 22.5) < 1e-12 && matrix_at(m, 0, 1) == 0);
+	CHECK_EQ_U(a.stats.owner_windows[CT_OWNER_DROP_TABLE], 3);
+	CHECK_EQ_U(a.stats.owner_windows[CT_OWNER_OPENED], 2);
 	analysis_free(&a);
 	tb_free(&b);
 }
@@ -533,5 +580,6 @@ int main(void)
 	RUN(test_emulate_owner_period1);
 	RUN(test_comdetective_var);
 	RUN(test_owner_monitor_trace);
+	RUN(test_owner_monitor_drops);
 	return check_summary();
 }

@@ -12,7 +12,8 @@
  *   ana_mktrace OUT fullwp0      a full trace (every access), watchpoints off
  *   ana_mktrace OUT nosamples    2 threads that start and end, not one sample
  *   ana_mktrace OUT owner        the line monitor's records (--owner-window 4, period
- *                                10, 3 threads): 1 window opened, 2 not, 15 transfers
+ *                                10, 3 threads): 1 window opened, 2 not, 45 transfers
+ *   ana_mktrace OUT ownernone    the same, no window opened (its table full), no transfer
  *   ana_mktrace OUT cpus         3 threads on 4 logical cpus (two per physical
  *                                core): ComDetective's cpu-indexed files
  *   ana_mktrace OUT threads N    N threads in a ring: thread i stores a word of
@@ -275,10 +276,12 @@ static void build_nosamples(struct tb *b)
 }
 
 /* The line monitor (J = 4, P = 10): one sampled store opens its window,
- * two find the table full or their line's windows all open; transfers of
- * windows x P / J: T1 <- T0 1 window (2.5), T2 <- T0 2 (5), T0 <- T2 3
- * (7.5), 15 in all; one window holds at most (3 - 1) x 10 = 20. */
-static void build_owner(struct tb *b)
+ * two find the table full or their line's windows all open (q = 1/3 when
+ * the transfers come, P' = P / q = 30); transfers of windows x P' / J:
+ * T1 <- T0 1 window (7.5), T2 <- T0 2 (15), T0 <- T2 3 (22.5), 45 in all
+ * (15 without the missed windows).  none_opened: every sampled store
+ * finds the table full, and no transfer is seen. */
+static void build_owner(struct tb *b, bool none_opened)
 {
 	tb_init(b, 3);
 	b->features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
@@ -287,7 +290,9 @@ static void build_owner(struct tb *b)
 	for (uint32_t t = 0; t < 3; t++) {
 		tb_sample(b, t, 10 + t, 0x10000, 8, CT_ACCESS_STORE, 10);
 		tb_add(b, t, CT_REC_OWNER_WIN, 20 + t)->u.owin =
-			(struct ct_owner_win){ 0x10000, status[t] };
+			(struct ct_owner_win){ 0x10000, none_opened ? CT_OWNER_DROP_TABLE : status[t] };
+		if (none_opened)
+			continue;
 		struct ct_record *r = tb_add(b, t, CT_REC_OWNER_XFER, 30 + t);
 		r->u.oxfer = (struct ct_owner_xfer){ .ip = 0x401000, .addr = 0x10008, .src = t ? 0 : 2,
 			.windows = t + 1, .len = 8, .kind = CT_ACCESS_LOAD, .flags = CT_OWNER_TRUE };
@@ -353,8 +358,8 @@ int main(int argc, char **argv)
 		build_cpus(&b);
 	} else if (!strcmp(argv[2], "nosamples")) {
 		build_nosamples(&b);
-	} else if (!strcmp(argv[2], "owner")) {
-		build_owner(&b);
+	} else if (!strcmp(argv[2], "owner") || !strcmp(argv[2], "ownernone")) {
+		build_owner(&b, !strcmp(argv[2], "ownernone"));
 	} else if (!strcmp(argv[2], "quiet")) {
 		build_quiet(&b);
 	} else if (!strcmp(argv[2], "big") && argc > 3) {
@@ -372,7 +377,7 @@ int main(int argc, char **argv)
 	           !strcmp(argv[2], "armsnohitsoft") || !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|long|unrecorded|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|owner|quiet|big N|threads N|regions N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|long|unrecorded|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|owner|ownernone|quiet|big N|threads N|regions N\n");
 		return 1;
 	}
 	unlink(b.path);
