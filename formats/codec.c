@@ -247,22 +247,24 @@ static inline uint8_t *put_v_fast(uint8_t *o, uint64_t v)
 }
 
 /* The delta base of a data address whose delta from the most recent one
- * (*d) takes two bytes or more: the slot whose delta is shortest, the
- * lowest on ties, its delta in *d. */
+ * (*d) takes two bytes or more: the older slot with the smallest delta if
+ * its varint is shorter (the smallest zigzag value has the shortest
+ * varint: one test of lengths, not one per slot), else slot 0; its delta
+ * in *d. */
 static inline unsigned addr_slot(const struct ct_codec *c, uint64_t addr, uint64_t *d)
 {
-	unsigned ka = 0, bl = vlen(*d);
-	for (unsigned k = 1; k < 4; k++) {
+	uint64_t best = zz(addr - c->addr_old[0]);
+	unsigned ka = 1;
+	for (unsigned k = 2; k < 4; k++) {
 		uint64_t dk = zz(addr - c->addr_old[k - 1]);
-		unsigned l = vlen(dk);
-		if (l < bl) {
-			bl = l;
+		if (dk < best) {
+			best = dk;
 			ka = k;
-			*d = dk;
-			if (l == 1)
-				break;
 		}
 	}
+	if (vlen(best) >= vlen(*d))
+		return 0;
+	*d = best;
 	return ka;
 }
 
@@ -339,8 +341,8 @@ static inline __attribute__((always_inline)) uint8_t *
 encode_sample(struct ct_codec *c, const struct ct_record *r, uint8_t *o)
 {
 	const struct ct_sample *s = &r->u.sample;
-	/* data address: the delta base with the shortest varint, the lowest
-	 * slot on ties (addr_slot) */
+	/* data address: slot 0 unless another slot's delta is shorter
+	 * (addr_slot) */
 	uint64_t addr = s->addr;
 	uint64_t d = zz(addr - c->addr);
 	unsigned ka = d >= 0x80 ? addr_slot(c, addr, &d) : 0;
