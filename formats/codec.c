@@ -172,6 +172,16 @@ _Static_assert(ADDR_OLD % 2 == 1 &&
                sizeof ((struct ct_codec *)0)->addr_old == ADDR_OLD * sizeof(uint64_t) &&
                sizeof ((struct ct_codec *)0)->ip_old == (IP_SLOTS - 1) * sizeof(uint64_t),
                "slot_use moves the old addresses a pair at a time: an odd count");
+/* Short SAMPLE record (version 8, FORMAT.md): its type byte says it all
+ * but the time delta and the address delta.  The usual record of a full
+ * trace: a recent ip (its code slot), the address a delta from data slot
+ * 0, len, cpu, period and flags those of the state, no data_src or
+ * weight, kind 0..2. */
+#define SS_MARK       0x80u /* the type byte of a short SAMPLE */
+#define SS_KIND       0x03u /* bits 0-1: kind 0..2 (3 is invalid) */
+#define SS_IP_SHIFT   2     /* bits 2-4: the code slot of the ip */
+#define SS_TIME_SAME  0x20u /* the time is the previous record's: no delta follows */
+#define SS_RESERVED   0x40u
 /* SAMPLE extension byte */
 #define SX_CPU      0x01   /* cpu changed: varint follows */
 #define SX_PERIOD   0x02   /* period changed: varint follows */
@@ -237,29 +247,41 @@ static inline uint8_t *put_v_fast(uint8_t *o, uint64_t v)
 }
 
 /* The delta base of a data address whose delta from the most recent one
- * (*d) takes two bytes or more: the slot whose delta is shortest, the
- * lowest on ties, its delta in *d. */
+ * (*d) takes two bytes or more: the older slot with the smallest delta if
+ * its varint is shorter (the smallest zigzag value has the shortest
+ * varint: one test of lengths, not one per slot), else slot 0; its delta
+ * in *d. */
 static inline unsigned addr_slot(const struct ct_codec *c, uint64_t addr, uint64_t *d)
 {
-	unsigned ka = 0, bl = vlen(*d);
-	for (unsigned k = 1; k < 4; k++) {
+	uint64_t best = zz(addr - c->addr_old[0]);
+	unsigned ka = 1;
+	for (unsigned k = 2; k < 4; k++) {
 		uint64_t dk = zz(addr - c->addr_old[k - 1]);
-		unsigned l = vlen(dk);
-		if (l < bl) {
-			bl = l;
+		if (dk < best) {
+			best = dk;
 			ka = k;
-			*d = dk;
-			if (l == 1)
-				break;
 		}
 	}
+	if (vlen(best) >= vlen(*d))
+		return 0;
+	*d = best;
 	return ka;
 }
 
-/* The SAMPLE record after its data address (its delta d from slot ka,
- * addr_slot): the generic encoding (FORMAT.md). */
+/* The code slot of ip (IP_SLOTS: none), the search unrolled. */
+static inline unsigned ip_slot(const struct ct_codec *c, uint64_t ip)
+{
+	const uint64_t *old = c->ip_old;
+	return ip == c->ip ? 0 : old[0] == ip ? 1 : old[1] == ip ? 2 : old[2] == ip ? 3 :
+	       old[3] == ip ? 4 : old[4] == ip ? 5 : old[5] == ip ? 6 : old[6] == ip ? 7 : IP_SLOTS;
+}
+
+/* The SAMPLE record after its type and time, with its data address's
+ * delta d from slot ka (addr_slot) and its ip's code slot ki (ip_slot):
+ * the generic encoding (FORMAT.md). */
 static __attribute__((noinline)) uint8_t *encode_sample_rest(struct ct_codec *c, const struct ct_sample *s,
-                                                             uint8_t *o, uint64_t d, unsigned ka)
+                                                             uint8_t *o, uint64_t d, unsigned ka,
+                                                             unsigned ki)
 {
 	/* the extension byte: nothing to say in the usual record (one test) */
 	uint8_t ext = 0;
@@ -268,13 +290,8 @@ static __attribute__((noinline)) uint8_t *encode_sample_rest(struct ct_codec *c,
 		ext = (uint8_t)((s->cpu != c->cpu ? SX_CPU : 0) | (s->period != c->period ? SX_PERIOD : 0) |
 		                (s->flags != c->flags ? SX_FLAGS : 0) | (s->data_src ? SX_DATA_SRC : 0) |
 		                (s->weight ? SX_WEIGHT : 0));
-	/* code address: a recent one (slot index), else a delta (the search
-	 * unrolled: a full trace misses often) */
+	/* code address: a recent one (slot index), else a delta */
 	uint64_t ip = s->ip;
-	const uint64_t *old = c->ip_old;
-	unsigned ki = ip == c->ip ? 0 : old[0] == ip ? 1 : old[1] == ip ? 2 : old[2] == ip ? 3 :
-	              old[3] == ip ? 4 : old[4] == ip ? 5 : old[5] == ip ? 6 : old[6] == ip ? 7 :
-	              IP_SLOTS;
 	unsigned kind = s->kind;
 	uint8_t pres = (uint8_t)((ext ? SP_EXT : 0) | (s->len != c->len ? SP_LEN : 0) |
 		(kind < SP_KIND_ESCAPE ? kind : SP_KIND_ESCAPE) << SP_KIND_SHIFT |
@@ -304,30 +321,45 @@ static __attribute__((noinline)) uint8_t *encode_sample_rest(struct ct_codec *c,
 	return o;
 }
 
-/* The SAMPLE record (the bulk of a full trace): the same bytes as the
- * generic encoding (encode_sample_rest) gives, with the usual record of a
- * full trace on a straight path: the last record's ip (slot 0), len, cpu,
- * period and flags, no data_src or weight, a kind without its own byte.
- * Inline in both callers (a call per record was a tenth of the run
- * encoder's instructions), the rest apart (its registers were spilled on
- * the straight path). */
-static inline __attribute__((always_inline)) uint8_t *
-encode_sample(struct ct_codec *c, const struct ct_sample *s, uint8_t *o)
+/* The type and time of a record (all types). */
+static inline uint8_t *encode_head(struct ct_codec *c, const struct ct_record *r, uint8_t *o)
 {
-	/* data address: the delta base with the shortest varint, the lowest
-	 * slot on ties (addr_slot) */
+	*o++ = r->type;
+	o = put_v_fast(o, zz(r->time - c->time));
+	c->time = r->time;
+	return o;
+}
+
+/* The SAMPLE record r (the bulk of a full trace), type and time included:
+ * the usual record of a full trace (a recent ip, the address nearest data
+ * slot 0, the state's len, cpu, period and flags, no data_src or weight,
+ * a kind without its own byte) as a short SAMPLE on a straight path, any
+ * other as a SAMPLE.  Inline in both callers (a call per record was a
+ * tenth of the run encoder's instructions), the rest apart (its registers
+ * were spilled on the straight path). */
+static inline __attribute__((always_inline)) uint8_t *
+encode_sample(struct ct_codec *c, const struct ct_record *r, uint8_t *o)
+{
+	const struct ct_sample *s = &r->u.sample;
+	/* data address: slot 0 unless another slot's delta is shorter
+	 * (addr_slot) */
 	uint64_t addr = s->addr;
 	uint64_t d = zz(addr - c->addr);
 	unsigned ka = d >= 0x80 ? addr_slot(c, addr, &d) : 0;
 	unsigned kind = s->kind;
-	if (__builtin_expect(s->ip != c->ip || kind >= SP_KIND_ESCAPE ||
+	unsigned ki = ip_slot(c, s->ip);
+	if (__builtin_expect(ki >= IP_SLOTS || ka != 0 || kind >= SP_KIND_ESCAPE ||
 	                     ((s->period ^ c->period) | s->data_src | s->weight | (s->cpu ^ c->cpu) |
 	                      (s->len ^ c->len) | (s->flags ^ c->flags)) != 0, 0))
-		return encode_sample_rest(c, s, o, d, ka);
-	o[0] = (uint8_t)(kind << SP_KIND_SHIFT | ka << SP_ADDR_SHIFT | SP_IP_HIT);
-	o[1] = 0;
-	o = put_v_fast(o + 2, d);
-	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
+		return encode_sample_rest(c, s, encode_head(c, r, o), d, ka, ki);
+	uint64_t dt = zz(r->time - c->time);
+	*o++ = (uint8_t)(SS_MARK | (dt ? 0 : SS_TIME_SAME) | ki << SS_IP_SHIFT | kind);
+	if (dt)
+		o = put_v_fast(o, dt);
+	o = put_v_fast(o, d);
+	c->time = r->time;
+	slot_use(&c->ip, c->ip_old, IP_SLOTS - 1, ki, s->ip);
+	c->addr = addr;
 	c->kind = (uint8_t)kind;
 	return o;
 }
@@ -450,23 +482,13 @@ static __attribute__((noinline)) uint8_t *encode_other(struct ct_codec *c, const
 	return o;
 }
 
-/* The type and time of a record (all types). */
-static inline uint8_t *encode_head(struct ct_codec *c, const struct ct_record *r, uint8_t *o)
-{
-	*o++ = r->type;
-	o = put_v_fast(o, zz(r->time - c->time));
-	c->time = r->time;
-	return o;
-}
-
 size_t ct_encode_record(struct ct_codec *c, const struct ct_record *r, uint8_t *out)
 {
 	if (r->type == 0 || r->type > CT_REC_TYPE_MAX)
 		return 0;             /* unknown type: nothing written, state kept */
-	uint8_t *o = encode_head(c, r, out);
 	if (__builtin_expect(r->type == CT_REC_SAMPLE, 1))
-		return (size_t)(encode_sample(c, &r->u.sample, o) - out);
-	return (size_t)(encode_other(c, r, o) - out);
+		return (size_t)(encode_sample(c, r, out) - out);
+	return (size_t)(encode_other(c, r, encode_head(c, r, out)) - out);
 }
 
 size_t ct_encode_samples(struct ct_codec *c, const void *recs, size_t stride, size_t n,
@@ -479,11 +501,27 @@ size_t ct_encode_samples(struct ct_codec *c, const void *recs, size_t stride, si
 		const uint8_t *last = out + (room - CT_RECORD_MAX_BYTES);   /* the last start with room */
 		for (; k < n && o <= last; k++, p += stride) {
 			const struct ct_record *r = (const struct ct_record *)p;
-			o = encode_sample(c, &r->u.sample, encode_head(c, r, o));
+			o = encode_sample(c, r, o);
 		}
 	}
 	*taken = k;
 	return (size_t)(o - out);
+}
+
+/* A decoded SAMPLE into the codec state and r (its len, cpu, period and
+ * flags already in the state; data_src and weight 0). */
+static inline __attribute__((always_inline)) void
+sample_commit(struct ct_codec *c, struct ct_record *r, uint64_t time, unsigned ki, uint64_t ip,
+              unsigned ka, uint64_t addr, unsigned kind)
+{
+	c->time = time;
+	slot_use(&c->ip, c->ip_old, IP_SLOTS - 1, ki, ip);
+	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
+	c->kind = (uint8_t)kind;
+	r->type = CT_REC_SAMPLE;
+	r->time = time;
+	r->u.sample = (struct ct_sample){ .ip = ip, .addr = addr, .period = c->period,
+		.cpu = c->cpu, .len = c->len, .kind = (uint8_t)kind, .flags = c->flags };
 }
 
 /* The SAMPLE record (the bulk of every trace): its fields into locals,
@@ -532,19 +570,30 @@ decode_sample_in(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struc
 	}
 	if (!d.ok)
 		return 0;
-	c->time = time;
-	slot_use(&c->ip, c->ip_old, IP_SLOTS - 1, ki, ip);
-	slot_use(&c->addr, c->addr_old, ADDR_OLD, ka, addr);
 	c->len = len;
-	c->kind = kind;
 	c->cpu = cpu;
 	c->period = period;
 	c->flags = flags;
-	r->type = CT_REC_SAMPLE;
-	r->time = time;
-	r->u.sample = (struct ct_sample){ .ip = ip, .addr = addr, .period = period,
-		.data_src = data_src, .weight = weight, .cpu = cpu, .len = len, .kind = kind,
-		.flags = flags };
+	sample_commit(c, r, time, ki, ip, ka, addr, kind);
+	r->u.sample.data_src = data_src;
+	r->u.sample.weight = weight;
+	return (size_t)(d.p - p);
+}
+
+/* The short SAMPLE record (version 8; SS_*), as decode_sample_in. */
+static inline __attribute__((always_inline)) size_t
+decode_short_in(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct ct_record *r,
+                bool roomy)
+{
+	struct rd d = { p + 1, end, 1, roomy };
+	unsigned b = p[0], kind = b & SS_KIND, ki = (b >> SS_IP_SHIFT) & 7;
+	if (b & SS_RESERVED || kind == SP_KIND_ESCAPE)
+		return 0;
+	uint64_t time = b & SS_TIME_SAME ? c->time : get_zz(&d, c->time);
+	uint64_t addr = get_zz(&d, c->addr);
+	if (!d.ok)
+		return 0;
+	sample_commit(c, r, time, ki, slot_get(c->ip, c->ip_old, ki), 0, addr, kind);
 	return (size_t)(d.p - p);
 }
 
@@ -559,6 +608,14 @@ decode_sample(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct c
 	if (__builtin_expect(end - p >= SAMPLE_ROOM, 1))
 		return decode_sample_in(c, p, end, r, true);
 	return decode_sample_in(c, p, end, r, false);
+}
+
+static inline __attribute__((always_inline)) size_t
+decode_short(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct ct_record *r)
+{
+	if (__builtin_expect(end - p >= SAMPLE_ROOM, 1))
+		return decode_short_in(c, p, end, r, true);
+	return decode_short_in(c, p, end, r, false);
 }
 
 /* Every type but SAMPLE (decode_other), roomy as in decode_sample_in. */
@@ -734,6 +791,8 @@ decode_one(struct ct_codec *c, const uint8_t *p, const uint8_t *end, struct ct_r
 {
 	if (p >= end)
 		return 0;
+	if (__builtin_expect(*p & SS_MARK, 1))
+		return decode_short(c, p, end, r);
 	if (__builtin_expect(*p == CT_REC_SAMPLE, 1))
 		return decode_sample(c, p, end, r);
 	return decode_other(c, p, end, r);
@@ -792,7 +851,7 @@ static inline const uint8_t *get_v5(const uint8_t *p, uint64_t *v)
 }
 
 /* The fast path of cti_decode_packed: up to n SAMPLE records of the usual
- * shape (no extension byte, kind 0..2, a recent ip's slot below IP_SLOTS,
+ * shape (short ones, or no extension byte, kind 0..2, a recent ip's slot below IP_SLOTS,
  * varints of at most 5 bytes, the whole record in reach) into out, one
  * after another (packed), with the codec's scalars in registers.  It
  * stops before the first record of any other shape or type, which
@@ -820,20 +879,36 @@ static uint32_t decode_sample_run(struct ct_codec *c, const uint8_t **pp, const 
 		return 0;
 	const uint8_t *last = end - SAMPLE_ROOM;
 	struct ct_record *r = (void *)out, *rend = (void *)(out + (size_t)n * PACKED(sample));
-	for (; r < rend && p <= last && *p == CT_REC_SAMPLE;
+	for (; r < rend && p <= last && (*p == CT_REC_SAMPLE || *p & SS_MARK);
 	     r = (void *)((uint8_t *)r + PACKED(sample))) {
 		uint64_t v;
-		const uint8_t *q = get_v5(p + 1, &v);
-		if (!q)
-			break;
-		uint64_t t = time + unzz(v);
-		uint8_t pres = *q++;
+		const uint8_t *q = p + 1;
+		uint64_t t = time;
+		/* a short SAMPLE: the presence byte of the same SAMPLE */
+		uint8_t pres = (uint8_t)((*p & SS_KIND) << SP_KIND_SHIFT | SP_IP_HIT);
+		if (*p & SS_MARK) {
+			if (*p & SS_RESERVED)
+				break;
+			if (!(*p & SS_TIME_SAME)) {
+				if (!(q = get_v5(q, &v)))
+					break;
+				t += unzz(v);
+			}
+		} else {
+			if (!(q = get_v5(q, &v)))
+				break;
+			t += unzz(v);
+			pres = *q++;
+		}
 		unsigned k = (pres >> SP_KIND_SHIFT) & 3;
 		if (pres & (SP_RESERVED | SP_EXT) || k == SP_KIND_ESCAPE)
 			break;
 		unsigned ki = IP_SLOTS - 1;
 		uint64_t nip;
-		if (pres & SP_IP_HIT) {
+		if (*p & SS_MARK) {
+			ki = (*p >> SS_IP_SHIFT) & 7;
+			nip = slot_get(ip, c->ip_old, ki);
+		} else if (pres & SP_IP_HIT) {
 			ki = *q++;
 			if (ki >= IP_SLOTS)
 				break;

@@ -19,17 +19,6 @@
 
 #define KV_CAP (1u << 20)
 
-/* The oldest reader that reads the trace right: before version 6 a reader
- * applies the watcher's expiry to per-CPU watchpoints' hits (and counts
- * almost none); before version 4 it does not know the line monitor's
- * records. */
-static uint16_t min_version(const struct rec_opts *o)
-{
-	if (o->wp_cpu && o->wp_used > 0)
-		return 6;
-	return o->owner_window ? 4 : CT_FORMAT_MIN_READ;
-}
-
 static uint64_t features(const struct rec_opts *o)
 {
 	/* the launcher embeds symbols at the end (it may fail: the bit says a
@@ -127,7 +116,10 @@ int rec_write_meta(const struct rec_opts *o, const char *spool)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	struct ct_header h = {
 		.version = CT_FORMAT_VERSION,
-		.min_version = min_version(o),
+		/* every trace may hold short SAMPLE records (version 8), and
+		 * min_version 4 and 6 of the line monitor and per-CPU watchpoints
+		 * are below it */
+		.min_version = CT_FORMAT_SHORT_SAMPLES,
 		.features = features(o),
 		.created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
 	};

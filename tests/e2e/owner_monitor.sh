@@ -5,8 +5,9 @@
 # stage to the next, ITEMS x THREADS x LEN*8/64 line transfers whatever the
 # schedule (D below), plus the mailboxes' own (a few per item, which the
 # schedule decides).
-#   owner/records      the trace needs a format 4 reader (min_version 4) for the
-#                      monitor's records, and has them:
+#   owner/records      the trace needs a format 4 reader (min_version 4 or
+#                      later: 8, the short samples) for the monitor's
+#                      records, and has them:
 #                      windows opened, transfers seen
 #   owner/refuse       --estimator owner on a trace without them (recorded
 #                      with --owner-window 0), or with a model that cannot
@@ -81,7 +82,8 @@ rec dflt --sampler inst -c 100
 opened=$("$COMMANALYZE" dump --raw "$WORK/mon.zst" --type owner_win | grep -c ' opened$')
 xfers=$("$COMMANALYZE" dump --raw "$WORK/mon.zst" --type owner_xfer | grep -c owner_xfer)
 echo "INFO owner: $opened windows opened, $xfers transfers seen"
-if grep -q 'readable by 4 and later' "$WORK/mon.info" && [ "$opened" -gt 0 ] && [ "$xfers" -gt 0 ]; then
+minv=$(sed -n 's/^format: .*(readable by \([0-9]*\) and later).*/\1/p' "$WORK/mon.info")
+if [ "${minv:-0}" -ge 4 ] && [ "$opened" -gt 0 ] && [ "$xfers" -gt 0 ]; then
 	pass owner/records
 else
 	fail owner/records "$(head -3 "$WORK/mon.info"); $opened windows, $xfers transfers"

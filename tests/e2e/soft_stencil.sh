@@ -49,8 +49,9 @@
 #                          publisher's); SKIP with the reason where the
 #                          runtime could not open them (no per-CPU events,
 #                          their registers taken by another process); and
-#                          the trace has min_version 6 (older readers would
-#                          count almost none of its hits)
+#                          the trace has min_version 6 or later (older
+#                          readers would count almost none of its hits; 8:
+#                          the short samples)
 #   soft_stencil/wp_budget the per-thread path (COMMTRACE_WP_CPU=0: what
 #                          commrec does where per-CPU breakpoints do not
 #                          open or fire): every decision the runtime prints
@@ -184,8 +185,9 @@ elif grep -q '^ *watchpoint_arming=cpu' "$WORK/c.info"; then
 	echo "INFO soft_stencil/wp_rules: $(grep -c ' wp_arm ' "$WORK/c.wp") arms, $(grep -c ' wp_hit ' "$WORK/c.wp") hits, $(sed -n 's/^ *cpu_watchpoint_other_hits=//p' "$WORK/c.info") hits by other threads (per CPU)"
 	if ! out=$(python3 "$PAT" --wp-check "$WORK/c.wp"); then
 		fail soft_stencil/wp_rules "$(echo "$out" | head -3 | tr '\n' '|')"
-	elif ! grep -q '^format: version [0-9]* (readable by 6 and later)' "$WORK/c.info"; then
-		fail soft_stencil/wp_rules "not min_version 6: $(grep '^format:' "$WORK/c.info")"
+	elif [ "$(sed -n 's/^format: version [0-9]* (readable by \([0-9]*\) and later).*/\1/p' "$WORK/c.info")" -lt 6 ] 2>/dev/null ||
+		! grep -q '^format: version [0-9]* (readable by [0-9]* and later)' "$WORK/c.info"; then
+		fail soft_stencil/wp_rules "not min_version 6 or later: $(grep '^format:' "$WORK/c.info")"
 	else
 		pass soft_stencil/wp_rules
 	fi

@@ -236,6 +236,14 @@ static void test_malformed_records(void)
 	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x80, 0, 0 }, 5), 0);
 	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x40, 7, 0 }, 5), 5);
 	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x40, 8, 0 }, 5), 0);
+	/* short samples (v8): the reserved bit, kind 3, cut short; valid ones
+	 * (time delta 0 written or not, code slot 7, kind 2) */
+	CHECK_EQ_U(dec1((const uint8_t[]){ 0x80 | 0x40, 0, 0 }, 3), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ 0x80 | 0x20 | 3, 0 }, 2), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ 0x80, 0 }, 2), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ 0x80 | 0x20 }, 1), 0);
+	CHECK_EQ_U(dec1((const uint8_t[]){ 0x80, 0, 0 }, 3), 3);
+	CHECK_EQ_U(dec1((const uint8_t[]){ 0x80 | 0x20 | 7 << 2 | 2, 0x81, 0x01 }, 3), 3);
 	/* sample extension byte with reserved bits */
 	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x01, 0, 0, 0x20 }, 6), 0);
 	CHECK_EQ_U(dec1((const uint8_t[]){ CT_REC_SAMPLE, 0, 0x01, 0, 0, 0x00 }, 6), 6);
@@ -733,8 +741,8 @@ static void test_packed_decode(void)
 	}
 	/* a reserved bit in the presence byte of a sample among usual ones */
 	int bad = N / 2;
-	while (in[bad].type != CT_REC_SAMPLE || in[bad - 1].type != CT_REC_SAMPLE)
-		bad++;
+	while (buf[at[bad]] != CT_REC_SAMPLE || in[bad - 1].type != CT_REC_SAMPLE)
+		bad++;                            /* (a SAMPLE, not a short one) */
 	size_t pres = at[bad] + 1;
 	while (buf[pres] & 0x80)          /* past the time */
 		pres++;
@@ -763,7 +771,9 @@ static void test_ip_slot_bytes(void)
 		const uint8_t next[] = { CT_REC_SAMPLE, 0, 0, 0x20, 0 };
 		CHECK(i ? n == sizeof next && !memcmp(o, next, n) : n == sizeof first && !memcmp(o, first, n));
 	}
-	const uint8_t hit7[] = { CT_REC_SAMPLE, 0, 0x40, 7, 0 };
+	/* (a hit with the state's len, cpu, period and flags: a short SAMPLE,
+	 * time 0, code slot 7, kind 0, address delta 0) */
+	const uint8_t hit7[] = { 0x80 | 0x20 | 7 << 2, 0 };
 	r.u.sample.ip = 0x1000;
 	CHECK(ct_encode_record(&c, &r, o) == sizeof hit7 && !memcmp(o, hit7, sizeof hit7));
 	const uint8_t miss[] = { CT_REC_SAMPLE, 0, 0, 0x80, 0x40, 0 };     /* zz(+0x1000) */
@@ -777,6 +787,60 @@ static void test_ip_slot_bytes(void)
 	CHECK(ct_encode_record(&c, &r, o) == sizeof gone && !memcmp(o, gone, sizeof gone));
 }
 
+/* Short SAMPLE records (v8), hand-built: a sample with the state's len,
+ * cpu, period and flags, a recent ip and its address nearest data slot 0
+ * is its type byte (0x80, 0x20: the same time, code slot << 2, kind) and
+ * the deltas of its time (unless the same) and address; any other stays a
+ * SAMPLE.  Each decodes back, one at a time and in a packed run. */
+static void test_short_sample_bytes(void)
+{
+	struct ct_sample base = { .ip = 0x1000, .addr = 0x2000, .period = 1, .cpu = 1, .len = 8,
+	                          .flags = CT_SAMPLE_EXACT };
+	struct ct_record in[6];
+	for (int i = 0; i < 6; i++)
+		in[i] = (struct ct_record){ .type = CT_REC_SAMPLE, .time = 100, .u.sample = base };
+	in[1].u.sample.addr = 0x2008;                     /* short: same time, kind 1 */
+	in[1].u.sample.kind = CT_ACCESS_STORE;
+	in[2].u.sample.addr = 0x2010;                     /* short: time +30 */
+	in[2].time = 130;
+	in[3].u.sample.ip = 0x1100;                       /* a new ip: a SAMPLE */
+	in[3].u.sample.addr = 0x2018;
+	in[3].time = 130;
+	in[4].u.sample.addr = 0x2020;                     /* the old ip, code slot 1 */
+	in[4].time = 130;
+	in[5].u.sample.addr = 0x2028;                     /* another len: a SAMPLE */
+	in[5].u.sample.len = 4;
+	in[5].time = 130;
+	const uint8_t want1[] = { 0x80 | 0x20 | 1, 16 }, want2[] = { 0x80, 60, 16 },
+	              want4[] = { 0x80 | 0x20 | 1 << 2, 16 };
+	struct ct_codec c;
+	ct_codec_reset(&c);
+	uint8_t buf[6 * CT_RECORD_MAX_BYTES];
+	size_t at[7] = { 0 };
+	for (int i = 0; i < 6; i++)
+		at[i + 1] = at[i] + ct_encode_record(&c, &in[i], buf + at[i]);
+	CHECK(buf[at[0]] == CT_REC_SAMPLE && buf[at[3]] == CT_REC_SAMPLE && buf[at[5]] == CT_REC_SAMPLE);
+	CHECK(at[2] - at[1] == sizeof want1 && !memcmp(buf + at[1], want1, sizeof want1));
+	CHECK(at[3] - at[2] == sizeof want2 && !memcmp(buf + at[2], want2, sizeof want2));
+	CHECK(at[5] - at[4] == sizeof want4 && !memcmp(buf + at[4], want4, sizeof want4));
+	ct_codec_reset(&c);
+	for (int i = 0; i < 6; i++) {
+		struct ct_record r;
+		CHECK_EQ_U(ct_decode_record(&c, buf + at[i], buf + at[6], &r), at[i + 1] - at[i]);
+		CHECK(r.time == in[i].time && !memcmp(&r.u.sample, &in[i].u.sample, sizeof r.u.sample));
+	}
+	ct_codec_reset(&c);
+	const uint8_t *p = buf;
+	static uint8_t out[6 * sizeof(struct ct_record)];
+	size_t used;
+	CHECK_EQ_U(cti_decode_packed(&c, &p, buf + at[6], 0, 6, out, sizeof out, &used), 6);
+	for (size_t i = 0, o = 0; i < 6; o += cti_packed_bytes[CT_REC_SAMPLE], i++) {
+		const struct ct_record *r = (const void *)(out + o);
+		CHECK(r->type == CT_REC_SAMPLE && r->time == in[i].time &&
+		      !memcmp(&r->u.sample, &in[i].u.sample, sizeof r->u.sample));
+	}
+}
+
 int main(void)
 {
 	RUN(test_roundtrip_every_type);
@@ -787,6 +851,7 @@ int main(void)
 	RUN(test_slots_roundtrip);
 	RUN(test_encode_samples_run);
 	RUN(test_ip_slot_bytes);
+	RUN(test_short_sample_bytes);
 	RUN(test_packed_decode);
 	RUN(test_random_bytes);
 	RUN(test_full_trace_raw_size);
