@@ -39,6 +39,10 @@
 #                      miss on the lines' first 2J stores (it assumes 2J stores
 #                      before each transfer: B buffers x L lines, 8 stores a
 #                      visit)
+#                      The sampled recording must have lost no record (its
+#                      writer falls behind on a loaded machine, and lost
+#                      records take their transfers with them): recorded up
+#                      to three times, else skipped with the counts
 #   owner/same_execution commrec --full --owner-window J -c 100: one
 #                      execution with both every access (exact) and the
 #                      monitor's records: the same bound without the other
@@ -73,8 +77,16 @@ rec() {
 		>"$WORK/$name.out" 2>"$WORK/$name.err" ||
 		{ fail "owner/$name" "commrec: $(head -c 300 "$WORK/$name.err")"; done_tests; }
 }
+# lost NAME: the records NAME's recording lost (its writer fell behind)
+lost() { "$COMMANALYZE" info "$WORK/$1.zst" 2>/dev/null | awk '/^lost records:/ { print $3 }'; }
 rec full --sampler inst --full
-rec mon --sampler inst -c 100 --owner-window $J
+# A sampled recording whose writer falls behind (a loaded machine) loses
+# records, and the estimate with them (the report warns): owner/volume
+# needs a whole one, so mon is recorded again, at most three times.
+for try in 1 2 3; do
+	rec mon --sampler inst -c 100 --owner-window $J
+	[ "$(lost mon)" = 0 ] && break
+done
 rec plain --sampler inst -c 100 --owner-window 0
 rec dflt --sampler inst -c 100
 
@@ -137,6 +149,9 @@ fi
 
 # the volume: exact without the accesses that libc's synchronization calls
 # imply (the sampled recording's monitor does not see them)
+if [ "$(lost mon)" != 0 ]; then
+	skip owner/volume "three recordings lost records (the last $(lost mon)): the writer fell behind on a loaded machine, so the estimate misses their transfers"
+else
 "$COMMANALYZE" report "$WORK/full.zst" --model exact --sync exclude --format json >"$WORK/x.json" &&
 	"$COMMANALYZE" report "$WORK/mon.zst" --estimator owner --format json >"$WORK/e.json" ||
 	{ fail owner/volume "commanalyze report failed"; done_tests; }
@@ -156,6 +171,7 @@ PY
 )
 echo "$out"
 grep -q '^PASS owner/volume' <<<"$out" || ct_failed=1
+fi
 
 # one execution: every access and the monitor's records in one trace
 rec same --sampler inst --full --owner-window $J -c 100
