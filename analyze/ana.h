@@ -339,6 +339,9 @@ struct attr_set {
 	char buf[2048];
 	size_t used;
 };
+/* The estimator a's model runs with (--estimator auto resolved:
+ * estimator_resolve): what every output names. */
+enum estimator_kind analysis_estimator(const struct analysis *a);
 void analysis_attrs(const struct analysis *a, struct attr_set *s);
 void attr_add(struct attr_set *s, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

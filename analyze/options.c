@@ -188,14 +188,48 @@ const char *const estimator_summaries[ESTIMATORS] = {
 	"owner on a trace with line monitor records (commrec --sampler inst), else comdetective",
 };
 
+enum estimator_kind estimator_pick(enum estimator_kind e, const char *model, bool monitor)
+{
+	if (e != ESTIMATOR_AUTO)
+		return e;
+	bool cd = !model || !strcmp(model, "comdetective");
+	return cd && monitor ? ESTIMATOR_OWNER : ESTIMATOR_COMDETECTIVE;
+}
+
 enum estimator_kind estimator_resolve(enum estimator_kind e, const char *model,
                                       const struct ct_trace *t)
 {
 	uint64_t j, p;
-	if (e != ESTIMATOR_AUTO)
-		return e;
-	bool cd = !model || !strcmp(model, "comdetective");
-	return cd && t && owner_monitor_params(t, &j, &p) ? ESTIMATOR_OWNER : ESTIMATOR_COMDETECTIVE;
+	return estimator_pick(e, model, t && owner_monitor_params(t, &j, &p));
+}
+
+/* The options only ComDetective's step reads (the bulletin board, the
+ * watchpoints and line watches, the kind filter): the owner estimator
+ * replaces that step, in the comdetective model (model_comdetective.c:
+ * the monitor's records only) and in the emulate model (model_emulate.c:
+ * the exact model's owner windows, no arms). */
+static const char owner_ignored[] =
+	" expiry board-size hash watchpoints period-multiplier line-watches line-watch-life ";
+
+bool estimator_ignores(enum estimator_kind e, const char *opt)
+{
+	char key[40];
+	snprintf(key, sizeof key, " %s ", opt);
+	return e == ESTIMATOR_OWNER && strstr(owner_ignored, key) != NULL;
+}
+
+void warn_ignored_options(const struct model_opts *o, enum estimator_kind e)
+{
+	struct model_opts d;
+	model_opts_default(&d);
+	char v[64], dv[64];
+	for (size_t i = 0; model_opt_names[i]; i++) {
+		const char *n = model_opt_names[i];
+		if (estimator_ignores(e, n) && strcmp(model_opts_format(o, n, v, sizeof v),
+		                                      model_opts_format(&d, n, dv, sizeof dv)))
+			ana_warn("--%s %s has no effect with the owner estimator; --estimator "
+			         "comdetective to use it", n, v);
+	}
 }
 
 bool model_opts_usable(const struct model_opts *o, const char *model, const struct ct_trace *t,
