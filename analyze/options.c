@@ -3,6 +3,7 @@
  * the sweep's parameters are derived; and the commands' messages. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -523,18 +524,77 @@ int ana_stdout_done(const char *path)
 	return EXIT_BADTRACE;
 }
 
-static void vmsg(const char *prefix, const char *fmt, va_list ap)
+/* Messages are written whole, with one fputs on the unbuffered stderr (one
+ * write: a sweep's workers, and MPI ranks sharing a terminal, do not cut
+ * into each other's lines), under msg_lock, which also guards the warnings
+ * already printed while ana_warn_once is on. */
+static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool msg_once;
+static uint64_t msg_seen[256];   /* FNV-1a hashes of the warnings printed */
+static size_t msg_nseen;
+
+void ana_warn_once(bool on)
 {
-	fprintf(stderr, "commanalyze: %s", prefix);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	pthread_mutex_lock(&msg_lock);
+	msg_once = on;
+	msg_nseen = 0;
+	pthread_mutex_unlock(&msg_lock);
+}
+
+static uint64_t msg_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* Is text a warning already printed (ana_warn_once)?  Notes it if not.
+ * Under msg_lock. */
+static bool msg_repeated(const char *text)
+{
+	if (!msg_once)
+		return false;
+	uint64_t h = msg_hash(text);
+	for (size_t i = 0; i < msg_nseen; i++)
+		if (msg_seen[i] == h)
+			return true;
+	if (msg_nseen < sizeof msg_seen / sizeof *msg_seen)
+		msg_seen[msg_nseen++] = h;
+	return false;
+}
+
+static void vmsg(const char *prefix, bool warning, const char *fmt, va_list ap)
+{
+	char small[1024], *buf = small;
+	va_list aq;
+	va_copy(aq, ap);
+	int pl = snprintf(small, sizeof small, "commanalyze: %s", prefix);
+	int l = vsnprintf(small + pl, sizeof small - (size_t)pl, fmt, ap);
+	size_t len = l < 0 ? (size_t)pl : (size_t)pl + (size_t)l;   /* without the newline */
+	if (len + 2 > sizeof small && (buf = malloc(len + 2)) != NULL) {
+		memcpy(buf, small, (size_t)pl);
+		vsnprintf(buf + pl, len + 1 - (size_t)pl, fmt, aq);
+	} else if (len + 2 > sizeof small) {
+		buf = small;                 /* no memory: the message cut */
+		len = sizeof small - 2;
+	}
+	va_end(aq);
+	buf[len] = '\n';
+	buf[len + 1] = 0;
+	pthread_mutex_lock(&msg_lock);
+	if (!warning || !msg_repeated(buf))
+		fputs(buf, stderr);
+	pthread_mutex_unlock(&msg_lock);
+	if (buf != small)
+		free(buf);
 }
 
 void ana_err(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg("", fmt, ap);
+	vmsg("", false, fmt, ap);
 	va_end(ap);
 }
 
@@ -544,6 +604,6 @@ void ana_warn(const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg("warning: ", fmt, ap);
+	vmsg("warning: ", true, fmt, ap);
 	va_end(ap);
 }
