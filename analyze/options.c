@@ -185,7 +185,9 @@ const char *const sync_names[3] = { "include", "exclude", "only" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
 	"a sampled access: P/J x its line's transfers over J accesses (emulate, monitor traces;\n"
-	"                     there P/q for P, q the share of sampled stores whose window opened)",
+	"                     there P/q for P, q the share of sampled stores whose window opened;\n"
+	"                     without effect: --expiry, --board-size, --hash, --watchpoints,\n"
+	"                     --period-multiplier, --line-watches, --line-watch-life)",
 	"owner on a trace with line monitor records (commrec --sampler inst), else comdetective",
 };
 
