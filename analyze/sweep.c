@@ -1014,11 +1014,16 @@ static void note_owner_monitors(struct sweep *s)
 /* A parameter that the estimator of every point ignores on some trace
  * (estimator_ignores: the owner estimator, which --estimator auto picks on
  * a trace with line monitor records) would give points all alike there:
- * refused.  -1 (message printed) or 0. */
+ * refused.  A fixed option it ignores is warned about (as in the other
+ * commands) where every point has the fixed model and estimator.  -1
+ * (message printed) or 0. */
 static int check_estimator_params(struct sweep *s)
 {
 	note_owner_monitors(s);
-	for (size_t t = 0; t < s->ntraces; t++)
+	bool fixed = !sweep_swept(s, "model") && !sweep_swept(s, "estimator");
+	for (size_t t = 0; t < s->ntraces; t++) {
+		if (fixed)
+			warn_ignored_options(&s->base, sweep_estimator(&s->traces[t], &s->base));
 		for (size_t k = 0; k < s->nparams; k++) {
 			const char *name = s->params[k].name;
 			bool used = false;
@@ -1032,6 +1037,7 @@ static int check_estimator_params(struct sweep *s)
 			                               ? " (--estimator auto: its line monitor records)" : "");
 			return -1;
 		}
+	}
 	return 0;
 }
 

@@ -257,6 +257,8 @@ if run sweep_owner_board_refused 1 "$A" sweep "$WORK/owner.zst" --param board-si
 	check sweep_owner_board_message grep -q "sweep: --param board-size has no effect with the owner estimator, which every point runs with on $WORK/owner.zst (--estimator auto: its line monitor records); --estimator comdetective to sweep it" "$WORK/err"
 fi
 run sweep_cd_board 0 "$A" sweep "$WORK/owner.zst" --param board-size=63,127 --estimator comdetective
+run sweep_owner_fixed_board 0 "$A" sweep "$WORK/owner.zst" --board-size 63 --param line-size=64,128 &&
+	check sweep_owner_fixed_board_warned bash -c "[ \$(grep -c -- '--board-size 63 has no effect with the owner estimator' '$WORK/err') = 1 ]"
 run sweep_estimator_board 0 "$A" sweep "$WORK/owner.zst" --param board-size=63,127 --param estimator=comdetective,owner
 # a model's warning once per sweep, not once per point, each a whole line
 if run sweep_warning_once 0 "$A" sweep "$WORK/owner.zst" --param line-size=64,128,256 -j 2; then
