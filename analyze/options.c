@@ -532,23 +532,16 @@ int ana_stdout_done(const char *path)
  * already printed while ana_warn_once is on. */
 static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool msg_once;
-static uint64_t msg_seen[256];   /* FNV-1a hashes of the warnings printed */
+static char *msg_seen[64];       /* the warnings printed (copies) */
 static size_t msg_nseen;
 
 void ana_warn_once(bool on)
 {
 	pthread_mutex_lock(&msg_lock);
 	msg_once = on;
-	msg_nseen = 0;
+	while (msg_nseen)
+		free(msg_seen[--msg_nseen]);
 	pthread_mutex_unlock(&msg_lock);
-}
-
-static uint64_t msg_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
 }
 
 /* Is text a warning already printed (ana_warn_once)?  Notes it if not.
@@ -557,12 +550,11 @@ static bool msg_repeated(const char *text)
 {
 	if (!msg_once)
 		return false;
-	uint64_t h = msg_hash(text);
 	for (size_t i = 0; i < msg_nseen; i++)
-		if (msg_seen[i] == h)
+		if (!strcmp(msg_seen[i], text))
 			return true;
-	if (msg_nseen < sizeof msg_seen / sizeof *msg_seen)
-		msg_seen[msg_nseen++] = h;
+	if (msg_nseen < sizeof msg_seen / sizeof *msg_seen && (msg_seen[msg_nseen] = strdup(text)))
+		msg_nseen++;
 	return false;
 }
 
