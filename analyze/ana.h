@@ -62,6 +62,9 @@ void dump_record(FILE *f, const struct ct_record *r);
 /* Messages on stderr, prefixed "commanalyze: ". */
 void ana_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ana_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* on: from now on a warning equal to one printed since is left out (a
+ * sweep: each point's model warns as it finishes); off: all again. */
+void ana_warn_once(bool on);
 
 /* ---- the command line (cli.c) ---------------------------------------------
  * One parser for every command, with GNU getopt_long's conventions: options
@@ -339,6 +342,9 @@ struct attr_set {
 	char buf[2048];
 	size_t used;
 };
+/* The estimator a's model runs with (--estimator auto resolved:
+ * estimator_resolve): what every output names. */
+enum estimator_kind analysis_estimator(const struct analysis *a);
 void analysis_attrs(const struct analysis *a, struct attr_set *s);
 void attr_add(struct attr_set *s, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

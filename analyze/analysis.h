@@ -352,6 +352,15 @@ bool owner_monitor_params(const struct ct_trace *t, uint64_t *window, uint64_t *
  * comdetective otherwise (older traces analyze as before). */
 enum estimator_kind estimator_resolve(enum estimator_kind e, const char *model,
                                       const struct ct_trace *t);
+/* The same, told whether the trace has line monitor records. */
+enum estimator_kind estimator_pick(enum estimator_kind e, const char *model, bool monitor);
+/* Does estimator e leave option opt without effect? (the owner estimator
+ * replaces ComDetective's step: --expiry, --board-size, --hash,
+ * --watchpoints, --period-multiplier, --line-watches, --line-watch-life) */
+bool estimator_ignores(enum estimator_kind e, const char *opt);
+/* One warning for each option of o that estimator e ignores and that
+ * differs from its default (given on the command line). */
+void warn_ignored_options(const struct model_opts *o, enum estimator_kind e);
 /* Which value of option opt gives the finest sweep point: +1 the largest
  * (board-size, watchpoints), -1 the smallest (period-multiplier), 0 none. */
 int model_opt_finest(const char *opt);

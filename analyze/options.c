@@ -3,6 +3,7 @@
  * the sweep's parameters are derived; and the commands' messages. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -184,18 +185,54 @@ const char *const sync_names[3] = { "include", "exclude", "only" };
 const char *const estimator_summaries[ESTIMATORS] = {
 	"a detected event weighs its sample's period (ComDetective's)",
 	"a sampled access: P/J x its line's transfers over J accesses (emulate, monitor traces;\n"
-	"                     there P/q for P, q the share of sampled stores whose window opened)",
+	"                     there P/q for P, q the share of sampled stores whose window opened;\n"
+	"                     without effect: --expiry, --board-size, --hash, --watchpoints,\n"
+	"                     --period-multiplier, --line-watches, --line-watch-life)",
 	"owner on a trace with line monitor records (commrec --sampler inst), else comdetective",
 };
+
+enum estimator_kind estimator_pick(enum estimator_kind e, const char *model, bool monitor)
+{
+	if (e != ESTIMATOR_AUTO)
+		return e;
+	bool cd = !model || !strcmp(model, "comdetective");
+	return cd && monitor ? ESTIMATOR_OWNER : ESTIMATOR_COMDETECTIVE;
+}
 
 enum estimator_kind estimator_resolve(enum estimator_kind e, const char *model,
                                       const struct ct_trace *t)
 {
 	uint64_t j, p;
-	if (e != ESTIMATOR_AUTO)
-		return e;
-	bool cd = !model || !strcmp(model, "comdetective");
-	return cd && t && owner_monitor_params(t, &j, &p) ? ESTIMATOR_OWNER : ESTIMATOR_COMDETECTIVE;
+	return estimator_pick(e, model, t && owner_monitor_params(t, &j, &p));
+}
+
+/* The options only ComDetective's step reads (the bulletin board, the
+ * watchpoints and line watches, the kind filter): the owner estimator
+ * replaces that step, in the comdetective model (model_comdetective.c:
+ * the monitor's records only) and in the emulate model (model_emulate.c:
+ * the exact model's owner windows, no arms). */
+static const char owner_ignored[] =
+	" expiry board-size hash watchpoints period-multiplier line-watches line-watch-life ";
+
+bool estimator_ignores(enum estimator_kind e, const char *opt)
+{
+	char key[40];
+	snprintf(key, sizeof key, " %s ", opt);
+	return e == ESTIMATOR_OWNER && strstr(owner_ignored, key) != NULL;
+}
+
+void warn_ignored_options(const struct model_opts *o, enum estimator_kind e)
+{
+	struct model_opts d;
+	model_opts_default(&d);
+	char v[64], dv[64];
+	for (size_t i = 0; model_opt_names[i]; i++) {
+		const char *n = model_opt_names[i];
+		if (estimator_ignores(e, n) && strcmp(model_opts_format(o, n, v, sizeof v),
+		                                      model_opts_format(&d, n, dv, sizeof dv)))
+			ana_warn("--%s %s has no effect with the owner estimator; --estimator "
+			         "comdetective to use it", n, v);
+	}
 }
 
 bool model_opts_usable(const struct model_opts *o, const char *model, const struct ct_trace *t,
@@ -489,18 +526,69 @@ int ana_stdout_done(const char *path)
 	return EXIT_BADTRACE;
 }
 
-static void vmsg(const char *prefix, const char *fmt, va_list ap)
+/* Messages are written whole, with one fputs on the unbuffered stderr (one
+ * write: a sweep's workers, and MPI ranks sharing a terminal, do not cut
+ * into each other's lines), under msg_lock, which also guards the warnings
+ * already printed while ana_warn_once is on. */
+static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool msg_once;
+static char *msg_seen[64];       /* the warnings printed (copies) */
+static size_t msg_nseen;
+
+void ana_warn_once(bool on)
 {
-	fprintf(stderr, "commanalyze: %s", prefix);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	pthread_mutex_lock(&msg_lock);
+	msg_once = on;
+	while (msg_nseen)
+		free(msg_seen[--msg_nseen]);
+	pthread_mutex_unlock(&msg_lock);
+}
+
+/* Is text a warning already printed (ana_warn_once)?  Notes it if not.
+ * Under msg_lock. */
+static bool msg_repeated(const char *text)
+{
+	if (!msg_once)
+		return false;
+	for (size_t i = 0; i < msg_nseen; i++)
+		if (!strcmp(msg_seen[i], text))
+			return true;
+	if (msg_nseen < sizeof msg_seen / sizeof *msg_seen && (msg_seen[msg_nseen] = strdup(text)))
+		msg_nseen++;
+	return false;
+}
+
+static void vmsg(const char *prefix, bool warning, const char *fmt, va_list ap)
+{
+	char small[1024], *buf = small;
+	va_list aq;
+	va_copy(aq, ap);
+	int pl = snprintf(small, sizeof small, "commanalyze: %s", prefix);
+	int l = vsnprintf(small + pl, sizeof small - (size_t)pl, fmt, ap);
+	size_t len = l < 0 ? (size_t)pl : (size_t)pl + (size_t)l;   /* without the newline */
+	if (len + 2 > sizeof small && (buf = malloc(len + 2)) != NULL) {
+		memcpy(buf, small, (size_t)pl);
+		vsnprintf(buf + pl, len + 1 - (size_t)pl, fmt, aq);
+	} else if (len + 2 > sizeof small) {
+		buf = small;                 /* no memory: the message cut */
+		len = sizeof small - 2;
+	}
+	va_end(aq);
+	buf[len] = '\n';
+	buf[len + 1] = 0;
+	pthread_mutex_lock(&msg_lock);
+	if (!warning || !msg_repeated(buf))
+		fputs(buf, stderr);
+	pthread_mutex_unlock(&msg_lock);
+	if (buf != small)
+		free(buf);
 }
 
 void ana_err(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg("", fmt, ap);
+	vmsg("", false, fmt, ap);
 	va_end(ap);
 }
 
@@ -510,6 +598,6 @@ void ana_warn(const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg("warning: ", fmt, ap);
+	vmsg("warning: ", true, fmt, ap);
 	va_end(ap);
 }

@@ -163,7 +163,10 @@ int analysis_run_hooks(struct analysis *a, const char *path, const struct model_
 	int st = analysis_open(a, path);
 	if (st)
 		return st;
-	if (full_trace_check(a->trace, a->model->name, a->warning, sizeof a->warning))
+	enum estimator_kind est = analysis_estimator(a);
+	warn_ignored_options(o, est);
+	if (full_trace_check(a->trace, a->model->name, a->warning, sizeof a->warning) &&
+	    !estimator_ignores(est, "period-multiplier"))
 		kfilter_trace_check(a->trace, o->period_multiplier, a->warning, sizeof a->warning);
 	a->line_size = resolve_line_size(o, a->trace, &a->line_size_source);
 	if (trace_stats_init(&a->stats, a->nthreads)) {
@@ -205,14 +208,24 @@ void attr_add(struct attr_set *s, const char *key, const char *fmt, ...)
 	s->n++;
 }
 
+enum estimator_kind analysis_estimator(const struct analysis *a)
+{
+	return estimator_resolve(a->opts.estimator, a->model->name, a->trace);
+}
+
 void analysis_attrs(const struct analysis *a, struct attr_set *s)
 {
 	memset(s, 0, sizeof *s);
 	char v[64];
+	enum estimator_kind est = analysis_estimator(a);
 	for (size_t i = 0; model_opt_names[i]; i++) {
 		const char *name = model_opt_names[i];
+		if (estimator_ignores(est, name))
+			continue;
 		if (!strcmp(name, "line-size"))
 			attr_add(s, name, "%u", a->line_size);
+		else if (!strcmp(name, "estimator"))
+			attr_add(s, name, "%s", estimator_names[est]);
 		else
 			attr_add(s, name, "%s", model_opts_format(&a->opts, name, v, sizeof v));
 	}

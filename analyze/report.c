@@ -341,32 +341,27 @@ static void sec_trace(struct report *r)
 	throttle_line(r);
 }
 
-/* The estimator the model ran with (--estimator auto resolved). */
-static enum estimator_kind estimator_used(const struct analysis *a)
-{
-	return estimator_resolve(a->opts.estimator, a->model->name, a->trace);
-}
-
 /* Why that estimator: "option" (--estimator given), "monitor" (auto, on a
  * trace with line monitor records) or "default". */
 static const char *estimator_source(const struct analysis *a)
 {
 	if (a->opts.estimator != ESTIMATOR_AUTO)
 		return "option";
-	return estimator_used(a) == ESTIMATOR_OWNER ? "monitor" : "default";
+	return analysis_estimator(a) == ESTIMATOR_OWNER ? "monitor" : "default";
 }
 
 /* Model option i's value as the analysis used it (line size and estimator
- * resolved), or NULL when the model does not use it. */
+ * resolved), or NULL when the model does not use it, or its estimator does
+ * not (estimator_ignores). */
 static const char *option_used(const struct analysis *a, size_t i, char *v, size_t cap)
 {
 	const char *n = model_opt_names[i];
-	if (!model_opt_relevant(a->model->name, n))
+	if (!model_opt_relevant(a->model->name, n) || estimator_ignores(analysis_estimator(a), n))
 		return NULL;
 	if (!strcmp(n, "line-size"))
 		snprintf(v, cap, "%u", a->line_size);
 	else if (!strcmp(n, "estimator"))
-		snprintf(v, cap, "%s", estimator_names[estimator_used(a)]);
+		snprintf(v, cap, "%s", estimator_names[analysis_estimator(a)]);
 	else
 		model_opts_format(&a->opts, n, v, cap);
 	return v;
@@ -404,7 +399,7 @@ static const char *share_ci(const struct report *r, double part, double total, c
 static uint64_t owner_windows_missed(const struct analysis *a)
 {
 	const uint64_t *w = a->stats.owner_windows;
-	return estimator_used(a) == ESTIMATOR_OWNER ? w[CT_OWNER_DROP_TABLE] + w[CT_OWNER_DROP_LINE]
+	return analysis_estimator(a) == ESTIMATOR_OWNER ? w[CT_OWNER_DROP_TABLE] + w[CT_OWNER_DROP_LINE]
 	                                            : 0;
 }
 
@@ -521,7 +516,7 @@ static void sec_totals(struct report *r)
 	       share_ci(r, r->fa, r->total, ci, sizeof ci));
 	fprintf(r->f, "  (a line transfer: a cache line moving from the thread that wrote it to another\n"
 	       "   thread that accesses it; each detected event counts for its sample's period%s)\n",
-	       estimator_used(a) == ESTIMATOR_OWNER ? ",\n   as the estimator 'owner' weighs "
+	       analysis_estimator(a) == ESTIMATOR_OWNER ? ",\n   as the estimator 'owner' weighs "
 	       "them" : "");
 	if (r->var > 0)
 		fprintf(r->f, "  (90%%: intervals from the number of events behind each figure, sampling "
@@ -835,7 +830,7 @@ static void json_model(FILE *f, const struct analysis *a)
 		fprintf(f, ",\"estimator_source\":");
 		out_json_string(f, estimator_source(a));
 	}
-	if (estimator_used(a) == ESTIMATOR_OWNER) {
+	if (analysis_estimator(a) == ESTIMATOR_OWNER) {
 		const uint64_t *w = a->stats.owner_windows;
 		fprintf(f, ",\"owner_windows\":{\"opened\":%" PRIu64 ",\"dropped_table_full\":%" PRIu64
 		        ",\"dropped_line_full\":%" PRIu64 ",\"inclusion\":", w[CT_OWNER_OPENED],

@@ -320,6 +320,11 @@ bool sweep_swept(const struct sweep *s, const char *name)
 	return false;
 }
 
+enum estimator_kind sweep_estimator(const struct sweep_trace *ti, const struct model_opts *o)
+{
+	return estimator_pick(o->estimator, model_name(o), ti->owner_monitor);
+}
+
 const char *sweep_models(const struct sweep *s, char *buf, size_t cap)
 {
 	size_t l = 0;
@@ -597,9 +602,13 @@ static void warn_period_multiplier(const struct sweep *s, const struct ct_trace 
                                    const char *path, const size_t *points, size_t n)
 {
 	unsigned k = 1;
-	for (size_t i = 0; i < n; i++)
-		if (s->opts[points[i]].period_multiplier > k)
-			k = s->opts[points[i]].period_multiplier;
+	for (size_t i = 0; i < n; i++) {
+		const struct model_opts *o = &s->opts[points[i]];
+		if (o->period_multiplier > k &&
+		    !estimator_ignores(estimator_resolve(o->estimator, model_name(o), tr),
+		                       "period-multiplier"))
+			k = o->period_multiplier;
+	}
 	char why[320];
 	if (!kfilter_trace_check(tr, k, why, sizeof why))
 		ana_warn("%s: %s", path, why);
@@ -659,6 +668,8 @@ int sweep_run_reference(struct sweep *s)
 	if (an.warning[0])
 		ana_warn("reference %s: %s", s->ref_trace, an.warning);
 	s->ref_info.path = s->ref_trace;
+	uint64_t j, p;
+	s->ref_info.owner_monitor = owner_monitor_params(an.trace, &j, &p);
 	if (fill_info(&s->ref_info, an.trace, &an.topo)) {
 		analysis_free(&an);
 		ana_err("out of memory");
@@ -908,7 +919,10 @@ void sweep_usage(FILE *f, bool full)
 "  --traces T1,T2,...      several traces, same grid\n"
 "  -q, --quiet             errors only: no table on standard output, no warnings\n"
 "  --no-progress           no progress line on standard error\n"
-"Other model options (--expiry ns:5000 ...) are fixed for every point.  TRACE\n"
+"Other model options (--expiry ns:5000 ...) are fixed for every point.  A\n"
+"parameter the owner estimator ignores at every point (board-size on a trace\n"
+"with line monitor records, where auto picks owner) is refused: add\n"
+"--estimator comdetective.  Each warning is printed once.  TRACE\n"
 "defaults to trace.zst; options as for every command (see commanalyze --help).\n"
 "\n"
 "Exit status: 0 success, 1 usage error, 2 unreadable or damaged trace, or an\n"
@@ -983,6 +997,50 @@ static int sweep_option(struct sweep *s, struct sweep_cli *cli, int id, const ch
 	return EXIT_USAGE;
 }
 
+/* Whether each trace has line monitor records (sweep_trace.owner_monitor);
+ * a trace that does not open is left to the replay's message. */
+static void note_owner_monitors(struct sweep *s)
+{
+	for (size_t t = 0; t < s->ntraces; t++) {
+		struct ct_error e = {{0}};
+		struct ct_trace *tr = ana_trace_open(s->traces[t].path, &e);
+		uint64_t j, p;
+		s->traces[t].owner_monitor = tr && owner_monitor_params(tr, &j, &p);
+		if (tr)
+			ct_trace_close(tr);
+	}
+}
+
+/* A parameter that the estimator of every point ignores on some trace
+ * (estimator_ignores: the owner estimator, which --estimator auto picks on
+ * a trace with line monitor records) would give points all alike there:
+ * refused.  A fixed option it ignores is warned about (as in the other
+ * commands) where every point has the fixed model and estimator.  -1
+ * (message printed) or 0. */
+static int check_estimator_params(struct sweep *s)
+{
+	note_owner_monitors(s);
+	bool fixed = !sweep_swept(s, "model") && !sweep_swept(s, "estimator");
+	for (size_t t = 0; t < s->ntraces; t++) {
+		if (fixed)
+			warn_ignored_options(&s->base, sweep_estimator(&s->traces[t], &s->base));
+		for (size_t k = 0; k < s->nparams; k++) {
+			const char *name = s->params[k].name;
+			bool used = false;
+			for (size_t p = 0; p < s->ngrid && !used; p++)
+				used = !estimator_ignores(sweep_estimator(&s->traces[t], &s->opts[p]), name);
+			if (used)
+				continue;
+			ana_err("sweep: --param %s has no effect with the owner estimator, which every "
+			        "point runs with on %s%s; --estimator comdetective to sweep it", name,
+			        s->traces[t].path, s->base.estimator == ESTIMATOR_AUTO
+			                               ? " (--estimator auto: its line monitor records)" : "");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **argv)
 {
 	memset(cli, 0, sizeof *cli);
@@ -1040,6 +1098,8 @@ int sweep_parse_args(struct sweep *s, struct sweep_cli *cli, int argc, char **ar
 			ana_warn("sweep: --param %s: not used by the %s model (its points are all alike)",
 			         s->params[k].name, sweep_models(s, models, sizeof models));
 	}
+	if (check_estimator_params(s))
+		return EXIT_USAGE;
 	if (sweep_alloc_results(s)) {
 		ana_err("out of memory");
 		return EXIT_BADTRACE;
@@ -1087,6 +1147,7 @@ int cmd_sweep(int argc, char **argv)
 	struct sweep s;
 	struct sweep_cli cli;
 	sweep_init(&s);
+	ana_warn_once(true);    /* each warning once, not once per point */
 	int rc = sweep_parse_args(&s, &cli, argc, argv);
 	for (size_t t = 0; !rc && t < s.ntraces; t++)
 		rc = sweep_run_trace(&s, t, NULL, 0);
@@ -1095,5 +1156,6 @@ int cmd_sweep(int argc, char **argv)
 	if (!rc)
 		rc = sweep_finish_outputs(&s, &cli);
 	sweep_free(&s);
+	ana_warn_once(false);
 	return rc;
 }

@@ -66,6 +66,7 @@ struct sweep_trace {
 	size_t ncores;                /* core index space (core matrices) */
 	char **core_labels;
 	bool identity_topology;
+	bool owner_monitor;           /* line monitor records (--estimator auto: owner) */
 	uint64_t records;             /* records replayed */
 	bool damaged;
 	char damage[512];
@@ -128,6 +129,8 @@ int sweep_add_trace(struct sweep *s, const char *path);
 int sweep_alloc_results(struct sweep *s);
 /* Is model option name one of the --param (not a fixed option)? */
 bool sweep_swept(const struct sweep *s, const char *name);
+/* The estimator options o run with on trace ti (--estimator auto resolved). */
+enum estimator_kind sweep_estimator(const struct sweep_trace *ti, const struct model_opts *o);
 /* The models of the grid's points, in order of first use, comma-separated
  * ("exact", "exact,window"): what the outputs name as the sweep's model. */
 const char *sweep_models(const struct sweep *s, char *buf, size_t cap);

@@ -61,16 +61,35 @@ static const char *core_label(const struct sweep_trace *ti, size_t i, char *buf,
 	return buf;
 }
 
+/* The fixed estimator as the traces resolve it (--estimator auto: owner on
+ * those with line monitor records): auto when they differ, or when the
+ * model or the estimator is swept. */
+static enum estimator_kind fixed_estimator(const struct sweep *s)
+{
+	if (!s->ntraces || sweep_swept(s, "model") || sweep_swept(s, "estimator"))
+		return ESTIMATOR_AUTO;
+	enum estimator_kind e = sweep_estimator(&s->traces[0], &s->base);
+	for (size_t t = 1; t < s->ntraces; t++)
+		if (sweep_estimator(&s->traces[t], &s->base) != e)
+			return ESTIMATOR_AUTO;
+	return e;
+}
+
 /* The six matrices, totals and options of one result into group g. */
 static void write_mats(struct h5w *h, hid_t g, const struct sweep *s, const struct sweep_mats *m,
                        const struct sweep_trace *ti, const struct model_opts *o)
 {
 	char buf[256], key[64];
+	enum estimator_kind est = sweep_estimator(ti, o);
 	for (size_t k = 0; model_opt_names[k]; k++) {
+		if (estimator_ignores(est, model_opt_names[k]))
+			continue;
 		snprintf(key, sizeof key, "opt:%s", model_opt_names[k]);
 		if (!strcmp(model_opt_names[k], "line-size")) {
 			snprintf(buf, sizeof buf, "%u", m->line_size);
 			h5w_attr_value(h, g, key, buf);
+		} else if (!strcmp(model_opt_names[k], "estimator")) {
+			h5w_attr_value(h, g, key, estimator_names[est]);
 		} else {
 			h5w_attr_value(h, g, key, model_opts_format(o, model_opt_names[k], buf, sizeof buf));
 		}
@@ -294,12 +313,17 @@ int sweep_write_h5(const struct sweep *s, const char *path, struct ct_error *err
 		h5w_attr_str(&h, file, "trace", s->traces[0].path);
 	char models[200];
 	h5w_attr_str(&h, file, "model", sweep_models(s, models, sizeof models));
+	enum estimator_kind est = fixed_estimator(s);
 	for (size_t k = 0; model_opt_names[k]; k++) {
 		char key[64], v[128];
-		if (sweep_swept(s, model_opt_names[k]))
-			continue;   /* not fixed: its values are /grid/NAME */
+		if (sweep_swept(s, model_opt_names[k]) || estimator_ignores(est, model_opt_names[k]))
+			continue;   /* not fixed: its values are /grid/NAME; or not used */
 		snprintf(key, sizeof key, "fixed:%s", model_opt_names[k]);
-		h5w_attr_value(&h, file, key, model_opts_format(&s->base, model_opt_names[k], v, sizeof v));
+		if (!strcmp(model_opt_names[k], "estimator"))
+			h5w_attr_value(&h, file, key, estimator_names[est]);
+		else
+			h5w_attr_value(&h, file, key,
+			               model_opts_format(&s->base, model_opt_names[k], v, sizeof v));
 	}
 	const char *pn[SWEEP_MAX_PARAMS];
 	for (size_t k = 0; k < s->nparams; k++)

@@ -168,6 +168,7 @@ int sweep_mpi_main(int argc, char **argv)
 	struct sweep s;
 	struct sweep_cli cli;
 	sweep_init(&s);
+	ana_warn_once(true);    /* each warning once per rank, not once per point */
 	/* every rank parses; only rank 0 speaks */
 	int saved = -1;
 	if (rank) {

@@ -217,6 +217,61 @@ fi
 if run report_owner_none 0 "$A" report "$WORK/ownernone.zst"; then
 	check report_owner_none_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'opened no window for any of the 3 sampled stores (3: its table was full, 0: their line had its most windows open): the owner estimate has nothing to weigh'"
 fi
+# --estimator auto (the default) as it resolved, in every attribute-based
+# output: owner on the monitor trace, comdetective on the others (as before
+# the default changed); under owner, the options only ComDetective's step
+# reads are left out
+if run matrix_estimator_owner 0 "$A" matrix "$WORK/owner.zst"; then
+	check matrix_estimator_resolved grep -q '^  estimator: owner$' "$WORK/out"
+	check matrix_owner_no_board bash -c "! grep -qE '^  (board-size|expiry|hash|watchpoints|period-multiplier):' '$WORK/out'"
+fi
+run matrix_estimator_owner_json 0 "$A" matrix "$WORK/owner.zst" --format json &&
+	check matrix_estimator_resolved_json grep -q "\"estimator\": \"owner\"," "$WORK/out"
+if run matrix_estimator_default 0 "$A" matrix "$G"; then
+	check matrix_estimator_comdetective grep -q '^  estimator: comdetective$' "$WORK/out"
+	check matrix_comdetective_board grep -q '^  board-size: 127$' "$WORK/out"
+fi
+run html_estimator_owner 0 "$A" html "$WORK/owner.zst" -o "$WORK/own.html" &&
+	check html_estimator_one_name bash -c "[ \"\$(grep -o 'estimator=[a-z]*' '$WORK/own.html' | sort -u)\" = estimator=owner ]"
+# the owner path reads only the monitor's records: ComDetective's options
+# change nothing in it, the report leaves them out of its Model line, and a
+# given one is warned about once
+run matrix_owner_plain 0 "$A" matrix "$WORK/owner.zst" --format csv && cp "$WORK/out" "$WORK/own_plain.csv"
+if run matrix_owner_cd_opts 0 "$A" matrix "$WORK/owner.zst" --format csv --board-size 1 --hash murmur \
+	--expiry ns:1 --watchpoints 0 --period-multiplier 3; then
+	check owner_cd_opts_no_effect cmp -s "$WORK/out" "$WORK/own_plain.csv"
+	check owner_cd_opts_warned bash -c "[ \$(grep -c 'has no effect with the owner estimator; --estimator comdetective to use it' '$WORK/err') = 5 ]"
+fi
+if run report_owner_board 0 "$A" report "$WORK/owner.zst" --board-size 63; then
+	check report_owner_model_line grep -q '^  comdetective: line-size=64 estimator=owner$' "$WORK/out"
+	check report_owner_board_warned grep -qx 'commanalyze: warning: --board-size 63 has no effect with the owner estimator; --estimator comdetective to use it' "$WORK/err"
+fi
+"$MK" "$WORK/ownerlw.zst" ownerlw || fail mktrace_ownerlw
+run report_owner_k2 0 "$A" report "$WORK/ownerlw.zst" --period-multiplier 2 &&
+	check report_owner_k2_no_linewatch_warning bash -c "! grep -q 'cannot stand for a 2 times longer period' '$WORK/out'"
+run report_cd_k2 0 "$A" report "$WORK/ownerlw.zst" --period-multiplier 2 --estimator comdetective &&
+	check report_cd_k2_linewatch_warning bash -c "tr -s '\n ' ' ' <'$WORK/out' | grep -q 'cannot stand for a 2 times longer period'"
+# sweep: a parameter the owner estimator ignores at every point is refused;
+# with the comdetective estimator it sweeps
+if run sweep_owner_board_refused 1 "$A" sweep "$WORK/owner.zst" --param board-size=63,127; then
+	check sweep_owner_board_message grep -q "sweep: --param board-size has no effect with the owner estimator, which every point runs with on $WORK/owner.zst (--estimator auto: its line monitor records); --estimator comdetective to sweep it" "$WORK/err"
+fi
+run sweep_cd_board 0 "$A" sweep "$WORK/owner.zst" --param board-size=63,127 --estimator comdetective
+run sweep_owner_fixed_board 0 "$A" sweep "$WORK/owner.zst" --board-size 63 --param line-size=64,128 &&
+	check sweep_owner_fixed_board_warned bash -c "[ \$(grep -c -- '--board-size 63 has no effect with the owner estimator' '$WORK/err') = 1 ]"
+run sweep_estimator_board 0 "$A" sweep "$WORK/owner.zst" --param board-size=63,127 --param estimator=comdetective,owner
+# a model's warning once per sweep, not once per point, each a whole line
+if run sweep_warning_once 0 "$A" sweep "$WORK/owner.zst" --param line-size=64,128,256 -j 2; then
+	check sweep_warning_once_count bash -c "[ \$(grep -c 'line monitor: 2 of 3 sampled stores opened no window' '$WORK/err') = 1 ]"
+	check sweep_warning_lines_whole bash -c "! grep -v '^commanalyze: ' '$WORK/err'"
+fi
+if command -v h5dump >/dev/null && "$A" sweep "$WORK/owner.zst" --param line-size=64,128 -q -o "$WORK/own.h5" 2>/dev/null; then
+	check sweep_h5_fixed_estimator bash -c "h5dump -a /fixed:estimator '$WORK/own.h5' | grep -q '\"owner\"'"
+	check sweep_h5_opt_estimator bash -c "h5dump -A '$WORK/own.h5' | grep -A9 'ATTRIBUTE \"opt:estimator\"' | grep '(0)' | sort -u | grep -q '^ *(0): \"owner\"$'"
+	check sweep_h5_no_board bash -c "! h5dump -A '$WORK/own.h5' | grep -q 'board-size'"
+else
+	skip sweep_h5_fixed_estimator "needs h5dump and an HDF5 build"
+fi
 # a soft-sampler trace (periods in CPU time): the totals are relative, and say so
 LC_ALL=C sed 's/period_unit=events/period_unit=us-cpu/' "$G" >"$WORK/soft.zst"
 if run report_soft 0 "$A" "$WORK/soft.zst"; then

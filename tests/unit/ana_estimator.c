@@ -388,6 +388,31 @@ static void test_estimator_option(void)
 	CHECK(model_opt_relevant("emulate", "estimator") && model_opt_relevant("comdetective", "estimator"));
 	CHECK(!model_opt_relevant("exact", "estimator"));
 	CHECK(model_opts_parse(&o, "seed", "7", err, sizeof err) == 0 && o.seed == 7);
+	/* auto picks owner for the comdetective model where the trace has a monitor */
+	CHECK(estimator_pick(ESTIMATOR_AUTO, NULL, true) == ESTIMATOR_OWNER);
+	CHECK(estimator_pick(ESTIMATOR_AUTO, "comdetective", true) == ESTIMATOR_OWNER);
+	CHECK(estimator_pick(ESTIMATOR_AUTO, "emulate", true) == ESTIMATOR_COMDETECTIVE);
+	CHECK(estimator_pick(ESTIMATOR_AUTO, "comdetective", false) == ESTIMATOR_COMDETECTIVE);
+	CHECK(estimator_pick(ESTIMATOR_COMDETECTIVE, NULL, true) == ESTIMATOR_COMDETECTIVE);
+}
+
+/* The options the owner estimator leaves without effect: those only
+ * ComDetective's step reads (model_comdetective.c's owner path reads the
+ * monitor's records; emulate's owner path runs no board and arms nothing). */
+static void test_estimator_ignores(void)
+{
+	static const char *const ignored[] = { "expiry", "board-size", "hash", "watchpoints",
+	                                       "period-multiplier", "line-watches",
+	                                       "line-watch-life" };
+	static const char *const used[] = { "model", "line-size", "estimator", "emulate-period",
+	                                    "seed", "owner-window", "window" };
+	for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++) {
+		CHECK(estimator_ignores(ESTIMATOR_OWNER, ignored[i]));
+		CHECK(!estimator_ignores(ESTIMATOR_COMDETECTIVE, ignored[i]));
+		CHECK(!estimator_ignores(ESTIMATOR_AUTO, ignored[i]));
+	}
+	for (size_t i = 0; i < sizeof used / sizeof *used; i++)
+		CHECK(!estimator_ignores(ESTIMATOR_OWNER, used[i]));
 }
 
 /* emulate --estimator owner --emulate-period 1 (every access sampled, with
@@ -577,6 +602,7 @@ int main(void)
 	RUN(test_owner_unbiased);
 	RUN(test_interval_values);
 	RUN(test_estimator_option);
+	RUN(test_estimator_ignores);
 	RUN(test_emulate_owner_period1);
 	RUN(test_comdetective_var);
 	RUN(test_owner_monitor_trace);

@@ -14,6 +14,8 @@
  *   ana_mktrace OUT owner        the line monitor's records (--owner-window 4, period
  *                                10, 3 threads): 1 window opened, 2 not, 45 transfers
  *   ana_mktrace OUT ownernone    the same, no window opened (its table full), no transfer
+ *   ana_mktrace OUT ownerlw      owner, its CONFIG saying line_watches=8 (as the inst
+ *                                sampler records it: --period-multiplier cannot thin it)
  *   ana_mktrace OUT cpus         3 threads on 4 logical cpus (two per physical
  *                                core): ComDetective's cpu-indexed files
  *   ana_mktrace OUT threads N    N threads in a ring: thread i stores a word of
@@ -281,11 +283,14 @@ static void build_nosamples(struct tb *b)
  * T1 <- T0 1 window (7.5), T2 <- T0 2 (15), T0 <- T2 3 (22.5), 45 in all
  * (15 without the missed windows).  none_opened: every sampled store
  * finds the table full, and no transfer is seen. */
-static void build_owner(struct tb *b, bool none_opened)
+static void build_owner(struct tb *b, bool none_opened, bool line_watches)
 {
 	tb_init(b, 3);
 	b->features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
-	tb_config(b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
+	tb_config(b, line_watches ? "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\n"
+	                            "owner_window=4\nline_watches=8\n"
+	                          : "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\n"
+	                            "owner_window=4\n");
 	static const uint8_t status[3] = { CT_OWNER_OPENED, CT_OWNER_DROP_TABLE, CT_OWNER_DROP_LINE };
 	for (uint32_t t = 0; t < 3; t++) {
 		tb_sample(b, t, 10 + t, 0x10000, 8, CT_ACCESS_STORE, 10);
@@ -358,8 +363,9 @@ int main(int argc, char **argv)
 		build_cpus(&b);
 	} else if (!strcmp(argv[2], "nosamples")) {
 		build_nosamples(&b);
-	} else if (!strcmp(argv[2], "owner") || !strcmp(argv[2], "ownernone")) {
-		build_owner(&b, !strcmp(argv[2], "ownernone"));
+	} else if (!strcmp(argv[2], "owner") || !strcmp(argv[2], "ownernone") ||
+	           !strcmp(argv[2], "ownerlw")) {
+		build_owner(&b, !strcmp(argv[2], "ownernone"), !strcmp(argv[2], "ownerlw"));
 	} else if (!strcmp(argv[2], "quiet")) {
 		build_quiet(&b);
 	} else if (!strcmp(argv[2], "big") && argc > 3) {
@@ -377,7 +383,7 @@ int main(int argc, char **argv)
 	           !strcmp(argv[2], "armsnohitsoft") || !strcmp(argv[2], "fullwp0")) {
 		build_variant(&b, argv[2]);
 	} else {
-		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|long|unrecorded|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|owner|ownernone|quiet|big N|threads N|regions N\n");
+		fprintf(stderr, "usage: ana_mktrace OUT basic|incomplete|long|unrecorded|cpus|nofire|armsnohit|armsnohitsoft|fullwp0|nosamples|owner|ownernone|quiet|ownerlw|big N|threads N|regions N\n");
 		return 1;
 	}
 	unlink(b.path);
