@@ -61,25 +61,6 @@ static void *app_symbols(size_t *len)
 	return p;
 }
 
-/* Write b, then append sections (after the SUMMARY: readers take sections
- * wherever they are). */
-static const char *write_with(struct tb *b, const void *sym, size_t symlen, const char *maps)
-{
-	const char *path = tb_write(b);
-	if (!path)
-		return NULL;
-	int fd = open(path, O_WRONLY | O_APPEND);
-	if (fd < 0)
-		return NULL;
-	int bad = 0;
-	if (maps)
-		bad |= ct_write_section(fd, CT_SEC_MAPS, maps, strlen(maps)) < 0;
-	if (sym)
-		bad |= ct_write_section(fd, CT_SEC_SYMBOLS, sym, symlen) < 0;
-	close(fd);
-	return bad ? NULL : path;
-}
-
 struct fixture {
 	struct tb b;
 	struct ct_trace *t;
@@ -93,7 +74,7 @@ struct fixture {
 static int fx_open(struct fixture *fx, const void *sym, size_t symlen, const char *maps,
                    bool from_binaries)
 {
-	const char *path = write_with(&fx->b, sym, symlen, maps);
+	const char *path = tb_write_with(&fx->b, sym, symlen, maps);
 	if (!path)
 		return -1;
 	struct ct_error err;
@@ -594,7 +575,7 @@ static void test_engine(void)
 	tb_sample(&b, 0, 400, Q + 8, 8, LD, 1000);
 	size_t len;
 	void *sym = app_symbols(&len);
-	const char *path = write_with(&b, sym, len, NULL);
+	const char *path = tb_write_with(&b, sym, len, NULL);
 	free(sym);
 	CHECK(path != NULL);
 	struct model_opts o;

@@ -73,15 +73,11 @@ static void acc(struct tb *b, uint32_t t, uint64_t time, uint64_t ip, uint64_t a
 /* Write b with the program's symbols: its path, NULL on failure. */
 static const char *write_with_symbols(struct tb *b)
 {
-	const char *path = tb_write(b);
 	size_t len;
 	void *sym = pipe_symbols(&len);
-	int fd = path && sym ? open(path, O_WRONLY | O_APPEND) : -1;
-	bool ok = fd >= 0 && ct_write_section(fd, CT_SEC_SYMBOLS, sym, len) >= 0;
-	if (fd >= 0)
-		close(fd);
+	const char *path = sym ? tb_write_with(b, sym, len, NULL) : NULL;
 	free(sym);
-	return ok ? path : NULL;
+	return path;
 }
 
 /* Each round: stage1 (T0) writes buf1, stage2 (T1) reads it and writes

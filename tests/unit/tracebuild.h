@@ -225,6 +225,27 @@ static inline const char *tb_write(struct tb *b)
 	return bad ? NULL : b->path;
 }
 
+/* Write b, then append a MAPS and a SYMBOLS section where given (after the
+ * SUMMARY: readers take sections wherever they are); its path or NULL. */
+static inline const char *tb_write_with(struct tb *b, const void *sym, size_t symlen,
+                                        const char *maps)
+{
+	const char *path = tb_write(b);
+	if (!path)
+		return NULL;
+	int fd = open(path, O_WRONLY | O_APPEND);
+	if (fd < 0)
+		return NULL;
+	int bad = 0;
+	if (maps)
+		bad |= ct_write_section(fd, CT_SEC_MAPS, maps, strlen(maps)) < 0;
+	if (sym)
+		bad |= ct_write_section(fd, CT_SEC_SYMBOLS, sym, symlen) < 0;
+	if (close(fd) < 0)
+		bad = 1;
+	return bad ? NULL : path;
+}
+
 static inline void tb_free(struct tb *b)
 {
 	if (b->path[0])
