@@ -512,7 +512,7 @@ static void cd_finish(void *self)
 		ana_warn("line monitor: %llu of %llu sampled stores opened no window (%llu: the "
 		         "monitor table was full, %llu: their line had its most windows open); "
 		         "the owner estimate weighs the opened ones for them (x 1/q, q the share "
-		         "of the recent sampled stores whose window opened)",
+		         "of the sampled stores so far whose window opened)",
 		         (unsigned long long)drop, (unsigned long long)all,
 		         (unsigned long long)cd->windows[CT_OWNER_DROP_TABLE],
 		         (unsigned long long)cd->windows[CT_OWNER_DROP_LINE]);
