@@ -346,6 +346,8 @@ bool model_opts_usable(const struct model_opts *o, const char *model, const stru
 /* The line monitor of an inst-sampled trace (commrec --owner-window): its
  * window J and the sampling period P; false when the trace has none. */
 bool owner_monitor_params(const struct ct_trace *t, uint64_t *window, uint64_t *period);
+/* Has t (NULL: no) the line monitor's records? */
+bool owner_monitor_trace(const struct ct_trace *t);
 /* The estimator that model runs with on trace t when asked for e: e itself
  * unless it is ESTIMATOR_AUTO, which is owner for the comdetective model
  * (model NULL: the default) on a trace with line monitor records, and

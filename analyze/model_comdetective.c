@@ -171,6 +171,12 @@ bool owner_monitor_params(const struct ct_trace *t, uint64_t *window, uint64_t *
 	return *window && *period;
 }
 
+bool owner_monitor_trace(const struct ct_trace *t)
+{
+	uint64_t j, p;
+	return t && owner_monitor_params(t, &j, &p);
+}
+
 static void *cd_create(const struct model_setup *s)
 {
 	struct cd *cd = calloc(1, sizeof *cd);

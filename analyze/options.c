@@ -202,8 +202,7 @@ enum estimator_kind estimator_pick(enum estimator_kind e, const char *model, boo
 enum estimator_kind estimator_resolve(enum estimator_kind e, const char *model,
                                       const struct ct_trace *t)
 {
-	uint64_t j, p;
-	return estimator_pick(e, model, t && owner_monitor_params(t, &j, &p));
+	return estimator_pick(e, model, owner_monitor_trace(t));
 }
 
 /* The options only ComDetective's step reads (the bulletin board, the

@@ -668,8 +668,7 @@ int sweep_run_reference(struct sweep *s)
 	if (an.warning[0])
 		ana_warn("reference %s: %s", s->ref_trace, an.warning);
 	s->ref_info.path = s->ref_trace;
-	uint64_t j, p;
-	s->ref_info.owner_monitor = owner_monitor_params(an.trace, &j, &p);
+	s->ref_info.owner_monitor = owner_monitor_trace(an.trace);
 	if (fill_info(&s->ref_info, an.trace, &an.topo)) {
 		analysis_free(&an);
 		ana_err("out of memory");
@@ -1004,8 +1003,7 @@ static void note_owner_monitors(struct sweep *s)
 	for (size_t t = 0; t < s->ntraces; t++) {
 		struct ct_error e = {{0}};
 		struct ct_trace *tr = ana_trace_open(s->traces[t].path, &e);
-		uint64_t j, p;
-		s->traces[t].owner_monitor = tr && owner_monitor_params(tr, &j, &p);
+		s->traces[t].owner_monitor = owner_monitor_trace(tr);
 		if (tr)
 			ct_trace_close(tr);
 	}
