@@ -1194,3 +1194,159 @@ int symtab_prune(struct symtab *s, const struct st_addrs *ips, const struct st_a
 			return -1;
 	return 0;
 }
+
+/* ---- memory maps ------------------------------------------------------------ */
+
+int symtab_maps_line(const char *line, size_t len, struct st_mapping *out)
+{
+	char buf[4352];
+	if (len >= sizeof buf)
+		return -1;
+	memcpy(buf, line, len);
+	buf[len] = 0;
+	unsigned long long start, end, off;
+	char perms[8], bid[2 * BUILDID_MAX + 1];
+	int n = 0;
+	if (sscanf(buf, "%llx-%llx %7s %llx %128s %n", &start, &end, perms, &off, bid, &n) < 5)
+		return -1;
+	if (end < start)
+		return -1;
+	memset(out, 0, sizeof *out);
+	out->start = start;
+	out->end = end;
+	out->offset = off;
+	out->exec = strchr(perms, 'x') != NULL;
+	snprintf(out->buildid, sizeof out->buildid, "%s", bid);
+	const char *p = n ? buf + n : "";
+	while (*p == ' ')
+		p++;
+	snprintf(out->path, sizeof out->path, "%s", p);
+	return 0;
+}
+
+bool symtab_mapping_is_file(const struct st_mapping *m)
+{
+	return m->path[0] == '/' && !strstr(m->path, " (deleted)");
+}
+
+static int cmp_vrange(const void *x, const void *y)
+{
+	uint64_t a = ((const struct st_range *)x)->lo, b = ((const struct st_range *)y)->lo;
+	return a < b ? -1 : a > b;
+}
+
+/* The MAPS text's mappings, parsed; NULL when out of memory. */
+static struct st_mapping *parse_maps(const char *text, size_t len, size_t *count)
+{
+	struct st_mapping *m = NULL;
+	size_t n = 0, cap = 0;
+	for (const char *p = text, *end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct st_mapping *q = realloc(m, cap * sizeof *m);
+			if (!q) {
+				free(m);
+				return NULL;
+			}
+			m = q;
+		}
+		if (symtab_maps_line(p, l, &m[n]) == 0)
+			n++;
+		p += l + 1;
+	}
+	*count = n;
+	return m ? m : calloc(1, sizeof *m);
+}
+
+/* Whether path is among the n module paths (files with an executable
+ * mapping: a few dozen). */
+static bool in_paths(const char *const *paths, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(paths[i], path))
+			return true;
+	return false;
+}
+
+static int cmp_u64v(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+static bool in_sorted(const uint64_t *v, size_t n, uint64_t x)
+{
+	const uint64_t *p = bsearch(&x, v, n, sizeof *v, cmp_u64v);
+	return p != NULL;
+}
+
+/* r's ranges sorted, and the overlapping or touching ones joined. */
+static void ranges_merge(struct st_ranges *r)
+{
+	qsort(r->v, r->n, sizeof *r->v, cmp_vrange);
+	size_t o = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		if (o && r->v[i].lo <= r->v[o - 1].hi) {
+			if (r->v[i].hi > r->v[o - 1].hi)
+				r->v[o - 1].hi = r->v[i].hi;
+		} else {
+			r->v[o++] = r->v[i];
+		}
+	}
+	r->n = o;
+}
+
+int symtab_var_ranges(struct st_ranges *r, const char *text, size_t len)
+{
+	size_t n = 0, nmod = 0, nend = 0;
+	struct st_mapping *m = parse_maps(text, len, &n);
+	const char **mods = m ? malloc((n ? n : 1) * sizeof *mods) : NULL;
+	uint64_t *ends = mods ? malloc((n ? n : 1) * sizeof *ends) : NULL;
+	r->v = ends ? malloc((n ? n : 1) * sizeof *r->v) : NULL;
+	r->n = r->last = 0;
+	if (!r->v) {
+		free(ends);
+		free(mods);
+		free(m);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (m[i].exec && symtab_mapping_is_file(&m[i]) && !in_paths(mods, nmod, m[i].path))
+			mods[nmod++] = m[i].path;
+	for (size_t i = 0; i < n; i++)
+		if (symtab_mapping_is_file(&m[i]) && in_paths(mods, nmod, m[i].path)) {
+			r->v[r->n++] = (struct st_range){ m[i].start, m[i].end };
+			ends[nend++] = m[i].end;
+		}
+	qsort(ends, nend, sizeof *ends, cmp_u64v);
+	/* the kernel joins a .bss and a brk heap that starts right after it
+	 * (address randomization off) into one mapping named [heap] */
+	for (size_t i = 0; i < n; i++)
+		if ((!m[i].path[0] || !strcmp(m[i].path, "[heap]")) && in_sorted(ends, nend, m[i].start))
+			r->v[r->n++] = (struct st_range){ m[i].start, m[i].end };
+	ranges_merge(r);
+	free(ends);
+	free(mods);
+	free(m);
+	return 0;
+}
+
+bool symtab_ranges_has(struct st_ranges *r, uint64_t x)
+{
+	if (r->n && x >= r->v[r->last].lo && x < r->v[r->last].hi)
+		return true;
+	size_t lo = 0, hi = r->n;   /* the first range with lo > x is at hi */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->v[mid].lo <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || x >= r->v[lo - 1].hi)
+		return false;
+	r->last = lo - 1;
+	return true;
+}

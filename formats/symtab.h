@@ -192,6 +192,23 @@ struct st_mapping {
 	char path[4096];
 };
 int symtab_maps_line(const char *line, size_t len, struct st_mapping *out);
+/* Whether m maps a file that still exists under its path. */
+bool symtab_mapping_is_file(const struct st_mapping *m);
+/* Where a data address can fall in a variable of a module (a file with an
+ * executable mapping, as symtab_from_maps takes them): the file's mappings
+ * and an anonymous mapping (or [heap]) that continues one of them (the
+ * .bss past the file's last page).  Heap, stacks and other anonymous memory hold no
+ * variables: a full trace has millions of distinct addresses there, which
+ * the join need not collect.  Sorted, disjoint ranges. */
+struct st_ranges {
+	struct st_range { uint64_t lo, hi; } *v;
+	size_t n;
+	size_t last;      /* the range of the previous lookup */
+};
+/* The ranges of the MAPS text into r (free r->v).  0, or -1 when out of
+ * memory. */
+int symtab_var_ranges(struct st_ranges *r, const char *text, size_t len);
+bool symtab_ranges_has(struct st_ranges *r, uint64_t x);
 /* A module (symtab_add_elf) for every file with an executable mapping in
  * the MAPS text; bias from its lowest mapping.  A file whose build-id
  * differs from the recorded one gets no symbols.  note() (may be NULL) is

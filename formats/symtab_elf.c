@@ -377,38 +377,6 @@ struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo
 
 /* ---- memory maps ------------------------------------------------------------ */
 
-int symtab_maps_line(const char *line, size_t len, struct st_mapping *out)
-{
-	char buf[4352];
-	if (len >= sizeof buf)
-		return -1;
-	memcpy(buf, line, len);
-	buf[len] = 0;
-	unsigned long long start, end, off;
-	char perms[8], bid[2 * BUILDID_MAX + 1];
-	int n = 0;
-	if (sscanf(buf, "%llx-%llx %7s %llx %128s %n", &start, &end, perms, &off, bid, &n) < 5)
-		return -1;
-	if (end < start)
-		return -1;
-	memset(out, 0, sizeof *out);
-	out->start = start;
-	out->end = end;
-	out->offset = off;
-	out->exec = strchr(perms, 'x') != NULL;
-	snprintf(out->buildid, sizeof out->buildid, "%s", bid);
-	const char *p = n ? buf + n : "";
-	while (*p == ' ')
-		p++;
-	snprintf(out->path, sizeof out->path, "%s", p);
-	return 0;
-}
-
-static bool file_path(const char *p)
-{
-	return p[0] == '/' && !strstr(p, " (deleted)");
-}
-
 int symtab_from_maps(struct symtab *s, const char *text, size_t len, const struct st_addrs *ips,
                      void (*note)(void *arg, const char *path, const char *what), void *arg)
 {
@@ -421,7 +389,7 @@ int symtab_from_maps(struct symtab *s, const char *text, size_t len, const struc
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		struct st_mapping mp;
-		if (symtab_maps_line(p, l, &mp) == 0 && file_path(mp.path)) {
+		if (symtab_maps_line(p, l, &mp) == 0 && symtab_mapping_is_file(&mp)) {
 			size_t i;
 			for (i = 0; i < nv; i++)
 				if (!strcmp(v[i].first.path, mp.path))

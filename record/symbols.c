@@ -121,15 +121,22 @@ static void addr_sort_unique(struct addrs *a)
 		sort_u64(a->v, o);
 }
 
+static void data_add(struct addrs *d, struct st_ranges *r, uint64_t x)
+{
+	if (symtab_ranges_has(r, x))
+		addr_add(d, x);
+}
+
 /* Every code address of the spool's records.  Watchpoint hits report the
  * instruction after the access, call sites return addresses: the byte
  * before belongs to the instruction of interest, so both are kept.  A
  * damaged thread file ends its addresses there; the rest still counts.
  * Soft samples that stand for the previous instruction add ip - 1 too, and
- * OpenMP region markers their outlined function.  Data addresses (samples, watchpoints) go to d,
- * the call sites' return addresses (allocation sites, whose blocks get a type) to s. */
-static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, struct addrs *s,
-                       char *err, size_t cap)
+ * OpenMP region markers their outlined function.  Data addresses (samples,
+ * watchpoints) that can be in a variable (vr) go to d, the call sites'
+ * return addresses (allocation sites, whose blocks get a type) to s. */
+static int collect_ips(const char *spool, struct st_ranges *vr, struct addrs *a, struct addrs *d,
+                       struct addrs *s, char *err, size_t cap)
 {
 	struct ct_error e;
 	struct ct_trace *t = ct_trace_open(spool, &e);
@@ -146,18 +153,18 @@ static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, stru
 		while (ct_cursor_next(c, &r, &e) == 1) {
 			switch (r.type) {
 			case CT_REC_SAMPLE:
-				addr_add(d, r.u.sample.addr);
+				data_add(d, vr, r.u.sample.addr);
 				addr_add(a, r.u.sample.ip);
 				if (r.u.sample.flags & CT_SAMPLE_PREV_INSN)
 					addr_add(a, r.u.sample.ip - 1);
 				break;
 			case CT_REC_WP_ARM:
-				addr_add(d, r.u.arm.pub_addr);
+				data_add(d, vr, r.u.arm.pub_addr);
 				for (unsigned k = 0; k < r.u.arm.nwp && k < CT_WP_MAX; k++)
-					addr_add(d, r.u.arm.wp_addr[k]);
+					data_add(d, vr, r.u.arm.wp_addr[k]);
 				break;
 			case CT_REC_WP_HIT:
-				addr_add(d, r.u.hit.addr);
+				data_add(d, vr, r.u.hit.addr);
 				addr_add(a, r.u.hit.ip);
 				addr_add(a, r.u.hit.ip - 1);
 				break;
@@ -170,11 +177,11 @@ static int collect_ips(const char *spool, struct addrs *a, struct addrs *d, stru
 				break;
 			}
 			case CT_REC_OWNER_XFER:
-				addr_add(d, r.u.oxfer.addr);
+				data_add(d, vr, r.u.oxfer.addr);
 				addr_add(a, r.u.oxfer.ip);
 				break;
 			case CT_REC_OWNER_WIN:
-				addr_add(d, r.u.owin.addr);
+				data_add(d, vr, r.u.owin.addr);
 				break;
 			case CT_REC_CALLSITE:
 				for (unsigned k = 0; k < r.u.callsite.depth && k < CT_CALLSITE_MAX_DEPTH; k++) {
@@ -258,15 +265,20 @@ int embed_symbols(const char *spool_dir, void **payload, size_t *len,
 	*payload = NULL;
 	*len = 0;
 	struct addrs a = { 0 }, d = { 0 }, cs = { 0 };
+	struct st_ranges vr = { 0 };
 	size_t mlen = 0;
-	char *maps = NULL;
-	if (collect_ips(spool_dir, &a, &d, &cs, err, cap) ||
-	    !(maps = read_maps(spool_dir, &mlen, err, cap))) {
+	char *maps = read_maps(spool_dir, &mlen, err, cap);
+	if (maps && symtab_var_ranges(&vr, maps, mlen))
+		snprintf(err, cap, "out of memory reading the maps");
+	if (!maps || !vr.v || collect_ips(spool_dir, &vr, &a, &d, &cs, err, cap)) {
+		free(maps);
+		free(vr.v);
 		free(a.v);
 		free(d.v);
 		free(cs.v);
 		return -1;
 	}
+	free(vr.v);
 	struct symtab s;
 	symtab_init(&s);
 	struct st_addrs sites = { .v = cs.v, .n = cs.n };

@@ -365,8 +365,51 @@ static void test_type_cycle(void)
 	symtab_free(&s);
 }
 
+/* The ranges where a recorded data address can be in a variable: a
+ * module's file mappings and the anonymous mapping that continues one of
+ * them (its .bss, also when the kernel joined it with the brk heap); not
+ * the heap elsewhere, a stack, an anonymous mapping elsewhere,
+ * a file without an executable mapping, or a deleted file. */
+static void test_var_ranges(void)
+{
+	static const char maps[] =
+	    "1000-2000 r--p 00000000 ab /bin/prog\n"
+	    "2000-3000 r-xp 00001000 ab /bin/prog\n"
+	    "3000-4000 rw-p 00002000 ab /bin/prog\n"
+	    "4000-6000 rw-p 00000000 -\n"                 /* prog's .bss */
+	    "7000-8000 rw-p 00000000 - [heap]\n"
+	    "9000-a000 rw-p 00000000 -\n"                 /* after a gap: not .bss */
+	    "a000-b000 r--p 00000000 cd /data/input\n"    /* no executable mapping */
+	    "b000-c000 rw-p 00000000 -\n"                 /* continues a data file */
+	    "c000-d000 r-xp 00000000 ef /lib/gone (deleted)\n"
+	    "d000-e000 rw-p 00000000 -\n"
+	    "not a maps line\n"
+	    "20000-21000 r-xp 00000000 12 /lib/libx.so\n"
+	    "21000-22000 rw-p 00001000 12 /lib/libx.so\n"
+	    "30000-31000 r-xp 00000000 34 /bin/norand\n"
+	    "31000-35000 rw-p 00000000 - [heap]";    /* .bss and brk joined; no final newline */
+	struct st_ranges r = { 0 };
+	CHECK(symtab_var_ranges(&r, maps, sizeof maps - 1) == 0);
+	CHECK(r.n == 3);          /* 1000-6000 merged, 20000-22000, 30000-35000 */
+	static const struct { uint64_t x; bool in; } cases[] = {
+		{ 0xfff, false }, { 0x1000, true }, { 0x3fff, true }, { 0x4000, true },
+		{ 0x5fff, true }, { 0x6000, false }, { 0x7800, false }, { 0x9800, false },
+		{ 0xa800, false }, { 0xb800, false }, { 0xc800, false }, { 0xd800, false },
+		{ 0x20000, true }, { 0x21fff, true }, { 0x22000, false }, { 0x4800, true },
+		{ 0x34fff, true }, { 0x35000, false },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		CHECK(symtab_ranges_has(&r, cases[i].x) == cases[i].in);
+	free(r.v);
+	/* no maps at all: nothing is in a variable */
+	CHECK(symtab_var_ranges(&r, "", 0) == 0);
+	CHECK(r.n == 0 && !symtab_ranges_has(&r, 0x1000));
+	free(r.v);
+}
+
 int main(void)
 {
+	RUN(test_var_ranges);
 	RUN(test_lookups);
 	RUN(test_roundtrip);
 	RUN(test_empty);
