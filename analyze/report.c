@@ -442,6 +442,65 @@ static void owner_windows_warning(struct report *r)
 	     w[CT_OWNER_DROP_LINE], 100 * q, 1 / q, line);
 }
 
+/* The line monitor's lag test.  A window holds the transfers of its line's
+ * stores J to 2J - 1 after its sampled store; the runtime also counts,
+ * without recording them, those of stores 0 to J - 1, its lag (SUMMARY
+ * inst.owner_lag_transfers: transfers x the windows in their lag).  Over
+ * the same opened windows, with n_x the stores to x's line before x, the
+ * held count has expectation (q / P) sum_x min(J, max(0, n_x - J)) and the
+ * lag's (q / P) sum_x min(J, n_x): equal where every transfer had 2J
+ * stores before it (what the weights assume), the lag's larger where lines
+ * were stored fewer times before their transfers, and then the estimate
+ * is low.  The lag's count weighed as the held are (P / (J q) each) has
+ * expectation sum_x min(J, n_x) / J, between the estimate's and exact's
+ * (under the same assumption on missed windows).  `short_lines`: the held
+ * count lies below the lag's by more than the sampling's 90% (one-sided
+ * z = 1.645 on the sum of the two standard deviations, a bound for any
+ * correlation of the two; the held one from the estimate's variance, the
+ * lag's with the same variance per counted transfer, at least Poisson's). */
+struct owner_lag {
+	uint64_t lag, held;       /* transfers x windows: in their lag, held */
+	double lower;             /* the lag's count weighed as the held are */
+	bool short_lines;
+};
+
+static bool owner_lag_test(const struct analysis *a, double var, struct owner_lag *o)
+{
+	char v[32];
+	uint64_t j, p;
+	if (analysis_estimator(a) != ESTIMATOR_OWNER || !owner_monitor_params(a->trace, &j, &p) ||
+	    !ct_trace_meta(a->trace, CT_SEC_SUMMARY, "inst.owner_lag_transfers", v, sizeof v))
+		return false;
+	o->lag = strtoull(v, NULL, 10);
+	o->held = a->stats.owner_held;
+	double unit = (double)p / ((double)j * owner_inclusion(a));   /* one held transfer's weight */
+	o->lower = (double)o->lag * unit;
+	double sd_held = sqrt(var > 0 ? var : 0) / unit;
+	double per = o->held && sd_held * sd_held > (double)o->held ? sd_held * sd_held / (double)o->held
+	                                                           : 1;
+	double sd_lag = sqrt((double)o->lag * per);
+	o->short_lines = (double)o->lag - (double)o->held > Z90_SHARE * (sd_held + sd_lag);
+	return true;
+}
+
+static void owner_lag_warning(struct report *r)
+{
+	struct owner_lag o;
+	if (!owner_lag_test(r->a, r->var, &o) || !o.short_lines)
+		return;
+	uint64_t j, p;
+	owner_monitor_params(r->a->trace, &j, &p);
+	char low[32];
+	warn(r, "the owner estimate is low on this program: the line monitor's windows saw %" PRIu64
+	        " transfers in their lag (their line's first %" PRIu64 " stores) and only %" PRIu64
+	        " in the %" PRIu64 " stores after, the ones it counts. A transfer counts in full only "
+	        "after %" PRIu64 " stores to its line, and here lines were stored fewer times before "
+	        "their transfers. The lag's count weighed alike gives %s transfers, still low where "
+	        "lines had fewer than %" PRIu64 " stores (commanalyze(1), ESTIMATORS; a smaller "
+	        "--owner-window counts more of them, at a wider interval)", o.lag, j, o.held, j, 2 * j,
+	     fmt_count(o.lower, low, sizeof low), j);
+}
+
 /* The volume's interval line, and the warning when few events are behind it. */
 static void volume_ci(struct report *r)
 {
@@ -505,6 +564,7 @@ static void sec_totals(struct report *r)
 		fprintf(r->f, "\n");
 	volume_ci(r);
 	owner_windows_warning(r);
+	owner_lag_warning(r);
 	fprintf(r->f, "  %-26s %-9s transfers x %u bytes\n", "estimated bytes",
 	       fmt_bytes(r->total * a->line_size, b2, sizeof b2), a->line_size);
 	char ci[48];
@@ -809,8 +869,9 @@ static void json_interval(FILE *f, const char *name, bool have, struct interval 
 	fputc(']', f);
 }
 
-static void json_model(FILE *f, const struct analysis *a)
+static void json_model(FILE *f, const struct report *r)
 {
+	const struct analysis *a = r->a;
 	fprintf(f, "\"model\":{\"name\":");
 	out_json_string(f, a->model->name);
 	fprintf(f, ",\"options\":{");
@@ -836,6 +897,13 @@ static void json_model(FILE *f, const struct analysis *a)
 		        ",\"dropped_line_full\":%" PRIu64 ",\"inclusion\":", w[CT_OWNER_OPENED],
 		        w[CT_OWNER_DROP_TABLE], w[CT_OWNER_DROP_LINE]);
 		json_num(f, owner_inclusion(a));
+		struct owner_lag o;
+		if (owner_lag_test(a, r->var, &o)) {
+			fprintf(f, ",\"held_transfers\":%" PRIu64 ",\"lag_transfers\":%" PRIu64
+			        ",\"lag_estimate\":", o.held, o.lag);
+			json_num(f, o.lower);
+			fprintf(f, ",\"short_lines\":%s", o.short_lines ? "true" : "false");
+		}
 		fputc('}', f);
 	}
 	fprintf(f, "},\n");
@@ -894,7 +962,7 @@ static void report_json(FILE *f, struct report *r, struct attrib *at)
 	fprintf(f, ",\n\"records\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"watchpoint_arms\":%"
 	        PRIu64 ",\"watchpoint_hits\":%" PRIu64 ",\n", st->records, st->samples, r->arms,
 	        r->hits);
-	json_model(f, a);
+	json_model(f, r);
 	fprintf(f, "\"totals\":{\"events\":%" PRIu64 ",\"events_from_samples\":%" PRIu64
 	        ",\"events_from_watchpoints\":%" PRIu64 ",\"events_exact\":%" PRIu64
 	        ",\"transfers\":", r->events, r->via[COMM_VIA_SAMPLE], r->via[COMM_VIA_WATCHPOINT],
