@@ -20,6 +20,7 @@
 #define FEW_SAMPLES 100       /* per thread */
 #define FEW_EVENTS 100        /* effective events (interval.c) */
 #define TOO_FEW_EVENTS 10
+#define Z_LAG 3.09            /* the lag test's one-sided 0.001 (owner_lag_test) */
 #define Z90_SHARE 1.645       /* a share's 90% half width: z sqrt(p(1-p)/n), at most z/sqrt(4n) */
 #define HIGH_LOSS 0.05
 #define HIGH_SKIP 0.20
@@ -454,10 +455,12 @@ static void owner_windows_warning(struct report *r)
  * is low.  The lag's count weighed as the held are (P / (J q) each) has
  * expectation sum_x min(J, n_x) / J, between the estimate's and exact's
  * (under the same assumption on missed windows).  `short_lines`: the held
- * count lies below the lag's by more than the sampling's 90% (one-sided
- * z = 1.645 on the sum of the two standard deviations, a bound for any
- * correlation of the two; the held one from the estimate's variance, the
- * lag's with the same variance per counted transfer, at least Poisson's). */
+ * count lies below the lag's by more than Z_LAG times the sum of the two
+ * standard deviations (a bound on the difference's for any correlation of
+ * the two; the held one from the estimate's variance, the lag's with the
+ * same variance per counted transfer, at least Poisson's): one-sided
+ * 0.001, so that a program whose lines are stored often enough is warned
+ * of about once in 1000 reports. */
 struct owner_lag {
 	uint64_t lag, held;       /* transfers x windows: in their lag, held */
 	double lower;             /* the lag's count weighed as the held are */
@@ -479,7 +482,7 @@ static bool owner_lag_test(const struct analysis *a, double var, struct owner_la
 	double per = o->held && sd_held * sd_held > (double)o->held ? sd_held * sd_held / (double)o->held
 	                                                           : 1;
 	double sd_lag = sqrt((double)o->lag * per);
-	o->short_lines = (double)o->lag - (double)o->held > Z90_SHARE * (sd_held + sd_lag);
+	o->short_lines = (double)o->lag - (double)o->held > Z_LAG * (sd_held + sd_lag);
 	return true;
 }
 
@@ -492,13 +495,14 @@ static void owner_lag_warning(struct report *r)
 	owner_monitor_params(r->a->trace, &j, &p);
 	char low[32];
 	warn(r, "the owner estimate is low on this program: the line monitor's windows saw %" PRIu64
-	        " transfers in their lag (their line's first %" PRIu64 " stores) and only %" PRIu64
-	        " in the %" PRIu64 " stores after, the ones it counts. A transfer counts in full only "
-	        "after %" PRIu64 " stores to its line, and here lines were stored fewer times before "
-	        "their transfers. The lag's count weighed alike gives %s transfers, still low where "
-	        "lines had fewer than %" PRIu64 " stores (commanalyze(1), ESTIMATORS; a smaller "
-	        "--owner-window counts more of them, at a wider interval)", o.lag, j, o.held, j, 2 * j,
-	     fmt_count(o.lower, low, sizeof low), j);
+	        " transfers in their lag (the %" PRIu64 " stores to their line from their sampled "
+	        "store on) and only %" PRIu64 " in the %" PRIu64 " stores after, the ones the estimate "
+	        "counts. A transfer counts in full only when its line had %" PRIu64 " stores before "
+	        "it, and here lines were stored fewer times before their transfers. Weighed alike, "
+	        "the lags' count gives %s transfers, itself low where lines had fewer than %" PRIu64
+	        " stores (commanalyze(1), ESTIMATORS; a smaller --owner-window counts more of them, "
+	        "with a wider interval)", o.lag, j, o.held, j, 2 * j, fmt_count(o.lower, low, sizeof low),
+	     j);
 }
 
 /* The volume's interval line, and the warning when few events are behind it. */
