@@ -452,9 +452,10 @@ static void owner_windows_warning(struct report *r)
  * lag's (q / P) sum_x min(J, n_x): equal where every transfer had 2J
  * stores before it (what the weights assume), the lag's larger where lines
  * were stored fewer times before their transfers, and then the estimate
- * is low.  The lag's count weighed as the held are (P / (J q) each) has
- * expectation sum_x min(J, n_x) / J, between the estimate's and exact's
- * (under the same assumption on missed windows).  `short_lines`: the held
+ * is low.  The lag's count weighed as the held are (the estimate's mean
+ * weight per held transfer; P / (J q) over the run when none was held)
+ * has expectation about sum_x min(J, n_x) / J, between the estimate's and
+ * exact's (under the same assumption on missed windows).  `short_lines`: the held
  * count lies below the lag's by more than Z_LAG times the sum of the two
  * standard deviations (a bound on the difference's for any correlation of
  * the two; the held one from the estimate's variance, the lag's with the
@@ -467,7 +468,8 @@ struct owner_lag {
 	bool short_lines;
 };
 
-static bool owner_lag_test(const struct analysis *a, double var, struct owner_lag *o)
+static bool owner_lag_test(const struct analysis *a, double total, double var,
+                           struct owner_lag *o)
 {
 	char v[32];
 	uint64_t j, p;
@@ -476,7 +478,8 @@ static bool owner_lag_test(const struct analysis *a, double var, struct owner_la
 		return false;
 	o->lag = strtoull(v, NULL, 10);
 	o->held = a->stats.owner_held;
-	double unit = (double)p / ((double)j * owner_inclusion(a));   /* one held transfer's weight */
+	double unit = o->held && total > 0 ? total / (double)o->held   /* one held transfer's weight */
+	                                   : (double)p / ((double)j * owner_inclusion(a));
 	o->lower = (double)o->lag * unit;
 	double sd_held = sqrt(var > 0 ? var : 0) / unit;
 	double per = o->held && sd_held * sd_held > (double)o->held ? sd_held * sd_held / (double)o->held
@@ -489,7 +492,7 @@ static bool owner_lag_test(const struct analysis *a, double var, struct owner_la
 static void owner_lag_warning(struct report *r)
 {
 	struct owner_lag o;
-	if (!owner_lag_test(r->a, r->var, &o) || !o.short_lines)
+	if (!owner_lag_test(r->a, r->total, r->var, &o) || !o.short_lines)
 		return;
 	uint64_t j, p;
 	owner_monitor_params(r->a->trace, &j, &p);
@@ -902,7 +905,7 @@ static void json_model(FILE *f, const struct report *r)
 		        w[CT_OWNER_DROP_TABLE], w[CT_OWNER_DROP_LINE]);
 		json_num(f, owner_inclusion(a));
 		struct owner_lag o;
-		if (owner_lag_test(a, r->var, &o)) {
+		if (owner_lag_test(a, r->total, r->var, &o)) {
 			fprintf(f, ",\"held_transfers\":%" PRIu64 ",\"lag_transfers\":%" PRIu64
 			        ",\"lag_estimate\":", o.held, o.lag);
 			json_num(f, o.lower);
