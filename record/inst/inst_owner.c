@@ -30,6 +30,14 @@
  * the writer's store of the receiver's bytes (the pipeline kernel: 11.0%
  * false against exact's 0.0% on one execution).
  *
+ * The lag's count: a transfer seen while windows are in their lag is not
+ * recorded, but counted once for each of them (SUMMARY
+ * inst.owner_lag_transfers).  Over the same windows its expectation equals
+ * the recorded windows' where every transfer had 2J stores to its line
+ * before it, and exceeds it where lines are stored fewer times (SPLASH-3
+ * radix: 16 to 47 stores a line in all): the analysis warns then
+ * (analyze/report.c, owner_lag_test).
+ *
  * Memory is fixed: OWN_SLOTS lines (direct-mapped by line number), each with
  * at most OWN_WIN open windows.  A sampled store whose line's slot holds
  * another line, or whose line has OWN_WIN windows open, opens none: an
