@@ -455,9 +455,9 @@ static void owner_windows_warning(struct report *r)
  * is low.  The lag's count weighed as the held are (the estimate's mean
  * weight per held transfer; P / (J q) over the run when none was held)
  * has expectation about sum_x min(J, n_x) / J, between the estimate's and
- * exact's (under the same assumption on missed windows).  `short_lines`: the held
- * count lies below the lag's by more than Z_LAG times the sum of the two
- * standard deviations (a bound on the difference's for any correlation of
+ * exact's (under the same assumption on missed windows).  `short_lines`:
+ * the held count lies below the lag's by more than Z_LAG times the sum of
+ * the two standard deviations (a bound on the difference's for any correlation of
  * the two; the held one from the estimate's variance, the lag's with the
  * same variance per counted transfer, at least Poisson's): one-sided
  * 0.001, so that a program whose lines are stored often enough is warned
