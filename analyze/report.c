@@ -503,8 +503,8 @@ static void owner_lag_warning(struct report *r)
 	        "counts. A transfer counts in full only when its line had %" PRIu64 " stores before "
 	        "it, and here lines were stored fewer times before their transfers. Weighed alike, "
 	        "the lags' count gives %s transfers, itself low where lines had fewer than %" PRIu64
-	        " stores (commanalyze(1), ESTIMATORS; a smaller --owner-window counts more of them, "
-	        "with a wider interval)", o.lag, j, o.held, j, 2 * j, fmt_count(o.lower, low, sizeof low),
+	        " stores (commanalyze(1), --estimator owner; a smaller --owner-window counts more of "
+	        "them, with a split that leans to false sharing)", o.lag, j, o.held, j, 2 * j, fmt_count(o.lower, low, sizeof low),
 	     j);
 }
 

@@ -1125,7 +1125,9 @@ have held):
 - A smaller J (one run each) counts more of the short lines' transfers, but the lag then
   no longer sees long tenures begin: radix at J = 4 gave 1.10x exact's
   volume and 37% true sharing (exact 94%), at J = 8 0.72x and 97%; fft at
-  J = 4 1.15x and 23% true (exact 100%), at J = 8 0.36x.
+  J = 4 1.15x and 23% true (exact 100%), at J = 8 0.36x; lu at J = 4 0.96x
+  and 14% true (exact 100%); ocean at J = 8 0.74x and 99% true (exact 98%),
+  at J = 4 0.75x and 78%. No J gives both on these programs.
 
 No weighting of the recorded windows removes the first cause: a window sees
 only what follows its sampled store, so an estimate that sums what the
