@@ -1121,7 +1121,15 @@ have held):
   (fft), 1.06x (lu) and 0.47x (ocean, radix 0.6x) what the opened ones held
   per window, against the weighing's assumption (equal). On ocean the run's
   q would give 1.40x exact, the running q (the estimate's) 0.57x; neither
-  is right.
+  is right. It happens on the kernels too, where the lines are few: on one
+  of two one-execution runs of the stencil (`-t 4 -c 130 -s 60000`) only
+  2.8% of the sampled stores were missed, but all on one of its
+  communicating lines, whose table slot another line's window held for the
+  whole run (that window's line was no longer stored, so it never closed):
+  they would have held 8.0 transfers per window against the opened ones'
+  1.26, and the estimate was 0.84x exact's, outside its interval (0.96x
+  with every window opened; the other run 0.97x). Where the slots collide
+  follows the addresses, so it changes from run to run.
 - A smaller J (one run each) counts more of the short lines' transfers, but the lag then
   no longer sees long tenures begin: radix at J = 4 gave 1.10x exact's
   volume and 37% true sharing (exact 94%), at J = 8 0.72x and 97%; fft at
