@@ -177,6 +177,7 @@ struct trace_stats {
 	uint64_t first_time, last_time;
 	uint64_t bad_thread;              /* records naming a thread out of range */
 	uint64_t owner_windows[CT_OWNER_OPEN_MAX + 1]; /* the line monitor's OWNER_WIN, by status */
+	uint64_t owner_held;              /* the windows of its OWNER_XFER records, summed */
 };
 
 int trace_stats_init(struct trace_stats *s, size_t nthreads);

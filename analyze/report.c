@@ -20,6 +20,7 @@
 #define FEW_SAMPLES 100       /* per thread */
 #define FEW_EVENTS 100        /* effective events (interval.c) */
 #define TOO_FEW_EVENTS 10
+#define Z_LAG 3.09            /* the lag test's one-sided 0.001 (owner_lag_test) */
 #define Z90_SHARE 1.645       /* a share's 90% half width: z sqrt(p(1-p)/n), at most z/sqrt(4n) */
 #define HIGH_LOSS 0.05
 #define HIGH_SKIP 0.20
@@ -442,6 +443,71 @@ static void owner_windows_warning(struct report *r)
 	     w[CT_OWNER_DROP_LINE], 100 * q, 1 / q, line);
 }
 
+/* The line monitor's lag test.  A window holds the transfers of its line's
+ * stores J to 2J - 1 after its sampled store; the runtime also counts,
+ * without recording them, those of stores 0 to J - 1, its lag (SUMMARY
+ * inst.owner_lag_transfers: transfers x the windows in their lag).  Over
+ * the same opened windows, with n_x the stores to x's line before x, the
+ * held count has expectation (q / P) sum_x min(J, max(0, n_x - J)) and the
+ * lag's (q / P) sum_x min(J, n_x): equal where every transfer had 2J
+ * stores before it (what the weights assume), the lag's larger where lines
+ * were stored fewer times before their transfers, and then the estimate
+ * is low.  The lag's count weighed as the held are (the estimate's mean
+ * weight per held transfer; P / (J q) over the run when none was held)
+ * has expectation about sum_x min(J, n_x) / J, between the estimate's and
+ * exact's (under the same assumption on missed windows).  `short_lines`:
+ * the held count lies below the lag's by more than Z_LAG times the sum of
+ * the two standard deviations (a bound on the difference's for any correlation of
+ * the two; the held one from the estimate's variance, the lag's with the
+ * same variance per counted transfer, at least Poisson's): one-sided
+ * 0.001, so that a program whose lines are stored often enough is warned
+ * of about once in 1000 reports. */
+struct owner_lag {
+	uint64_t lag, held;       /* transfers x windows: in their lag, held */
+	double lower;             /* the lag's count weighed as the held are */
+	bool short_lines;
+};
+
+static bool owner_lag_test(const struct analysis *a, double total, double var,
+                           struct owner_lag *o)
+{
+	char v[32];
+	uint64_t j, p;
+	if (analysis_estimator(a) != ESTIMATOR_OWNER || !owner_monitor_params(a->trace, &j, &p) ||
+	    !ct_trace_meta(a->trace, CT_SEC_SUMMARY, "inst.owner_lag_transfers", v, sizeof v))
+		return false;
+	o->lag = strtoull(v, NULL, 10);
+	o->held = a->stats.owner_held;
+	double unit = o->held && total > 0 ? total / (double)o->held   /* one held transfer's weight */
+	                                   : (double)p / ((double)j * owner_inclusion(a));
+	o->lower = (double)o->lag * unit;
+	double sd_held = sqrt(var > 0 ? var : 0) / unit;
+	double per = o->held && sd_held * sd_held > (double)o->held ? sd_held * sd_held / (double)o->held
+	                                                           : 1;
+	double sd_lag = sqrt((double)o->lag * per);
+	o->short_lines = (double)o->lag - (double)o->held > Z_LAG * (sd_held + sd_lag);
+	return true;
+}
+
+static void owner_lag_warning(struct report *r)
+{
+	struct owner_lag o;
+	if (!owner_lag_test(r->a, r->total, r->var, &o) || !o.short_lines)
+		return;
+	uint64_t j, p;
+	owner_monitor_params(r->a->trace, &j, &p);
+	char low[32];
+	warn(r, "the owner estimate is low on this program: the line monitor's windows saw %" PRIu64
+	        " transfers in their lag (the %" PRIu64 " stores to their line from their sampled "
+	        "store on) and only %" PRIu64 " in the %" PRIu64 " stores after, the ones the estimate "
+	        "counts. A transfer counts in full only when its line had %" PRIu64 " stores before "
+	        "it, and here lines were stored fewer times before their transfers. Weighed alike, "
+	        "the lags' count gives %s transfers, itself low where lines had fewer than %" PRIu64
+	        " stores (commanalyze(1), --estimator owner; a smaller --owner-window counts more of "
+	        "them, with a split that leans to false sharing)", o.lag, j, o.held, j, 2 * j, fmt_count(o.lower, low, sizeof low),
+	     j);
+}
+
 /* The volume's interval line, and the warning when few events are behind it. */
 static void volume_ci(struct report *r)
 {
@@ -505,6 +571,7 @@ static void sec_totals(struct report *r)
 		fprintf(r->f, "\n");
 	volume_ci(r);
 	owner_windows_warning(r);
+	owner_lag_warning(r);
 	fprintf(r->f, "  %-26s %-9s transfers x %u bytes\n", "estimated bytes",
 	       fmt_bytes(r->total * a->line_size, b2, sizeof b2), a->line_size);
 	char ci[48];
@@ -809,8 +876,9 @@ static void json_interval(FILE *f, const char *name, bool have, struct interval 
 	fputc(']', f);
 }
 
-static void json_model(FILE *f, const struct analysis *a)
+static void json_model(FILE *f, const struct report *r)
 {
+	const struct analysis *a = r->a;
 	fprintf(f, "\"model\":{\"name\":");
 	out_json_string(f, a->model->name);
 	fprintf(f, ",\"options\":{");
@@ -836,6 +904,13 @@ static void json_model(FILE *f, const struct analysis *a)
 		        ",\"dropped_line_full\":%" PRIu64 ",\"inclusion\":", w[CT_OWNER_OPENED],
 		        w[CT_OWNER_DROP_TABLE], w[CT_OWNER_DROP_LINE]);
 		json_num(f, owner_inclusion(a));
+		struct owner_lag o;
+		if (owner_lag_test(a, r->total, r->var, &o)) {
+			fprintf(f, ",\"held_transfers\":%" PRIu64 ",\"lag_transfers\":%" PRIu64
+			        ",\"lag_estimate\":", o.held, o.lag);
+			json_num(f, o.lower);
+			fprintf(f, ",\"short_lines\":%s", o.short_lines ? "true" : "false");
+		}
 		fputc('}', f);
 	}
 	fprintf(f, "},\n");
@@ -894,7 +969,7 @@ static void report_json(FILE *f, struct report *r, struct attrib *at)
 	fprintf(f, ",\n\"records\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"watchpoint_arms\":%"
 	        PRIu64 ",\"watchpoint_hits\":%" PRIu64 ",\n", st->records, st->samples, r->arms,
 	        r->hits);
-	json_model(f, a);
+	json_model(f, r);
 	fprintf(f, "\"totals\":{\"events\":%" PRIu64 ",\"events_from_samples\":%" PRIu64
 	        ",\"events_from_watchpoints\":%" PRIu64 ",\"events_exact\":%" PRIu64
 	        ",\"transfers\":", r->events, r->via[COMM_VIA_SAMPLE], r->via[COMM_VIA_WATCHPOINT],

@@ -53,6 +53,9 @@ static void stats_other(struct trace_stats *s, struct thread_stats *t, const str
 		if (r->u.owin.status <= CT_OWNER_OPEN_MAX)
 			s->owner_windows[r->u.owin.status]++;
 		break;
+	case CT_REC_OWNER_XFER:
+		s->owner_held += r->u.oxfer.windows;
+		break;
 	default:
 		break;
 	}

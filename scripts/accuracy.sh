@@ -1068,6 +1068,88 @@ observer effect (above) and its sampling error (1 to 43 effective events
 per run at the default period): the estimate was within 30% of exact in
 0 to 3 of 5 runs per benchmark at this load, mostly high.
 
+### The owner estimate on alltoall and on third-party programs
+
+Measured 2026-11-25 (phase 10, load 4-14 on the 2 cpus, 4 threads,
+\`commrec --sampler inst\` defaults: \`--owner-window 32\`, \`-c 1000\`; *one
+execution*: \`commrec --sampler inst --full=all --owner-window 32 -c 1000\`,
+exact with \`--sync exclude\` against the monitor's estimate on the same
+trace; *lag*: the lag test of \`commanalyze(1)\`, \`--estimator owner\`).
+
+**alltoall** (\`-t 4 -k 16384 -r 50\`, 7 runs, and the default \`-k 65536\`, 2
+runs; one execution each, and 3 more in the table's round below): owner /
+exact 0.958-1.002, exact inside the 90% interval in 12 of 12; at 18% (49% at \`-k 65536\`) of the sampled stores
+finding the table full. Replaying exact over three of the traces, the
+expectation of the estimate is 0.972-0.985 of exact's transfers (those with
+fewer than 2J stores to their line before them count less), and the windows
+the table missed would have held 0.85-0.96 times what the opened ones held
+per window (the q weighing overcounts by the difference). Another execution
+(default inst recordings) lies 0.83-1.03 of exact's on a full recording,
+because alltoall's transfers differ between executions: exact found 189k
+to 225k on ten full recordings of the same arguments. The difference is
+in one part: stores that receive a line another worker stored (two workers
+scattering keys into one destination line at once), false sharing whose
+count follows how the workers interleave: 104k-131k on three full
+recordings, the estimate's 96k-102k on three inst ones; loads, and stores
+that receive true sharing, agree within 15% (the loads' split leans a little
+to false: 27-28k false against exact's 25-26k). So the 10-15% shortfall of
+phase 9's table was the executions' difference, not the estimator's.
+
+**SPLASH-3** (built outside the project, \`-p4\`; 3 runs of each, one
+execution and one default inst recording compared with the first run's
+exact):
+
+| program | exact: transfers, true | one execution: owner / exact | inside 90% | lag test warned | lags weighed / exact | inst default: owner / exact | true share (owner) |
+|---|---|---|---|---|---|---|---|
+| radix \`-n262144\` | 104k, 93.6% | 0.000-0.004 | 0/3 | 3/3 (and 3/3 inst) | 0.45-0.77 | 0.000-0.001 | (0-3 events) |
+| fft \`-m16\` | 58.6k, 100% | 0.20-0.24 | 3/3 (interval to 1.3-1.4) | 3/3 (and 3/3 inst) | 0.83-0.93 | 0.23-0.27 | 100% |
+| lu \`-n256\` | 21.8k, 100% | 0.54-0.79 | 3/3 | 0/3 | 0.68-0.75 | 0.60-0.65 | 91-97% |
+| ocean \`-n130\` | 90.2k, 98.3% | 0.41-0.57 | 3/3 | 0/3 | 0.44-0.67 | 0.42-0.48 | 92-100% |
+
+Why, from exact replayed over one trace of each (every transfer's n, the
+stores to its line before it, and what every sampled store's window would
+have held):
+
+- *Lines stored fewer than 2J times before their transfers.* radix's lines
+  have 16-47 stores in all, its transfers 8-24 before them: the expectation
+  of the estimate is 0.002 of exact's (0.32 with windows that held the
+  transfers of their lag too, 0.98 with J = 8 and no lag). fft: 0.42, lu:
+  0.68, ocean: 0.74.
+- *Missed windows unlike the opened ones.* 64-88% of the sampled stores
+  found the table full (windows on lines no longer stored stay open: they
+  close at the line's 2Jth store); the missed ones would have held 1.8x
+  (fft), 1.06x (lu) and 0.47x (ocean, radix 0.6x) what the opened ones held
+  per window, against the weighing's assumption (equal). On ocean the run's
+  q would give 1.40x exact, the running q (the estimate's) 0.57x; neither
+  is right. It happens on the kernels too, where the lines are few: on one
+  of two one-execution runs of the stencil (`-t 4 -c 130 -s 60000`) only
+  2.8% of the sampled stores were missed, but all on one of its
+  communicating lines, whose table slot another line's window held for the
+  whole run (that window's line was no longer stored, so it never closed):
+  they would have held 8.0 transfers per window against the opened ones'
+  1.26, and the estimate was 0.84x exact's, outside its interval (0.96x
+  with every window opened; the other run 0.97x). Where the slots collide
+  follows the addresses, so it changes from run to run.
+- A smaller J (one run each) counts more of the short lines' transfers, but the lag then
+  no longer sees long tenures begin: radix at J = 4 gave 1.10x exact's
+  volume and 37% true sharing (exact 94%), at J = 8 0.72x and 97%; fft at
+  J = 4 1.15x and 23% true (exact 100%), at J = 8 0.36x; lu at J = 4 0.96x
+  and 14% true (exact 100%); ocean at J = 8 0.74x and 99% true (exact 98%),
+  at J = 4 0.75x and 78%. No J gives both on these programs.
+
+No weighting of the recorded windows removes the first cause: a window sees
+only what follows its sampled store, so an estimate that sums what the
+windows saw, with exact's expectation whatever the lines' history, must give
+each transfer wholly to the last store before it (J = 1, \`commanalyze(1)\`).
+The lag test makes the first cause visible (radix and fft: every run
+warned, the kernels and LULESH never); the second is not detected.
+
+**LULESH 2.0** (\`-s 20 -i 50\`, \`OMP_NUM_THREADS=4\`, 5 default inst
+recordings against exact's 2.23M on a full recording): 0.84-0.94x exact's
+volume, exact inside the 90% interval in 5 of 5, true sharing 78-83%
+(exact 84%), 98% of the sampled stores missed, not warned (held 1209-1480,
+lags 1353-1591).
+
 ## How to read it
 
 - **exact** matches what the benchmarks' own counts predict (asserted by

@@ -160,6 +160,7 @@ void inst_owner_init(void);
  * (inst_owner.c). */
 int64_t inst_owner_countdown(uint64_t *block_rest);
 uint64_t inst_owner_left_out(void);
+uint64_t inst_owner_lag_transfers(void);
 /* An access (any thread) that may touch a monitored line. */
 void inst_owner_access(uintptr_t addr, size_t len, unsigned kind, uintptr_t ip);
 /* The same, then the access's watch check and countdown: the plain hooks'

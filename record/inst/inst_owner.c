@@ -30,6 +30,14 @@
  * the writer's store of the receiver's bytes (the pipeline kernel: 11.0%
  * false against exact's 0.0% on one execution).
  *
+ * The lag's count: a transfer seen while windows are in their lag is not
+ * recorded, but counted once for each of them (SUMMARY
+ * inst.owner_lag_transfers).  Over the same windows its expectation equals
+ * the recorded windows' where every transfer had 2J stores to its line
+ * before it, and exceeds it where lines are stored fewer times (SPLASH-3
+ * radix: 16 to 47 stores a line in all): the analysis warns then
+ * (analyze/report.c, owner_lag_test).
+ *
  * Memory is fixed: OWN_SLOTS lines (direct-mapped by line number), each with
  * at most OWN_WIN open windows.  A sampled store whose line's slot holds
  * another line, or whose line has OWN_WIN windows open, opens none: an
@@ -104,6 +112,7 @@ RT_HIDDEN uint64_t inst_own_key[INST_OWN_SLOTS];
 RT_HIDDEN uint64_t inst_own_window;          /* J; 0: no monitor */
 static struct own_slot own_slot[INST_OWN_SLOTS];
 static _Atomic uint64_t own_left_out;        /* accesses left out (see above) */
+static _Atomic uint64_t own_lag_xfers;       /* transfers x windows in their lag (below) */
 
 static RT_TLS uint64_t own_rng;          /* this thread's draws (xorshift64) */
 static RT_TLS unsigned own_depth;        /* this thread is taking or holds a slot's lock */
@@ -155,6 +164,11 @@ void inst_owner_init(void)
 uint64_t inst_owner_left_out(void)
 {
 	return atomic_load_explicit(&own_left_out, memory_order_relaxed);
+}
+
+uint64_t inst_owner_lag_transfers(void)
+{
+	return atomic_load_explicit(&own_lag_xfers, memory_order_relaxed);
 }
 
 static inline void cpu_relax(void)
@@ -272,6 +286,8 @@ static bool own_step(struct rt_thread *t, struct own_slot *s, size_t i, const st
 	uint32_t me = t->index;
 	uint64_t bit = 1ull << me;
 	bool xfer = s->writer != OWN_NO_WRITER && s->writer != me && !(s->hold & bit);
+	if (xfer && s->n > s->nact)      /* windows in their lag: counted, not recorded */
+		atomic_fetch_add_explicit(&own_lag_xfers, s->n - s->nact, memory_order_relaxed);
 	if (xfer && !s->nact) {          /* in no window (all in their lag) */
 		s->nx++;
 		xfer = false;

@@ -1611,8 +1611,11 @@ static void write_stats(void)
 	ct_kv_add(&kv, "inst.stores", "%llu", (unsigned long long)acc[INST_ST]);
 	for (int i = 0; i < IS_MAX; i++)
 		ct_kv_add(&kv, stat_name[i], "%llu", (unsigned long long)st[i]);
-	if (inst_own_window)
+	if (inst_own_window) {
 		ct_kv_add(&kv, "inst.owner_left_out", "%llu", (unsigned long long)inst_owner_left_out());
+		ct_kv_add(&kv, "inst.owner_lag_transfers", "%llu",
+		          (unsigned long long)inst_owner_lag_transfers());
+	}
 	/* the names above have no prefix: add it in place */
 	size_t len = kv.len < sizeof buf ? kv.len : sizeof buf - 1;
 	char out[6144];

@@ -60,6 +60,27 @@
 #                      that lag a window that opened after the writer's
 #                      store of word 0 called the next load false: 19.6%
 #                      of the estimate on this VM)
+#   owner/lag          tests/inst/short_lines.c (a writer stores each of L
+#                      fresh lines 8 times, a reader then loads each once:
+#                      one transfer a line, after 8 stores), one execution
+#                      with --full=all --owner-window 16 -c 4: no window
+#                      reaches its 16th store, so the windows hold no
+#                      transfer (JSON held_transfers 0, estimate 0), their
+#                      lags see them (SUMMARY inst.owner_lag_transfers),
+#                      short_lines is true and the report warns; the lags'
+#                      count weighed as the held are has expectation
+#                      sum_x min(J, n_x) / J = 8 L / J here, and differs
+#                      from it only by the program's few other transfers
+#                      (thread start and join) and the one-per-block
+#                      rounding of the sampled stores: within 16 transfers'
+#                      weight
+#   owner/lag_steady   the pipeline's one execution (owner/same_execution):
+#                      the lags' count and the held one agree within
+#                      4.42 (sd_held + sd_lag) (two-sided 1e-5, the sd as
+#                      the report computes them) plus the most the lines'
+#                      first 2J stores can add to the lag's (its transfers
+#                      there, B L ceil(2J / 8), each in at most J q / P
+#                      windows on average, as counted below), and no warning
 . "$(dirname "$0")/../lib.sh"
 
 K="$CT_BUILD/kernels"
@@ -195,6 +216,57 @@ PY
 )
 echo "$out"
 grep -q '^PASS owner/same_execution' <<<"$out" || ct_failed=1
+
+out=$(python3 - "$WORK/se.json" $LEN $BUFS $J <<'PY'
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+w, t = d['model']['owner_windows'], d['totals']
+length, bufs, j = map(int, sys.argv[2:5])
+lag, held = w['lag_transfers'], w['held_transfers']
+unit = w['lag_estimate'] / lag if lag else 1    # one counted transfer's weight, P / (J q)
+sd_held = math.sqrt(t['variance']) / unit
+per = max(1.0, sd_held ** 2 / held) if held else 1.0
+sd_lag = math.sqrt(lag * per)
+young = bufs * (length * 8 // 64) * math.ceil(2 * j / 8) * j / unit
+bound = 4.42 * (sd_held + sd_lag) + young
+warned = any('estimate is low' in x for x in d['warnings'])
+print(f"INFO owner: pipeline, one execution: lag {lag}, held {held}, bound {bound:.0f}, "
+      f"short_lines {w['short_lines']}")
+print("PASS owner/lag_steady" if abs(lag - held) <= bound and not warned else
+      f"FAIL owner/lag_steady: |{lag} - {held}| > {bound:.0f}, or warned: {warned}")
+PY
+)
+echo "$out"
+grep -q '^PASS owner/lag_steady' <<<"$out" || ct_failed=1
+
+LINES=4096
+if CC=gcc "$CT_ROOT/record/commrec-cc" -O1 -pthread "$CT_ROOT/tests/inst/short_lines.c" \
+	-o "$WORK/short_lines" 2>"$WORK/sl.cc.err" &&
+	"$COMMREC" -q -f -o "$WORK/sl.zst" --sampler inst --full=all --owner-window 16 -c 4 \
+		-- "$WORK/short_lines" $LINES >"$WORK/sl.out" 2>"$WORK/sl.err" &&
+	"$COMMANALYZE" report "$WORK/sl.zst" --estimator owner --format json >"$WORK/sl.json" \
+		2>/dev/null; then
+	out=$(python3 - "$WORK/sl.json" $LINES 16 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+w, t = d['model']['owner_windows'], d['totals']
+lines, j = int(sys.argv[2]), int(sys.argv[3])
+lag, held, low = w['lag_transfers'], w['held_transfers'], w['lag_estimate']
+want = 8 * lines / j
+unit = low / lag if lag else 0
+warned = any('estimate is low' in x for x in d['warnings'])
+print(f"INFO owner: short lines: lag {lag}, held {held}, estimate {t['transfers']:.0f}, "
+      f"lags weighed {low:.0f} (want {want:.0f} +- {16 * unit:.0f})")
+ok = held == 0 and t['transfers'] == 0 and lag > 0 and w['short_lines'] and warned \
+	and abs(low - want) <= 16 * unit
+print("PASS owner/lag" if ok else f"FAIL owner/lag: {w}, warned {warned}")
+PY
+)
+	echo "$out"
+	grep -q '^PASS owner/lag' <<<"$out" || ct_failed=1
+else
+	fail owner/lag "$(head -c 300 "$WORK/sl.cc.err" "$WORK/sl.err")"
+fi
 
 if ! CC=gcc "$CT_ROOT/record/commrec-cc" -O1 -pthread "$CT_ROOT/tests/inst/relay.c" \
 	-o "$WORK/relay" 2>"$WORK/relay.cc.err"; then

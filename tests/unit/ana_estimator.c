@@ -564,6 +564,7 @@ static void test_owner_monitor_drops(void)
 	CHECK(m && fabs(matrix_at(m, 1, 0) - 22.5) < 1e-12 && matrix_at(m, 0, 1) == 0);
 	CHECK_EQ_U(a.stats.owner_windows[CT_OWNER_DROP_TABLE], 3);
 	CHECK_EQ_U(a.stats.owner_windows[CT_OWNER_OPENED], 2);
+	CHECK_EQ_U(a.stats.owner_held, 3);    /* the records' windows: 1 + 2 (the lag test's) */
 	analysis_free(&a);
 	tb_free(&b);
 }
