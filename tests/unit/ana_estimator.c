@@ -594,8 +594,51 @@ static void test_comdetective_var(void)
 	tb_free(&b);
 }
 
+/* report_run's show: the text report into the string buffer arg. */
+static int report_to_text(void *arg, const struct report_result *res)
+{
+	char **text = arg;
+	size_t len = 0;
+	FILE *f = open_memstream(text, &len);
+	if (!f)
+		return 1;
+	report_result_write(res, false, f);
+	fclose(f);
+	return 0;
+}
+
+/* A monitor trace whose one window held no transfer: the report says no
+ * communication was detected and why for the owner estimator (not the
+ * comdetective's advice of a longer --expiry, an option owner ignores);
+ * comdetective on the same trace keeps its advice. */
+static void test_owner_nothing_detected(void)
+{
+	struct tb b;
+	tb_init(&b, 2);
+	b.features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
+	tb_config(&b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
+	tb_sample(&b, 0, 10, A, 8, ST, 10);
+	tb_add(&b, 0, CT_REC_OWNER_WIN, 11)->u.owin = (struct ct_owner_win){ A, CT_OWNER_OPENED };
+	tb_sample(&b, 1, 20, A + 4096, 8, ST, 10);
+	const char *path = tb_write(&b);
+	struct model_opts o;
+	model_opts_default(&o);
+	char *text = NULL;
+	CHECK(path && report_run(path, &o, false, true, report_to_text, &text) == 0 && text);
+	CHECK(text && strstr(text, "no communication detected: the line monitor's windows held no") &&
+	      !strstr(text, "try a longer --expiry"));
+	free(text);
+	text = NULL;
+	o.estimator = ESTIMATOR_COMDETECTIVE;
+	CHECK(report_run(path, &o, false, true, report_to_text, &text) == 0 && text);
+	CHECK(text && strstr(text, "try a longer --expiry") && !strstr(text, "windows held no"));
+	free(text);
+	tb_free(&b);
+}
+
 int main(void)
 {
+	RUN(test_owner_nothing_detected);
 	RUN(test_owner_by_hand);
 	RUN(test_owner_window_by_hand);
 	RUN(test_owner_window_bursts);
