@@ -49,6 +49,13 @@ struct switch_probe {
 	bool timer;               /* verdict: the POSIX-timer path costs less here */
 };
 
+/* Whether the soft sampler's CPU-wide events open here (a cpu-clock
+ * sampling event of that period with pid -1 on the first online CPU, as
+ * the runtime's rt_cpusamp.c opens them; it needs CAP_PERFMON, root or
+ * kernel.perf_event_paranoid <= 0): 0, or the errno.  Where they open,
+ * no probe is needed: they cost nothing at a context switch. */
+int switch_probe_cpu_wide(uint64_t period_ns);
+
 /* Run the probe with events of that period; fills *p. */
 void switch_probe_run(struct switch_probe *p, uint64_t period_ns);
 
