@@ -6,7 +6,9 @@
  * per-switch cost (they are checked at the scheduler tick), but fire at most
  * once per tick and land kernel time on the instruction after the system
  * call.  commrec measures which path costs less here and tells the runtime
- * (COMMTRACE_SOFT_TIMER).
+ * (COMMTRACE_SOFT_TIMER).  Where CPU-wide events open (privileged), the
+ * rings use those instead, which cost nothing at a switch: no probe then
+ * (switch_probe_cpu_wide).
  *
  * The probe: a barrier-heavy program in small, run by the calling process:
  * SWITCH_PROBE_THREADS threads and the caller do a little work and meet at
