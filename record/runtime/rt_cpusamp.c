@@ -15,10 +15,11 @@
  *   runs in user mode every period of the CPU's time: the program's
  *   threads at the period of their own CPU time, other processes' samples
  *   dropped here (and the writer's own).  On a VM where the perf work at a
- *   switch traps to the host, the inherited events below cost LULESH (4
- *   OpenMP threads on 2 CPUs, 160,000 switches a second) about 1.25x
- *   program CPU, these about 1.09x, the runtime without samples about the
- *   same (commrec(1), Costs).  A CPU offline at the start, or one that goes
+ *   switch traps to the host (PVM), LULESH (4 OpenMP threads on 2 CPUs,
+ *   160,000 switches a second) costs about 1.05x program CPU with these
+ *   and -w 0, about what the runtime costs without samples, and 1.13x with
+ *   the per-CPU watchpoints, where the inherited events below cost 1.13x
+ *   to 1.29x (commrec(1), Costs).  A CPU offline at the start, or one that goes
  *   offline (its event then stops for good), is opened again by the writer
  *   once it is online (check_cpus).
  *
