@@ -88,6 +88,8 @@ struct rec_opts {
 	struct switch_probe soft_probe; /* soft: what perf events cost per switch (switch_probe.h) */
 	bool soft_probed;            /* soft_probe was run (not COMMTRACE_SOFT_TIMER) */
 	bool soft_timer;             /* soft: POSIX CPU-time timers, not perf events */
+	bool soft_cpu_wide;          /* soft: the per-CPU rings' events are CPU-wide (they open here) */
+	int soft_cpu_wide_errno;     /* ... else why not (0: not tried) */
 	char soft_path_reason[256];  /* soft: why that path (CONFIG soft_path_reason) */
 	int wp_available;            /* debug registers that open and fire here, 0..4 */
 	int wp_used;                 /* watchpoints passed to the runtime */

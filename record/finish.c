@@ -206,7 +206,7 @@ int rec_runtime_status(const char *spool, struct rt_status *sum)
 	DIR *d = opendir(spool);
 	if (!d)
 		return 0;
-	int n = 0;
+	int n = 0, ring_procs = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		int pid;
@@ -237,6 +237,8 @@ int rec_runtime_status(const char *spool, struct rt_status *sum)
 		sum->timer_cpu_ns += st.timer_cpu_ns;
 		if (st.cpu_rings > sum->cpu_rings)
 			sum->cpu_rings = st.cpu_rings;
+		if (st.cpu_rings)    /* inherited if any process's were */
+			sum->cpu_ring_wide = (!ring_procs++ || sum->cpu_ring_wide) && st.cpu_ring_wide;
 		sum->ring_unattributed += st.ring_unattributed;
 		sum->ring_lost_unattributed += st.ring_lost_unattributed;
 		if (st.cpu_wp > sum->cpu_wp)
@@ -292,6 +294,7 @@ static void status_kv(struct ct_kv *kv, const char *spool)
 	if (st.cpu_rings) {
 		ct_kv_add(kv, "sampler_delivery", "cpu-rings");
 		ct_kv_add(kv, "sampler_cpu_rings", "%u", st.cpu_rings);
+		ct_kv_add(kv, "sampler_rings", "%s", st.cpu_ring_wide ? "cpu-wide" : "inherited");
 		ct_kv_add(kv, "sampler_unattributed", "%llu", (unsigned long long)st.ring_unattributed);
 		ct_kv_add(kv, "sampler_lost_unattributed", "%llu",
 		          (unsigned long long)st.ring_lost_unattributed);

@@ -203,7 +203,7 @@ static const char *const contract_vars[] = {
 	CT_ENV_SPOOL, CT_ENV_SAMPLER, CT_ENV_PERIOD, CT_ENV_EVENTS, CT_ENV_PMU_ATTRS, CT_ENV_WATCHPOINTS,
 	CT_ENV_WP_SOFT, CT_ENV_WP_LINES, CT_ENV_WP_LIFE, CT_ENV_WP_SWITCH_NS, CT_ENV_WP_OPEN_SWITCH_NS,
 	CT_ENV_SOFT_EVENT_SWITCH_NS, CT_ENV_THROTTLE, CT_ENV_BOARD, CT_ENV_LINE_SIZE, CT_ENV_NO_ALLOC, CT_ENV_FULL, CT_ENV_VERBOSE,
-	CT_ENV_PID, CT_ENV_OWNER_WINDOW, CT_ENV_WP_CPU,
+	CT_ENV_PID, CT_ENV_OWNER_WINDOW, CT_ENV_WP_CPU, CT_ENV_SOFT_CPU_WIDE,
 };
 
 static int setenv_int(const char *name, long long v)
@@ -231,6 +231,8 @@ static int child_env(const struct rec_opts *o, const char *spool, const char *ru
 	    setenv_int(CT_ENV_WP_OPEN_SWITCH_NS, (long long)o->wp_open_switch_ns) ||
 	    setenv_int(CT_ENV_SOFT_EVENT_SWITCH_NS, (long long)o->soft_event_switch_ns) ||
 	    (!strcmp(o->sampler_used, "soft") && setenv(CT_ENV_SOFT_TIMER, o->soft_timer ? "1" : "0", 1)) ||
+	    (!strcmp(o->sampler_used, "soft") &&
+	     setenv(CT_ENV_SOFT_CPU_WIDE, o->soft_cpu_wide ? "1" : "0", 1)) ||
 	    (o->wp_cpu && setenv(CT_ENV_WP_CPU, "1", 1)) ||
 	    setenv_int(CT_ENV_THROTTLE, (long long)(o->throttle_share * 100 + 0.5)) ||
 	    setenv_int(CT_ENV_BOARD, o->board_size) ||

@@ -60,7 +60,11 @@ static const char *soft_path_words(const struct rec_opts *o)
 	if (o->wp_used > 0 && !o->wp_cpu)
 		return "perf task-clock events per thread (a signal per sample, which arms the "
 		       "thread's debug registers)";
-	return "perf task-clock events per CPU into rings the writer drains (no signal)";
+	if (o->soft_cpu_wide)
+		return "perf cpu-clock events per CPU, CPU-wide, into rings the writer drains, the "
+		       "program's samples kept (no signal, no cost at context switches)";
+	return "perf task-clock events per CPU, inherited by the threads, into rings the writer "
+	       "drains (no signal)";
 }
 
 /* What a soft recording does here, at the default period or with -c
@@ -260,19 +264,38 @@ static void choose_watchpoints(struct rec_opts *o)
 	}
 }
 
+/* Whether the per-CPU rings' events can be CPU-wide here (they open:
+ * switch_probe_cpu_wide), where the rings are used (no watchpoints, or
+ * watchpoints per CPU) and COMMTRACE_SOFT_CPU_WIDE is not 0. */
+static void choose_cpu_wide(struct rec_opts *o)
+{
+	const char *env = getenv(CT_ENV_SOFT_CPU_WIDE);
+	o->soft_cpu_wide = false;
+	o->soft_cpu_wide_errno = 0;
+	if ((o->wp_used > 0 && !o->wp_cpu) || (env && env[0] == '0'))
+		return;
+	o->soft_cpu_wide_errno = switch_probe_cpu_wide(o->period_used * 1000);
+	o->soft_cpu_wide = !o->soft_cpu_wide_errno;
+	rec_info(1, "soft: CPU-wide sampling events %s", o->soft_cpu_wide ? "open" :
+	         strerror(o->soft_cpu_wide_errno));
+}
+
 /* The soft sampler's path: COMMTRACE_SOFT_TIMER when set (1: timers, 0:
- * perf events); perf events when -c asks for a period (the timers fire at
- * most once per scheduler tick: they cannot honour a short one); where
- * debug registers are armed, a perf event per thread (their arming needs a
- * signal per sample in the thread), which a thread gets, with its
- * registers, once its context switches leave room for them in its budget
- * at the costs measured with the registers' (soft_event_switch_ns), and
- * leaves where they stop doing so; a timer of its own until then
+ * perf events); where CPU-wide events open, per-CPU rings of them (no cost
+ * at a context switch, samples at the period: nothing to probe); perf
+ * events when -c asks for a period (the timers fire at most once per
+ * scheduler tick: they cannot honour a short one); where debug registers
+ * are armed, a perf event per thread (their arming needs a signal per
+ * sample in the thread), which a thread gets, with its registers, once its
+ * context switches leave room for them in its budget at the costs
+ * measured with the registers' (soft_event_switch_ns), and leaves where
+ * they stop doing so; a timer of its own until then
  * (record/runtime/sampler_soft.c, rt_wp.c); else, at the default period,
  * what the switch probe measures as cheaper here. */
 static void choose_soft_path(struct rec_opts *o)
 {
 	const char *env = getenv(CT_ENV_SOFT_TIMER);
+	choose_cpu_wide(o);
 	if (env && *env) {
 		o->soft_timer = env[0] == '1';
 		o->soft_event_switch_ns = 0;   /* the path as asked, for every thread */
@@ -282,11 +305,23 @@ static void choose_soft_path(struct rec_opts *o)
 		         o->soft_path_reason);
 		return;
 	}
+	if (o->soft_cpu_wide) {
+		o->soft_timer = false;
+		snprintf(o->soft_path_reason, sizeof o->soft_path_reason, "CPU-wide cpu-clock events "
+		         "open here: per-CPU sample rings decoded by the writer%s, the program's "
+		         "samples kept; no cost at context switches, samples at the period",
+		         o->wp_cpu ? ", which arms the CPUs' debug registers (watchpoint_cpu_reason)"
+		                   : "");
+		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
+		return;
+	}
 	if (o->wp_cpu) {
 		o->soft_timer = false;
 		snprintf(o->soft_path_reason, sizeof o->soft_path_reason, "watchpoints per CPU: "
-		         "per-CPU sample rings decoded by the writer, which arms the CPUs' debug "
-		         "registers (watchpoint_cpu_reason)");
+		         "per-CPU sample rings of inherited events (CPU-wide ones: %s) decoded by the "
+		         "writer, which arms the CPUs' debug registers (watchpoint_cpu_reason)",
+		         o->soft_cpu_wide_errno ? strerror(o->soft_cpu_wide_errno) :
+		         "not asked for, " CT_ENV_SOFT_CPU_WIDE "=0");
 		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
 		return;
 	}

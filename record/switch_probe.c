@@ -123,6 +123,25 @@ static int open_events(int *fds, int max, uint64_t period_ns)
 	return n;
 }
 
+int switch_probe_cpu_wide(uint64_t period_ns)
+{
+	struct perf_event_attr a;
+	probe_task_clock_attr(&a, period_ns);
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.sample_type |= PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	a.exclude_idle = 1;
+	a.disabled = 1;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int e = ENODEV;
+	for (int c = 0; c < ncpu && e == ENODEV; c++) {
+		int fd = (int)syscall(SYS_perf_event_open, &a, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
+		e = fd < 0 ? errno : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	return e;
+}
+
 static uint64_t best(uint64_t a, uint64_t b)
 {
 	return !a ? b : !b ? a : a < b ? a : b;

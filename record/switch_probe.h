@@ -6,7 +6,9 @@
  * per-switch cost (they are checked at the scheduler tick), but fire at most
  * once per tick and land kernel time on the instruction after the system
  * call.  commrec measures which path costs less here and tells the runtime
- * (COMMTRACE_SOFT_TIMER).
+ * (COMMTRACE_SOFT_TIMER).  Where CPU-wide events open (privileged), the
+ * rings use those instead, which cost nothing at a switch: no probe then
+ * (switch_probe_cpu_wide).
  *
  * The probe: a barrier-heavy program in small, run by the calling process:
  * SWITCH_PROBE_THREADS threads and the caller do a little work and meet at
@@ -48,6 +50,13 @@ struct switch_probe {
 	uint64_t ns;              /* wall time of the probe */
 	bool timer;               /* verdict: the POSIX-timer path costs less here */
 };
+
+/* Whether the soft sampler's CPU-wide events open here (a cpu-clock
+ * sampling event of that period with pid -1 on the first online CPU, as
+ * the runtime's rt_cpusamp.c opens them; it needs CAP_PERFMON, root or
+ * kernel.perf_event_paranoid <= 0): 0, or the errno.  Where they open,
+ * no probe is needed: they cost nothing at a context switch. */
+int switch_probe_cpu_wide(uint64_t period_ns);
 
 /* Run the probe with events of that period; fills *p. */
 void switch_probe_run(struct switch_probe *p, uint64_t period_ns);

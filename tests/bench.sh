@@ -107,6 +107,9 @@ recording_rows() {
 		local path
 		path=$(sed -n 's/^ *soft_path=//p' "$W/$id.info" 2>/dev/null | head -n 1)
 		[ -z "$path" ] || row "  soft path (CONFIG soft_path)" "$path" ""
+		local rings
+		rings=$(sed -n 's/^ *sampler_rings=//p' "$W/$id.info" 2>/dev/null | head -n 1)
+		[ -z "$rings" ] || row "  soft rings (SUMMARY sampler_rings)" "$rings" ""
 		# armed watchpoints cost at every context switch (commrec(1), Costs):
 		# on a barrier-heavy program the added CPU follows them, not the samples
 		local wps

@@ -41,8 +41,8 @@ struct rt_status {
 	uint32_t pad;
 	uint64_t timer_samples;        /* timer signals handled */
 	uint64_t timer_cpu_ns;         /* the thread CPU time they stand for */
-	uint32_t cpu_rings;            /* soft: inherited per-CPU events used (their number), 0: not */
-	uint32_t pad2;
+	uint32_t cpu_rings;            /* soft: per-CPU sampling events used (their number), 0: not */
+	uint32_t cpu_ring_wide;        /* ... 1: CPU-wide cpu-clock events, 0: inherited task-clock */
 	uint64_t ring_unattributed;    /* soft, per-CPU rings: samples of threads not recorded */
 	uint64_t ring_lost_unattributed; /* soft, per-CPU rings: records the kernel lost that no
 	                                  * recorded thread could take (no tid, main thread ended) */

@@ -1,23 +1,36 @@
-/* The soft sampler's inherited path: one task-clock sampling event per CPU,
- * opened once on the main thread (pid 0, cpu c) with inherit and
- * inherit_thread, so that every thread the program creates afterwards
- * carries a copy writing into that CPU's ring, and remove_on_exec.  No
- * signal: the writer thread drains the rings at each pass, gives every
- * record to the thread whose tid it carries (and whose life holds its time),
- * turns it into that thread's records through the one perf sample path
- * (rt_perf_rec: the registers are in the sample, the code
- * bytes are read from this process, late) and merges them by time into the
- * thread's stream.
+/* The soft sampler's per-CPU rings: one sampling event per CPU, each
+ * writing into its own ring, no signal: the writer thread drains the rings
+ * at each pass, gives every record to the thread whose tid it carries (and
+ * whose life holds its time), turns it into that thread's records through
+ * the one perf sample path (rt_perf_rec: the registers are in the sample,
+ * the code bytes are read from this process, late) and merges them by time
+ * into the thread's stream.
  *
- * Why: a per-thread sampling event starts and cancels an hrtimer at every
- * context switch of its thread; on VMs where entering the kernel and
- * programming a timer trap to the host (PVM) that costs 10-15 us per switch,
- * several times the program's CPU time on programs that synchronize often.
- * Copies of one inherited event make the threads' perf contexts equivalent,
- * and the kernel then swaps them at a switch instead of rescheduling the
- * events (about 0.4 us per switch, measured).  No signal and no decode in
- * the program's threads either: a sample costs the thread only the timer
- * interrupt and the kernel's ring write.
+ * Two kinds of event, tried in this order:
+ *
+ * - CPU-wide (pid -1, cpu c): a cpu-clock event per CPU, which needs
+ *   CAP_PERFMON, root or kernel.perf_event_paranoid <= 0 (what the per-CPU
+ *   watchpoints need too).  It lives in the CPU's perf context, so a
+ *   context switch costs nothing for it, and its timer samples whatever
+ *   runs in user mode every period of the CPU's time: the program's
+ *   threads at the period of their own CPU time, other processes' samples
+ *   dropped here (and the writer's own).  On a VM where the perf work at a
+ *   switch traps to the host (PVM), LULESH (4 OpenMP threads on 2 CPUs,
+ *   160,000 switches a second) costs about 1.05x program CPU with these
+ *   and -w 0, about what the runtime costs without samples, and 1.13x with
+ *   the per-CPU watchpoints, where the inherited events below cost 1.13x
+ *   to 1.29x (commrec(1), Costs).  A CPU offline at the start, or one that goes
+ *   offline (its event then stops for good), is opened again by the writer
+ *   once it is online (check_cpus).
+ *
+ * - Else inherited task-clock events: opened once on the main thread (pid
+ *   0, cpu c) with inherit and inherit_thread, so that every thread the
+ *   program creates afterwards carries a copy writing into that CPU's ring,
+ *   and remove_on_exec.  Copies of one inherited event make the threads'
+ *   perf contexts equivalent, and the kernel swaps them at a switch between
+ *   two of the program's threads instead of rescheduling the events (about
+ *   0.4 us per switch, measured); a switch to another process or to the
+ *   idle task still stops and starts the thread's timer (10-15 us on PVM).
  *
  * Watchpoints: not the threads' own (a thread with per-thread events of
  * its own, breakpoints, loses the cheap switch), but per-CPU breakpoint
@@ -44,17 +57,27 @@
 #define RING_PAGES_MIN 16
 #define RING_PAGES_MAX 256
 #define SAMPLE_BYTES 184
+#define CPU_CHECK_NS 1000000000ull   /* CPU-wide: offline CPUs looked at once a second */
 
 struct cpu_ring {
-	int fd;
+	int cpu;
+	int fd;                  /* -1: the CPU is offline (CPU-wide events only) */
 	void *map;
 	size_t map_len, data_len;
+	uint64_t enabled_ns;     /* CPU-wide: the event's enabled time at the last check */
 };
 
 static struct cpu_ring rings[CPU_MAX];
 static int nrings;
 static _Atomic int active;
 static struct perf_sample_fmt fmt;
+static bool cpu_wide;            /* CPU-wide cpu-clock events, not inherited ones */
+static struct perf_event_attr ring_attr;
+static size_t ring_npages;
+static bool stopped;             /* (the writer's final passes: nothing reopened) */
+static uint64_t next_check;
+static pid_t writer_tid;         /* the runtime's writer: its samples are dropped */
+static uint64_t foreign, own_samples, reopened;
 
 /* writer-side state: the tid map of the pass, and the collected records */
 struct pending {
@@ -91,20 +114,28 @@ static size_t ring_pages(uint64_t period_ns)
 	return p;
 }
 
+static void close_ring(struct cpu_ring *r)
+{
+	if (r->map)
+		munmap(r->map, r->map_len);
+	r->map = NULL;
+	rt_perf_close(r->fd);
+	r->fd = -1;
+}
+
 static void close_rings(void)
 {
-	for (int i = 0; i < nrings; i++) {
-		if (rings[i].map)
-			munmap(rings[i].map, rings[i].map_len);
-		rt_perf_close(rings[i].fd);
-	}
+	for (int i = 0; i < nrings; i++)
+		close_ring(&rings[i]);
 	nrings = 0;
 }
 
-/* Open and map CPU c's event; 0, 1 (no such CPU: skipped) or -errno. */
-static int open_cpu(int c, struct perf_event_attr *a, size_t pages)
+/* Open and map ring r's event on its CPU (ring_attr); 0, 1 (no such CPU, or
+ * offline) or -errno. */
+static int open_cpu(struct cpu_ring *r, size_t pages)
 {
-	int fd = rt_fd_high((int)syscall(SYS_perf_event_open, a, 0, c, -1, PERF_FLAG_FD_CLOEXEC));
+	int fd = rt_fd_high((int)syscall(SYS_perf_event_open, &ring_attr, cpu_wide ? -1 : 0,
+	                                 r->cpu, -1, PERF_FLAG_FD_CLOEXEC));
 	if (fd < 0)
 		return errno == ENODEV ? 1 : -errno;
 	rt_perf_fd_opened(fd);
@@ -120,65 +151,104 @@ static int open_cpu(int c, struct perf_event_attr *a, size_t pages)
 		rt_perf_close(fd);
 		return -e;
 	}
-	struct cpu_ring *r = &rings[nrings++];
 	r->fd = fd;
 	r->map = m;
 	r->data_len = page * pages;
 	r->map_len = page + r->data_len;
+	r->enabled_ns = 0;
 	return 0;
+}
+
+/* The events' attributes, CPU-wide or inherited (see the top). */
+static void ring_attr_init(bool wide, uint64_t period_ns)
+{
+	struct perf_event_attr *a = &ring_attr;
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	uint8_t kind;
+	rt_sampler_soft.perf_events(a, &kind, 1);
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	if (wide) {
+		a->config = PERF_COUNT_SW_CPU_CLOCK;
+		a->exclude_idle = 1;
+		a->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED;   /* (check_cpus) */
+	} else {
+		a->inherit = 1;
+		a->inherit_thread = 1;     /* threads, not forked children */
+		a->remove_on_exec = 1;
+	}
+	a->sample_id_all = 1;      /* LOST records carry the tid they hit */
+	a->disabled = 1;
+	ring_npages = ring_pages(period_ns);
+	/* no wake-up wanted (the writer drains on its own cadence): the
+	 * watermark at the ring's size asks for as few as the kernel allows */
+	a->watermark = 1;
+	a->wakeup_watermark = (uint32_t)(ring_npages * (size_t)sysconf(_SC_PAGESIZE) / 2);
+	cpu_wide = wide;
+}
+
+/* A ring per CPU, enabled (CPU-wide: a CPU offline now keeps its slot, for
+ * check_cpus); the number of rings opened, or -errno (then none is). */
+static int open_rings(long ncpu)
+{
+	rt_fd_window_begin();
+	int rc = 0, live = 0;
+	for (int c = 0; c < ncpu && rc >= 0; c++) {
+		struct cpu_ring *r = &rings[nrings];
+		*r = (struct cpu_ring){ .cpu = c, .fd = -1 };
+		rc = open_cpu(r, ring_npages);
+		if (rc == 0 || (rc == 1 && cpu_wide))
+			nrings++;
+		live += rc == 0;
+	}
+	rt_fd_window_end();
+	for (int i = 0; i < nrings && rc >= 0; i++)
+		if (rings[i].fd >= 0 && ioctl(rings[i].fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+			rc = -errno;
+	if (rc < 0 || live == 0) {
+		close_rings();
+		return rc < 0 ? rc : -ENODEV;
+	}
+	return live;
 }
 
 int rt_cpusamp_open(uint64_t period_ns)
 {
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	uint8_t kind;
-	rt_sampler_soft.perf_events(&a, &kind, 1);
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC;
-	a.inherit = 1;
-	a.inherit_thread = 1;     /* threads, not forked children */
-	a.remove_on_exec = 1;
-	a.sample_id_all = 1;      /* LOST records carry the tid they hit */
-	a.disabled = 1;
-	size_t pages = ring_pages(period_ns);
-	/* no wake-up wanted (the writer drains on its own cadence): the
-	 * watermark at the ring's size asks for as few as the kernel allows */
-	a.watermark = 1;
-	a.wakeup_watermark = (uint32_t)(pages * (size_t)sysconf(_SC_PAGESIZE) / 2);
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	if (ncpu < 1 || ncpu > CPU_MAX)
 		return -ERANGE;
-	rt_fd_window_begin();
-	int rc = 0;
-	for (int c = 0; c < ncpu && rc >= 0; c++)
-		rc = open_cpu(c, &a, pages);
-	rt_fd_window_end();
-	if (rc < 0 || nrings == 0) {
-		close_rings();
-		return rc < 0 ? rc : -ENODEV;
+	int live = -EPERM;
+	if (rt_cfg.soft_cpu_wide) {
+		ring_attr_init(true, period_ns);
+		live = open_rings(ncpu);
+		if (live < 0)
+			rt_log(2, "soft sampler: CPU-wide events unavailable (%s): inherited ones",
+			       strerror(-live));
 	}
-	perf_sample_fmt_from_attr(&a, &fmt);
-	for (int i = 0; i < nrings; i++) {
-		if (ioctl(rings[i].fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
-			int e = errno;
-			close_rings();
-			return -e;
-		}
+	if (live < 0) {
+		ring_attr_init(false, period_ns);
+		live = open_rings(ncpu);
 	}
+	if (live < 0)
+		return live;
+	perf_sample_fmt_from_attr(&ring_attr, &fmt);
+	next_check = rt_now() + CPU_CHECK_NS;
 	atomic_store(&active, 1);
-	rt_status_cpu_rings((uint32_t)nrings);
-	rt_log(2, "soft sampler: one inherited event per CPU (%d), %zu KiB rings, decoded by the "
-	       "writer", nrings, rings[0].data_len / 1024);
+	rt_status_cpu_rings((uint32_t)live, cpu_wide);
+	rt_log(2, "soft sampler: %s event per CPU (%d of %d), %zu KiB rings, decoded by the writer",
+	       cpu_wide ? "one CPU-wide cpu-clock" : "one inherited task-clock", live, nrings,
+	       ring_npages * (size_t)sysconf(_SC_PAGESIZE) / 1024);
 	return 0;
 }
 
 void rt_cpusamp_stop(void)
 {
 	rt_cpuwp_stop();
+	stopped = true;
 	for (int i = 0; i < nrings; i++)
-		ioctl(rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		if (rings[i].fd >= 0)
+			ioctl(rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
 void rt_cpusamp_forget(void)
@@ -212,6 +282,17 @@ static int pend_emit(struct rt_thread *t, const struct ct_record *r)
 static void on_cpu_rec(void *ctx, const struct perf_rec *r)
 {
 	(void)ctx;
+	if (cpu_wide && r->kind == PERF_REC_SAMPLE) {
+		/* another process, or the runtime's writer: not the program */
+		if ((pid_t)r->pid != rt_pid) {
+			foreign++;
+			return;
+		}
+		if ((pid_t)r->tid == writer_tid) {
+			own_samples++;
+			return;
+		}
+	}
 	uint64_t time = r->time ? r->time : rt_now();
 	struct rt_thread *t = soft_tid_map_find(&map, r->tid, time);
 	if (!t && r->kind != PERF_REC_SAMPLE)
@@ -311,11 +392,43 @@ static void watch_step(void)
 	}
 }
 
+/* CPU-wide: a CPU's event stops for good when the CPU goes offline (its
+ * enabled time no longer grows), and a CPU offline at the start has none:
+ * opened again here once the CPU is online (drained first: after the
+ * pass's drain). */
+static void check_cpus(void)
+{
+	uint64_t now = rt_now();
+	if (!cpu_wide || stopped || now < next_check)
+		return;
+	next_check = now + CPU_CHECK_NS;
+	for (int i = 0; i < nrings; i++) {
+		struct cpu_ring *r = &rings[i];
+		uint64_t v[2];
+		if (r->fd >= 0 && read(r->fd, v, sizeof v) == (ssize_t)sizeof v && v[1] != r->enabled_ns) {
+			r->enabled_ns = v[1];
+			continue;
+		}
+		close_ring(r);
+		rt_fd_window_begin();
+		int rc = open_cpu(r, ring_npages);
+		rt_fd_window_end();
+		if (rc == 0 && ioctl(r->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+			close_ring(r);
+		if (r->fd >= 0) {
+			reopened++;
+			rt_log(2, "soft sampler: CPU %d sampled again (it was offline)", r->cpu);
+		}
+	}
+}
+
 bool rt_cpusamp_collect(void)
 {
 	pend_n = pend_pos = 0;
 	if (!rt_cpusamp_active())
 		return false;
+	if (!writer_tid)
+		writer_tid = (pid_t)syscall(SYS_gettid);   /* (the writer calls) */
 	/* the ends first: a thread seen ending now has all its samples up to
 	 * its THREAD_END in the rings drained below */
 	build_map();
@@ -323,12 +436,15 @@ bool rt_cpusamp_collect(void)
 	bool busy = false;
 	for (int i = 0; i < nrings; i++) {
 		struct cpu_ring *c = &rings[i];
+		if (c->fd < 0)
+			continue;
 		struct perf_event_mmap_page *mp = c->map;
 		uint64_t used = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE) - mp->data_tail;
 		busy |= used >= c->data_len / 2;
 		perf_ring_drain(c->map, (uint8_t *)c->map + (c->map_len - c->data_len), c->data_len, &fmt,
 		                scratch, sizeof scratch, on_cpu_rec, NULL);
 	}
+	check_cpus();
 	if (rt_cpuwp_active())
 		watch_step();
 	qsort(pend, pend_n, sizeof *pend, by_slot_time);
@@ -347,6 +463,11 @@ const struct ct_record *rt_cpusamp_next(struct rt_thread *t, uint64_t until)
 void rt_cpusamp_log_stats(void)
 {
 	rt_cpuwp_log_stats();
+	if (rt_cpusamp_active() && cpu_wide)
+		rt_log(2, "soft sampler: CPU-wide rings: %llu samples of other processes and %llu of "
+		       "the runtime's writer dropped, %llu events opened again after their CPU was "
+		       "offline", (unsigned long long)foreign, (unsigned long long)own_samples,
+		       (unsigned long long)reopened);
 	if (rt_cpusamp_active() && (unattributed || lost_unattributed || pend_nomem))
 		rt_log(2, "soft sampler: %llu samples of threads that are not recorded, %llu lost by "
 		       "the kernel with no recorded thread to take them, %llu not kept (no memory)",

@@ -66,8 +66,9 @@ void rt_status_timer_sample(uint64_t cpu_ns)
 	__atomic_fetch_add(&rt_st->timer_cpu_ns, cpu_ns, __ATOMIC_RELAXED);
 }
 
-void rt_status_cpu_rings(uint32_t n)
+void rt_status_cpu_rings(uint32_t n, bool cpu_wide)
 {
+	__atomic_store_n(&rt_st->cpu_ring_wide, cpu_wide ? 1u : 0u, __ATOMIC_RELAXED);
 	__atomic_store_n(&rt_st->cpu_rings, n, __ATOMIC_RELAXED);
 }
 

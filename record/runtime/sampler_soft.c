@@ -5,10 +5,11 @@
  *
  * Where no watchpoint is armed (-w 0, or the probe says they do not fire),
  * or the watchpoints are per CPU (COMMTRACE_WP_CPU=1: commrec's per-CPU
- * probe): one inherited task-clock event per CPU, opened once, no signal,
- * drained and decoded by the writer thread (rt_cpusamp.c), which also arms
- * the per-CPU watchpoints (rt_cpuwp.c): no per-switch hrtimer and nothing
- * done in the program's threads beyond the timer interrupt.
+ * probe): one sampling event per CPU (CPU-wide cpu-clock where it opens,
+ * else inherited task-clock), opened once, no signal, drained and decoded
+ * by the writer thread (rt_cpusamp.c), which also arms the per-CPU
+ * watchpoints (rt_cpuwp.c): nothing done in the program's threads beyond
+ * the timer interrupt.
  *
  * Where watchpoints are armed per thread: a perf task-clock event per thread
  * (sample_period = period in ns, user registers in every sample,

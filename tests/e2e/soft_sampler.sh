@@ -2,11 +2,17 @@
 # End-to-end: the soft sampler's paths give every sample to the thread that
 # took it, and the p2p pattern still shows.
 #
-#   soft/inherited/*   COMMTRACE_SOFT_TIMER=0 -w 0 (the perf path, whatever
-#                      commrec's probe would choose): one inherited event per CPU, decoded by the
-#                      writer (the trace says sampler_delivery=cpu-rings;
-#                      SKIP where perf events are denied and the runtime
-#                      fell back to the timer)
+#   soft/cpu_wide/*    COMMTRACE_SOFT_TIMER=0 -w 0: one CPU-wide cpu-clock
+#                      event per CPU, decoded by the writer, the program's
+#                      samples kept (the trace says sampler_rings=cpu-wide;
+#                      SKIP where they do not open: not root, no
+#                      CAP_PERFMON, kernel.perf_event_paranoid > 0)
+#   soft/inherited/*   COMMTRACE_SOFT_TIMER=0 COMMTRACE_SOFT_CPU_WIDE=0 -w 0
+#                      (the perf path, whatever commrec's probe would
+#                      choose): one inherited task-clock event per CPU,
+#                      decoded by the writer (sampler_delivery=cpu-rings,
+#                      sampler_rings=inherited; SKIP where perf events are
+#                      denied and the runtime fell back to the timer)
 #   soft/timer/*       COMMTRACE_SOFT_TIMER=1 -w 0: POSIX CPU timers
 #                      (sampler_fallback=posix-timer)
 #   soft/cpu_wp/*      COMMTRACE_SOFT_TIMER=0 with watchpoints (commrec's
@@ -29,6 +35,15 @@
 #   NAME/samples      every benchmark thread has samples, where its CPU time
 #                     makes at least LAMBDA_MIN samples expected (Poisson:
 #                     P(0) <= e^-10)
+#   NAME/rate         (the perf paths) every benchmark thread's samples
+#                     (SAMPLE and SKIPPED records) are as many as its CPU
+#                     time over the period: within lambda +- 3.29
+#                     sqrt(lambda) + 2 (99.9% two-sided, Poisson: a thread
+#                     sampled at a fixed period of its CPU time varies less;
+#                     2 for the samples at its start and end), where lambda
+#                     is at least LAMBDA_MIN.  Fewer: samples lost or taken
+#                     at a longer period than the trace says; more: another
+#                     thread's or process's samples given to it
 #   NAME/tids         of the samples whose address is in one of the printed
 #                     objects, the share in an object of the sampling thread
 #                     (its private line, its pair's shared line): its 99.9%
@@ -68,9 +83,10 @@ judge() {
 		--window 100ms >"$WORK/$id.csv" 2>/dev/null ||
 		{ echo "FAIL $name: commanalyze cannot read the trace"; return; }
 	python3 - "$name" "$WORK/$id.out" "$WORK/$id.samples" "$WORK/$id.info" "$WORK/$id.csv" \
-		"$PERIOD_US" <<'EOF'
+		"$PERIOD_US" "${RATE:-0}" <<'EOF'
 import math, re, sys
-name, out, dump, info, csv, period_us = sys.argv[1:7]
+name, out, dump, info, csv, period_us, rate = sys.argv[1:8]
+rate = rate == "1"
 Z = 3.29  # 99.9%, one-sided
 LAMBDA_MIN = 10
 def wilson_lo(k, n):
@@ -124,6 +140,21 @@ if missing:
     print(f"FAIL {name}/samples: no sample in " + ", ".join(missing))
 else:
     print(f"PASS {name}/samples")
+if rate:
+    taken = {}
+    for line in open(info):
+        f = line.split()
+        if len(f) >= 12 and f[0].isdigit() and f[1].isdigit():
+            taken[int(f[0])] = int(f[5]) + int(f[11])    # samples + skipped
+    off = []
+    for b, ms in cpu_ms.items():
+        lam = ms * 1000 / float(period_us)
+        k = taken.get(index_of_tid[bench_tid[b]], 0)
+        d = Z * math.sqrt(lam) + 2
+        print(f"INFO {name}/rate: thread {b}: {k} samples, {lam:.0f} expected")
+        if lam >= LAMBDA_MIN and abs(k - lam) > d:
+            off.append(f"thread {b}: {k} samples for {ms:.0f} ms of CPU ({lam:.0f} +- {d:.0f} expected)")
+    print(f"FAIL {name}/rate: " + ", ".join(off) if off else f"PASS {name}/rate")
 n = own + other
 if n < 10:
     retry.append(f"{n} samples in the benchmark's objects")
@@ -191,13 +222,19 @@ soft_case() {
 	return 0
 }
 
-soft_case inherited COMMTRACE_SOFT_TIMER=0
-if grep -q '^ *sampler_delivery=cpu-rings' "$WORK/inherited.info"; then
+RATE=1 soft_case cpu_wide COMMTRACE_SOFT_TIMER=0
+if grep -q '^ *sampler_rings=cpu-wide' "$WORK/cpu_wide.info"; then
+	pass soft/cpu_wide/path
+else
+	skip soft/cpu_wide/path "CPU-wide sampling events do not open here: $(grep -m1 'sampler_rings\|sampler_fallback_reason' "$WORK/cpu_wide.info")"
+fi
+RATE=1 soft_case inherited COMMTRACE_SOFT_TIMER=0 COMMTRACE_SOFT_CPU_WIDE=0
+if grep -q '^ *sampler_rings=inherited' "$WORK/inherited.info"; then
 	pass soft/inherited/path
 elif grep -q '^ *sampler_fallback=posix-timer' "$WORK/inherited.info"; then
 	skip soft/inherited/path "perf events denied here, the timer was used: $(grep -m1 'sampler_fallback_reason' "$WORK/inherited.info")"
 else
-	fail soft/inherited/path "the trace does not say sampler_delivery=cpu-rings"
+	fail soft/inherited/path "the trace does not say sampler_rings=inherited"
 fi
 soft_case timer COMMTRACE_SOFT_TIMER=1
 check soft/timer/path grep -q '^ *sampler_fallback=posix-timer' "$WORK/timer.info"
