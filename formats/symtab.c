@@ -1235,51 +1235,87 @@ static int cmp_vrange(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* The MAPS text's mappings, parsed; NULL when out of memory. */
-static struct st_mapping *parse_maps(const char *text, size_t len, size_t *count)
+/* Calls f(arg, m) for each mapping of the MAPS text, in order; stops at
+ * f's first nonzero return and returns it (else 0).  One line is parsed at
+ * a time: a maps file can have tens of thousands of lines. */
+static int each_mapping(const char *text, size_t len,
+                        int (*f)(void *arg, const struct st_mapping *m), void *arg)
 {
-	struct st_mapping *m = NULL;
-	size_t n = 0, cap = 0;
+	struct st_mapping m;
 	for (const char *p = text, *end = text + len; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			struct st_mapping *q = realloc(m, cap * sizeof *m);
-			if (!q) {
-				free(m);
-				return NULL;
-			}
-			m = q;
-		}
-		if (symtab_maps_line(p, l, &m[n]) == 0)
-			n++;
+		int rc = symtab_maps_line(p, l, &m) == 0 ? f(arg, &m) : 0;
+		if (rc)
+			return rc;
 		p += l + 1;
 	}
-	*count = n;
-	return m ? m : calloc(1, sizeof *m);
+	return 0;
 }
 
-/* Whether path is among the n module paths (files with an executable
- * mapping: a few dozen). */
-static bool in_paths(const char *const *paths, size_t n, const char *path)
+/* What symtab_var_ranges gathers: the modules' paths (files with an
+ * executable mapping: a few dozen), then their mappings' ranges and ends,
+ * and the anonymous mappings (candidates for a .bss). */
+struct var_scan {
+	char **mods;
+	size_t nmod, capmod;
+	struct st_range *file, *anon;
+	size_t nfile, capfile, nanon, capanon;
+};
+
+static bool is_module_path(const struct var_scan *v, const char *path)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(paths[i], path))
+	for (size_t i = 0; i < v->nmod; i++)
+		if (!strcmp(v->mods[i], path))
 			return true;
 	return false;
 }
 
-static int cmp_u64v(const void *x, const void *y)
+static int scan_modules(void *arg, const struct st_mapping *m)
 {
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	struct var_scan *v = arg;
+	if (!m->exec || !symtab_mapping_is_file(m) || is_module_path(v, m->path))
+		return 0;
+	char *d = strdup(m->path);
+	if (!d || GROW(v, mods, nmod, capmod)) {
+		free(d);
+		return -1;
+	}
+	v->mods[v->nmod++] = d;
+	return 0;
+}
+
+static int scan_ranges(void *arg, const struct st_mapping *m)
+{
+	struct var_scan *v = arg;
+	struct st_range r = { m->start, m->end };
+	if (symtab_mapping_is_file(m)) {
+		if (!is_module_path(v, m->path))
+			return 0;
+		if (GROW(v, file, nfile, capfile))
+			return -1;
+		v->file[v->nfile++] = r;
+	} else if (!m->path[0] || !strcmp(m->path, "[heap]")) {
+		/* the kernel joins a .bss and a brk heap that starts right after
+		 * it (address randomization off) into one mapping named [heap] */
+		if (GROW(v, anon, nanon, capanon))
+			return -1;
+		v->anon[v->nanon++] = r;
+	}
+	return 0;
+}
+
+static int cmp_range_hi(const void *x, const void *y)
+{
+	uint64_t a = ((const struct st_range *)x)->hi, b = ((const struct st_range *)y)->hi;
 	return a < b ? -1 : a > b;
 }
 
-static bool in_sorted(const uint64_t *v, size_t n, uint64_t x)
+/* Whether one of the n ranges (sorted by hi) ends at x. */
+static bool ends_at(const struct st_range *v, size_t n, uint64_t x)
 {
-	const uint64_t *p = bsearch(&x, v, n, sizeof *v, cmp_u64v);
-	return p != NULL;
+	struct st_range key = { 0, x };
+	return bsearch(&key, v, n, sizeof *v, cmp_range_hi) != NULL;
 }
 
 /* r's ranges sorted, and the overlapping or touching ones joined. */
@@ -1300,37 +1336,27 @@ static void ranges_merge(struct st_ranges *r)
 
 int symtab_var_ranges(struct st_ranges *r, const char *text, size_t len)
 {
-	size_t n = 0, nmod = 0, nend = 0;
-	struct st_mapping *m = parse_maps(text, len, &n);
-	const char **mods = m ? malloc((n ? n : 1) * sizeof *mods) : NULL;
-	uint64_t *ends = mods ? malloc((n ? n : 1) * sizeof *ends) : NULL;
-	r->v = ends ? malloc((n ? n : 1) * sizeof *r->v) : NULL;
+	struct var_scan v = { 0 };
+	int rc = each_mapping(text, len, scan_modules, &v);
+	if (!rc)
+		rc = each_mapping(text, len, scan_ranges, &v);
 	r->n = r->last = 0;
-	if (!r->v) {
-		free(ends);
-		free(mods);
-		free(m);
-		return -1;
+	r->v = rc ? NULL : malloc((v.nfile + v.nanon + 1) * sizeof *r->v);
+	if (r->v) {
+		qsort(v.file, v.nfile, sizeof *v.file, cmp_range_hi);
+		memcpy(r->v, v.file, v.nfile * sizeof *v.file);
+		r->n = v.nfile;
+		for (size_t i = 0; i < v.nanon; i++)
+			if (ends_at(v.file, v.nfile, v.anon[i].lo))
+				r->v[r->n++] = v.anon[i];
+		ranges_merge(r);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (m[i].exec && symtab_mapping_is_file(&m[i]) && !in_paths(mods, nmod, m[i].path))
-			mods[nmod++] = m[i].path;
-	for (size_t i = 0; i < n; i++)
-		if (symtab_mapping_is_file(&m[i]) && in_paths(mods, nmod, m[i].path)) {
-			r->v[r->n++] = (struct st_range){ m[i].start, m[i].end };
-			ends[nend++] = m[i].end;
-		}
-	qsort(ends, nend, sizeof *ends, cmp_u64v);
-	/* the kernel joins a .bss and a brk heap that starts right after it
-	 * (address randomization off) into one mapping named [heap] */
-	for (size_t i = 0; i < n; i++)
-		if ((!m[i].path[0] || !strcmp(m[i].path, "[heap]")) && in_sorted(ends, nend, m[i].start))
-			r->v[r->n++] = (struct st_range){ m[i].start, m[i].end };
-	ranges_merge(r);
-	free(ends);
-	free(mods);
-	free(m);
-	return 0;
+	for (size_t i = 0; i < v.nmod; i++)
+		free(v.mods[i]);
+	free(v.mods);
+	free(v.file);
+	free(v.anon);
+	return r->v ? 0 : -1;
 }
 
 bool symtab_ranges_has(struct st_ranges *r, uint64_t x)
