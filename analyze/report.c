@@ -468,12 +468,21 @@ struct owner_lag {
 	bool short_lines;
 };
 
+/* Does the owner estimate weigh the recorded line monitor's records (the
+ * comdetective model)?  The emulate model's runs windows of its own
+ * (--owner-window, --emulate-period), which the recorded monitor's counts
+ * (SUMMARY, CONFIG, OWNER_XFER) do not describe. */
+static bool owner_from_records(const struct analysis *a)
+{
+	return analysis_estimator(a) == ESTIMATOR_OWNER && !strcmp(a->model->name, "comdetective");
+}
+
 static bool owner_lag_test(const struct analysis *a, double total, double var,
                            struct owner_lag *o)
 {
 	char v[32];
 	uint64_t j, p;
-	if (analysis_estimator(a) != ESTIMATOR_OWNER || !owner_monitor_params(a->trace, &j, &p) ||
+	if (!owner_from_records(a) || !owner_monitor_params(a->trace, &j, &p) ||
 	    !ct_trace_meta(a->trace, CT_SEC_SUMMARY, "inst.owner_lag_transfers", v, sizeof v))
 		return false;
 	o->lag = strtoull(v, NULL, 10);

@@ -74,6 +74,9 @@
 #                      (thread start and join) and the one-per-block
 #                      rounding of the sampled stores: within 16 transfers'
 #                      weight
+#   owner/lag_emulate  the same trace under --model emulate: its windows
+#                      are its own, so the report has no lag test (no JSON
+#                      lag fields, no warning)
 #   owner/lag_steady   the pipeline's one execution (owner/same_execution):
 #                      the lags' count and the held one agree within
 #                      4.42 (sd_held + sd_lag) (two-sided 1e-5, the sd as
@@ -264,6 +267,12 @@ PY
 )
 	echo "$out"
 	grep -q '^PASS owner/lag' <<<"$out" || ct_failed=1
+	"$COMMANALYZE" report "$WORK/sl.zst" --model emulate --estimator owner --format json \
+		>"$WORK/sle.json" 2>/dev/null
+	em=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print("lag_transfers" in d["model"].get("owner_windows", {}) or
+      any("estimate is low" in x for x in d["warnings"]))' "$WORK/sle.json" 2>&1)
+	check owner/lag_emulate test "$em" = False
 else
 	fail owner/lag "$(head -c 300 "$WORK/sl.cc.err" "$WORK/sl.err")"
 fi
