@@ -395,13 +395,21 @@ static const char *share_ci(const struct report *r, double part, double total, c
 	return buf;
 }
 
+/* Does the owner estimate weigh the recorded line monitor's records (the
+ * comdetective model)?  The emulate model's runs windows of its own
+ * (--owner-window, --emulate-period), which the recorded monitor's counts
+ * (OWNER_WIN, OWNER_XFER, SUMMARY) do not describe. */
+static bool owner_from_records(const struct analysis *a)
+{
+	return analysis_estimator(a) == ESTIMATOR_OWNER && !strcmp(a->model->name, "comdetective");
+}
+
 /* Sampled stores whose window the line monitor could not open (the owner
  * estimator weighs the opened ones for them: model_comdetective.c). */
 static uint64_t owner_windows_missed(const struct analysis *a)
 {
 	const uint64_t *w = a->stats.owner_windows;
-	return analysis_estimator(a) == ESTIMATOR_OWNER ? w[CT_OWNER_DROP_TABLE] + w[CT_OWNER_DROP_LINE]
-	                                            : 0;
+	return owner_from_records(a) ? w[CT_OWNER_DROP_TABLE] + w[CT_OWNER_DROP_LINE] : 0;
 }
 
 /* The monitor's inclusion rate over the run: opened / sampled stores. */
@@ -473,7 +481,7 @@ static bool owner_lag_test(const struct analysis *a, double total, double var,
 {
 	char v[32];
 	uint64_t j, p;
-	if (analysis_estimator(a) != ESTIMATOR_OWNER || !owner_monitor_params(a->trace, &j, &p) ||
+	if (!owner_from_records(a) || !owner_monitor_params(a->trace, &j, &p) ||
 	    !ct_trace_meta(a->trace, CT_SEC_SUMMARY, "inst.owner_lag_transfers", v, sizeof v))
 		return false;
 	o->lag = strtoull(v, NULL, 10);
@@ -904,7 +912,7 @@ static void json_model(FILE *f, const struct report *r)
 		fprintf(f, ",\"estimator_source\":");
 		out_json_string(f, estimator_source(a));
 	}
-	if (analysis_estimator(a) == ESTIMATOR_OWNER) {
+	if (owner_from_records(a)) {
 		const uint64_t *w = a->stats.owner_windows;
 		fprintf(f, ",\"owner_windows\":{\"opened\":%" PRIu64 ",\"dropped_table_full\":%" PRIu64
 		        ",\"dropped_line_full\":%" PRIu64 ",\"inclusion\":", w[CT_OWNER_OPENED],

@@ -101,6 +101,7 @@ struct own_slot {
 	uint64_t wmask[2];       /* written bytes (lines up to 128 bytes) */
 	uint64_t nst, nx;        /* stores and transfers since the slot opened */
 	uint64_t sum_nx;         /* sum over the active windows of win.nx */
+	uint64_t lag_xfers;      /* transfers x windows in their lag, all its lines (never reset) */
 	uint32_t head, n;        /* the open windows: a ring, oldest first */
 	uint32_t nact;           /* the first nact of them are active (past their lag) */
 	struct own_win win[OWN_WIN];
@@ -112,7 +113,6 @@ RT_HIDDEN uint64_t inst_own_key[INST_OWN_SLOTS];
 RT_HIDDEN uint64_t inst_own_window;          /* J; 0: no monitor */
 static struct own_slot own_slot[INST_OWN_SLOTS];
 static _Atomic uint64_t own_left_out;        /* accesses left out (see above) */
-static _Atomic uint64_t own_lag_xfers;       /* transfers x windows in their lag (below) */
 
 static RT_TLS uint64_t own_rng;          /* this thread's draws (xorshift64) */
 static RT_TLS unsigned own_depth;        /* this thread is taking or holds a slot's lock */
@@ -166,9 +166,14 @@ uint64_t inst_owner_left_out(void)
 	return atomic_load_explicit(&own_left_out, memory_order_relaxed);
 }
 
+/* The slots' counts summed (a plain count per slot, under its lock: no
+ * atomic shared by all threads on the monitored accesses' path). */
 uint64_t inst_owner_lag_transfers(void)
 {
-	return atomic_load_explicit(&own_lag_xfers, memory_order_relaxed);
+	uint64_t n = 0;
+	for (size_t i = 0; i < INST_OWN_SLOTS; i++)
+		n += __atomic_load_n(&own_slot[i].lag_xfers, __ATOMIC_RELAXED);
+	return n;
 }
 
 static inline void cpu_relax(void)
@@ -287,7 +292,7 @@ static bool own_step(struct rt_thread *t, struct own_slot *s, size_t i, const st
 	uint64_t bit = 1ull << me;
 	bool xfer = s->writer != OWN_NO_WRITER && s->writer != me && !(s->hold & bit);
 	if (xfer && s->n > s->nact)      /* windows in their lag: counted, not recorded */
-		atomic_fetch_add_explicit(&own_lag_xfers, s->n - s->nact, memory_order_relaxed);
+		__atomic_store_n(&s->lag_xfers, s->lag_xfers + s->n - s->nact, __ATOMIC_RELAXED);
 	if (xfer && !s->nact) {          /* in no window (all in their lag) */
 		s->nx++;
 		xfer = false;

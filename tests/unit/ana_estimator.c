@@ -467,14 +467,22 @@ static void owner_xfer(struct tb *b, uint32_t t, uint64_t time, uint32_t src, ui
 		.flags = tr ? CT_OWNER_TRUE : 0 };
 }
 
+/* A line monitor trace of `threads` threads (inst, --owner-window J = 4,
+ * period P = 10) whose thread 0's sampled store at A, time 10, opened a
+ * window. */
+static void owner_trace_init(struct tb *b, size_t threads)
+{
+	tb_init(b, threads);
+	b->features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
+	tb_config(b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
+	tb_sample(b, 0, 10, A, 8, ST, 10);
+	tb_add(b, 0, CT_REC_OWNER_WIN, 11)->u.owin = (struct ct_owner_win){ A, CT_OWNER_OPENED };
+}
+
 static void test_owner_monitor_trace(void)
 {
 	struct tb b;
-	tb_init(&b, 3);
-	b.features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
-	tb_config(&b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
-	tb_sample(&b, 0, 10, A, 8, ST, 10);
-	tb_add(&b, 0, CT_REC_OWNER_WIN, 11)->u.owin = (struct ct_owner_win){ A, CT_OWNER_OPENED };
+	owner_trace_init(&b, 3);
 	owner_xfer(&b, 1, 20, 0, 1, 0, true);
 	tb_add(&b, 1, CT_REC_OWNER_WIN, 21)->u.owin = (struct ct_owner_win){ A, CT_OWNER_DROP_LINE };
 	owner_xfer(&b, 2, 30, 0, 2, 1, false);
@@ -614,11 +622,7 @@ static int report_to_text(void *arg, const struct report_result *res)
 static void test_owner_nothing_detected(void)
 {
 	struct tb b;
-	tb_init(&b, 2);
-	b.features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
-	tb_config(&b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
-	tb_sample(&b, 0, 10, A, 8, ST, 10);
-	tb_add(&b, 0, CT_REC_OWNER_WIN, 11)->u.owin = (struct ct_owner_win){ A, CT_OWNER_OPENED };
+	owner_trace_init(&b, 2);
 	tb_sample(&b, 1, 20, A + 4096, 8, ST, 10);
 	const char *path = tb_write(&b);
 	struct model_opts o;
