@@ -611,12 +611,16 @@ static void sec_totals(struct report *r)
 		warn(r, "no communication detected: without watchpoints (see below) the samples of "
 		        "two threads must meet on a line; try --model window, which pairs samples "
 		        "of different threads, or a smaller commrec -c period");
-	else if (!r->events && a->stats.samples && analysis_estimator(a) == ESTIMATOR_OWNER)
+	else if (!r->events && a->stats.samples && owner_from_records(a))
 		warn(r, "no communication detected: the line monitor's windows held no transfer "
 		        "(--expiry does not apply to the owner estimator; where lines are stored "
 		        "fewer than 2J times before they move, a smaller commrec --owner-window J "
 		        "sees them; --estimator comdetective weighs the same trace's watchpoint "
 		        "hits instead)");
+	else if (!r->events && a->stats.samples && analysis_estimator(a) == ESTIMATOR_OWNER)
+		warn(r, "no communication detected: the emulated windows held no transfer "
+		        "(--expiry does not apply to the owner estimator; a smaller --owner-window "
+		        "or --emulate-period counts more of the lines stored few times)");
 	else if (!r->events && a->stats.samples)
 		warn(r, "no communication detected (try a longer --expiry, e.g. ns:1000000, or the "
 		        "window model)");

@@ -638,6 +638,22 @@ static void test_owner_nothing_detected(void)
 	CHECK(text && strstr(text, "try a longer --expiry") && !strstr(text, "windows held no"));
 	free(text);
 	tb_free(&b);
+
+	/* emulate's owner estimate: its own windows, its own options */
+	tb_init(&b, 2);
+	b.features = CT_FEAT_SAMPLES | CT_FEAT_FULL;
+	tb_config(&b, "sampler=inst\nperiod=1\nperiod_unit=events\nfull=1\nline_size=64\n");
+	tb_sample(&b, 0, 10, A, 8, ST, 1);
+	tb_sample(&b, 1, 20, A + 4096, 8, ST, 1);
+	path = tb_write(&b);
+	o.model = "emulate";
+	o.estimator = ESTIMATOR_OWNER;
+	text = NULL;
+	CHECK(path && report_run(path, &o, false, true, report_to_text, &text) == 0 && text);
+	CHECK(text && strstr(text, "no communication detected: the emulated windows held no") &&
+	      !strstr(text, "commrec --owner-window") && !strstr(text, "try a longer --expiry"));
+	free(text);
+	tb_free(&b);
 }
 
 int main(void)
