@@ -754,6 +754,57 @@ static void test_packed_decode(void)
 	CHECK(p == buf + at[bad]);
 }
 
+/* A sampled trace's run (long SAMPLE records: a new ip each) whose address
+ * deltas take every varint length, 1 to 10 bytes, at both ends of each
+ * length and either sign, decodes through cti_decode_packed (the
+ * address deltas of up to 5 bytes without a branch on their length,
+ * longer ones a record at a time) to the records encoded. */
+static void test_packed_addr_lengths(void)
+{
+	enum { N = 1 + 10 * 4 };
+	struct ct_record in[N];
+	static uint8_t buf[N * CT_RECORD_MAX_BYTES];
+	static uint8_t out[N * sizeof(struct ct_record)];
+	in[0] = (struct ct_record){ .type = CT_REC_SAMPLE, .time = 1000 };
+	in[0].u.sample = (struct ct_sample){ .ip = 0x400000, .addr = 0x10000000, .period = 1,
+	                                     .len = 8 };
+	for (int i = 1; i < N; i++) {
+		unsigned bytes = 1 + (unsigned)(i - 1) / 4;
+		/* the smallest and largest zigzag values of that length */
+		uint64_t lo = bytes == 1 ? 0 : 1ull << (7 * (bytes - 1));
+		uint64_t hi = bytes == 10 ? UINT64_MAX : (1ull << (7 * bytes)) - 1;
+		uint64_t z[4] = { lo, lo + 1, hi - 1, hi };
+		uint64_t zz = z[(i - 1) % 4];
+		in[i] = in[i - 1];
+		in[i].time += 10;
+		in[i].u.sample.ip += 0x1000;
+		in[i].u.sample.addr += (zz >> 1) ^ (0 - (zz & 1));
+	}
+	struct ct_codec c;
+	ct_codec_reset(&c);
+	size_t len = 0;
+	for (int i = 0; i < N; i++)
+		len += ct_encode_record(&c, &in[i], buf + len);
+	CHECK_EQ_U(buf[0], CT_REC_SAMPLE);                 /* a long record */
+	ct_codec_reset(&c);
+	const uint8_t *p = buf;
+	size_t used;
+	CHECK_EQ_U(cti_decode_packed(&c, &p, buf + len, 2, N, out, sizeof out, &used), N);
+	CHECK(p == buf + len);
+	const uint8_t *o = out;
+	for (int i = 0; i < N && !check_case_failed; i++) {
+		const struct ct_record *r = (const void *)o;
+		CHECK(r->type == CT_REC_SAMPLE && r->thread == 2 && r->time == in[i].time &&
+		      r->u.sample.ip == in[i].u.sample.ip && r->u.sample.addr == in[i].u.sample.addr &&
+		      r->u.sample.len == 8 && r->u.sample.period == 1);
+		if (check_case_failed)
+			printf("record %d: addr 0x%llx, want 0x%llx\n", i,
+			       (unsigned long long)r->u.sample.addr,
+			       (unsigned long long)in[i].u.sample.addr);
+		o += cti_packed_bytes[CT_REC_SAMPLE];
+	}
+}
+
 /* The recent-ip table's bytes, hand-built: 8 ips fill slots 0-7 (each a
  * miss: a zigzag delta); the oldest is then a hit in the last slot (index
  * 7), a new ip a miss that evicts the oldest one, which is a miss again. */
@@ -853,6 +904,7 @@ int main(void)
 	RUN(test_ip_slot_bytes);
 	RUN(test_short_sample_bytes);
 	RUN(test_packed_decode);
+	RUN(test_packed_addr_lengths);
 	RUN(test_random_bytes);
 	RUN(test_full_trace_raw_size);
 	RUN(test_names);
