@@ -6,31 +6,40 @@
  * the code bytes are read from this process, late) and merges them by time
  * into the thread's stream.
  *
- * Two kinds of event, tried in this order:
+ * Two kinds of event:
  *
- * - CPU-wide (pid -1, cpu c): a cpu-clock event per CPU, which needs
- *   CAP_PERFMON, root or kernel.perf_event_paranoid <= 0 (what the per-CPU
- *   watchpoints need too).  It lives in the CPU's perf context, so a
- *   context switch costs nothing for it, and its timer samples whatever
- *   runs in user mode every period of the CPU's time: the program's
- *   threads at the period of their own CPU time, other processes' samples
- *   dropped here (and the writer's own).  On a VM where the perf work at a
- *   switch traps to the host (PVM), LULESH (4 OpenMP threads on 2 CPUs,
- *   160,000 switches a second) costs about 1.05x program CPU with these
- *   and -w 0, about what the runtime costs without samples, and 1.13x with
- *   the per-CPU watchpoints, where the inherited events below cost 1.13x
- *   to 1.29x (commrec(1), Costs).  A CPU offline at the start, or one that goes
- *   offline (its event then stops for good), is opened again by the writer
- *   once it is online (check_cpus).
- *
- * - Else inherited task-clock events: opened once on the main thread (pid
- *   0, cpu c) with inherit and inherit_thread, so that every thread the
- *   program creates afterwards carries a copy writing into that CPU's ring,
- *   and remove_on_exec.  Copies of one inherited event make the threads'
- *   perf contexts equivalent, and the kernel swaps them at a switch between
- *   two of the program's threads instead of rescheduling the events (about
+ * - Inherited task-clock events (the default): opened once on the main
+ *   thread (pid 0, cpu c) with inherit and inherit_thread, so that every
+ *   thread the program creates afterwards carries a copy writing into that
+ *   CPU's ring, and remove_on_exec.  A task-clock event counts its
+ *   thread's own CPU time: a sample every period of it, whatever the
+ *   thread's timing.  Copies of one inherited event make the threads' perf
+ *   contexts equivalent, and the kernel swaps them at a switch between two
+ *   of the program's threads instead of rescheduling the events (about
  *   0.4 us per switch, measured); a switch to another process or to the
  *   idle task still stops and starts the thread's timer (10-15 us on PVM).
+ *
+ * - CPU-wide (pid -1, cpu c), only where COMMTRACE_SOFT_CPU_WIDE=1 asks
+ *   (commrec passes it on where its probe opens one): a cpu-clock event
+ *   per CPU, which needs CAP_PERFMON, root or kernel.perf_event_paranoid
+ *   <= 0.  It lives in the CPU's perf context, so a context switch costs
+ *   nothing for it (LULESH, 160,000 switches a second on PVM: about 1.05x
+ *   program CPU with -w 0, where the inherited events cost 1.13x to 1.29x),
+ *   but its timer fires on a fixed grid of the CPU's clock, every period,
+ *   idle or not: a thread that wakes on a timer whose interval is a
+ *   multiple of the period meets the grid at the same phase at every
+ *   wake-up, and takes 0 or 1 sample per wake-up by that phase, not one
+ *   per period of its CPU time (tests/ubench/periodic: 2x or 0.1x).  A
+ *   period changed with PERF_EVENT_IOC_PERIOD restarts the timer from the
+ *   call (kernel/events/core.c, __perf_event_period: period_left zeroed),
+ *   so a dither the writer set at its passes would leave no sample in the
+ *   first half period after each pass, biased again for a program whose
+ *   wake-ups follow the writer's.  Opened on the CPUs of the program's
+ *   affinity at the start only (a later widening is not sampled there);
+ *   a CPU offline at the start, or one that goes offline (its event then
+ *   stops for good), is opened again by the writer once it is online
+ *   (check_cpus).  Samples, losses and throttles of other processes are
+ *   dropped here (counted: SUMMARY sampler_lost_foreign for the losses).
  *
  * Watchpoints: not the threads' own (a thread with per-thread events of
  * its own, breakpoints, loses the cheap switch), but per-CPU breakpoint
