@@ -1,6 +1,6 @@
 /* The soft sampler's path probe.  See switch_probe.h. */
 #include "switch_probe.h"
-#include "soft_sample.h"
+#include "soft_attr.h"
 #include "wp_probe.h"
 
 #include <errno.h>
@@ -131,11 +131,7 @@ static int try_cpu_wide(const struct perf_event_attr *a, int c, size_t pages, si
 	int fd = (int)syscall(SYS_perf_event_open, a, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return errno;
-	void *m = mmap(NULL, page * (1 + pages), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	while (m == MAP_FAILED && errno == EPERM && pages > SOFT_RING_PAGES_MIN / 2) {
-		pages /= 2;
-		m = mmap(NULL, page * (1 + pages), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	}
+	void *m = soft_ring_map(fd, &pages, page);
 	int e = m == MAP_FAILED ? errno : 0;
 	if (m != MAP_FAILED)
 		munmap(m, page * (1 + pages));

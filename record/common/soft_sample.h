@@ -21,23 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <linux/perf_event.h>
-
 #include "decode.h"
 #include "perf_ring.h"
-
-/* A soft sample event's attributes (task-clock, user registers, at
- * period_ns), on zeroed *a. */
-void soft_sample_attr(struct perf_event_attr *a, uint64_t period_ns);
-
-/* The per-CPU rings' events (rt_cpusamp.c), which commrec's probe opens
- * too (switch_probe_cpu_wide), so that both open the same: wide, a
- * CPU-wide cpu-clock event (pid -1), else an inherited task-clock one (pid
- * 0), disabled, timestamps CLOCK_MONOTONIC.  Fills *a (zeroed first);
- * returns the ring's data pages to map (half a second of samples at the
- * period, 16 to 256; the caller halves them while the kernel refuses). */
-size_t soft_ring_attr(struct perf_event_attr *a, bool wide, uint64_t period_ns, size_t page_size);
-#define SOFT_RING_PAGES_MIN 16
+#include "soft_attr.h"
 
 /* The data access of one PERF_RECORD_SAMPLE of a soft event opened with
  * sample_regs_user = regs_mask, for a thread whose fs base is fs_base.

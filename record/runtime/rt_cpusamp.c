@@ -134,11 +134,7 @@ static int open_cpu(struct cpu_ring *r, size_t pages)
 	rt_perf_fd_opened(fd);
 	rt_perf_mark_fd(fd);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	void *m = mmap(NULL, page * (1 + pages), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	while (m == MAP_FAILED && errno == EPERM && pages > SOFT_RING_PAGES_MIN / 2) {
-		pages /= 2;
-		m = mmap(NULL, page * (1 + pages), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	}
+	void *m = soft_ring_map(fd, &pages, page);
 	if (m == MAP_FAILED) {
 		int e = errno;
 		rt_perf_close(fd);
