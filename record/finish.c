@@ -241,6 +241,7 @@ int rec_runtime_status(const char *spool, struct rt_status *sum)
 			sum->cpu_ring_wide = (!ring_procs++ || sum->cpu_ring_wide) && st.cpu_ring_wide;
 		sum->ring_unattributed += st.ring_unattributed;
 		sum->ring_lost_unattributed += st.ring_lost_unattributed;
+		sum->ring_lost_foreign += st.ring_lost_foreign;
 		if (st.cpu_wp > sum->cpu_wp)
 			sum->cpu_wp = st.cpu_wp;
 		sum->cpu_wp_arms += st.cpu_wp_arms;
@@ -298,6 +299,9 @@ static void status_kv(struct ct_kv *kv, const char *spool)
 		ct_kv_add(kv, "sampler_unattributed", "%llu", (unsigned long long)st.ring_unattributed);
 		ct_kv_add(kv, "sampler_lost_unattributed", "%llu",
 		          (unsigned long long)st.ring_lost_unattributed);
+		if (st.cpu_ring_wide)
+			ct_kv_add(kv, "sampler_lost_foreign", "%llu",
+			          (unsigned long long)st.ring_lost_foreign);
 	}
 	if (st.cpu_wp) {
 		/* format 6: the comdetective model counts every recorded hit */

@@ -266,13 +266,18 @@ static void choose_watchpoints(struct rec_opts *o)
 
 /* Whether the per-CPU rings' events can be CPU-wide here (they open:
  * switch_probe_cpu_wide), where the rings are used (no watchpoints, or
- * watchpoints per CPU) and COMMTRACE_SOFT_CPU_WIDE is not 0. */
+ * watchpoints per CPU) and COMMTRACE_SOFT_CPU_WIDE=1 asks for them: not by
+ * default, because a CPU-wide cpu-clock event samples a fixed grid of the
+ * CPU's clock, which a program waking on a timer whose interval is a
+ * multiple of the period meets at the same phase at every wake-up (its
+ * samples then do not stand for its CPU time: commrec(1), "The soft
+ * sampler"). */
 static void choose_cpu_wide(struct rec_opts *o)
 {
 	const char *env = getenv(CT_ENV_SOFT_CPU_WIDE);
 	o->soft_cpu_wide = false;
 	o->soft_cpu_wide_errno = 0;
-	if ((o->wp_used > 0 && !o->wp_cpu) || (env && env[0] == '0'))
+	if ((o->wp_used > 0 && !o->wp_cpu) || !env || env[0] != '1')
 		return;
 	o->soft_cpu_wide_errno = switch_probe_cpu_wide(o->period_used * 1000);
 	o->soft_cpu_wide = !o->soft_cpu_wide_errno;
@@ -308,8 +313,8 @@ static void choose_soft_path(struct rec_opts *o)
 	if (o->soft_cpu_wide) {
 		o->soft_timer = false;
 		snprintf(o->soft_path_reason, sizeof o->soft_path_reason, "CPU-wide cpu-clock events "
-		         "open here: per-CPU sample rings decoded by the writer%s, the program's "
-		         "samples kept; no cost at context switches, samples at the period",
+		         "asked for (" CT_ENV_SOFT_CPU_WIDE "=1) and open in commrec's probe: per-CPU "
+		         "rings decoded by the writer%s (sampler_rings: the runtime's)",
 		         o->wp_cpu ? ", which arms the CPUs' debug registers (watchpoint_cpu_reason)"
 		                   : "");
 		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
@@ -321,7 +326,7 @@ static void choose_soft_path(struct rec_opts *o)
 		         "per-CPU sample rings of inherited events (CPU-wide ones: %s) decoded by the "
 		         "writer, which arms the CPUs' debug registers (watchpoint_cpu_reason)",
 		         o->soft_cpu_wide_errno ? strerror(o->soft_cpu_wide_errno) :
-		         "not asked for, " CT_ENV_SOFT_CPU_WIDE "=0");
+		         "not asked for, " CT_ENV_SOFT_CPU_WIDE "=1 asks");
 		rec_info(1, "soft path: perf events (%s)", o->soft_path_reason);
 		return;
 	}

@@ -1,5 +1,6 @@
 /* The soft sampler's path probe.  See switch_probe.h. */
 #include "switch_probe.h"
+#include "soft_attr.h"
 #include "wp_probe.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -123,22 +125,29 @@ static int open_events(int *fds, int max, uint64_t period_ns)
 	return n;
 }
 
+/* Open and map one CPU-wide ring on CPU c as the runtime does; 0 or errno. */
+static int try_cpu_wide(const struct perf_event_attr *a, int c, size_t pages, size_t page)
+{
+	int fd = (int)syscall(SYS_perf_event_open, a, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	void *m = soft_ring_map(fd, &pages, page);
+	int e = m == MAP_FAILED ? errno : 0;
+	if (m != MAP_FAILED)
+		munmap(m, page * (1 + pages));
+	close(fd);
+	return e;
+}
+
 int switch_probe_cpu_wide(uint64_t period_ns)
 {
 	struct perf_event_attr a;
-	probe_task_clock_attr(&a, period_ns);
-	a.config = PERF_COUNT_SW_CPU_CLOCK;
-	a.sample_type |= PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
-	a.exclude_idle = 1;
-	a.disabled = 1;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t pages = soft_ring_attr(&a, true, period_ns, page);
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	int e = ENODEV;
-	for (int c = 0; c < ncpu && e == ENODEV; c++) {
-		int fd = (int)syscall(SYS_perf_event_open, &a, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
-		e = fd < 0 ? errno : 0;
-		if (fd >= 0)
-			close(fd);
-	}
+	for (int c = 0; c < ncpu && e == ENODEV; c++)
+		e = try_cpu_wide(&a, c, pages, page);
 	return e;
 }
 

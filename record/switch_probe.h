@@ -6,9 +6,9 @@
  * per-switch cost (they are checked at the scheduler tick), but fire at most
  * once per tick and land kernel time on the instruction after the system
  * call.  commrec measures which path costs less here and tells the runtime
- * (COMMTRACE_SOFT_TIMER).  Where CPU-wide events open (privileged), the
- * rings use those instead, which cost nothing at a switch: no probe then
- * (switch_probe_cpu_wide).
+ * (COMMTRACE_SOFT_TIMER).  Where CPU-wide events are asked for and open
+ * (privileged), the rings use those instead, which cost nothing at a
+ * switch: no probe then (switch_probe_cpu_wide).
  *
  * The probe: a barrier-heavy program in small, run by the calling process:
  * SWITCH_PROBE_THREADS threads and the caller do a little work and meet at
@@ -51,11 +51,12 @@ struct switch_probe {
 	bool timer;               /* verdict: the POSIX-timer path costs less here */
 };
 
-/* Whether the soft sampler's CPU-wide events open here (a cpu-clock
- * sampling event of that period with pid -1 on the first online CPU, as
- * the runtime's rt_cpusamp.c opens them; it needs CAP_PERFMON, root or
- * kernel.perf_event_paranoid <= 0): 0, or the errno.  Where they open,
- * no probe is needed: they cost nothing at a context switch. */
+/* Whether the soft sampler's CPU-wide events open here (on the first
+ * online CPU, with the runtime's attributes, soft_ring_attr, and a ring of
+ * the runtime's size mapped; it needs CAP_PERFMON, root or
+ * kernel.perf_event_paranoid <= 0): 0, or the errno.  Tried only where
+ * COMMTRACE_SOFT_CPU_WIDE=1 asks for them (commrec(1), "The soft
+ * sampler": their samples fall on a fixed grid of the CPU's clock). */
 int switch_probe_cpu_wide(uint64_t period_ns);
 
 /* Run the probe with events of that period; fills *p. */

@@ -32,7 +32,7 @@
 #define CT_ENV_WP_SWITCH_NS "COMMTRACE_WP_SWITCH_NS" /* ns the armed debug registers add to a context switch (commrec's measurement) */
 #define CT_ENV_WP_OPEN_SWITCH_NS "COMMTRACE_WP_OPEN_SWITCH_NS" /* ns they add open but disabled */
 #define CT_ENV_SOFT_EVENT_SWITCH_NS "COMMTRACE_SOFT_EVENT_SWITCH_NS" /* soft: ns a per-thread sampling event adds (0: keep it) */
-#define CT_ENV_SOFT_CPU_WIDE "COMMTRACE_SOFT_CPU_WIDE" /* soft: "1": the per-CPU rings' events CPU-wide (cpu-clock, pid -1) where they open, "0": inherited task-clock (commrec's probe; a user may set 0 for commrec) */
+#define CT_ENV_SOFT_CPU_WIDE "COMMTRACE_SOFT_CPU_WIDE" /* soft: "1": the per-CPU rings' events CPU-wide (cpu-clock, pid -1) where they open (a user asks commrec; its probe tells the runtime), else inherited task-clock */
 #define CT_ENV_WP_CPU      "COMMTRACE_WP_CPU"       /* soft: "1": watchpoints per CPU, armed by the writer from the per-CPU sample rings (commrec's probe: they open and fire; a user may set 0 or 1 for commrec) */
 #define CT_ENV_PID         "COMMTRACE_PID"          /* pid the settings are for: a forked child ignores them */
 

@@ -46,6 +46,8 @@ struct rt_status {
 	uint64_t ring_unattributed;    /* soft, per-CPU rings: samples of threads not recorded */
 	uint64_t ring_lost_unattributed; /* soft, per-CPU rings: records the kernel lost that no
 	                                  * recorded thread could take (no tid, main thread ended) */
+	uint64_t ring_lost_foreign;    /* soft, CPU-wide rings: records lost while another
+	                                * process ran (not the program's) */
 	uint32_t cpu_wp;               /* soft: watchpoint registers per CPU armed by the writer, 0: not */
 	uint32_t pad3;
 	uint64_t cpu_wp_arms;          /* ... its arms */

@@ -6,7 +6,8 @@
  *   per-thread   one event per thread, drained in that thread's signal
  *                handler (where watchpoints are armed: the online part of
  *                ComDetective's Algorithm 1 must run at the sample);
- *   inherited    one inherited event per CPU, opened once, no signal,
+ *   per-CPU      one event per CPU (inherited task-clock, or CPU-wide
+ *                cpu-clock where asked for), opened once, no signal,
  *                drained and decoded by the writer thread
  *                (record/runtime/rt_cpusamp.c).
  *
@@ -22,6 +23,7 @@
 
 #include "decode.h"
 #include "perf_ring.h"
+#include "soft_attr.h"
 
 /* The data access of one PERF_RECORD_SAMPLE of a soft event opened with
  * sample_regs_user = regs_mask, for a thread whose fs base is fs_base.

@@ -155,7 +155,7 @@ struct rt_config {
 	uint32_t board_size, line_size;
 	bool no_alloc;
 	bool soft_timer;           /* COMMTRACE_SOFT_TIMER=1 */
-	bool soft_cpu_wide;        /* COMMTRACE_SOFT_CPU_WIDE not 0: CPU-wide rings tried first */
+	bool soft_cpu_wide;        /* COMMTRACE_SOFT_CPU_WIDE=1: CPU-wide rings tried first */
 	bool wp_async;             /* COMMTRACE_WP_ASYNC=1: O_ASYNC signal instead of sigtrap */
 	bool wp_cpu;               /* COMMTRACE_WP_CPU=1: soft: per-CPU watchpoints armed by the writer */
 	bool wp_soft;              /* COMMTRACE_WP_SOFT=1: software watchpoints (sampler_ops.watch) */
@@ -397,6 +397,7 @@ void rt_status_timer_sample(uint64_t cpu_ns);
 void rt_status_cpu_rings(uint32_t n, bool cpu_wide);
 void rt_status_ring_unattributed(uint64_t n);
 void rt_status_ring_lost_unattributed(uint64_t n);
+void rt_status_ring_lost_foreign(uint64_t n);
 void rt_status_cpu_wp(uint32_t nregs, uint64_t arms, uint64_t hits, uint64_t other);
 
 /* rt_maps.c */

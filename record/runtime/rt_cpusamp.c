@@ -6,31 +6,41 @@
  * the code bytes are read from this process, late) and merges them by time
  * into the thread's stream.
  *
- * Two kinds of event, tried in this order:
+ * Two kinds of event:
  *
- * - CPU-wide (pid -1, cpu c): a cpu-clock event per CPU, which needs
- *   CAP_PERFMON, root or kernel.perf_event_paranoid <= 0 (what the per-CPU
- *   watchpoints need too).  It lives in the CPU's perf context, so a
- *   context switch costs nothing for it, and its timer samples whatever
- *   runs in user mode every period of the CPU's time: the program's
- *   threads at the period of their own CPU time, other processes' samples
- *   dropped here (and the writer's own).  On a VM where the perf work at a
- *   switch traps to the host (PVM), LULESH (4 OpenMP threads on 2 CPUs,
- *   160,000 switches a second) costs about 1.05x program CPU with these
- *   and -w 0, about what the runtime costs without samples, and 1.13x with
- *   the per-CPU watchpoints, where the inherited events below cost 1.13x
- *   to 1.29x (commrec(1), Costs).  A CPU offline at the start, or one that goes
- *   offline (its event then stops for good), is opened again by the writer
- *   once it is online (check_cpus).
- *
- * - Else inherited task-clock events: opened once on the main thread (pid
- *   0, cpu c) with inherit and inherit_thread, so that every thread the
- *   program creates afterwards carries a copy writing into that CPU's ring,
- *   and remove_on_exec.  Copies of one inherited event make the threads'
- *   perf contexts equivalent, and the kernel swaps them at a switch between
- *   two of the program's threads instead of rescheduling the events (about
+ * - Inherited task-clock events (the default): opened once on the main
+ *   thread (pid 0, cpu c) with inherit and inherit_thread, so that every
+ *   thread the program creates afterwards carries a copy writing into that
+ *   CPU's ring, and remove_on_exec.  A task-clock event counts its
+ *   thread's own CPU time: a sample every period of it, whatever the
+ *   thread's timing.  Copies of one inherited event make the threads' perf
+ *   contexts equivalent, and the kernel swaps them at a switch between two
+ *   of the program's threads instead of rescheduling the events (about
  *   0.4 us per switch, measured); a switch to another process or to the
  *   idle task still stops and starts the thread's timer (10-15 us on PVM).
+ *
+ * - CPU-wide (pid -1, cpu c), only where COMMTRACE_SOFT_CPU_WIDE=1 asks
+ *   (commrec passes it on where its probe opens one): a cpu-clock event
+ *   per CPU, which needs CAP_PERFMON, root or kernel.perf_event_paranoid
+ *   <= 0.  It lives in the CPU's perf context, so a context switch costs
+ *   nothing for it (LULESH, 160,000 switches a second on PVM: about 1.05x
+ *   program CPU with -w 0, where the inherited events cost 1.13x to 1.29x),
+ *   but its timer fires on a fixed grid of the CPU's clock, every period,
+ *   idle or not: a thread that wakes on a timer whose interval is a
+ *   multiple of the period meets the grid at the same phase at every
+ *   wake-up, and takes 0 or 1 sample per wake-up by that phase, not one
+ *   per period of its CPU time (tests/ubench/periodic: 2x or 0.1x).  A
+ *   period changed with PERF_EVENT_IOC_PERIOD restarts the timer from the
+ *   call (measured on kernel 6.18: the first sample a new period after the
+ *   ioctl, 8 of 8 times; PERF_SAMPLE_PERIOD still says the first period),
+ *   so a dither the writer set at its passes would leave no sample in the
+ *   first half period after each pass, biased again for a program whose
+ *   wake-ups follow the writer's.  Opened on the CPUs of the program's
+ *   affinity at the start only (a later widening is not sampled there);
+ *   a CPU offline at the start, or one that goes offline (its event then
+ *   stops for good), is opened again by the writer once it is online
+ *   (check_cpus).  Samples, losses and throttles of other processes are
+ *   dropped here (counted: SUMMARY sampler_lost_foreign for the losses).
  *
  * Watchpoints: not the threads' own (a thread with per-thread events of
  * its own, breakpoints, loses the cheap switch), but per-CPU breakpoint
@@ -40,6 +50,7 @@
 #include "rt.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -50,13 +61,6 @@
 #include "soft_sample.h"
 
 #define CPU_MAX 1024
-/* Ring data pages per CPU: half a second of samples at the period (a soft
- * sample is 184 bytes; the writer drains every 10 ms, later on a loaded
- * machine), 16 to 256 pages; halved while the kernel refuses the mapping
- * (perf_event_mlock_kb).  What overflows is counted (LOST records). */
-#define RING_PAGES_MIN 16
-#define RING_PAGES_MAX 256
-#define SAMPLE_BYTES 184
 #define CPU_CHECK_NS 1000000000ull   /* CPU-wide: offline CPUs looked at once a second */
 
 struct cpu_ring {
@@ -91,7 +95,7 @@ static struct rt_thread *main_t;          /* the main thread, for LOST records w
 static struct pending *pend;
 static size_t pend_n, pend_cap, pend_pos;
 static uint32_t pend_seq;
-static uint64_t unattributed, lost_unattributed, pend_nomem;
+static uint64_t unattributed, lost_unattributed, lost_foreign, pend_nomem;
 static uint8_t scratch[4096];
 
 bool rt_cpusamp_active(void)
@@ -102,16 +106,6 @@ bool rt_cpusamp_active(void)
 const struct perf_sample_fmt *rt_cpusamp_fmt(void)
 {
 	return &fmt;
-}
-
-static size_t ring_pages(uint64_t period_ns)
-{
-	uint64_t want = 500000000ull / (period_ns ? period_ns : 1) * SAMPLE_BYTES /
-	                (uint64_t)sysconf(_SC_PAGESIZE);
-	size_t p = RING_PAGES_MIN;
-	while (p < want && p < RING_PAGES_MAX)
-		p <<= 1;
-	return p;
 }
 
 static void close_ring(struct cpu_ring *r)
@@ -141,11 +135,7 @@ static int open_cpu(struct cpu_ring *r, size_t pages)
 	rt_perf_fd_opened(fd);
 	rt_perf_mark_fd(fd);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	void *m = mmap(NULL, page * (1 + pages), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	while (m == MAP_FAILED && errno == EPERM && pages > RING_PAGES_MIN / 2) {
-		pages /= 2;
-		m = mmap(NULL, page * (1 + pages), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	}
+	void *m = soft_ring_map(fd, &pages, page);
 	if (m == MAP_FAILED) {
 		int e = errno;
 		rt_perf_close(fd);
@@ -162,39 +152,28 @@ static int open_cpu(struct cpu_ring *r, size_t pages)
 /* The events' attributes, CPU-wide or inherited (see the top). */
 static void ring_attr_init(bool wide, uint64_t period_ns)
 {
-	struct perf_event_attr *a = &ring_attr;
-	memset(a, 0, sizeof *a);
-	a->size = sizeof *a;
-	uint8_t kind;
-	rt_sampler_soft.perf_events(a, &kind, 1);
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
-	if (wide) {
-		a->config = PERF_COUNT_SW_CPU_CLOCK;
-		a->exclude_idle = 1;
-		a->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED;   /* (check_cpus) */
-	} else {
-		a->inherit = 1;
-		a->inherit_thread = 1;     /* threads, not forked children */
-		a->remove_on_exec = 1;
-	}
-	a->sample_id_all = 1;      /* LOST records carry the tid they hit */
-	a->disabled = 1;
-	ring_npages = ring_pages(period_ns);
-	/* no wake-up wanted (the writer drains on its own cadence): the
-	 * watermark at the ring's size asks for as few as the kernel allows */
-	a->watermark = 1;
-	a->wakeup_watermark = (uint32_t)(ring_npages * (size_t)sysconf(_SC_PAGESIZE) / 2);
+	ring_npages = soft_ring_attr(&ring_attr, wide, period_ns, (size_t)sysconf(_SC_PAGESIZE));
 	cpu_wide = wide;
+}
+
+/* Whether CPU c gets a ring: inherited events, every CPU (a thread
+ * samples only where it runs); CPU-wide ones, the CPUs of the program's
+ * affinity at the start (the others' timers would fire for nothing: the
+ * cost is CPUs x 1/period interrupts a second, idle or not). */
+static bool ring_wanted(const cpu_set_t *mask, int c)
+{
+	return !cpu_wide || !mask || CPU_ISSET(c, mask);   /* (CPU_MAX: CPU_SETSIZE) */
 }
 
 /* A ring per CPU, enabled (CPU-wide: a CPU offline now keeps its slot, for
  * check_cpus); the number of rings opened, or -errno (then none is). */
-static int open_rings(long ncpu)
+static int open_rings(long ncpu, const cpu_set_t *mask)
 {
 	rt_fd_window_begin();
 	int rc = 0, live = 0;
 	for (int c = 0; c < ncpu && rc >= 0; c++) {
+		if (!ring_wanted(mask, c))
+			continue;
 		struct cpu_ring *r = &rings[nrings];
 		*r = (struct cpu_ring){ .cpu = c, .fd = -1 };
 		rc = open_cpu(r, ring_npages);
@@ -221,14 +200,16 @@ int rt_cpusamp_open(uint64_t period_ns)
 	int live = -EPERM;
 	if (rt_cfg.soft_cpu_wide) {
 		ring_attr_init(true, period_ns);
-		live = open_rings(ncpu);
+		cpu_set_t mask;
+		bool have = sched_getaffinity(0, sizeof mask, &mask) == 0;
+		live = open_rings(ncpu, have ? &mask : NULL);
 		if (live < 0)
 			rt_log(2, "soft sampler: CPU-wide events unavailable (%s): inherited ones",
 			       strerror(-live));
 	}
 	if (live < 0) {
 		ring_attr_init(false, period_ns);
-		live = open_rings(ncpu);
+		live = open_rings(ncpu, NULL);
 	}
 	if (live < 0)
 		return live;
@@ -282,6 +263,12 @@ static int pend_emit(struct rt_thread *t, const struct ct_record *r)
 static void on_cpu_rec(void *ctx, const struct perf_rec *r)
 {
 	(void)ctx;
+	if (cpu_wide && r->kind != PERF_REC_SAMPLE && (pid_t)r->pid != rt_pid) {
+		/* a loss or throttle that hit another process: not the program's */
+		if (r->kind == PERF_REC_LOST)
+			rt_status_ring_lost_foreign(lost_foreign += r->lost);
+		return;
+	}
 	if (cpu_wide && r->kind == PERF_REC_SAMPLE) {
 		/* another process, or the runtime's writer: not the program */
 		if ((pid_t)r->pid != rt_pid) {
@@ -465,8 +452,9 @@ void rt_cpusamp_log_stats(void)
 	rt_cpuwp_log_stats();
 	if (rt_cpusamp_active() && cpu_wide)
 		rt_log(2, "soft sampler: CPU-wide rings: %llu samples of other processes and %llu of "
-		       "the runtime's writer dropped, %llu events opened again after their CPU was "
-		       "offline", (unsigned long long)foreign, (unsigned long long)own_samples,
+		       "the runtime's writer dropped, %llu lost while other processes ran, %llu "
+		       "events opened again after their CPU was offline", (unsigned long long)foreign,
+		       (unsigned long long)own_samples, (unsigned long long)lost_foreign,
 		       (unsigned long long)reopened);
 	if (rt_cpusamp_active() && (unattributed || lost_unattributed || pend_nomem))
 		rt_log(2, "soft sampler: %llu samples of threads that are not recorded, %llu lost by "

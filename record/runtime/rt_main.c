@@ -145,8 +145,7 @@ static void read_config(void)
 		rt_cfg.line_size = 64;
 	rt_cfg.no_alloc = env_flag(CT_ENV_NO_ALLOC);
 	rt_cfg.soft_timer = env_flag(CT_ENV_SOFT_TIMER);
-	const char *wide = getenv(CT_ENV_SOFT_CPU_WIDE);
-	rt_cfg.soft_cpu_wide = !wide || wide[0] != '0';
+	rt_cfg.soft_cpu_wide = env_flag(CT_ENV_SOFT_CPU_WIDE);
 	rt_cfg.wp_async = env_flag(CT_ENV_WP_ASYNC);
 	rt_cfg.wp_cpu = env_flag(CT_ENV_WP_CPU);
 	rt_cfg.wp_soft = env_flag(CT_ENV_WP_SOFT);

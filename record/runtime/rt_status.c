@@ -82,6 +82,11 @@ void rt_status_ring_lost_unattributed(uint64_t n)
 	__atomic_store_n(&rt_st->ring_lost_unattributed, n, __ATOMIC_RELAXED);
 }
 
+void rt_status_ring_lost_foreign(uint64_t n)
+{
+	__atomic_store_n(&rt_st->ring_lost_foreign, n, __ATOMIC_RELAXED);
+}
+
 void rt_status_cpu_wp(uint32_t nregs, uint64_t arms, uint64_t hits, uint64_t other)
 {
 	__atomic_store_n(&rt_st->cpu_wp, nregs, __ATOMIC_RELAXED);

@@ -5,8 +5,8 @@
  *
  * Where no watchpoint is armed (-w 0, or the probe says they do not fire),
  * or the watchpoints are per CPU (COMMTRACE_WP_CPU=1: commrec's per-CPU
- * probe): one sampling event per CPU (CPU-wide cpu-clock where it opens,
- * else inherited task-clock), opened once, no signal, drained and decoded
+ * probe): one sampling event per CPU (inherited task-clock; CPU-wide
+ * cpu-clock where COMMTRACE_SOFT_CPU_WIDE=1 asks and it opens), opened once, no signal, drained and decoded
  * by the writer thread (rt_cpusamp.c), which also arms the per-CPU
  * watchpoints (rt_cpuwp.c): nothing done in the program's threads beyond
  * the timer interrupt.
@@ -45,15 +45,7 @@ static _Atomic int timer_why;     /* errno of the perf failure */
 static size_t soft_events(struct perf_event_attr *attrs, uint8_t *kinds, size_t max)
 {
 	(void)max;
-	struct perf_event_attr *a = &attrs[0];
-	a->type = PERF_TYPE_SOFTWARE;
-	a->config = PERF_COUNT_SW_TASK_CLOCK;
-	a->sample_period = rt_cfg.period * 1000;
-	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-	                 PERF_SAMPLE_REGS_USER;
-	a->sample_regs_user = DEC_PERF_REGS_MASK;
-	a->exclude_kernel = 1;
-	a->exclude_hv = 1;
+	soft_sample_attr(&attrs[0], rt_cfg.period * 1000);
 	kinds[0] = PMU_KIND_UNKNOWN;
 	return 1;
 }
@@ -248,8 +240,9 @@ static int soft_process_start(void)
 		       "watchpoints", strerror(-rc));
 	rc = rt_cpusamp_open(rt_cfg.period * 1000);
 	if (rc < 0) {
-		rt_log(2, "soft sampler: inherited per-CPU events unavailable (%s): one event per "
-		       "thread%s", strerror(-rc), cpu_wp ? ", without watchpoints" : "");
+		rt_log(2, "soft sampler: per-CPU events unavailable (%s%s): one event per thread%s",
+		       rt_cfg.soft_cpu_wide ? "CPU-wide and inherited ones: " : "", strerror(-rc),
+		       cpu_wp ? ", without watchpoints" : "");
 		rt_cpuwp_forget();
 	}
 	if (cpu_wp && !rt_cpuwp_active())
