@@ -444,10 +444,13 @@ static __attribute__((noinline)) uint64_t full_now(struct inst_tls *T)
  * that the thread's own reader cache (inst_tls.filt_lc: line, granules)
  * holds only granules it touched since the line's last recorded store of
  * another thread: a recorded store clears the other threads' bits, a
- * recorded load adds the loading thread's and the former owner's (each
- * thread keeps its cache in step at its recorded accesses, filt_lc_note).
- * So threads that only read a line do not take it from each other at every
- * access: only the first access of each granule is recorded.  The
+ * recorded load adds the loading thread's and the former owner's.  A
+ * thread notes its granules in its cache at its recorded loads and at its
+ * claims (filt_lc_note: what it held stays if its copy was valid), not at
+ * the other records of its ownership (a subset of what it touched is
+ * enough: a store is not noted, nor a load whose store takes its record
+ * over).  So threads that only read a line do not take it from each other
+ * at every access.  The
  * claim that makes T the owner reads the word, takes the record's time,
  * then swaps the word in by compare-and-swap (retried, with a new time,
  * when another thread changed it): if U claims the line after T, U read
@@ -584,18 +587,26 @@ static inline bool filt_reader_has(const struct inst_tls *T, uint64_t e, uint64_
 	return (e & T->filt_rbit) && filt_tag_is(e, line) && (filt_lc_has(T, line) & touch) == touch;
 }
 
-/* T's recorded access (granules touch) to line, swapped in over the word
- * e: T's cache keeps what it held for the line when e says T's copy was
- * valid (T owned the line or had its reader bit), else starts again. */
+/* T's claim of line (granules touch) over the word e, which did not have
+ * T as its owner: T's cache keeps what it held for the line when e has T's
+ * reader bit (T's copy was valid), else starts again. */
 static inline void filt_lc_note(struct inst_tls *T, uint64_t e, uint64_t line, unsigned touch)
 {
-	if (!T->filt_lc)
+	if (!T->filt_rbit)
 		return;
-	bool valid = filt_tag_is(e, line) &&
-	             (((e >> FILT_OWNER) & FILT_OWNER_MAX) == T->filt_owner || (e & T->filt_rbit));
 	uint64_t *c = &T->filt_lc[line & ((1u << FILT_LC_BITS) - 1)];
-	unsigned keep = valid && *c >> 8 == line ? (unsigned)*c & 0xff : 0;
+	unsigned keep = (e & T->filt_rbit) && filt_tag_is(e, line) && *c >> 8 == line ? (unsigned)*c & 0xff : 0;
 	*c = line << 8 | keep | touch;
+}
+
+/* T's recorded load (granules touch) of a line it owns: its copy is valid,
+ * its cache keeps what it held for the line. */
+static inline void filt_lc_note_owned(struct inst_tls *T, uint64_t line, unsigned touch)
+{
+	if (!T->filt_rbit)
+		return;
+	uint64_t *c = &T->filt_lc[line & ((1u << FILT_LC_BITS) - 1)];
+	*c = (*c >> 8 == line ? *c : line << 8) | touch;
 }
 
 /* The readers of the word that T's record swaps in over e: a store leaves
@@ -668,20 +679,19 @@ filt_mine(uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned 
 	return (uint64_t)touch << FILT_TOUCHED | (kind == CT_ACCESS_LOAD ? 0 : (uint64_t)cover << FILT_STORED);
 }
 
-/* The word that T's record of line (granules mine, a store or not) swaps
- * in over e: T's ownership continues (owned: its granules are added) or
- * starts. */
-static inline uint64_t filt_word(const struct inst_tls *T, uint64_t e, uint64_t line, uint64_t mine,
-                                 bool store, bool owned)
+/* The word that T's record (granules mine, a store or not) swaps in over
+ * e, a word of T's ownership: the granules added, and a store leaves T the
+ * only reader. */
+static inline uint64_t filt_word_owned(const struct inst_tls *T, uint64_t e, uint64_t mine, bool store)
 {
-	uint64_t readers = owned && !store ? e & FILT_RMASK : filt_readers(T, e, line, store);
-	return filt_key(line, T->filt_owner) | mine | (owned ? e & FILT_GRANULES : 0) | readers;
+	return store ? (e & ~FILT_RMASK) | mine | T->filt_rbit : e | mine;
 }
 
-/* The word swapped in over e: T's reader cache follows (filt_lc_note). */
-static inline void filt_swapped(struct inst_tls *T, uint64_t e, uint64_t line, uint64_t mine)
+/* The word of T's claim of line (granules mine, a store or not) over e. */
+static inline uint64_t filt_word_claim(const struct inst_tls *T, uint64_t e, uint64_t line,
+                                       uint64_t mine, bool store)
 {
-	filt_lc_note(T, e, line, (unsigned)(mine >> FILT_TOUCHED) & 0xff);
+	return filt_key(line, T->filt_owner) | mine | filt_readers(T, e, line, store);
 }
 
 /* The claim of line by T (its table word at slot), from the word last seen
@@ -699,10 +709,14 @@ filt_swap(struct inst_tls *T, _Atomic uint64_t *slot, uint64_t line, uint64_t mi
 		if (!owned)
 			_mm_lfence();     /* a new time is read before the swap */
 #endif
-		uint64_t w = filt_word(T, e, line, mine, store, owned);
+		uint64_t w = owned ? filt_word_owned(T, e, mine, store) : filt_word_claim(T, e, line, mine, store);
 		if (atomic_compare_exchange_weak_explicit(slot, &e, w, memory_order_relaxed,
 		                                          memory_order_relaxed)) {
-			filt_swapped(T, e, line, mine);
+			unsigned touch = (unsigned)(mine >> FILT_TOUCHED) & 0xff;
+			if (!owned)
+				filt_lc_note(T, e, line, touch);
+			else if (!store)
+				filt_lc_note_owned(T, line, touch);
 			return time;
 		}
 	}
@@ -902,27 +916,46 @@ struct filt_seen {
  * granules is the one to swap in (key | mine | the old granules), and the
  * thread's last stamp the time, unless another thread changed the word
  * meanwhile. */
-static inline uint64_t filt_swap_seen(struct inst_tls *T, uintptr_t addr, unsigned kind,
-                                      const struct filt_seen *seen)
+static inline __attribute__((always_inline)) uint64_t
+filt_swap_seen(struct inst_tls *T, uintptr_t addr, unsigned kind,
+               const struct filt_seen *seen)
 {
 	uint64_t line = addr >> 6, e = seen->e;
 	bool store = kind != CT_ACCESS_LOAD;
 	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
 	if (seen->owned &&
-	    atomic_compare_exchange_weak_explicit(slot, &e, filt_word(T, e, line, seen->mine, store, true),
+	    atomic_compare_exchange_weak_explicit(slot, &e, filt_word_owned(T, e, seen->mine, store),
 	                                          memory_order_relaxed, memory_order_relaxed)) {
-		filt_swapped(T, e, line, seen->mine);
+		if (!store)
+			filt_lc_note_owned(T, line, (unsigned)(seen->mine >> FILT_TOUCHED) & 0xff);
 		return T->stamp;
 	}
 	return filt_swap(T, slot, line, seen->mine, store, e);
 }
 
-static inline void full_fill(struct ct_record *r, uintptr_t addr, unsigned len, unsigned kind,
-                             uintptr_t ip, unsigned flags, const struct filt_seen *seen)
+/* The plain hook's load (seen) that full_publish will hold back, to a line
+ * the thread owns: its record takes the thread's last stamp and no swap of
+ * the table word.  The word the hook saw says that no other thread claimed
+ * the line since that stamp (see the filter above); the store that takes
+ * the record over sets the load's granule (full_merge_store), and if none
+ * does, the granule is only recorded again (one swap less per load and
+ * store pair, the usual `x += ...`). */
+static inline bool full_held_owned(const struct inst_tls *T, const struct filt_seen *seen,
+                                   unsigned kind, uintptr_t ip, bool nested)
+{
+	return seen && seen->owned && kind == CT_ACCESS_LOAD && !nested &&
+	       T->hold_ip[hold_slot(ip)] == ip;
+}
+
+static inline __attribute__((always_inline)) void
+full_fill(struct ct_record *r, uintptr_t addr, unsigned len, unsigned kind,
+          uintptr_t ip, unsigned flags, const struct filt_seen *seen, bool nested)
 {
 	struct inst_tls *T = &inst_t;
 	uint64_t time;
-	if (seen)
+	if (full_held_owned(T, seen, kind, ip, nested))
+		time = T->stamp;
+	else if (seen)
 		time = filt_swap_seen(T, addr, kind, seen);
 	else
 		/* a synchronization access counts as a read-modify-write for the
@@ -982,14 +1015,13 @@ static inline bool full_merge_store(struct rt_thread *t, struct inst_tls *T, uin
 	T->held = NULL;
 	if (!recring_unhold(&t->ring, h))
 		return false;                   /* the writer took it */
-	uint64_t e = seen->e, line = addr >> 6;
-	if (!atomic_compare_exchange_strong_explicit(&filt_tab[line & FILT_MASK], &e,
-	                                             filt_word(T, e, line, seen->mine, true, true),
+	uint64_t e = seen->e;
+	if (!atomic_compare_exchange_strong_explicit(&filt_tab[(addr >> 6) & FILT_MASK], &e,
+	                                             filt_word_owned(T, e, seen->mine, true),
 	                                             memory_order_relaxed, memory_order_relaxed)) {
 		recring_commit(&t->ring, h);
 		return false;
 	}
-	filt_swapped(T, e, line, seen->mine);
 	h->u.sample.kind = CT_ACCESS_STORE;
 	h->u.sample.ip = ip;
 	recring_commit(&t->ring, h);
@@ -1014,7 +1046,7 @@ full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned le
 	}
 	struct ct_record *r = full_reserve(t, T, nested);
 	if (r) {
-		full_fill(r, addr, len, kind, ip, flags, seen);
+		full_fill(r, addr, len, kind, ip, flags, seen, nested);
 		full_publish(t, T, r, nested, addr, len, kind, ip, flags, seen);
 	}
 	T->in_push = nested;
@@ -1127,17 +1159,10 @@ static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, u
 	full_seen(addr, len, kind, ip, e, mine, true);
 }
 
-/* full_seen of a line the thread claims, unless it only reads a line it
- * holds a valid copy of (filt_reader_has). */
+/* full_seen of a line the thread claims. */
 static __attribute__((noinline)) void full_claims(uintptr_t addr, unsigned len, unsigned kind,
                                                   uintptr_t ip, uint64_t e, uint64_t mine)
 {
-	struct inst_tls *T = &inst_t;
-	if (kind == CT_ACCESS_LOAD &&
-	    filt_reader_has(T, e, addr >> 6, (unsigned)(mine >> FILT_TOUCHED) & 0xff)) {
-		filt_count_read(T);
-		return;
-	}
 	full_seen(addr, len, kind, ip, e, mine, false);
 }
 
@@ -1220,6 +1245,13 @@ static inline __attribute__((always_inline)) void full_hot(uintptr_t addr, unsig
 			return;
 		}
 		if (addr < FILT_ADDR_END) {
+			/* a reader's repeat: inline too (threads that read the same
+			 * lines take this path at every access but the owner's) */
+			if (kind == CT_ACCESS_LOAD &&
+			    filt_reader_has(T, e, addr >> 6, filt_touch(addr, len, 6, 3))) {
+				filt_count_read(T);
+				return;
+			}
 			full_claims(addr, len, kind, ip ? ip : INST_RET() - 1, e,
 			            filt_mine(addr, len, kind, 6, 3));
 			return;
@@ -1368,7 +1400,7 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 void inst_post(struct inst_pend *p)
 {
 	if (p->r) {
-		full_fill(p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL);
+		full_fill(p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL, p->nested);
 		recring_commit(&p->t->ring, p->r);
 		inst_t.in_push = p->nested;
 		if (inst_own_window)
