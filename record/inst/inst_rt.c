@@ -470,14 +470,15 @@ static __attribute__((noinline)) uint64_t full_now(struct inst_tls *T)
 #define FILT_MASK ((1u << FILT_BITS) - 1)
 #define FILT_OWNER_MAX ((1u << 14) - 1)
 #define FILT_ADDR_END (1ull << 47)           /* user addresses below: tag fits */
-/* The word: readers (bits 0-9), touched granules (10-17), stored granules
- * (18-25), owner id (26-39), tag: line >> FILT_BITS (40-63: lines of 8
+/* The word: touched granules (bits 0-7), stored granules (8-15), readers
+ * (16-25), owner id (26-39), tag: line >> FILT_BITS (40-63: lines of 8
  * bytes and more below FILT_ADDR_END). */
+#define FILT_TOUCHED 0
+#define FILT_STORED 8
+#define FILT_GRANULES 0xffffull
 #define FILT_READERS 10
-#define FILT_RMASK ((1ull << FILT_READERS) - 1)
-#define FILT_TOUCHED 10
-#define FILT_STORED 18
-#define FILT_GRANULES (0xffffull << FILT_TOUCHED)
+#define FILT_RSHIFT 16
+#define FILT_RMASK (((1ull << FILT_READERS) - 1) << FILT_RSHIFT)
 #define FILT_OWNER 26
 #define FILT_TAG 40
 #define FILT_LC_BITS 12                      /* reader cache: 4096 lines, 32 KiB */
@@ -492,7 +493,7 @@ static inline uint64_t filt_key(uint64_t line, uint32_t owner)
 /* The reader bit of an owner id (0: none). */
 static inline uint64_t filt_rbit(uint64_t owner)
 {
-	return owner - 1 < FILT_READERS ? 1ull << (owner - 1) : 0;
+	return owner - 1 < FILT_READERS ? 1ull << (owner - 1 + FILT_RSHIFT) : 0;
 }
 
 /* The word is line's (its slot holds no other line). */
@@ -1159,10 +1160,18 @@ static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, u
 	full_seen(addr, len, kind, ip, e, mine, true);
 }
 
-/* full_seen of a line the thread claims. */
+/* full_seen of a line the thread claims, unless it only reads granules of
+ * it that it holds a valid copy of (filt_reader_has; apart from the hooks,
+ * whose owner's path it would lengthen). */
 static __attribute__((noinline)) void full_claims(uintptr_t addr, unsigned len, unsigned kind,
                                                   uintptr_t ip, uint64_t e, uint64_t mine)
 {
+	struct inst_tls *T = &inst_t;
+	if (kind == CT_ACCESS_LOAD &&
+	    filt_reader_has(T, e, addr >> 6, (unsigned)(mine >> FILT_TOUCHED) & 0xff)) {
+		filt_count_read(T);
+		return;
+	}
 	full_seen(addr, len, kind, ip, e, mine, false);
 }
 
@@ -1245,13 +1254,6 @@ static inline __attribute__((always_inline)) void full_hot(uintptr_t addr, unsig
 			return;
 		}
 		if (addr < FILT_ADDR_END) {
-			/* a reader's repeat: inline too (threads that read the same
-			 * lines take this path at every access but the owner's) */
-			if (kind == CT_ACCESS_LOAD &&
-			    filt_reader_has(T, e, addr >> 6, filt_touch(addr, len, 6, 3))) {
-				filt_count_read(T);
-				return;
-			}
 			full_claims(addr, len, kind, ip ? ip : INST_RET() - 1, e,
 			            filt_mine(addr, len, kind, 6, 3));
 			return;
