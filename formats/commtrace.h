@@ -27,7 +27,7 @@ extern "C" {
 
 /* ---- versions ---------------------------------------------------------- */
 
-#define CT_FORMAT_VERSION 8     /* written by this library (FORMAT.md, Changelog) */
+#define CT_FORMAT_VERSION 9     /* written by this library (FORMAT.md, Changelog) */
 #define CT_FORMAT_MIN_READ 1    /* oldest version this library reads */
 #define CT_FORMAT_SHORT_SAMPLES 8 /* the encoder writes short SAMPLE records: the
                                      min_version of what it writes (FORMAT.md) */

@@ -39,6 +39,7 @@ enum inst_stat {
 	IS_FILTERED,           /* full mode: accesses the filter left out (FORMAT.md) */
 	IS_SYNC,               /* full mode: accesses implied by synchronization calls */
 	IS_MERGED,             /* full mode: loads whose record became their store's (FORMAT.md) */
+	IS_FILTERED_READS,     /* full mode: of IS_FILTERED, the loads left out by a reader bit */
 	IS_MAX
 };
 
@@ -74,6 +75,8 @@ struct inst_tls {
 	bool on;               /* this thread is recorded by the inst sampler */
 	bool in_push;          /* full mode: a push is in progress (signal nesting) */
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
+	uint64_t filt_rbit;    /* full mode: its reader bit in the table, 0: none */
+	uint64_t *filt_lc;     /* full mode: the reader cache (with a reader bit) */
 	bool filt_fast;        /* full mode: the hooks ask the filter themselves (the
 	                        * thread is on, has an owner id, no line monitor,
 	                        * 64-byte filter lines) */

@@ -89,6 +89,7 @@ static const char *const stat_name[IS_MAX] = {
 	[IS_FUNC_ENTER] = "func_enter", [IS_FUNC_EXIT] = "func_exit",
 	[IS_UNRECORDED] = "unrecorded", [IS_WAITS] = "full_waits", [IS_WAIT_NS] = "full_wait_ns",
 	[IS_FILTERED] = "full_filtered", [IS_SYNC] = "sync_accesses", [IS_MERGED] = "full_merged",
+	[IS_FILTERED_READS] = "full_filtered_reads",
 };
 
 static inline uint64_t counted(const struct inst_tls *T, int idx)
@@ -430,13 +431,26 @@ static __attribute__((noinline)) uint64_t full_now(struct inst_tls *T)
  * accessed that line since T's first access of its current ownership and
  * T already accessed every granule it touches in that ownership (a load)
  * or already stored every byte of them (a store: granules some single
- * store of T covered).  The exact model at every line size from F/8 to F
- * then sees no difference: T holds a valid copy of the line (no event), is
- * already its writer and sole holder (a store), and its written bytes
- * already include the store's.
+ * store of T covered).  A load is also left out when T touched its
+ * granules since the line's last recorded store of another thread (T is
+ * one of the line's readers, below; version 9).  The exact model at every
+ * line size from F/8 to F then sees no difference: T holds a valid copy
+ * of the line (no event), is already its writer and sole holder (a store),
+ * and its written bytes already include the store's.
  *
  * One table, shared by the threads, direct-mapped by line number, one
- * word per line: tag | owner | stored granules | touched granules.  The
+ * word per line: tag | owner | stored granules | touched granules |
+ * readers.  A reader bit (threads with owner ids 1 to FILT_READERS) says
+ * that the thread's own reader cache (inst_tls.filt_lc: line, granules)
+ * holds only granules it touched since the line's last recorded store of
+ * another thread: a recorded store clears the other threads' bits, a
+ * recorded load adds the loading thread's and the former owner's.  A
+ * thread notes its granules in its cache at its recorded loads and at its
+ * claims (filt_lc_note: what it held stays if its copy was valid), not at
+ * the other records of its ownership (a subset of what it touched is
+ * enough: a store is not noted, nor a load whose store takes its record
+ * over).  So threads that only read a line do not take it from each other
+ * at every access.  The
  * claim that makes T the owner reads the word, takes the record's time,
  * then swaps the word in by compare-and-swap (retried, with a new time,
  * when another thread changed it): if U claims the line after T, U read
@@ -456,12 +470,36 @@ static __attribute__((noinline)) uint64_t full_now(struct inst_tls *T)
 #define FILT_MASK ((1u << FILT_BITS) - 1)
 #define FILT_OWNER_MAX ((1u << 14) - 1)
 #define FILT_ADDR_END (1ull << 47)           /* user addresses below: tag fits */
+/* The word: touched granules (bits 0-7), stored granules (8-15), readers
+ * (16-25), owner id (26-39), tag: line >> FILT_BITS (40-63: lines of 8
+ * bytes and more below FILT_ADDR_END). */
+#define FILT_TOUCHED 0
+#define FILT_STORED 8
+#define FILT_GRANULES 0xffffull
+#define FILT_READERS 10
+#define FILT_RSHIFT 16
+#define FILT_RMASK (((1ull << FILT_READERS) - 1) << FILT_RSHIFT)
+#define FILT_OWNER 26
+#define FILT_TAG 40
+#define FILT_LC_BITS 12                      /* reader cache: 4096 lines, 32 KiB */
 static _Atomic uint64_t *filt_tab;           /* NULL: no filter */
 static unsigned filt_shift, filt_gshift;     /* log2 of F and of a granule */
 
 static inline uint64_t filt_key(uint64_t line, uint32_t owner)
 {
-	return ((line >> FILT_BITS) << 30) | ((uint64_t)owner << 16);
+	return ((line >> FILT_BITS) << FILT_TAG) | ((uint64_t)owner << FILT_OWNER);
+}
+
+/* The reader bit of an owner id (0: none). */
+static inline uint64_t filt_rbit(uint64_t owner)
+{
+	return owner - 1 < FILT_READERS ? 1ull << (owner - 1 + FILT_RSHIFT) : 0;
+}
+
+/* The word is line's (its slot holds no other line). */
+static inline bool filt_tag_is(uint64_t e, uint64_t line)
+{
+	return e >> FILT_TAG == line >> FILT_BITS;
 }
 
 /* An access of a power of two bytes, at most a granule, aligned to its
@@ -515,7 +553,7 @@ filt_owns(const struct inst_tls *T, uintptr_t addr, unsigned shift, uint64_t *e)
 {
 	uint64_t line = addr >> shift;
 	*e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
-	return *e >> 16 == ((line >> FILT_BITS) << 14 | T->filt_owner);
+	return *e >> FILT_OWNER == ((line >> FILT_BITS) << (FILT_TAG - FILT_OWNER) | T->filt_owner);
 }
 
 /* The word e already holds the granules that the access touches (a load)
@@ -524,11 +562,62 @@ static inline __attribute__((always_inline)) bool
 filt_has(uint64_t e, uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned gshift)
 {
 	/* (one granule: its bit, tested in place) */
+	unsigned at = kind == CT_ACCESS_LOAD ? FILT_TOUCHED : FILT_STORED;
 	if (filt_in_granule(addr, len, gshift))
-		return (e >> (((addr >> gshift) & 7) + (kind == CT_ACCESS_LOAD ? 0 : 8))) & 1;
+		return (e >> (((addr >> gshift) & 7) + at)) & 1;
 	unsigned touch = filt_touch(addr, len, shift, gshift);
-	unsigned have = (unsigned)(e >> (kind == CT_ACCESS_LOAD ? 0 : 8)) & 0xff;
+	unsigned have = (unsigned)(e >> at) & 0xff;
 	return (have & touch) == touch;
+}
+
+/* ---- the reader cache: per thread, direct-mapped, line << 8 | granules ---- */
+
+/* The granules T's reader cache holds for line (0: none). */
+static inline unsigned filt_lc_has(const struct inst_tls *T, uint64_t line)
+{
+	uint64_t c = T->filt_lc[line & ((1u << FILT_LC_BITS) - 1)];
+	return c >> 8 == line ? (unsigned)c & 0xff : 0;
+}
+
+/* A load of T that its reader bit in e and its reader cache let out: T
+ * touched the granules since the line's last recorded store of another
+ * thread.  (No reader bit: no cache.) */
+static inline bool filt_reader_has(const struct inst_tls *T, uint64_t e, uint64_t line,
+                                   unsigned touch)
+{
+	return (e & T->filt_rbit) && filt_tag_is(e, line) && (filt_lc_has(T, line) & touch) == touch;
+}
+
+/* T's claim of line (granules touch) over the word e, which did not have
+ * T as its owner: T's cache keeps what it held for the line when e has T's
+ * reader bit (T's copy was valid), else starts again. */
+static inline void filt_lc_note(struct inst_tls *T, uint64_t e, uint64_t line, unsigned touch)
+{
+	if (!T->filt_rbit)
+		return;
+	uint64_t *c = &T->filt_lc[line & ((1u << FILT_LC_BITS) - 1)];
+	unsigned keep = (e & T->filt_rbit) && filt_tag_is(e, line) && *c >> 8 == line ? (unsigned)*c & 0xff : 0;
+	*c = line << 8 | keep | touch;
+}
+
+/* T's recorded load (granules touch) of a line it owns: its copy is valid,
+ * its cache keeps what it held for the line. */
+static inline void filt_lc_note_owned(struct inst_tls *T, uint64_t line, unsigned touch)
+{
+	if (!T->filt_rbit)
+		return;
+	uint64_t *c = &T->filt_lc[line & ((1u << FILT_LC_BITS) - 1)];
+	*c = (*c >> 8 == line ? *c : line << 8) | touch;
+}
+
+/* The readers of the word that T's record swaps in over e: a store leaves
+ * T alone; a load adds T and, if T takes the line from an owner, that
+ * owner. */
+static inline uint64_t filt_readers(const struct inst_tls *T, uint64_t e, uint64_t line, bool store)
+{
+	if (store || !filt_tag_is(e, line))
+		return T->filt_rbit;
+	return (e & FILT_RMASK) | filt_rbit((e >> FILT_OWNER) & FILT_OWNER_MAX) | T->filt_rbit;
 }
 
 /* A plain load or store (len >= 1) may be left out: the thread's own repeat
@@ -553,6 +642,29 @@ filt_repeat(const struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kin
 	return filt_repeat_at(T, addr, len, kind, filt_shift, filt_gshift);
 }
 
+/* A load left out because T holds a valid copy of its granules (a reader
+ * of its line, see above; T has no repeat of its own there): counted. */
+static inline void filt_count_read(struct inst_tls *T)
+{
+	T->stat[IS_FILTERED]++;
+	T->stat[IS_FILTERED_READS]++;
+}
+
+/* A plain access that filt_repeat does not leave out: a load that T's
+ * reader bit and cache do (counted), within one line. */
+static __attribute__((noinline)) bool filt_reads_again(struct inst_tls *T, uintptr_t addr,
+                                                       unsigned len, unsigned kind)
+{
+	if (kind != CT_ACCESS_LOAD || !T->filt_rbit || !len || !filt_single(T, addr, len))
+		return false;
+	uint64_t line = addr >> filt_shift;
+	uint64_t e = atomic_load_explicit(&filt_tab[line & FILT_MASK], memory_order_relaxed);
+	if (!filt_reader_has(T, e, line, filt_touch(addr, len, filt_shift, filt_gshift)))
+		return false;
+	filt_count_read(T);
+	return true;
+}
+
 /* The access may be left out (the thread's own repeat, see above). */
 static inline bool filt_skip(const struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind)
 {
@@ -565,26 +677,49 @@ filt_mine(uintptr_t addr, unsigned len, unsigned kind, unsigned shift, unsigned 
 {
 	unsigned touch, cover;
 	filt_granules(addr, len, shift, gshift, &touch, &cover);
-	return touch | (kind == CT_ACCESS_LOAD ? 0 : (uint64_t)cover << 8);
+	return (uint64_t)touch << FILT_TOUCHED | (kind == CT_ACCESS_LOAD ? 0 : (uint64_t)cover << FILT_STORED);
 }
 
-/* The claim of a line by T (its table word at slot, key), from the word
- * last seen (e), adding the granules mine: the record's time. */
-static inline __attribute__((always_inline)) uint64_t
-filt_swap(struct inst_tls *T, _Atomic uint64_t *slot, uint64_t key, uint64_t mine, uint64_t e)
+/* The word that T's record (granules mine, a store or not) swaps in over
+ * e, a word of T's ownership: the granules added, and a store leaves T the
+ * only reader. */
+static inline uint64_t filt_word_owned(const struct inst_tls *T, uint64_t e, uint64_t mine, bool store)
 {
+	return store ? (e & ~FILT_RMASK) | mine | T->filt_rbit : e | mine;
+}
+
+/* The word of T's claim of line (granules mine, a store or not) over e. */
+static inline uint64_t filt_word_claim(const struct inst_tls *T, uint64_t e, uint64_t line,
+                                       uint64_t mine, bool store)
+{
+	return filt_key(line, T->filt_owner) | mine | filt_readers(T, e, line, store);
+}
+
+/* The claim of line by T (its table word at slot), from the word last seen
+ * (e), adding the granules mine: the record's time. */
+static inline __attribute__((always_inline)) uint64_t
+filt_swap(struct inst_tls *T, _Atomic uint64_t *slot, uint64_t line, uint64_t mine, bool store,
+          uint64_t e)
+{
+	uint64_t key = filt_key(line, T->filt_owner);
 	for (;;) {
 		/* T continues its ownership: its last stamp serves (see above) */
-		bool owned = (e & ~0xffffull) == key;
+		bool owned = e >> FILT_OWNER == key >> FILT_OWNER;
 		uint64_t time = owned ? T->stamp : full_now(T);
 #if HAVE_TSC
 		if (!owned)
 			_mm_lfence();     /* a new time is read before the swap */
 #endif
-		uint64_t w = key | mine | (owned ? (e & 0xffff) : 0);
+		uint64_t w = owned ? filt_word_owned(T, e, mine, store) : filt_word_claim(T, e, line, mine, store);
 		if (atomic_compare_exchange_weak_explicit(slot, &e, w, memory_order_relaxed,
-		                                          memory_order_relaxed))
+		                                          memory_order_relaxed)) {
+			unsigned touch = (unsigned)(mine >> FILT_TOUCHED) & 0xff;
+			if (!owned)
+				filt_lc_note(T, e, line, touch);
+			else if (!store)
+				filt_lc_note_owned(T, line, touch);
 			return time;
+		}
 	}
 }
 
@@ -596,9 +731,8 @@ filt_claim(struct inst_tls *T, uintptr_t addr, unsigned len, unsigned kind, unsi
 {
 	uint64_t line = addr >> shift;
 	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
-	return filt_swap(T, slot, filt_key(line, T->filt_owner),
-	                 filt_mine(addr, len, kind, shift, gshift),
-	                 atomic_load_explicit(slot, memory_order_relaxed));
+	return filt_swap(T, slot, line, filt_mine(addr, len, kind, shift, gshift),
+	                 kind != CT_ACCESS_LOAD, atomic_load_explicit(slot, memory_order_relaxed));
 }
 
 static __attribute__((noinline)) uint64_t filt_claim_any(struct inst_tls *T, uintptr_t addr,
@@ -623,6 +757,22 @@ static inline uint64_t filt_stamp(struct inst_tls *T, uintptr_t addr, unsigned l
 	if (__builtin_expect(filt_shift == 6, 1))
 		return filt_claim(T, addr, len, kind, 6, 3);
 	return filt_claim_any(T, addr, len, kind);
+}
+
+/* The thread's reader cache, if it has a reader bit (kept for good: at
+ * most FILT_READERS threads of a process have one; a signal handler may
+ * use it at any time). */
+static void filt_lc_init(struct inst_tls *T)
+{
+	T->filt_rbit = filt_tab ? filt_rbit(T->filt_owner) : 0;
+	if (!T->filt_rbit || T->filt_lc)
+		return;
+	void *m = mmap(NULL, sizeof(uint64_t) << FILT_LC_BITS, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		T->filt_rbit = 0;
+	else
+		T->filt_lc = m;
 }
 
 static void filt_init(void)
@@ -767,24 +917,47 @@ struct filt_seen {
  * granules is the one to swap in (key | mine | the old granules), and the
  * thread's last stamp the time, unless another thread changed the word
  * meanwhile. */
-static inline uint64_t filt_swap_seen(struct inst_tls *T, uintptr_t addr, const struct filt_seen *seen)
+static inline __attribute__((always_inline)) uint64_t
+filt_swap_seen(struct inst_tls *T, uintptr_t addr, unsigned kind,
+               const struct filt_seen *seen)
 {
 	uint64_t line = addr >> 6, e = seen->e;
+	bool store = kind != CT_ACCESS_LOAD;
 	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
-	if (seen->owned && atomic_compare_exchange_weak_explicit(slot, &e, seen->e | seen->mine,
-	                                                         memory_order_relaxed,
-	                                                         memory_order_relaxed))
+	if (seen->owned &&
+	    atomic_compare_exchange_weak_explicit(slot, &e, filt_word_owned(T, e, seen->mine, store),
+	                                          memory_order_relaxed, memory_order_relaxed)) {
+		if (!store)
+			filt_lc_note_owned(T, line, (unsigned)(seen->mine >> FILT_TOUCHED) & 0xff);
 		return T->stamp;
-	return filt_swap(T, slot, filt_key(line, T->filt_owner), seen->mine, e);
+	}
+	return filt_swap(T, slot, line, seen->mine, store, e);
 }
 
-static inline void full_fill(struct ct_record *r, uintptr_t addr, unsigned len, unsigned kind,
-                             uintptr_t ip, unsigned flags, const struct filt_seen *seen)
+/* The plain hook's load (seen) that full_publish will hold back, to a line
+ * the thread owns: its record takes the thread's last stamp and no swap of
+ * the table word.  The word the hook saw says that no other thread claimed
+ * the line since that stamp (see the filter above); the store that takes
+ * the record over sets the load's granule (full_merge_store), and if none
+ * does, the granule is only recorded again (one swap less per load and
+ * store pair, the usual `x += ...`). */
+static inline bool full_held_owned(const struct inst_tls *T, const struct filt_seen *seen,
+                                   unsigned kind, uintptr_t ip, bool nested)
+{
+	return seen && seen->owned && kind == CT_ACCESS_LOAD && !nested &&
+	       T->hold_ip[hold_slot(ip)] == ip;
+}
+
+static inline __attribute__((always_inline)) void
+full_fill(struct ct_record *r, uintptr_t addr, unsigned len, unsigned kind,
+          uintptr_t ip, unsigned flags, const struct filt_seen *seen, bool nested)
 {
 	struct inst_tls *T = &inst_t;
 	uint64_t time;
-	if (seen)
-		time = filt_swap_seen(T, addr, seen);
+	if (full_held_owned(T, seen, kind, ip, nested))
+		time = T->stamp;
+	else if (seen)
+		time = filt_swap_seen(T, addr, kind, seen);
 	else
 		/* a synchronization access counts as a read-modify-write for the
 		 * filter: never left out, it ends every ownership of its line and
@@ -845,8 +1018,8 @@ static inline bool full_merge_store(struct rt_thread *t, struct inst_tls *T, uin
 		return false;                   /* the writer took it */
 	uint64_t e = seen->e;
 	if (!atomic_compare_exchange_strong_explicit(&filt_tab[(addr >> 6) & FILT_MASK], &e,
-	                                             seen->e | seen->mine, memory_order_relaxed,
-	                                             memory_order_relaxed)) {
+	                                             filt_word_owned(T, e, seen->mine, true),
+	                                             memory_order_relaxed, memory_order_relaxed)) {
 		recring_commit(&t->ring, h);
 		return false;
 	}
@@ -874,7 +1047,7 @@ full_record(struct rt_thread *t, struct inst_tls *T, uintptr_t addr, unsigned le
 	}
 	struct ct_record *r = full_reserve(t, T, nested);
 	if (r) {
-		full_fill(r, addr, len, kind, ip, flags, seen);
+		full_fill(r, addr, len, kind, ip, flags, seen, nested);
 		full_publish(t, T, r, nested, addr, len, kind, ip, flags, seen);
 	}
 	T->in_push = nested;
@@ -887,6 +1060,8 @@ static inline void full_sample(struct rt_thread *t, struct inst_tls *T, uintptr_
 		T->stat[IS_FILTERED]++;
 		return;
 	}
+	if (!(flags & CT_SAMPLE_SYNC) && filt_tab && filt_reads_again(T, addr, len, kind))
+		return;
 	full_record(t, T, addr, len, kind, ip, flags, NULL);
 }
 
@@ -985,10 +1160,18 @@ static __attribute__((noinline)) void full_owned(uintptr_t addr, unsigned len, u
 	full_seen(addr, len, kind, ip, e, mine, true);
 }
 
-/* full_seen of a line the thread claims. */
+/* full_seen of a line the thread claims, unless it only reads granules of
+ * it that it holds a valid copy of (filt_reader_has; apart from the hooks,
+ * whose owner's path it would lengthen). */
 static __attribute__((noinline)) void full_claims(uintptr_t addr, unsigned len, unsigned kind,
                                                   uintptr_t ip, uint64_t e, uint64_t mine)
 {
+	struct inst_tls *T = &inst_t;
+	if (kind == CT_ACCESS_LOAD &&
+	    filt_reader_has(T, e, addr >> 6, (unsigned)(mine >> FILT_TOUCHED) & 0xff)) {
+		filt_count_read(T);
+		return;
+	}
 	full_seen(addr, len, kind, ip, e, mine, false);
 }
 
@@ -1043,6 +1226,8 @@ void inst_hit(uintptr_t addr, unsigned len, unsigned kind, int idx, uintptr_t ip
 			left_out_to_monitor(T, addr, len, kind);
 		return;
 	}
+	if (inst_full && filt_tab && T->on && !rt_guard && filt_reads_again(T, addr, len, kind))
+		return;
 	hit_record(addr, len, kind, idx, ip);
 }
 
@@ -1217,7 +1402,7 @@ bool inst_pre(struct inst_pend *p, uintptr_t addr, unsigned len, unsigned kind, 
 void inst_post(struct inst_pend *p)
 {
 	if (p->r) {
-		full_fill(p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL);
+		full_fill(p->r, p->addr, p->len, p->kind, p->ip, CT_SAMPLE_EXACT, NULL, p->nested);
 		recring_commit(&p->t->ring, p->r);
 		inst_t.in_push = p->nested;
 		if (inst_own_window)
@@ -1531,6 +1716,7 @@ static int inst_thread_start(struct rt_thread *t)
 	memset(T->hold_ip, 0, sizeof T->hold_ip);
 	map_clear(T);
 	T->filt_owner = t->index + 1 < FILT_OWNER_MAX ? t->index + 1 : 0;
+	filt_lc_init(T);
 	T->stamp = 0;
 	for (int k = 0; k < 2; k++)
 		countdown_draw(T, k);

@@ -12,6 +12,8 @@
 #     one is a record, counted as left out (inst.full_filtered) or a load
 #     whose record became its store's (inst.full_merged: turns.c's `+=` on
 #     bytes and words; format version 7)
+#   - turns.c's table, read by every thread: loads left out by the reader
+#     rule too (inst.full_filtered_reads; format version 9)
 #   - tests/inst/held.c: a load held back when its thread blocks for good
 #     is in the trace (the writer writes it at the end)
 . "$(dirname "$0")/../lib.sh"
@@ -94,7 +96,7 @@ PY
 # the counts: the same accesses made (the schedule is fixed), and each one
 # either a SAMPLE record, left out (inst.full_filtered) or merged into its
 # store's record (inst.full_merged), in both traces
-counts() { awk -F'[=:, ]+' '/^ *inst\.(loads|stores|full_filtered|full_merged)=/ { print $2, $3 }
+counts() { awk -F'[=:, ]+' '/^ *inst\.(loads|stores|full_filtered|full_merged|full_filtered_reads)=/ { print $2, $3 }
 	/^records:/ { print "samples", $4 }' "$1"; }
 counts "$WORK/info" >"$WORK/c.f"
 counts "$WORK/info.all" >"$WORK/c.a"
@@ -106,6 +108,10 @@ check inst_filter_all_leaves_out_none test "$(v "$WORK/c.a" inst.full_filtered) 
 # turns.c's `+=` loads and stores the same bytes: with the filter, the
 # load's record becomes the store's (the matrices above are still the same)
 check inst_filter_merges test "$(v "$WORK/c.f" inst.full_merged)" -gt 0
+# turns.c's table: a thread's loads of lines it read in an earlier turn,
+# which other threads read since but nobody stored to, are left out (format
+# version 9; the matrices above are still the same)
+check inst_filter_reads_left_out test "$(v "$WORK/c.f" inst.full_filtered_reads)" -gt 0
 check inst_filter_samples_plus_left_out test -n "$(v "$WORK/c.f" samples)" -a \
 	"$(( $(v "$WORK/c.f" samples) + $(v "$WORK/c.f" inst.full_filtered) + $(v "$WORK/c.f" inst.full_merged) ))" = "$(v "$WORK/c.a" samples)"
 # the line monitor beside --full sees every store but changes nothing of

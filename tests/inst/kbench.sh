@@ -5,7 +5,9 @@
 #                                       KBENCH_SCALE=F: every size times F;
 #                                       KBENCH_BEFORE=DIR: --full with the
 #                                       runtime library of the build in DIR
-#                                       too, interleaved: before and after)
+#                                       too, interleaved: before and after;
+#                                       KBENCH_ROWS=RE: only the rows whose
+#                                       label matches the regex RE)
 # Sizes: the plain -O2 build runs a few hundred ms (shorter runs made the
 # ratios noise).  Each repetition runs the plain build, then the recorded one
 # (interleaved: a change of load hits both); the figures are medians over the
@@ -80,6 +82,7 @@ rec_run() {
 row() {
 	local label=$1 plain=$2 inst=$3; shift 3
 	local modes="f" m
+	[[ $label =~ ${KBENCH_ROWS:-.} ]] || return 0
 	[ -n "${KBENCH_BEFORE:-}" ] && modes="$modes b"
 	[ "${KBENCH_ALL:-0}" = 1 ] && modes="$modes a"
 	: >"$W/p"; : >"$W/f"; : >"$W/a"; : >"$W/b"

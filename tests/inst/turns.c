@@ -6,7 +6,10 @@
  * In its turn, thread i (1..NT) runs the pattern of (round, i) over shared
  * arrays: loads and stores of 1, 2, 4 and 8 bytes, repeated (what the
  * filter leaves out), stores that cover a granule only in part, unaligned
- * 8-byte stores that cross a line, memcpy ranges, and atomics.
+ * 8-byte stores that cross a line, memcpy ranges, and atomics; and a table
+ * that the threads mostly read (a thread's loads of lines it read in an
+ * earlier turn are left out while nobody stored to them: format version 9),
+ * which one of them sometimes stores to.
  * usage: turns [rounds]; stdout: a checksum. */
 #include <pthread.h>
 #include <semaphore.h>
@@ -17,10 +20,12 @@
 
 #define NT 4
 #define CELLS 512
+#define TABLE 256
 
 static long grid[CELLS] __attribute__((aligned(64)));
 static unsigned char bytes[4 * CELLS] __attribute__((aligned(64)));
 static long counter __attribute__((aligned(64)));
+static long table[TABLE] __attribute__((aligned(64)));
 static sem_t go[NT + 1];
 static int rounds = 20;
 static long sums[NT + 1];
@@ -53,6 +58,13 @@ __attribute__((noinline)) static long turn(int i, int r)
 	s += bytes[(b | 63) - 3] + bytes[(b | 63) + 4];
 	/* a range: another thread's cells copied over */
 	memcpy(&bytes[(b + 512) % (3 * CELLS)], &grid[(base + 128) % (CELLS - 32)], copy_len);
+	/* the table: a window read twice, a cell stored in one turn of five */
+	int tb = (r * 29 + i * 61) % (TABLE - 64);
+	for (int rep = 0; rep < 2; rep++)
+		for (int k = 0; k < 64; k++)
+			s += table[tb + k];
+	if ((r + i) % 5 == 0)
+		table[(tb + 7 * i) % TABLE] = s;
 	__atomic_fetch_add(&counter, i, __ATOMIC_RELAXED);
 	s += __atomic_load_n(&counter, __ATOMIC_ACQUIRE);
 	return s;
@@ -75,6 +87,8 @@ int main(int argc, char **argv)
 		rounds = atoi(argv[1]);
 	for (int k = 0; k < CELLS; k++)
 		grid[k] = k;
+	for (int k = 0; k < TABLE; k++)
+		table[k] = 3 * k;
 	for (int i = 0; i <= NT; i++)
 		sem_init(&go[i], 0, 0);
 	pthread_t th[NT + 1];
