@@ -77,6 +77,9 @@ struct inst_tls {
 	uint32_t filt_owner;   /* full mode: owner id in the filter table, 0: none */
 	uint64_t filt_rbit;    /* full mode: its reader bit in the table, 0: none */
 	uint64_t *filt_lc;     /* full mode: the reader cache (with a reader bit) */
+	uint8_t filt_lc_busy;  /* full mode: claims between their swap and their cache note
+	                        * (more than one: a signal handler's, nested) */
+	bool filt_lc_dirty;    /* full mode: a nested claim dropped a cache entry */
 	bool filt_fast;        /* full mode: the hooks ask the filter themselves (the
 	                        * thread is on, has an owner id, no line monitor,
 	                        * 64-byte filter lines) */

@@ -585,7 +585,40 @@ static inline unsigned filt_lc_has(const struct inst_tls *T, uint64_t line)
 static inline bool filt_reader_has(const struct inst_tls *T, uint64_t e, uint64_t line,
                                    unsigned touch)
 {
-	return (e & T->filt_rbit) && filt_tag_is(e, line) && (filt_lc_has(T, line) & touch) == touch;
+	return (e & T->filt_rbit) && !T->filt_lc_busy && filt_tag_is(e, line) &&
+	       (filt_lc_has(T, line) & touch) == touch;
+}
+
+/* Signal handlers.  Between a claim's swap, which may give T its reader
+ * bit, and its note of the cache, T's entry for the line can be stale: a
+ * handler that ran there must not leave a load out by it (filt_reader_has
+ * says no while a claim is busy), and its own claims do not note the cache
+ * but drop the line's entry and mark the cache dirty.  The interrupted note
+ * then drops what it wrote: the handler's claim may have followed another
+ * thread's store that made the note's granules stale. */
+static inline void filt_lc_begin(struct inst_tls *T)
+{
+	T->filt_lc_busy++;
+	T->filt_lc_dirty = false;
+}
+
+static inline void filt_lc_end(struct inst_tls *T)
+{
+	T->filt_lc_busy--;
+}
+
+/* Writes v to T's cache entry c of line, as a claim's note (see above). */
+static inline void filt_lc_write(struct inst_tls *T, uint64_t *c, uint64_t line, uint64_t v)
+{
+	if (T->filt_lc_busy > 1) {         /* a handler's claim, nested */
+		if (*c >> 8 == line)
+			*c = 0;
+		T->filt_lc_dirty = true;
+		return;
+	}
+	*c = v;
+	if (T->filt_lc_dirty)
+		*c = 0;
 }
 
 /* T's claim of line (granules touch) over the word e, which did not have
@@ -597,7 +630,7 @@ static inline void filt_lc_note(struct inst_tls *T, uint64_t e, uint64_t line, u
 		return;
 	uint64_t *c = &T->filt_lc[line & ((1u << FILT_LC_BITS) - 1)];
 	unsigned keep = (e & T->filt_rbit) && filt_tag_is(e, line) && *c >> 8 == line ? (unsigned)*c & 0xff : 0;
-	*c = line << 8 | keep | touch;
+	filt_lc_write(T, c, line, line << 8 | keep | touch);
 }
 
 /* T's recorded load (granules touch) of a line it owns: its copy is valid,
@@ -607,7 +640,7 @@ static inline void filt_lc_note_owned(struct inst_tls *T, uint64_t line, unsigne
 	if (!T->filt_rbit)
 		return;
 	uint64_t *c = &T->filt_lc[line & ((1u << FILT_LC_BITS) - 1)];
-	*c = (*c >> 8 == line ? *c : line << 8) | touch;
+	filt_lc_write(T, c, line, (*c >> 8 == line ? *c : line << 8) | touch);
 }
 
 /* The readers of the word that T's record swaps in over e: a store leaves
@@ -711,6 +744,7 @@ filt_swap(struct inst_tls *T, _Atomic uint64_t *slot, uint64_t line, uint64_t mi
 			_mm_lfence();     /* a new time is read before the swap */
 #endif
 		uint64_t w = owned ? filt_word_owned(T, e, mine, store) : filt_word_claim(T, e, line, mine, store);
+		filt_lc_begin(T);
 		if (atomic_compare_exchange_weak_explicit(slot, &e, w, memory_order_relaxed,
 		                                          memory_order_relaxed)) {
 			unsigned touch = (unsigned)(mine >> FILT_TOUCHED) & 0xff;
@@ -718,8 +752,10 @@ filt_swap(struct inst_tls *T, _Atomic uint64_t *slot, uint64_t line, uint64_t mi
 				filt_lc_note(T, e, line, touch);
 			else if (!store)
 				filt_lc_note_owned(T, line, touch);
+			filt_lc_end(T);
 			return time;
 		}
+		filt_lc_end(T);
 	}
 }
 
@@ -924,12 +960,16 @@ filt_swap_seen(struct inst_tls *T, uintptr_t addr, unsigned kind,
 	uint64_t line = addr >> 6, e = seen->e;
 	bool store = kind != CT_ACCESS_LOAD;
 	_Atomic uint64_t *slot = &filt_tab[line & FILT_MASK];
-	if (seen->owned &&
-	    atomic_compare_exchange_weak_explicit(slot, &e, filt_word_owned(T, e, seen->mine, store),
-	                                          memory_order_relaxed, memory_order_relaxed)) {
-		if (!store)
-			filt_lc_note_owned(T, line, (unsigned)(seen->mine >> FILT_TOUCHED) & 0xff);
-		return T->stamp;
+	if (seen->owned) {
+		filt_lc_begin(T);
+		if (atomic_compare_exchange_weak_explicit(slot, &e, filt_word_owned(T, e, seen->mine, store),
+		                                          memory_order_relaxed, memory_order_relaxed)) {
+			if (!store)
+				filt_lc_note_owned(T, line, (unsigned)(seen->mine >> FILT_TOUCHED) & 0xff);
+			filt_lc_end(T);
+			return T->stamp;
+		}
+		filt_lc_end(T);
 	}
 	return filt_swap(T, slot, line, seen->mine, store, e);
 }
