@@ -39,8 +39,10 @@
  *   affinity at the start only (a later widening is not sampled there);
  *   a CPU offline at the start, or one that goes offline (its event then
  *   stops for good), is opened again by the writer once it is online
- *   (check_cpus).  Samples, losses and throttles of other processes are
- *   dropped here (counted: SUMMARY sampler_lost_foreign for the losses).
+ *   (check_cpus).  Samples of other processes are dropped here; a loss
+ *   or throttle the kernel wrote while another process ran goes to the
+ *   program's main thread (it may be the program's: the kernel writes it
+ *   at its next output), its losses counted in SUMMARY sampler_lost_foreign.
  *
  * Watchpoints: not the threads' own (a thread with per-thread events of
  * its own, breakpoints, loses the cheap switch), but per-CPU breakpoint
@@ -263,12 +265,13 @@ static int pend_emit(struct rt_thread *t, const struct ct_record *r)
 static void on_cpu_rec(void *ctx, const struct perf_rec *r)
 {
 	(void)ctx;
-	if (cpu_wide && r->kind != PERF_REC_SAMPLE && (pid_t)r->pid != rt_pid) {
-		/* a loss or throttle that hit another process: not the program's */
-		if (r->kind == PERF_REC_LOST)
-			rt_status_ring_lost_foreign(lost_foreign += r->lost);
-		return;
-	}
+	/* the kernel writes a loss or a throttle with the task that runs at
+	 * its next output, not the one whose samples it lost (and a throttle
+	 * stops the CPU's event for every task): another process's goes to
+	 * the program's main thread, counted apart (maybe not the program's) */
+	bool foreign_loss = cpu_wide && r->kind != PERF_REC_SAMPLE && (pid_t)r->pid != rt_pid;
+	if (foreign_loss && r->kind == PERF_REC_LOST)
+		rt_status_ring_lost_foreign(lost_foreign += r->lost);
 	if (cpu_wide && r->kind == PERF_REC_SAMPLE) {
 		/* another process, or the runtime's writer: not the program */
 		if ((pid_t)r->pid != rt_pid) {
@@ -281,7 +284,7 @@ static void on_cpu_rec(void *ctx, const struct perf_rec *r)
 		}
 	}
 	uint64_t time = r->time ? r->time : rt_now();
-	struct rt_thread *t = soft_tid_map_find(&map, r->tid, time);
+	struct rt_thread *t = foreign_loss ? NULL : soft_tid_map_find(&map, r->tid, time);
 	if (!t && r->kind != PERF_REC_SAMPLE)
 		t = main_t;           /* a loss the kernel could not place */
 	if (!t) {
