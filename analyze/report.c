@@ -619,8 +619,8 @@ static void sec_totals(struct report *r)
 		        "hits instead)");
 	else if (!r->events && a->stats.samples && analysis_estimator(a) == ESTIMATOR_OWNER)
 		warn(r, "no communication detected: the emulated windows held no transfer "
-		        "(--expiry does not apply to the owner estimator; a smaller --owner-window "
-		        "or --emulate-period counts more of the lines stored few times)");
+		        "(--expiry does not apply to the owner estimator; a smaller --emulate-period "
+		        "samples more of the accesses)");
 	else if (!r->events && a->stats.samples)
 		warn(r, "no communication detected (try a longer --expiry, e.g. ns:1000000, or the "
 		        "window model)");
