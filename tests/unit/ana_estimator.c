@@ -415,14 +415,20 @@ static void test_estimator_ignores(void)
 		CHECK(!estimator_ignores(ESTIMATOR_OWNER, used[i]));
 }
 
+/* A full trace (inst --full, 64-byte lines) of `threads` threads. */
+static void full_trace_init(struct tb *b, size_t threads)
+{
+	tb_init(b, threads);
+	b->features = CT_FEAT_SAMPLES | CT_FEAT_FULL;
+	tb_config(b, "sampler=inst\nperiod=1\nperiod_unit=events\nfull=1\nline_size=64\n");
+}
+
 /* emulate --estimator owner --emulate-period 1 (every access sampled, with
  * weight 1) on the hand-built sequence as a full trace: exact's 5. */
 static void test_emulate_owner_period1(void)
 {
 	struct tb b;
-	tb_init(&b, 3);
-	b.features = CT_FEAT_SAMPLES | CT_FEAT_FULL;
-	tb_config(&b, "sampler=inst\nperiod=1\nperiod_unit=events\nfull=1\nline_size=64\n");
+	full_trace_init(&b, 3);
 	for (size_t i = 0; i < 8; i++)
 		tb_sample(&b, by_hand[i].t, 10 * (i + 1), by_hand[i].addr, by_hand[i].len,
 		          by_hand[i].kind, 1);
@@ -468,13 +474,19 @@ static void owner_xfer(struct tb *b, uint32_t t, uint64_t time, uint32_t src, ui
 }
 
 /* A line monitor trace of `threads` threads (inst, --owner-window J = 4,
- * period P = 10) whose thread 0's sampled store at A, time 10, opened a
- * window. */
-static void owner_trace_init(struct tb *b, size_t threads)
+ * period P = 10), no record yet. */
+static void owner_trace_begin(struct tb *b, size_t threads)
 {
 	tb_init(b, threads);
 	b->features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
 	tb_config(b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
+}
+
+/* owner_trace_begin's trace whose thread 0's sampled store at A, time 10,
+ * opened a window. */
+static void owner_trace_init(struct tb *b, size_t threads)
+{
+	owner_trace_begin(b, threads);
 	tb_sample(b, 0, 10, A, 8, ST, 10);
 	tb_add(b, 0, CT_REC_OWNER_WIN, 11)->u.owin = (struct ct_owner_win){ A, CT_OWNER_OPENED };
 }
@@ -549,9 +561,7 @@ static void test_owner_monitor_trace(void)
 static void test_owner_monitor_drops(void)
 {
 	struct tb b;
-	tb_init(&b, 2);
-	b.features = CT_FEAT_SAMPLES | CT_FEAT_OWNER;
-	tb_config(&b, "sampler=inst\nperiod=10\nperiod_unit=events\nline_size=64\nowner_window=4\n");
+	owner_trace_begin(&b, 2);
 	for (uint64_t i = 0; i < 3; i++)
 		tb_add(&b, 0, CT_REC_OWNER_WIN, 10 + i)->u.owin =
 			(struct ct_owner_win){ A + 64 * 256, CT_OWNER_DROP_TABLE };
@@ -640,9 +650,7 @@ static void test_owner_nothing_detected(void)
 	tb_free(&b);
 
 	/* emulate's owner estimate: its own windows, its own options */
-	tb_init(&b, 2);
-	b.features = CT_FEAT_SAMPLES | CT_FEAT_FULL;
-	tb_config(&b, "sampler=inst\nperiod=1\nperiod_unit=events\nfull=1\nline_size=64\n");
+	full_trace_init(&b, 2);
 	tb_sample(&b, 0, 10, A, 8, ST, 1);
 	tb_sample(&b, 1, 20, A + 4096, 8, ST, 1);
 	path = tb_write(&b);
