@@ -1235,10 +1235,7 @@ static int cmp_vrange(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* Calls f(arg, m) for each mapping of the MAPS text, in order; stops at
- * f's first nonzero return and returns it (else 0).  One line is parsed at
- * a time: a maps file can have tens of thousands of lines. */
-static int each_mapping(const char *text, size_t len,
+int symtab_each_mapping(const char *text, size_t len,
                         int (*f)(void *arg, const struct st_mapping *m), void *arg)
 {
 	struct st_mapping m;
@@ -1337,9 +1334,9 @@ static void ranges_merge(struct st_ranges *r)
 int symtab_var_ranges(struct st_ranges *r, const char *text, size_t len)
 {
 	struct var_scan v = { 0 };
-	int rc = each_mapping(text, len, scan_modules, &v);
+	int rc = symtab_each_mapping(text, len, scan_modules, &v);
 	if (!rc)
-		rc = each_mapping(text, len, scan_ranges, &v);
+		rc = symtab_each_mapping(text, len, scan_ranges, &v);
 	r->n = r->last = 0;
 	r->v = rc ? NULL : malloc((v.nfile + v.nanon + 1) * sizeof *r->v);
 	if (r->v) {

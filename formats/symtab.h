@@ -192,6 +192,12 @@ struct st_mapping {
 	char path[4096];
 };
 int symtab_maps_line(const char *line, size_t len, struct st_mapping *out);
+/* Calls f(arg, m) for each mapping of the MAPS text, in order (lines that
+ * are not mappings skipped); stops at f's first nonzero return and returns
+ * it, else 0.  One line is parsed at a time: a maps file can have tens of
+ * thousands of lines. */
+int symtab_each_mapping(const char *text, size_t len,
+                        int (*f)(void *arg, const struct st_mapping *m), void *arg);
 /* Whether m maps a file that still exists under its path. */
 bool symtab_mapping_is_file(const struct st_mapping *m);
 /* Where a data address can fall in a variable of a module (a file with an

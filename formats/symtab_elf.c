@@ -377,46 +377,52 @@ struct st_module *symtab_add_elf(struct symtab *s, const char *path, uint64_t lo
 
 /* ---- memory maps ------------------------------------------------------------ */
 
+/* The distinct files with an executable mapping: their lowest mapping
+ * gives the bias, all their mappings the range. */
+struct maps_file { struct st_mapping first; uint64_t lo, hi; bool exec; };
+struct maps_files { struct maps_file *v; size_t n, cap; };
+
+static int gather_file(void *arg, const struct st_mapping *mp)
+{
+	struct maps_files *f = arg;
+	if (!symtab_mapping_is_file(mp))
+		return 0;
+	size_t i;
+	for (i = 0; i < f->n; i++)
+		if (!strcmp(f->v[i].first.path, mp->path))
+			break;
+	if (i == f->n) {
+		if (f->n == f->cap) {
+			size_t cap = f->cap ? f->cap * 2 : 32;
+			struct maps_file *q = realloc(f->v, cap * sizeof *q);
+			if (!q)
+				return -1;
+			f->v = q;
+			f->cap = cap;
+		}
+		f->v[f->n++] = (struct maps_file){ *mp, mp->start, mp->end, mp->exec };
+		return 0;
+	}
+	if (mp->start < f->v[i].lo) {
+		f->v[i].lo = mp->start;
+		f->v[i].first = *mp;
+	}
+	if (mp->end > f->v[i].hi)
+		f->v[i].hi = mp->end;
+	f->v[i].exec |= mp->exec;
+	return 0;
+}
+
 int symtab_from_maps(struct symtab *s, const char *text, size_t len, const struct st_addrs *ips,
                      void (*note)(void *arg, const char *path, const char *what), void *arg)
 {
-	/* the distinct files with an executable mapping: their lowest mapping
-	 * gives the bias, all their mappings the range */
-	struct ent { struct st_mapping first; uint64_t lo, hi; bool exec; } *v = NULL;
-	size_t nv = 0, cap = 0;
-	const char *p = text, *end = text + len;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		struct st_mapping mp;
-		if (symtab_maps_line(p, l, &mp) == 0 && symtab_mapping_is_file(&mp)) {
-			size_t i;
-			for (i = 0; i < nv; i++)
-				if (!strcmp(v[i].first.path, mp.path))
-					break;
-			if (i == nv) {
-				if (nv == cap) {
-					cap = cap ? cap * 2 : 32;
-					struct ent *q = realloc(v, cap * sizeof *v);
-					if (!q) {
-						free(v);
-						return -1;
-					}
-					v = q;
-				}
-				v[nv++] = (struct ent){ mp, mp.start, mp.end, mp.exec };
-			} else {
-				if (mp.start < v[i].lo) {
-					v[i].lo = mp.start;
-					v[i].first = mp;
-				}
-				if (mp.end > v[i].hi)
-					v[i].hi = mp.end;
-				v[i].exec |= mp.exec;
-			}
-		}
-		p += l + 1;
+	struct maps_files files = { 0 };
+	if (symtab_each_mapping(text, len, gather_file, &files)) {
+		free(files.v);
+		return -1;
 	}
+	struct maps_file *v = files.v;
+	size_t nv = files.n;
 	int rc = 0;
 	for (size_t i = 0; i < nv; i++) {
 		if (!v[i].exec)
