@@ -1,5 +1,6 @@
 /* The functional watchpoint probe (wp_probe.h). */
 #include "wp_probe.h"
+#include "soft_attr.h"
 
 #include <stdbool.h>
 
@@ -189,13 +190,9 @@ static uint64_t thread_switches(void)
 void probe_task_clock_attr(struct perf_event_attr *a, uint64_t period_ns)
 {
 	memset(a, 0, sizeof *a);
-	a->size = sizeof *a;
-	a->type = PERF_TYPE_SOFTWARE;
-	a->config = PERF_COUNT_SW_TASK_CLOCK;
-	a->sample_period = period_ns;
+	soft_sample_attr(a, period_ns);
 	a->sample_type = PERF_SAMPLE_IP;
-	a->exclude_kernel = 1;
-	a->exclude_hv = 1;
+	a->sample_regs_user = 0;
 }
 
 /* A task-clock sampling event on the calling thread, as the soft sampler

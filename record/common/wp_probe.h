@@ -75,8 +75,8 @@ struct wp_switch_cost {
 };
 struct wp_switch_cost wp_switch_cost(int nregs, uint64_t sampling_period_ns);
 
-/* The probes' task-clock sampling event: user space, at period_ns, the ip
- * only (this and record/switch_probe.c). */
+/* The probes' task-clock sampling event: the soft sampler's
+ * (soft_sample_attr), the ip only (this and record/switch_probe.c). */
 struct perf_event_attr;
 void probe_task_clock_attr(struct perf_event_attr *a, uint64_t period_ns);
 
