@@ -472,6 +472,7 @@ static void owner_windows_warning(struct report *r)
  * of about once in 1000 reports. */
 struct owner_lag {
 	uint64_t lag, held;       /* transfers x windows: in their lag, held */
+	uint64_t j;               /* the monitor's window J (its lag's stores) */
 	double lower;             /* the lag's count weighed as the held are */
 	bool short_lines;
 };
@@ -484,6 +485,7 @@ static bool owner_lag_test(const struct analysis *a, double total, double var,
 	if (!owner_from_records(a) || !owner_monitor_params(a->trace, &j, &p) ||
 	    !ct_trace_meta(a->trace, CT_SEC_SUMMARY, "inst.owner_lag_transfers", v, sizeof v))
 		return false;
+	o->j = j;
 	o->lag = strtoull(v, NULL, 10);
 	o->held = a->stats.owner_held;
 	double unit = o->held && total > 0 ? total / (double)o->held   /* one held transfer's weight */
@@ -502,8 +504,7 @@ static void owner_lag_warning(struct report *r)
 	struct owner_lag o;
 	if (!owner_lag_test(r->a, r->total, r->var, &o) || !o.short_lines)
 		return;
-	uint64_t j, p;
-	owner_monitor_params(r->a->trace, &j, &p);
+	uint64_t j = o.j;
 	char low[32];
 	warn(r, "the owner estimate is low on this program: the line monitor's windows saw %" PRIu64
 	        " transfers in their lag (the %" PRIu64 " stores to their line from their sampled "
